@@ -1,0 +1,1 @@
+"""Pydantic v2 data contracts shared by workflows, activities, inference and clients."""

@@ -1,0 +1,73 @@
+"""The public result contract of `AgentWorkflow` (JSON on the wire)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from schemas.plan import Plan
+from schemas.route import Route
+
+
+class StepStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+class StepError(BaseModel):
+    type: str
+    message: str
+    non_retryable: bool = False
+
+
+class StepOutcome(BaseModel):
+    """What happened to one plan step; `args` are the resolved values the tool received."""
+
+    id: str
+    tool: str
+    args: dict[str, Any] | list[dict[str, Any]] = Field(default_factory=dict)
+    status: StepStatus = StepStatus.PENDING
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    output: Any = None
+    error: StepError | None = None
+    attempt: int = 0
+    """Planning round (0 = first plan) in which this outcome was produced."""
+
+
+class CacheStatus(StrEnum):
+    MISS = "miss"
+    EXACT = "exact"
+    BYPASS = "bypass"
+    UNAVAILABLE = "unavailable"
+
+
+class Timings(BaseModel):
+    """Milliseconds per layer of the latency model."""
+
+    cache: float = 0.0
+    route: float = 0.0
+    plan: float = 0.0
+    tools: float = 0.0
+    respond: float = 0.0
+    total: float = 0.0
+
+
+class AgentResult(BaseModel):
+    answer: str
+    route: Route
+    cache: CacheStatus
+    plan: Plan
+    steps: list[StepOutcome] = Field(default_factory=list)
+    timings_ms: Timings = Field(default_factory=Timings)
+    replans: int = 0
+    plan_error: StepError | None = None
+    """Set when the last plan could not be validated (the run still answers)."""
+    workflow_id: str = ""
+    run_id: str = ""

@@ -1,0 +1,22 @@
+"""What the router (light model or rules) decided about a request."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+
+class Tier(StrEnum):
+    RULES = "rules"
+    LIGHT = "light"
+    HEAVY = "heavy"
+    CACHE = "cache"
+
+
+class Route(BaseModel):
+    intent: str
+    confidence: float = Field(ge=0.0, le=1.0)
+    tier: Tier = Tier.RULES
+    tools: list[str] = Field(default_factory=list)
+    reason: str = ""

