@@ -69,5 +69,7 @@ class AgentResult(BaseModel):
     replans: int = 0
     plan_error: StepError | None = None
     """Set when the last plan could not be validated (the run still answers)."""
+    warnings: list[str] = Field(default_factory=list)
+    """Degradations that did not stop the run (e.g. the cache was unreachable)."""
     workflow_id: str = ""
     run_id: str = ""

@@ -10,7 +10,8 @@ from pathlib import Path
 ENV_PREFIX = "AGENTKEEL_"
 
 TASK_QUEUE = "agentkeel"
-INFERENCE_TASK_QUEUE = "agentkeel-inference"
+INFERENCE_SUFFIX = "-inference"
+INFERENCE_TASK_QUEUE = TASK_QUEUE + INFERENCE_SUFFIX
 
 
 class SettingsError(ValueError):
@@ -32,8 +33,6 @@ class Settings:
     """Port of the Temporal Web UI that `up` starts with the dev server."""
     task_queue: str = TASK_QUEUE
     """Queue of `AgentWorkflow`, tools, cache and persistence (CPU worker)."""
-    inference_task_queue: str = INFERENCE_TASK_QUEUE
-    """Queue of route / plan / join / respond (inference worker)."""
     state_dir: Path = field(default_factory=lambda: Path.cwd() / ".agentkeel")
     """Where `up` keeps the Temporal database, embedded Postgres/Redis data, logs and pid file."""
     carrier_url: str | None = None
@@ -49,6 +48,15 @@ class Settings:
     log_format: str = "auto"
     """`json`, `console`, or `auto` (console on a TTY, JSON otherwise)."""
     log_level: str = "info"
+
+    @property
+    def inference_task_queue(self) -> str:
+        """Queue of route / plan / join / respond: always `<task_queue>-inference`.
+
+        Derived rather than set, because `AgentWorkflow` derives it the same way
+        from the queue it runs on; the two can never disagree.
+        """
+        return self.task_queue + INFERENCE_SUFFIX
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -1,0 +1,39 @@
+"""The policy interface the agent graph calls: route, plan, join, respond.
+
+Implementations: `RulesPolicy` (deterministic, no model; the default without a
+GPU) and, later, LLM-backed policies over vLLM engines. The inference worker
+hosts exactly one policy and exposes it as activities.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from schemas.agent import (
+    JoinInput,
+    JoinResult,
+    PlanInput,
+    PlanResult,
+    RespondInput,
+    RespondResult,
+    RouteInput,
+    RouteResult,
+)
+
+DEFAULT_ROUTER_THRESHOLD = 0.7
+"""Below this confidence the route is not trusted and the planner writes the plan."""
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """What the graph needs from a model. Methods are async and must not block the loop."""
+
+    name: str
+
+    async def route(self, request: RouteInput) -> RouteResult: ...
+
+    async def plan(self, request: PlanInput) -> PlanResult: ...
+
+    async def join(self, request: JoinInput) -> JoinResult: ...
+
+    async def respond(self, request: RespondInput) -> RespondResult: ...

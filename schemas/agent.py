@@ -1,0 +1,97 @@
+"""Inputs and results of the agent's graph activities (one model each, new fields with defaults).
+
+These cross the Temporal boundary between the workflow and the CPU or inference
+workers, so their field names are a contract visible in every run's history.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+from schemas.plan import Plan
+from schemas.result import AgentResult, StepError, StepOutcome
+from schemas.route import Route, Tier
+
+
+class LookupCacheInput(BaseModel):
+    question: str
+    tenant: str
+
+
+class LookupCacheResult(BaseModel):
+    hit: AgentResult | None = None
+    available: bool = True
+    """False when the cache could not be reached; the lookup then counts as a miss."""
+
+
+class RouteInput(BaseModel):
+    question: str
+    tenant: str = "default"
+    conversation_id: str | None = None
+
+
+class RouteResult(BaseModel):
+    route: Route
+    confident: bool
+    """Confidence reached the router threshold: `draft_plan` is used and `plan` is skipped."""
+    draft_plan: Plan | None = None
+
+
+class PlanInput(BaseModel):
+    question: str
+    route: Route
+    attempt: int = 0
+    previous_steps: list[StepOutcome] = Field(default_factory=list)
+    plan_error: StepError | None = None
+    """Why the previous plan was rejected, so the planner can correct it."""
+
+
+class PlanResult(BaseModel):
+    plan: Plan
+    tier: Tier = Tier.RULES
+
+
+class JoinDecision(StrEnum):
+    FINISH = "finish"
+    REPLAN = "replan"
+
+
+class JoinInput(BaseModel):
+    question: str
+    plan: Plan
+    steps: list[StepOutcome]
+    plan_error: StepError | None = None
+    replans: int = 0
+    max_replans: int = 2
+
+
+class JoinResult(BaseModel):
+    decision: JoinDecision
+    reason: str = ""
+
+
+class RespondInput(BaseModel):
+    question: str
+    route: Route
+    steps: list[StepOutcome]
+    plan_error: StepError | None = None
+    run_id: str = ""
+
+
+class RespondResult(BaseModel):
+    answer: str
+
+
+class StoreInput(BaseModel):
+    tenant: str
+    question: str
+    result: AgentResult
+    use_cache: bool = True
+
+
+class StoreResult(BaseModel):
+    recorded: bool
+    cached: bool
+    cache_ttl_s: int | None = None

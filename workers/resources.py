@@ -1,0 +1,67 @@
+"""Long-lived clients of a CPU worker process: one pool each, built once, closed on exit."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Any
+
+import asyncpg
+import httpx
+import redis.asyncio as aioredis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from activities.cache import CacheActivities, PathCache
+from activities.runs import StoreActivities
+from activities.tools import ToolActivities
+from workers.settings import Settings
+
+# Redis must never add its timeout to a run: fail fast and let the cache miss.
+REDIS_CONNECT_TIMEOUT_S = 0.25
+REDIS_SOCKET_TIMEOUT_S = 0.5
+
+
+def redis_client(url: str) -> aioredis.Redis:
+    return aioredis.from_url(
+        url,
+        socket_connect_timeout=REDIS_CONNECT_TIMEOUT_S,
+        socket_timeout=REDIS_SOCKET_TIMEOUT_S,
+        retry=Retry(NoBackoff(), 0),  # Temporal and the cache's miss path own retries
+        health_check_interval=10,
+    )
+
+
+def http_client() -> httpx.AsyncClient:
+    """One keep-alive pool for every outbound HTTP call of the process."""
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(5.0, connect=1.0),
+        limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
+        transport=httpx.AsyncHTTPTransport(retries=0),
+    )
+
+
+@asynccontextmanager
+async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[..., Any]]]:
+    """Every activity the CPU worker serves, bound to this process's pools."""
+    if not settings.database_url or not settings.redis_url or not settings.carrier_url:
+        raise ValueError(
+            "the CPU worker needs AGENTKEEL_DATABASE_URL, AGENTKEEL_REDIS_URL and "
+            "AGENTKEEL_CARRIER_URL (or run it through `agentkeel up`)"
+        )
+    pool = await asyncpg.create_pool(settings.database_url, min_size=1, max_size=settings.db_pool_max)
+    redis = redis_client(settings.redis_url)
+    http = http_client()
+    try:
+        cache = PathCache(redis, default_ttl=timedelta(seconds=settings.cache_ttl_s))
+        tools = ToolActivities(pool, http, settings.carrier_url)
+        yield [
+            *tools.all_activities(),
+            CacheActivities(cache).lookup_cache,
+            StoreActivities(pool, cache).store,
+        ]
+    finally:
+        await http.aclose()
+        await redis.aclose()
+        await pool.close()

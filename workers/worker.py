@@ -1,0 +1,79 @@
+"""Worker factories with explicit concurrency, and the process entry points."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any
+
+import structlog
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.inference import InferenceActivities
+from inference.rules import RulesPolicy
+from workers.resources import cpu_activities
+from workers.settings import Settings
+from workers.temporal_client import connect
+from workflows.agent import AgentWorkflow
+
+log = structlog.get_logger(__name__)
+
+GRACEFUL_SHUTDOWN = timedelta(seconds=10)
+CPU_MAX_ACTIVITIES = 200
+"""Tool activities are I/O bound; the DB pool, not this, is the real limit."""
+RULES_MAX_ACTIVITIES = 64
+
+
+def cpu_worker(client: Client, task_queue: str, activities: Sequence[Callable[..., Any]]) -> Worker:
+    """Runs `AgentWorkflow`, the tools, the cache and persistence."""
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[AgentWorkflow],
+        activities=activities,
+        max_concurrent_activities=CPU_MAX_ACTIVITIES,
+        max_concurrent_workflow_tasks=100,
+        graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
+    )
+
+
+def inference_worker(
+    client: Client, task_queue: str, activities: InferenceActivities, *, max_concurrent: int
+) -> Worker:
+    """Runs route / plan / join / respond; concurrency matches what the engine batches."""
+    return Worker(
+        client,
+        task_queue=task_queue,
+        activities=activities.all(),
+        max_concurrent_activities=max_concurrent,
+        graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
+    )
+
+
+async def _run_until_signalled(worker: Worker) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with worker:
+        log.info("worker_started", task_queue=worker.task_queue)
+        await stop.wait()
+        log.info("worker_stopping", task_queue=worker.task_queue)
+
+
+async def run_cpu_worker(settings: Settings) -> None:
+    client = await connect(settings)
+    async with cpu_activities(settings) as activities:
+        await _run_until_signalled(cpu_worker(client, settings.task_queue, activities))
+
+
+async def run_inference_worker(settings: Settings) -> None:
+    client = await connect(settings)
+    activities = InferenceActivities(RulesPolicy())
+    worker = inference_worker(
+        client, settings.inference_task_queue, activities, max_concurrent=RULES_MAX_ACTIVITIES
+    )
+    await _run_until_signalled(worker)

@@ -1,0 +1,43 @@
+"""The agent graph: a LangGraph `StateGraph` executed through Temporal's LangGraph plugin.
+
+lookup_cache → route → [plan] → execute → join ⟲ plan (bounded) → respond → store
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+
+from workflows import nodes
+from workflows.state import AgentState
+
+AGENT_GRAPH = "agent"
+
+_INLINE = {"execute_in": "workflow"}
+
+
+def build_agent_graph() -> StateGraph[Any, Any, Any, Any]:
+    """A fresh graph: the plugin rewrites node callables, so each plugin needs its own."""
+    graph: StateGraph[Any, Any, Any, Any] = StateGraph(AgentState)
+    for name, node in (
+        ("lookup_cache", nodes.lookup_cache),
+        ("route", nodes.route),
+        ("plan", nodes.plan),
+        ("execute", nodes.execute),
+        ("join", nodes.join),
+        ("respond", nodes.respond),
+        ("store", nodes.store),
+    ):
+        graph.add_node(name, node, metadata=dict(_INLINE))
+    graph.add_edge(START, "lookup_cache")
+    graph.add_conditional_edges("lookup_cache", nodes.after_cache, {"hit": END, "miss": "route"})
+    graph.add_conditional_edges(
+        "route", nodes.after_route, {"confident": "execute", "unsure": "plan"}
+    )
+    graph.add_edge("plan", "execute")
+    graph.add_edge("execute", "join")
+    graph.add_conditional_edges("join", nodes.after_join, {"replan": "plan", "finish": "respond"})
+    graph.add_edge("respond", "store")
+    graph.add_edge("store", END)
+    return graph

@@ -1,0 +1,31 @@
+"""The agent graph's state. Lives in workflow memory only: nodes run inline in the workflow."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TypedDict
+
+from schemas.plan import Plan
+from schemas.request import AgentRequest
+from schemas.result import AgentResult, CacheStatus, StepError, StepOutcome, Timings
+from schemas.route import Route
+
+
+class AgentState(TypedDict, total=False):
+    request: AgentRequest
+    started_at: datetime
+    tool_queue: str
+    inference_queue: str
+    cache: CacheStatus
+    route: Route
+    confident: bool
+    plan: Plan
+    steps: list[StepOutcome]
+    """Outcomes of every planning round (each tagged with its `attempt`)."""
+    plan_error: StepError | None
+    replans: int
+    decision: str
+    answer: str
+    timings: Timings
+    warnings: list[str]
+    result: AgentResult

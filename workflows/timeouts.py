@@ -1,0 +1,23 @@
+"""Start-to-close timeouts and retry policies of the agent's own activities, in one place."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio.common import RetryPolicy
+
+CACHE_TIMEOUT = timedelta(seconds=2)
+ROUTE_TIMEOUT = timedelta(seconds=30)
+PLAN_TIMEOUT = timedelta(seconds=60)
+JOIN_TIMEOUT = timedelta(seconds=30)
+RESPOND_TIMEOUT = timedelta(seconds=120)
+STORE_TIMEOUT = timedelta(seconds=10)
+
+# A cache lookup is an accelerator: one quick retry, then the run goes on as a miss.
+CACHE_RETRY = RetryPolicy(maximum_attempts=2, initial_interval=timedelta(milliseconds=50))
+MODEL_RETRY = RetryPolicy(
+    maximum_attempts=3,
+    initial_interval=timedelta(milliseconds=200),
+    non_retryable_error_types=["InvalidModelOutput"],
+)
+STORE_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=10)
