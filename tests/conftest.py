@@ -21,6 +21,7 @@ from temporalio.worker import Worker
 from activities.inference import InferenceActivities
 from activities.migrate import apply_migrations
 from activities.seed import seed_demo_data
+from inference.policy import Policy
 from inference.rules import RulesPolicy
 from schemas.request import AgentRequest
 from schemas.result import AgentResult
@@ -160,6 +161,7 @@ async def make_stack(
         *,
         redis_url: str = REDIS_URL,
         replace_activities: list[Callable[..., Any]] | None = None,
+        policy: Policy | None = None,
     ) -> AgentStack:
         queue = f"t-{uuid.uuid4().hex[:12]}"
         settings = Settings(
@@ -180,7 +182,7 @@ async def make_stack(
             inference_worker(
                 client,
                 settings.inference_task_queue,
-                InferenceActivities(RulesPolicy()),
+                InferenceActivities(policy or RulesPolicy()),
                 max_concurrent=8,
             ),
         ):

