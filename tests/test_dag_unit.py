@@ -1,0 +1,187 @@
+"""The scheduler's logic without Temporal: validation, ordering, resolution, caps, failures."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from schemas.plan import Plan
+from schemas.result import StepError, StepStatus
+from schemas.tools import TOOLS
+from workflows.dag import (
+    DEPENDENCY_CYCLE,
+    DUPLICATE_STEP,
+    EMPTY_PLAN,
+    INVALID_ARGUMENTS,
+    MISSING_REFERENCE,
+    UNKNOWN_TOOL,
+    PlanValidationError,
+    critical_path_ms,
+    topological_order,
+    validate_plan,
+)
+from workflows.scheduler import DagScheduler, ResolutionError, SchedulerLimits, ToolCall, resolve
+
+
+def plan(*steps: dict[str, Any]) -> Plan:
+    return Plan.model_validate({"steps": list(steps)})
+
+
+@pytest.mark.parametrize(
+    ("bad", "kind", "mentions"),
+    [
+        (plan(), EMPTY_PLAN, "no steps"),
+        (plan({"id": "a", "tool": "nope"}), UNKNOWN_TOOL, "nope"),
+        (
+            plan({"id": "a", "tool": "search_kb", "args": {"query": "x"}},
+                 {"id": "a", "tool": "search_kb", "args": {"query": "y"}}),
+            DUPLICATE_STEP, "'a'",
+        ),
+        (plan({"id": "a", "tool": "get_order", "args": {}}), INVALID_ARGUMENTS, "order_id"),
+        (plan({"id": "a", "tool": "get_order", "args": {"order_id": 1, "x": 2}}), INVALID_ARGUMENTS, "'x'"),
+        (plan({"id": "a", "tool": "get_order", "args": {"order_id": -4}}), INVALID_ARGUMENTS, "greater"),
+        (plan({"id": "a", "tool": "get_order", "args": {"order_id": "$zz.order_id"}}), MISSING_REFERENCE, "zz"),
+        (
+            plan({"id": "a", "tool": "get_order", "args": {"order_id": 1}},
+                 {"id": "b", "tool": "get_order", "args": {"order_id": "$a.items.x.sku"}}),
+            MISSING_REFERENCE, "indexes a list",
+        ),
+        (
+            plan({"id": "a", "tool": "get_order", "args": {"order_id": 1}},
+                 {"id": "b", "tool": "get_order", "args": {"order_id": "$a.status"}}),
+            INVALID_ARGUMENTS, "expects int",
+        ),
+        (
+            plan({"id": "a", "tool": "check_inventory", "args": {"sku": "$item.sku"}}),
+            MISSING_REFERENCE, "for_each",
+        ),
+        (
+            plan({"id": "a", "tool": "get_order", "args": {"order_id": 1}},
+                 {"id": "b", "tool": "check_inventory", "for_each": "$a.status", "args": {"sku": "$item"}}),
+            INVALID_ARGUMENTS, "not a list",
+        ),
+        (
+            plan({"id": "a", "tool": "get_order", "args": {"order_id": 1}, "after": ["c"]},
+                 {"id": "b", "tool": "get_order", "args": {"order_id": 1}, "after": ["a"]},
+                 {"id": "c", "tool": "get_order", "args": {"order_id": 1}, "after": ["b"]}),
+            DEPENDENCY_CYCLE, "cycle",
+        ),
+    ],
+)
+def test_invalid_plans_are_named(bad: Plan, kind: str, mentions: str) -> None:
+    with pytest.raises(PlanValidationError) as error:
+        validate_plan(bad, TOOLS)
+    assert error.value.kind == kind
+    assert mentions in error.value.message
+
+
+def test_topological_order_and_critical_path() -> None:
+    p = plan(
+        {"id": "kb", "tool": "search_kb", "args": {"query": "x"}},
+        {"id": "o", "tool": "get_order", "args": {"order_id": 1}},
+        {"id": "t", "tool": "track_shipment", "args": {"tracking_number": "$o.tracking_number"}},
+        {"id": "i", "tool": "check_inventory", "for_each": "$o.items", "args": {"sku": "$item.sku"}},
+    )
+    deps = validate_plan(p, TOOLS)
+    assert deps == {"kb": [], "o": [], "t": ["o"], "i": ["o"]}
+    assert topological_order(p, deps) == ["kb", "o", "t", "i"]
+    assert critical_path_ms(p, deps, TOOLS) == {"kb": 20, "o": 80, "t": 60, "i": 20}
+
+
+def test_resolve_nested_and_item_references() -> None:
+    outputs = {"o": {"items": [{"sku": "A"}, {"sku": "B"}], "id": 7}}
+    assert resolve({"x": ["$o.id", {"y": "$o.items.1.sku"}]}, outputs) == {"x": [7, {"y": "B"}]}
+    assert resolve("$item.sku", outputs, item={"sku": "Z"}) == "Z"
+    with pytest.raises(ResolutionError):
+        resolve("$o.items.5.sku", outputs)
+
+
+async def settle() -> None:
+    for _ in range(10):
+        await asyncio.sleep(0)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0
+
+    def __call__(self) -> datetime:
+        self.t += 1
+        return datetime.fromtimestamp(self.t, tz=UTC)
+
+
+def _describe(error: BaseException) -> StepError:
+    return StepError(type=type(error).__name__, message=str(error))
+
+
+async def test_eager_dispatch_does_not_wait_for_a_whole_level() -> None:
+    """b depends only on a; it must start while the slow sibling c is still running."""
+    started: list[str] = []
+    release = {name: asyncio.Event() for name in ("a", "b", "c")}
+
+    async def dispatch(call: ToolCall) -> Any:
+        started.append(call.step_id)
+        await release[call.step_id].wait()
+        return {"order_id": 1001, "tracking_number": "TRK0000001001", "items": []}
+
+    p = plan(
+        {"id": "a", "tool": "get_order", "args": {"order_id": 1}},
+        {"id": "c", "tool": "search_kb", "args": {"query": "slow"}},
+        {"id": "b", "tool": "track_shipment", "args": {"tracking_number": "$a.tracking_number"}},
+    )
+    scheduler = DagScheduler(p, TOOLS, dispatch=dispatch, now=Clock(), describe_error=_describe)
+    run = asyncio.create_task(scheduler.run())
+    await settle()
+    assert started == ["a", "c"]
+    release["a"].set()
+    await settle()
+    assert started == ["a", "c", "b"], "b starts as soon as a is done, c still running"
+    release["b"].set()
+    release["c"].set()
+    outcomes = await run
+    assert [o.status for o in outcomes] == [StepStatus.SUCCEEDED] * 3
+    assert outcomes[2].args == {"tracking_number": "TRK0000001001"}
+
+
+async def test_failure_skips_transitive_dependants_only() -> None:
+    async def dispatch(call: ToolCall) -> Any:
+        if call.step_id == "a":
+            raise RuntimeError("boom")
+        return {"order_id": 1, "tracking_number": "T", "hits": [], "query": "q"}
+
+    p = plan(
+        {"id": "a", "tool": "get_order", "args": {"order_id": 1}},
+        {"id": "b", "tool": "track_shipment", "args": {"tracking_number": "$a.tracking_number"}},
+        {"id": "c", "tool": "search_kb", "args": {"query": "x"}, "after": ["b"]},
+        {"id": "d", "tool": "search_kb", "args": {"query": "independent"}},
+    )
+    scheduler = DagScheduler(
+        p, TOOLS, dispatch=dispatch, now=Clock(), describe_error=_describe,
+        limits=SchedulerLimits(max_concurrency=2),
+    )
+    outcomes = {o.id: o for o in await scheduler.run()}
+    assert outcomes["a"].status == StepStatus.FAILED
+    assert outcomes["a"].error is not None and outcomes["a"].error.message == "boom"
+    assert outcomes["b"].status == StepStatus.SKIPPED
+    assert outcomes["c"].status == StepStatus.SKIPPED
+    assert outcomes["d"].status == StepStatus.SUCCEEDED
+    assert scheduler.max_observed_concurrency <= 2
+
+
+async def test_empty_expansion_succeeds_with_no_calls() -> None:
+    calls: list[str] = []
+
+    async def dispatch(call: ToolCall) -> Any:
+        calls.append(call.call_id)
+        return {"order_id": 1, "items": []}
+
+    p = plan(
+        {"id": "a", "tool": "get_order", "args": {"order_id": 1}},
+        {"id": "b", "tool": "check_inventory", "for_each": "$a.items", "args": {"sku": "$item.sku"}},
+    )
+    outcomes = await DagScheduler(p, TOOLS, dispatch=dispatch, now=Clock(), describe_error=_describe).run()
+    assert calls == ["a"]
+    assert outcomes[1].status == StepStatus.SUCCEEDED and outcomes[1].output == []

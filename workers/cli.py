@@ -1,0 +1,117 @@
+"""`agentkeel`: run the local stack, ask questions, run workers. Settings: AGENTKEEL_* env vars."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import sys
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.service import RPCError
+
+from schemas.request import AgentRequest, RunOptions
+from workers.client import run_agent
+from workers.demo import run_demo
+from workers.logging import configure_logging
+from workers.report import format_result
+from workers.settings import Settings, SettingsError
+from workers.stack import StackError, read_endpoints, run_foreground, start_detached, stop_detached
+from workers.temporal_client import connect
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agentkeel", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start Temporal, Postgres, Redis, carrier service and workers")
+    up.add_argument("--detach", action="store_true", help="run in the background")
+    sub.add_parser("down", help="stop a stack started with `up --detach` or `demo`")
+    ask = sub.add_parser("ask", help="run one question through AgentWorkflow")
+    ask.add_argument("question")
+    ask.add_argument("--json", action="store_true", help="print the result JSON")
+    ask.add_argument("--tenant", default="default")
+    ask.add_argument("--conversation-id")
+    ask.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    sub.add_parser("demo", help="start the stack and run sample questions")
+    worker = sub.add_parser("worker", help="run one worker process")
+    worker.add_argument("kind", choices=["cpu", "inference"])
+    return parser
+
+
+def with_running_stack(settings: Settings) -> Settings:
+    """Point a client at the stack `up` started from this state directory, if there is one."""
+    endpoints = read_endpoints(settings)
+    if endpoints is None:
+        return settings
+    return dataclasses.replace(settings, temporal_address=endpoints.temporal_address)
+
+
+async def _connect_or_explain(settings: Settings) -> Client:
+    try:
+        return await connect(settings)
+    except (RuntimeError, RPCError) as exc:
+        raise StackError(
+            f"cannot reach Temporal at {settings.temporal_address} ({exc}); "
+            "start the stack with `agentkeel up --detach`"
+        ) from None
+
+
+async def _ask(settings: Settings, args: argparse.Namespace) -> int:
+    request = AgentRequest(
+        question=args.question,
+        tenant=args.tenant,
+        conversation_id=args.conversation_id,
+        options=RunOptions(use_cache=not args.no_cache),
+    )
+    client = await _connect_or_explain(settings)
+    try:
+        result = await run_agent(client, request, task_queue=settings.task_queue)
+    except WorkflowFailureError as exc:
+        print(f"agentkeel ask: the run failed: {exc.cause}", file=sys.stderr)
+        return 1
+    print(result.model_dump_json(indent=2) if args.json else format_result(result))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = Settings.from_env()
+        configure_logging(settings.log_level, settings.log_format)
+        if args.command == "up":
+            if not args.detach:
+                return run_foreground(settings)
+            from workers.stack import describe
+
+            print(f"agentkeel stack is up in the background\n{describe(start_detached(settings))}")
+            print("stop it with: agentkeel down")
+            return 0
+        if args.command == "down":
+            stopped = stop_detached(settings)
+            print("agentkeel stack stopped" if stopped else "no agentkeel stack was running")
+            return 0
+        if args.command == "ask":
+            return asyncio.run(_ask(with_running_stack(settings), args))
+        if args.command == "demo":
+            return asyncio.run(run_demo(settings))
+        if args.command == "worker":
+            from workers.worker import run_cpu_worker, run_inference_worker
+
+            runner = run_cpu_worker if args.kind == "cpu" else run_inference_worker
+            asyncio.run(runner(settings))
+            return 0
+    except (StackError, SettingsError) as exc:
+        print(f"agentkeel {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except ValidationError as exc:
+        print(f"agentkeel {args.command}: invalid input: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

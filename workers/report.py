@@ -1,0 +1,38 @@
+"""Terminal rendering of run results for `agentkeel ask` and `agentkeel demo`."""
+
+from __future__ import annotations
+
+from schemas.result import AgentResult, StepStatus
+
+_MARK = {
+    StepStatus.SUCCEEDED: "ok",
+    StepStatus.FAILED: "FAILED",
+    StepStatus.SKIPPED: "skipped",
+    StepStatus.RUNNING: "running",
+    StepStatus.PENDING: "pending",
+}
+
+
+def format_result(result: AgentResult) -> str:
+    route = result.route
+    lines = [
+        f"  {result.answer}",
+        f"  route: {route.intent} ({route.tier.value}, confidence {route.confidence:.2f})"
+        f" · cache: {result.cache.value} · replans: {result.replans}",
+    ]
+    for step in result.steps:
+        took = ""
+        if step.started_at and step.finished_at:
+            took = f" {(step.finished_at - step.started_at).total_seconds() * 1000:.0f} ms"
+        width = f" ×{len(step.args)}" if isinstance(step.args, list) else ""
+        lines.append(f"    {step.id:<4} {step.tool}{width:<4} {_MARK[step.status]}{took}")
+    if result.plan_error:
+        lines.append(f"  plan rejected: {result.plan_error.type}: {result.plan_error.message}")
+    for warning in result.warnings:
+        lines.append(f"  warning: {warning}")
+    t = result.timings_ms
+    lines.append(
+        f"  timings ms: cache {t.cache:.0f} · route {t.route:.0f} · plan {t.plan:.0f}"
+        f" · tools {t.tools:.0f} · respond {t.respond:.0f} · total {t.total:.0f}"
+    )
+    return "\n".join(lines)
