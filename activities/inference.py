@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from temporalio import activity
 
 from inference.policy import Policy
@@ -39,5 +42,5 @@ class InferenceActivities:
     async def respond(self, request: RespondInput) -> RespondResult:
         return await self._policy.respond(request)
 
-    def all(self) -> list[object]:
+    def all(self) -> list[Callable[..., Any]]:
         return [self.route, self.plan, self.join, self.respond]

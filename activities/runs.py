@@ -32,7 +32,9 @@ class StoreActivities:
     async def store(self, request: StoreInput) -> StoreResult:
         result = request.result
         # ON CONFLICT makes a retried store a no-op: one record per run, never two.
-        await self._pool.execute(INSERT_RUN, *run_record_row(request.tenant, request.question, result))
+        await self._pool.execute(
+            INSERT_RUN, *run_record_row(request.tenant, request.question, result)
+        )
         cached = False
         ttl_s = None
         if request.use_cache:

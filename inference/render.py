@@ -31,7 +31,7 @@ def _orders(out: dict[str, Any]) -> str:
 
 
 def _order(out: dict[str, Any]) -> str:
-    items = ", ".join(f"{i['quantity']}× {i['product_name']} ({i['sku']})" for i in out["items"])
+    items = ", ".join(f"{i['quantity']} x {i['product_name']} ({i['sku']})" for i in out["items"])
     refunded = f", {_money(out['refunded_cents'])} refunded" if out["refunded_cents"] else ""
     return (
         f"Order {out['order_id']} is {out['status']}: {items}; "

@@ -17,16 +17,16 @@ ORDER_RE = re.compile(r"(?:\border\s*(?:number|no\.?|#)?\s*#?|#)\s*(\d{4,9})\b",
 EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 SKU_RE = re.compile(r"\bSKU-\d{5}\b", re.I)
 TRACKING_RE = re.compile(r"\bTRK\d{10}\b", re.I)
-AMOUNT_RE = re.compile(r"(?:\$|€|£)\s*(\d+(?:\.\d{1,2})?)|(\d+(?:\.\d{1,2})?)\s*(?:usd|eur|dollars)\b", re.I)
+AMOUNT_RE = re.compile(
+    r"(?:\$|€|£)\s*(\d+(?:\.\d{1,2})?)|(\d+(?:\.\d{1,2})?)\s*(?:usd|eur|dollars)\b", re.I
+)
 
 INTENT_KEYWORDS: dict[str, re.Pattern[str]] = {
     "refund": re.compile(r"\brefund|\bmoney back|\breimburs", re.I),
     "order_status": re.compile(
         r"\bwhere\b|\btrack|\bstatus\b|\bshipp|\bdeliver|\barriv|\beta\b|\bcarrier", re.I
     ),
-    "order_stock": re.compile(
-        r"\bin stock\b|\bstock\b|\bavailab|\binventory|\bfulfil", re.I
-    ),
+    "order_stock": re.compile(r"\bin stock\b|\bstock\b|\bavailab|\binventory|\bfulfil", re.I),
     "customer_orders": re.compile(
         r"\borders\b|\bpurchases\b|\border history|\baccount\b|\bbought\b", re.I
     ),

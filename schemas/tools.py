@@ -224,7 +224,7 @@ TOOLS: dict[str, ToolSpec] = {
         ),
         ToolSpec(
             name="create_refund",
-            description="Refund part or all of an order. Side-effecting: runs at most once per step.",
+            description="Refund part or all of an order. Side-effecting: at most once per step.",
             args_model=CreateRefundArgs,
             result_model=Refund,
             input_model=CreateRefundInput,

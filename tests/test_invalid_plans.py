@@ -18,7 +18,11 @@ INVALID_PLANS: dict[str, dict[str, object]] = {
     "MissingReference": {
         "steps": [
             {"id": "s1", "tool": "get_order", "args": {"order_id": 1001}},
-            {"id": "s2", "tool": "track_shipment", "args": {"tracking_number": "$s1.no_such_field"}},
+            {
+                "id": "s2",
+                "tool": "track_shipment",
+                "args": {"tracking_number": "$s1.no_such_field"},
+            },
         ]
     },
     "DependencyCycle": {

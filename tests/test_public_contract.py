@@ -34,11 +34,16 @@ async def test_started_from_the_temporal_cli_with_json(stack: AgentStack) -> Non
     payload = {"question": "Where is order 1001?", "tenant": stack.tenant}
     await temporal_cli(
         stack.client,
-        "workflow", "start",
-        "--type", "AgentWorkflow",
-        "--task-queue", stack.task_queue,
-        "--workflow-id", workflow_id,
-        "--input", json.dumps(payload),
+        "workflow",
+        "start",
+        "--type",
+        "AgentWorkflow",
+        "--task-queue",
+        stack.task_queue,
+        "--workflow-id",
+        workflow_id,
+        "--input",
+        json.dumps(payload),
     )
     handle = stack.client.get_workflow_handle(workflow_id, result_type=AgentResult)
     result = await handle.result()
@@ -74,16 +79,23 @@ async def test_invalid_input_fails_at_once_naming_the_field(
     workflow_id = f"bad-{uuid.uuid4().hex[:10]}"
     await temporal_cli(
         stack.client,
-        "workflow", "start",
-        "--type", "AgentWorkflow",
-        "--task-queue", stack.task_queue,
-        "--workflow-id", workflow_id,
-        "--input", json.dumps(payload),
+        "workflow",
+        "start",
+        "--type",
+        "AgentWorkflow",
+        "--task-queue",
+        stack.task_queue,
+        "--workflow-id",
+        workflow_id,
+        "--input",
+        json.dumps(payload),
     )
     handle = stack.client.get_workflow_handle(workflow_id)
     with pytest.raises(WorkflowFailureError) as failure:
         await asyncio.wait_for(handle.result(), timeout=20)
     assert named in str(failure.value.cause)
     history = await handle.fetch_history()
-    scheduled = [e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
+    scheduled = [
+        e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")
+    ]
     assert scheduled == [], "nothing runs for an invalid request"

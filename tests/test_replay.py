@@ -6,6 +6,7 @@ To re-record after an intended, versioned change (gate it with `workflow.patched
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -45,7 +46,10 @@ async def test_record_histories(stack: AgentStack, make_stack: StackFactory) -> 
     await _save("cache_hit", await again.fetch_history())
     replanning = await make_stack(
         policy=FakeScriptedPolicy(
-            [INVALID_PLANS["UnknownTool"], {"steps": [{"id": "s1", "tool": "search_kb", "args": {"query": "refunds"}}]}]
+            [
+                INVALID_PLANS["UnknownTool"],
+                {"steps": [{"id": "s1", "tool": "search_kb", "args": {"query": "refunds"}}]},
+            ]
         )
     )
     handle = await replanning.start("scripted replan")
@@ -67,7 +71,7 @@ def test_histories_are_committed() -> None:
 
 @pytest.mark.parametrize("path", _recorded(), ids=lambda p: p.stem)
 async def test_recorded_history_replays(path: Path) -> None:
-    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    history = WorkflowHistory.from_json(path.stem, await asyncio.to_thread(path.read_text))
     replayer = Replayer(workflows=[AgentWorkflow], plugins=agentkeel_plugins())
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"

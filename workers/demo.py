@@ -48,7 +48,7 @@ async def run_demo(settings: Settings) -> int:
         result = await run_agent(
             client, AgentRequest(question=question, tenant=tenant), task_queue=settings.task_queue
         )
-        print(f"❯ {question}\n  ({what}; workflow {result.workflow_id})")
+        print(f"> {question}\n  ({what}; workflow {result.workflow_id})")
         print(format_result(result), end="\n\n")
     ui = endpoints.ui_url or "(the Temporal server was not started by agentkeel)"
     print(f"Inspect these runs in the Temporal Web UI: {ui}/namespaces/default/workflows")

@@ -24,7 +24,7 @@ def format_result(result: AgentResult) -> str:
         took = ""
         if step.started_at and step.finished_at:
             took = f" {(step.finished_at - step.started_at).total_seconds() * 1000:.0f} ms"
-        width = f" ×{len(step.args)}" if isinstance(step.args, list) else ""
+        width = f" x{len(step.args)}" if isinstance(step.args, list) else ""
         lines.append(f"    {step.id:<4} {step.tool}{width:<4} {_MARK[step.status]}{took}")
     if result.plan_error:
         lines.append(f"  plan rejected: {result.plan_error.type}: {result.plan_error.message}")

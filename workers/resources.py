@@ -50,7 +50,9 @@ async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[...,
             "the CPU worker needs AGENTKEEL_DATABASE_URL, AGENTKEEL_REDIS_URL and "
             "AGENTKEEL_CARRIER_URL (or run it through `agentkeel up`)"
         )
-    pool = await asyncpg.create_pool(settings.database_url, min_size=1, max_size=settings.db_pool_max)
+    pool = await asyncpg.create_pool(
+        settings.database_url, min_size=1, max_size=settings.db_pool_max
+    )
     redis = redis_client(settings.redis_url)
     http = http_client()
     try:

@@ -118,9 +118,7 @@ def validate_plan(plan: Plan, tools: Mapping[str, ToolSpec]) -> dict[str, list[s
                     MISSING_REFERENCE, f"step {step.id}: depends on missing step {dep!r}"
                 )
             if dep == step.id:
-                raise PlanValidationError(
-                    DEPENDENCY_CYCLE, f"step {step.id}: depends on itself"
-                )
+                raise PlanValidationError(DEPENDENCY_CYCLE, f"step {step.id}: depends on itself")
     _check_acyclic(plan, deps)
     for step in plan.steps:
         _check_arguments(step, by_id, tools)
@@ -241,8 +239,8 @@ def _check_literal(step: PlanStep, model: type[BaseModel], name: str, value: Any
 @cache
 def _field_adapter(model: type[BaseModel], name: str) -> TypeAdapter[Any]:
     info = model.model_fields[name]
-    annotated: Any = typing.Annotated[(info.annotation, *info.metadata)] if info.metadata else (
-        info.annotation
+    annotated: Any = (
+        typing.Annotated[(info.annotation, *info.metadata)] if info.metadata else (info.annotation)
     )
     return TypeAdapter(annotated)
 
@@ -256,7 +254,7 @@ def _type_at(
         raise PlanValidationError(MISSING_REFERENCE, f"step {at}: {ref} names a missing step")
     root: Any = tools[source.tool].result_model
     if source.for_each is not None:
-        root = list[root]  # type: ignore[valid-type]
+        root = list[root]
     return _walk(root, ref.path, str(ref), at)
 
 
@@ -296,9 +294,7 @@ def _unwrap_optional(annotation: Any) -> Any:
 _SCALARS = (int, float, str, bool)
 
 
-def _check_compatible(
-    step: PlanStep, name: str, target: Any, source: Any, ref: Reference
-) -> None:
+def _check_compatible(step: PlanStep, name: str, target: Any, source: Any, ref: Reference) -> None:
     """Reject references whose type can never fit, e.g. a str where an int is needed."""
     target, source = _unwrap_optional(target), _unwrap_optional(source)
     if target in _SCALARS and source in _SCALARS and target is not source:

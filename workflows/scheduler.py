@@ -182,7 +182,7 @@ class DagScheduler:
         self._item_results[step.id] = [None] * len(calls)
         for seq, call in enumerate(calls):
             key = (-self._priority[step.id], self._order[step.id], seq, call)
-            heapq.heappush(self._ready, key)  # type: ignore[misc]
+            heapq.heappush(self._ready, key)
 
     def _resolve_args(self, step: PlanStep, item: Any) -> dict[str, Any]:
         args = resolve(step.args, self._outputs, item)
