@@ -20,7 +20,7 @@ from activities.tools import ToolActivities
 from schemas.result import CacheStatus, StepStatus
 from schemas.tools import CreateRefundInput, Refund
 from tests.conftest import AgentStack, StackFactory
-from tests.test_invalid_plans import tool_activities_scheduled
+from tests.history import local_activity_markers, scheduled_activities
 
 KB_QUESTION = "What is your return policy for damaged items?"
 
@@ -35,13 +35,11 @@ async def test_cache_hit_runs_no_tool_activity(stack: AgentStack) -> None:
     assert second.cache == CacheStatus.EXACT
     assert second.answer == first.answer
     assert second.workflow_id == handle.id
-    assert tool_activities_scheduled(await handle.fetch_history()) == []
-    scheduled = [
-        e.activity_task_scheduled_event_attributes.activity_type.name
-        for e in (await handle.fetch_history()).events
-        if e.HasField("activity_task_scheduled_event_attributes")
-    ]
-    assert scheduled == ["lookup_cache"], "a hit ends the run after lookup_cache"
+    history = await handle.fetch_history()
+    assert scheduled_activities(history) == [], "a hit ends the run after lookup_cache"
+    local = local_activity_markers(history)
+    assert len(local) == 1, "the lookup itself is the only (local) activity"
+    assert b"lookup_cache" in local[0]
 
 
 async def test_cache_is_per_tenant_and_skips_side_effects(stack: AgentStack) -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from temporalio.client import WorkflowHistory
 
 from tests.conftest import StackFactory
 from tests.fakes import FakeScriptedPolicy
+from tests.history import tool_activities_scheduled
 
 GOOD = {"steps": [{"id": "s1", "tool": "search_kb", "args": {"query": "refund policy"}}]}
 
@@ -32,16 +32,6 @@ INVALID_PLANS: dict[str, dict[str, object]] = {
         ]
     },
 }
-
-
-def tool_activities_scheduled(history: WorkflowHistory) -> list[str]:
-    own = {"lookup_cache", "route", "plan", "join", "respond", "store"}
-    names = [
-        e.activity_task_scheduled_event_attributes.activity_type.name
-        for e in history.events
-        if e.HasField("activity_task_scheduled_event_attributes")
-    ]
-    return [n for n in names if n not in own]
 
 
 @pytest.mark.parametrize("kind", sorted(INVALID_PLANS))

@@ -42,8 +42,6 @@ class Settings:
     """Response latency of the local carrier service, standing for a remote API."""
     cache_ttl_s: int = 3600
     """How long a cached execution path stays valid."""
-    max_concurrency: int = 5
-    """Default per-run cap of tool activities in flight."""
     db_pool_max: int = 10
     log_format: str = "auto"
     """`json`, `console`, or `auto` (console on a TTY, JSON otherwise)."""

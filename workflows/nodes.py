@@ -29,7 +29,7 @@ from schemas.agent import (
     StoreInput,
     StoreResult,
 )
-from schemas.result import AgentResult, CacheStatus, StepError, Timings
+from schemas.result import AgentResult, CacheStatus, StepError, StepStatus, Timings
 from schemas.route import Tier
 from workflows import timeouts
 from workflows.execute import run_plan
@@ -53,11 +53,12 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
     workflow.set_current_details("looking up the path cache")
     started = workflow.now()
     try:
-        found: LookupCacheResult = await workflow.execute_activity(
+        # A local activity: the CPU worker that runs this workflow also owns the Redis
+        # client, so the lookup skips a task-queue round trip (the hit path is ~ms).
+        found: LookupCacheResult = await workflow.execute_local_activity(
             "lookup_cache",
             LookupCacheInput(question=request.question, tenant=request.tenant),
             result_type=LookupCacheResult,
-            task_queue=state["tool_queue"],
             start_to_close_timeout=timeouts.CACHE_TIMEOUT,
             retry_policy=timeouts.CACHE_RETRY,
         )
@@ -66,6 +67,9 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
         workflow.logger.warning("cache lookup failed, continuing as a miss: %s", exc.cause)
         found = LookupCacheResult(available=False)
     update: dict[str, Any] = {"timings": _add_timing(state, "cache", started)}
+    workflow.upsert_memo(
+        {"cache": (CacheStatus.MISS if found.hit is None else CacheStatus.EXACT).value}
+    )
     if not found.available:
         update["warnings"] = [*state.get("warnings", []), "cache unavailable: treated as a miss"]
     if found.hit is None:
@@ -103,6 +107,14 @@ async def route(state: AgentState) -> dict[str, Any]:
         start_to_close_timeout=timeouts.ROUTE_TIMEOUT,
         retry_policy=timeouts.MODEL_RETRY,
         summary="route",
+    )
+    # Shown on the run's page in the Web UI, so ops can see at a glance what was decided.
+    workflow.upsert_memo(
+        {
+            "intent": routed.route.intent,
+            "tier": routed.route.tier.value,
+            "confidence": routed.route.confidence,
+        }
     )
     update: dict[str, Any] = {
         "route": routed.route,
@@ -157,13 +169,17 @@ async def execute(state: AgentState) -> dict[str, Any]:
 async def join(state: AgentState) -> dict[str, Any]:
     request = state["request"]
     replans = state.get("replans", 0)
+    current = [s for s in state.get("steps", []) if s.attempt == replans]
+    if state.get("plan_error") is None and all(s.status == StepStatus.SUCCEEDED for s in current):
+        # Nothing to judge: every step succeeded. Asking a model would only add latency.
+        return {"decision": JoinDecision.FINISH}
     started = workflow.now()
     joined: JoinResult = await workflow.execute_activity(
         "join",
         JoinInput(
             question=request.question,
             plan=state["plan"],
-            steps=[s for s in state.get("steps", []) if s.attempt == replans],
+            steps=current,
             plan_error=state.get("plan_error"),
             replans=replans,
             max_replans=request.options.max_replans,
@@ -228,7 +244,9 @@ async def store(state: AgentState) -> dict[str, Any]:
         run_id=info.run_id,
     )
     workflow.set_current_details("recording the run")
-    await workflow.execute_activity(
+    # Local for the same reason as the lookup; it is durable all the same (a marker
+    # in history) and idempotent, so a retry after a crash records the run once.
+    await workflow.execute_local_activity(
         "store",
         StoreInput(
             tenant=request.tenant,
@@ -237,7 +255,6 @@ async def store(state: AgentState) -> dict[str, Any]:
             use_cache=request.options.use_cache,
         ),
         result_type=StoreResult,
-        task_queue=state["tool_queue"],
         start_to_close_timeout=timeouts.STORE_TIMEOUT,
         retry_policy=timeouts.STORE_RETRY,
         summary="store run",

@@ -1,0 +1,28 @@
+"""Reading what a run did from its Temporal history."""
+
+from __future__ import annotations
+
+from temporalio.client import WorkflowHistory
+
+AGENT_ACTIVITIES = frozenset({"lookup_cache", "route", "plan", "join", "respond", "store"})
+
+
+def scheduled_activities(history: WorkflowHistory) -> list[str]:
+    """Activity types scheduled on task queues, in order (local activities excluded)."""
+    return [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+
+
+def tool_activities_scheduled(history: WorkflowHistory) -> list[str]:
+    return [name for name in scheduled_activities(history) if name not in AGENT_ACTIVITIES]
+
+
+def local_activity_markers(history: WorkflowHistory) -> list[bytes]:
+    return [
+        e.SerializeToString()
+        for e in history.events
+        if e.HasField("marker_recorded_event_attributes")
+    ]
