@@ -45,7 +45,6 @@ class CacheStatus(StrEnum):
     MISS = "miss"
     EXACT = "exact"
     BYPASS = "bypass"
-    UNAVAILABLE = "unavailable"
 
 
 class Timings(BaseModel):
