@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import sys
 import uuid
+from pathlib import Path
 
 import pytest
 from temporalio.client import Client, WorkflowFailureError
@@ -99,3 +102,55 @@ async def test_invalid_input_fails_at_once_naming_the_field(
         e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")
     ]
     assert scheduled == [], "nothing runs for an invalid request"
+
+
+async def test_cli_ask_prints_the_result_json(stack: AgentStack, tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "AGENTKEEL_TEMPORAL_ADDRESS": stack.client.service_client.config.target_host,
+        "AGENTKEEL_TASK_QUEUE": stack.task_queue,
+        "AGENTKEEL_STATE_DIR": str(tmp_path),  # no running stack there: settings decide
+        "AGENTKEEL_LOG_FORMAT": "json",
+    }
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "workers.cli",
+        "ask",
+        "Show the orders of alice@example.com",
+        "--json",
+        "--tenant",
+        stack.tenant,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    result = AgentResult.model_validate_json(out)
+    assert [s.tool for s in result.steps] == ["find_customer", "list_orders"]
+    assert result.steps[1].args == {"customer_id": 1}
+    assert "#1001" in result.answer
+
+
+async def test_cli_ask_without_temporal_is_one_clear_line(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "AGENTKEEL_TEMPORAL_ADDRESS": "127.0.0.1:1",
+        "AGENTKEEL_STATE_DIR": str(tmp_path),
+    }
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "workers.cli",
+        "ask",
+        "hello",
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, err = await proc.communicate()
+    assert proc.returncode == 1
+    message = err.decode().strip()
+    assert "cannot reach Temporal at 127.0.0.1:1" in message
+    assert "Traceback" not in message

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import os
 import sys
 from collections.abc import Sequence
 
@@ -75,6 +76,18 @@ async def _ask(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _exit_skipping_teardown(code: int) -> int:
+    """Leave a short-lived client process without interpreter teardown.
+
+    The Temporal client's Rust runtime threads can outlive the event loop and abort
+    CPython's finalization ("PyGILState_Release ... finalizing", temporalio/sdk-python#300),
+    turning a successful `ask` into a crash. Everything is flushed; nothing else is pending.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -93,9 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("agentkeel stack stopped" if stopped else "no agentkeel stack was running")
             return 0
         if args.command == "ask":
-            return asyncio.run(_ask(with_running_stack(settings), args))
+            return _exit_skipping_teardown(asyncio.run(_ask(with_running_stack(settings), args)))
         if args.command == "demo":
-            return asyncio.run(run_demo(settings))
+            return _exit_skipping_teardown(asyncio.run(run_demo(settings)))
         if args.command == "worker":
             from workers.worker import run_cpu_worker, run_inference_worker
 

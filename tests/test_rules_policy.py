@@ -1,0 +1,86 @@
+"""The rules policy: intents, entities, calibrated-looking confidence, valid plans."""
+
+from __future__ import annotations
+
+import pytest
+
+from inference.rules import RulesPolicy
+from schemas.agent import JoinDecision, JoinInput, PlanInput, RouteInput
+from schemas.plan import Plan
+from schemas.result import StepError
+from schemas.tools import TOOLS
+from workflows.dag import validate_plan
+
+CONFIDENT = [
+    ("Where is order 1001?", "order_status", ["get_order", "track_shipment"]),
+    ("Refund $12.50 for order #1002", "refund", ["get_order", "search_kb", "create_refund"]),
+    ("Is SKU-00001 in stock, and SKU-00002?", "order_stock", ["check_inventory"] * 2),
+    ("Can order 1002 be fulfilled from stock?", "order_stock", ["get_order", "check_inventory"]),
+    ("Show the orders of alice@example.com", "customer_orders", ["find_customer", "list_orders"]),
+    ("How do refunds work?", "policy", ["search_kb"]),
+    (
+        "Where is order 1003, and what is your return policy?",
+        "order_status+policy",
+        ["get_order", "track_shipment", "search_kb"],
+    ),
+]
+
+UNSURE = [
+    "I have a problem with my stuff",
+    "something about order 1001",
+    "where is my order?",  # the intent, but not the order it needs
+    "refund please",
+]
+
+
+@pytest.mark.parametrize(("question", "intent", "tools"), CONFIDENT)
+async def test_confident_routes_come_with_valid_plans(
+    question: str, intent: str, tools: list[str]
+) -> None:
+    routed = await RulesPolicy().route(RouteInput(question=question))
+    assert routed.confident
+    assert routed.route.intent == intent
+    assert routed.route.confidence >= 0.7
+    assert routed.draft_plan is not None
+    assert [s.tool for s in routed.draft_plan.steps] == tools
+    validate_plan(routed.draft_plan, TOOLS)
+
+
+@pytest.mark.parametrize("question", UNSURE)
+async def test_ambiguous_questions_are_unsure_and_planned(question: str) -> None:
+    policy = RulesPolicy()
+    routed = await policy.route(RouteInput(question=question))
+    assert not routed.confident
+    assert routed.route.confidence < 0.7
+    assert routed.draft_plan is None
+    planned = await policy.plan(PlanInput(question=question, route=routed.route))
+    validate_plan(planned.plan, TOOLS)
+    assert planned.plan.steps[-1].tool == "search_kb"
+
+
+async def test_refund_waits_for_the_order_lookup() -> None:
+    routed = await RulesPolicy().route(RouteInput(question="Refund $5 for order 1001"))
+    assert routed.draft_plan is not None
+    refund = routed.draft_plan.steps[-1]
+    assert refund.tool == "create_refund" and refund.after == ["s1"]
+    assert refund.args["amount_cents"] == 500
+
+
+async def test_threshold_is_a_setting() -> None:
+    strict = RulesPolicy(threshold=0.95)
+    routed = await strict.route(RouteInput(question="Where is order 1001?"))
+    assert not routed.confident
+
+
+async def test_join_replans_a_rejected_plan_within_the_bound() -> None:
+    error = StepError(type="UnknownTool", message="x", non_retryable=True)
+    plan = Plan(steps=[])
+    policy = RulesPolicy()
+    first = await policy.join(
+        JoinInput(question="q", plan=plan, steps=[], plan_error=error, replans=0, max_replans=1)
+    )
+    last = await policy.join(
+        JoinInput(question="q", plan=plan, steps=[], plan_error=error, replans=1, max_replans=1)
+    )
+    assert first.decision == JoinDecision.REPLAN
+    assert last.decision == JoinDecision.FINISH
