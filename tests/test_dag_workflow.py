@@ -7,12 +7,14 @@ from datetime import datetime
 
 from temporalio import activity
 
+from schemas.progress import RunProgress
 from schemas.request import RunOptions
 from schemas.result import AgentResult, StepOutcome, StepStatus
 from schemas.tools import CheckInventoryArgs, Inventory, WarehouseStock
 from tests.conftest import AgentStack, StackFactory
 from tests.fakes import FakeScriptedPolicy
 from tests.history import scheduled_activities
+from workflows.agent import AgentWorkflow
 
 
 def step(result: AgentResult, step_id: str) -> StepOutcome:
@@ -170,3 +172,30 @@ async def test_null_reference_fails_the_step_not_the_run(stack: AgentStack) -> N
     assert tracking.error is not None and tracking.error.type == "InvalidArguments"
     assert "tracking_number" in tracking.error.message
     assert step(result, "s1").status == StepStatus.SUCCEEDED
+
+
+async def test_progress_query_shows_live_steps(make_stack: StackFactory) -> None:
+    slow = SlowInventory(hold_s=0.4)
+    stack = await make_stack(
+        replace_activities=[slow.check_inventory], policy=FakeScriptedPolicy([wide_plan(6)])
+    )
+    handle = await stack.start("check six skus", options=RunOptions(max_concurrency=2))
+    seen: list[RunProgress] = []
+    for _ in range(100):
+        progress = await handle.query(AgentWorkflow.progress)
+        if progress.stage.startswith("running") and progress.steps:
+            seen.append(progress)
+            if any(s.status == StepStatus.SUCCEEDED for s in progress.steps):
+                break
+        await asyncio.sleep(0.05)
+    result = await handle.result()
+    assert seen, "the query never showed the running stage"
+    live = seen[-1]
+    assert live.stage == "running 6 steps (round 0)"
+    assert live.route is not None and live.route.intent == "scripted"
+    statuses = {s.status for s in live.steps}
+    assert StepStatus.RUNNING in statuses or StepStatus.PENDING in statuses
+    assert sum(s.status == StepStatus.RUNNING for s in live.steps) <= 2
+    done = await handle.query(AgentWorkflow.progress)
+    assert done.stage == "done"
+    assert [s.status for s in done.steps] == [s.status for s in result.steps]

@@ -6,6 +6,7 @@ from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.langgraph import graph
 
+from schemas.progress import RunProgress
 from schemas.request import AgentRequest
 from schemas.result import AgentResult
 from workflows.graph import AGENT_GRAPH
@@ -25,6 +26,14 @@ class AgentWorkflow:
     validation message naming the fields, thanks to `failure_exception_types`.
     """
 
+    def __init__(self) -> None:
+        self._progress = RunProgress()
+
+    @workflow.query(name="progress")
+    def progress(self) -> RunProgress:
+        """Stage, route and live step outcomes of the run, for ops and dashboards."""
+        return self._progress
+
     @workflow.run
     async def run(self, request: AgentRequest) -> AgentResult:
         queue = workflow.info().task_queue
@@ -37,7 +46,9 @@ class AgentWorkflow:
             "steps": [],
             "replans": 0,
             "warnings": [],
+            "progress": self._progress,
         }
         app = graph(AGENT_GRAPH).compile()
         final = await app.ainvoke(state, config={"recursion_limit": RECURSION_LIMIT})
+        self._progress.stage = "done"
         return final["result"]

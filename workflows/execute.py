@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from temporalio import workflow
@@ -18,7 +19,12 @@ _SUMMARY_CHARS = 120
 
 
 async def run_plan(
-    plan: Plan, *, tool_queue: str, max_concurrency: int, attempt: int
+    plan: Plan,
+    *,
+    tool_queue: str,
+    max_concurrency: int,
+    attempt: int,
+    on_start: Callable[[list[StepOutcome]], None] | None = None,
 ) -> tuple[list[StepOutcome], StepError | None]:
     """Outcomes of every step, or no outcomes and the reason the plan was rejected."""
     try:
@@ -34,6 +40,8 @@ async def run_plan(
     except PlanValidationError as exc:
         workflow.logger.info("plan rejected: %s %s", exc.kind, exc.message)
         return [], StepError(type=exc.kind, message=exc.message, non_retryable=True)
+    if on_start is not None:
+        on_start(list(scheduler.outcomes.values()))
     return await scheduler.run(), None
 
 

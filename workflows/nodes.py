@@ -36,6 +36,12 @@ from workflows.execute import run_plan
 from workflows.state import AgentState
 
 
+def _stage(state: AgentState, text: str) -> None:
+    """Tell ops what the run is doing: the UI's current details and the `progress` query."""
+    workflow.set_current_details(text)
+    state["progress"].stage = text
+
+
 def _elapsed_ms(since: datetime) -> float:
     return (workflow.now() - since).total_seconds() * 1000
 
@@ -50,7 +56,7 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
     request = state["request"]
     if not request.options.use_cache:
         return {"cache": CacheStatus.BYPASS}
-    workflow.set_current_details("looking up the path cache")
+    _stage(state, "looking up the path cache")
     started = workflow.now()
     try:
         # A local activity: the CPU worker that runs this workflow also owns the Redis
@@ -93,7 +99,7 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
 
 async def route(state: AgentState) -> dict[str, Any]:
     request = state["request"]
-    workflow.set_current_details("routing")
+    _stage(state, "routing")
     started = workflow.now()
     routed: RouteResult = await workflow.execute_activity(
         "route",
@@ -116,6 +122,7 @@ async def route(state: AgentState) -> dict[str, Any]:
             "confidence": routed.route.confidence,
         }
     )
+    state["progress"].route = routed.route
     update: dict[str, Any] = {
         "route": routed.route,
         "confident": routed.confident and routed.draft_plan is not None,
@@ -129,7 +136,7 @@ async def route(state: AgentState) -> dict[str, Any]:
 async def plan(state: AgentState) -> dict[str, Any]:
     request = state["request"]
     attempt = state.get("replans", 0)
-    workflow.set_current_details(f"planning (round {attempt})")
+    _stage(state, f"planning (round {attempt})")
     started = workflow.now()
     planned: PlanResult = await workflow.execute_activity(
         "plan",
@@ -152,12 +159,16 @@ async def plan(state: AgentState) -> dict[str, Any]:
 async def execute(state: AgentState) -> dict[str, Any]:
     started = workflow.now()
     attempt = state.get("replans", 0)
-    workflow.set_current_details(f"running {len(state['plan'].steps)} steps (round {attempt})")
+    _stage(state, f"running {len(state['plan'].steps)} steps (round {attempt})")
+    progress = state["progress"]
+    progress.replans = attempt
     outcomes, plan_error = await run_plan(
         state["plan"],
         tool_queue=state["tool_queue"],
         max_concurrency=state["request"].options.max_concurrency,
         attempt=attempt,
+        # The scheduler updates these outcome objects in place: the query sees them live.
+        on_start=lambda live: setattr(progress, "steps", [*state.get("steps", []), *live]),
     )
     return {
         "steps": [*state.get("steps", []), *outcomes],
@@ -203,7 +214,7 @@ async def join(state: AgentState) -> dict[str, Any]:
 
 async def respond(state: AgentState) -> dict[str, Any]:
     request = state["request"]
-    workflow.set_current_details("writing the answer")
+    _stage(state, "writing the answer")
     started = workflow.now()
     replans = state.get("replans", 0)
     answered: RespondResult = await workflow.execute_activity(
@@ -243,7 +254,7 @@ async def store(state: AgentState) -> dict[str, Any]:
         workflow_id=info.workflow_id,
         run_id=info.run_id,
     )
-    workflow.set_current_details("recording the run")
+    _stage(state, "recording the run")
     # Local for the same reason as the lookup; it is durable all the same (a marker
     # in history) and idempotent, so a retry after a crash records the run once.
     await workflow.execute_local_activity(

@@ -104,6 +104,7 @@ class DagScheduler:
         }
         self._outputs: dict[str, Any] = {}
         self._item_results: dict[str, list[Any]] = {}
+        self._expanded: set[str] = set()
         self._open_calls: dict[str, int] = {}
         self._ready: list[tuple[int, int, int, ToolCall]] = []
         self._in_flight_total = 0
@@ -130,7 +131,7 @@ class DagScheduler:
             changed = False
             for step in self._plan.steps:
                 outcome = self.outcomes[step.id]
-                if outcome.status is not StepStatus.PENDING:
+                if outcome.status is not StepStatus.PENDING or step.id in self._expanded:
                     continue
                 dep_states = [self.outcomes[d].status for d in self._deps[step.id]]
                 if any(s in (StepStatus.PENDING, StepStatus.RUNNING) for s in dep_states):
@@ -153,6 +154,7 @@ class DagScheduler:
 
     def _expand(self, step: PlanStep) -> None:
         outcome = self.outcomes[step.id]
+        self._expanded.add(step.id)
         try:
             if step.for_each is None:
                 calls = [ToolCall(step.id, step.tool, self._resolve_args(step, None))]
@@ -171,7 +173,6 @@ class DagScheduler:
             outcome.error = StepError(type=INVALID_ARGUMENTS, message=str(exc), non_retryable=True)
             outcome.started_at = outcome.finished_at = self._now()
             return
-        outcome.status = StepStatus.RUNNING
         if not calls:  # an empty list expands to nothing: done at once
             outcome.status = StepStatus.SUCCEEDED
             outcome.output = []
@@ -211,6 +212,8 @@ class DagScheduler:
     def _start(self, call: ToolCall) -> None:
         outcome = self.outcomes[call.step_id]
         if outcome.started_at is None:
+            # Pending until its first call holds a slot: a step queued behind a cap isn't running.
+            outcome.status = StepStatus.RUNNING
             outcome.started_at = self._now()
         self._in_flight_total += 1
         self._in_flight_tool[call.tool] = self._in_flight_tool.get(call.tool, 0) + 1

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import TypedDict
 
 from schemas.plan import Plan
+from schemas.progress import RunProgress
 from schemas.request import AgentRequest
 from schemas.result import AgentResult, CacheStatus, StepError, StepOutcome, Timings
 from schemas.route import Route
@@ -29,3 +30,5 @@ class AgentState(TypedDict, total=False):
     timings: Timings
     warnings: list[str]
     result: AgentResult
+    progress: RunProgress
+    """Owned by the workflow (answers the `progress` query); nodes update it in place."""
