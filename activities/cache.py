@@ -13,6 +13,7 @@ from datetime import timedelta
 
 import redis.asyncio as aioredis
 import structlog
+from pydantic import ValidationError
 from redis.exceptions import RedisError
 from temporalio import activity
 
@@ -63,8 +64,18 @@ class PathCache:
         self.default_ttl = default_ttl
 
     async def get(self, tenant: str, question: str) -> AgentResult | None:
-        raw = await self._redis.get(path_key(tenant, question))
-        return None if raw is None else AgentResult.model_validate_json(raw)
+        key = path_key(tenant, question)
+        raw = await self._redis.get(key)
+        if raw is None:
+            return None
+        try:
+            return AgentResult.model_validate_json(raw)
+        except ValidationError:
+            # Written by an older release whose result shape no longer validates: a miss,
+            # and the entry goes so the next run stores a current one.
+            log.warning("cache_entry_unreadable", key=key)
+            await self._redis.delete(key)
+            return None
 
     async def put(self, tenant: str, question: str, result: AgentResult) -> timedelta | None:
         ttl = cacheable_ttl(result, self.default_ttl)

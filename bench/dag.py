@@ -1,14 +1,21 @@
-"""DAG scheduler benchmark: the same plans run three ways, one table.
+"""DAG scheduler benchmark: the same plans run four ways, one table.
 
-    python -m bench.dag [--repeats N] [--latency-ms N] [--warmup N]
+    python -m bench.dag [--repeats N] [--latency-ms N] [--warmup N] [--model-ms N]
 
-* workflow   — `AgentWorkflow` on a real Temporal dev server with in-process workers,
+* workflow      — `AgentWorkflow` on a real Temporal dev server with in-process workers,
   stand-in tools that sleep `--latency-ms`, and `max_concurrency=8`.
-* sequential — the same workflow with `max_concurrency=1`: exactly one tool call at a
-  time in topological order (a ReAct-style loop), with identical orchestration.
-* limit      — plain asyncio, no orchestration: each step awaits its dependencies, then
+* one-at-a-time — the same workflow with `max_concurrency=1`: one tool call at a time in
+  topological order, with identical orchestration (one route and one plan call).
+* react         — `bench.react.BenchReactWorkflow`, a ReAct-style loop on the same worker:
+  per step one model turn (`plan` activity, "think") then that one tool ("act"), then
+  `respond` once, as the workflow does.
+* limit         — plain asyncio, no orchestration: each step awaits its dependencies, then
   sleeps; the physical limit is critical-path steps x latency. `sched` is the same with
   `workflows.scheduler.DagScheduler` dispatching in-process.
+
+Model calls go to a real inference worker whose policy is a fake at the model boundary
+(`bench.fakes.BenchPlanPolicy`): each costs a real activity round trip but no model
+compute, unless `--model-ms` makes every route and plan call (so every think turn) sleep.
 
 Needs the local Postgres (a throwaway database is created on `AGENTKEEL_BENCH_ADMIN_DSN`,
 default `postgresql://postgres@127.0.0.1:5432/postgres`, unless `AGENTKEEL_DATABASE_URL`
@@ -24,15 +31,17 @@ import statistics
 import time
 import uuid
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench.fakes import BenchPlanPolicy, StandInTools, stand_in_result
 from bench.plans import SHAPES, Shape, question_for
+from bench.react import INFERENCE_QUEUE_SUFFIX, BenchReactWorkflow, ReactInput
 from bench.stack import BenchStack, StackConfig, bench_stack
 from schemas.request import AgentRequest, RunOptions
 from schemas.result import StepOutcome, StepStatus
 from schemas.tools import TOOLS
+from workflows import agent
 from workflows.agent import AgentWorkflow
 from workflows.execute import describe_error
 from workflows.scheduler import DagScheduler, SchedulerLimits, ToolCall
@@ -41,6 +50,8 @@ DEFAULT_ADMIN_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 WIDE_CONCURRENCY = 8
 """The run cap of the workflow mode: as wide as the widest shape."""
+RUN_TIMEOUT = timedelta(seconds=60)
+"""Execution timeout of every run: a broken workflow fails the benchmark instead of hanging."""
 
 
 def _ms_since(start: float) -> float:
@@ -86,8 +97,9 @@ async def run_scheduler(shape: Shape, latency_s: float) -> float:
 
 async def run_workflow(
     stack: BenchStack, shape: Shape, n: int, max_concurrency: int
-) -> tuple[float, float, int]:
-    """(tools layer ms in workflow time, client end-to-end ms, peak steps in flight)."""
+) -> tuple[float, float, float, int]:
+    """Tools layer and route + plan + tools ms in workflow time, client end-to-end ms,
+    peak steps in flight."""
     request = AgentRequest(
         question=question_for(shape, n),
         tenant="bench",
@@ -99,11 +111,29 @@ async def run_workflow(
         request,
         id=f"bench-{shape.name}-{uuid.uuid4().hex[:12]}",
         task_queue=stack.task_queue,
+        execution_timeout=RUN_TIMEOUT,
     )
     result = await handle.result()
     e2e = _ms_since(start)
     _check_succeeded(shape, result.steps)
-    return result.timings_ms.tools, e2e, _peak_overlap(result.steps)
+    t = result.timings_ms
+    return t.tools, t.route + t.plan + t.tools, e2e, _peak_overlap(result.steps)
+
+
+async def run_react(stack: BenchStack, shape: Shape, n: int) -> tuple[float, float, float, int]:
+    """(loop ms and think ms in workflow time, client end-to-end ms, peak steps in flight)."""
+    start = time.perf_counter()
+    handle = await stack.client.start_workflow(
+        BenchReactWorkflow.run,
+        ReactInput(plan=shape.plan, question=question_for(shape, n)),
+        id=f"bench-react-{shape.name}-{uuid.uuid4().hex[:12]}",
+        task_queue=stack.task_queue,
+        execution_timeout=RUN_TIMEOUT,
+    )
+    result = await handle.result()
+    e2e = _ms_since(start)
+    _check_succeeded(shape, result.steps)
+    return result.loop_ms, result.think_ms, e2e, _peak_overlap(result.steps)
 
 
 def _check_succeeded(shape: Shape, outcomes: list[StepOutcome]) -> None:
@@ -137,11 +167,15 @@ async def measure(stack: BenchStack, repeats: int, warmup: int, latency_s: float
                 "limit": await run_direct(shape, latency_s),
                 "sched": await run_scheduler(shape, latency_s),
             }
-            row["wf_tools"], row["wf_e2e"], wf_peak = await run_workflow(
+            row["wf_tools"], row["wf_loop"], row["wf_e2e"], row["wf_peak"] = await run_workflow(
                 stack, shape, n, WIDE_CONCURRENCY
             )
-            row["seq_tools"], row["seq_e2e"], seq_peak = await run_workflow(stack, shape, n, 1)
-            row["wf_peak"], row["seq_peak"] = wf_peak, seq_peak
+            row["one_tools"], _, row["one_e2e"], row["one_peak"] = await run_workflow(
+                stack, shape, n, 1
+            )
+            row["re_loop"], row["re_think"], row["re_e2e"], row["re_peak"] = await run_react(
+                stack, shape, n
+            )
             if n >= warmup:
                 for key, value in row.items():
                     samples[shape.name][key].append(value)
@@ -154,56 +188,70 @@ def report(samples: Samples, latency_ms: float) -> None:
     med = {s: {k: statistics.median(v) for k, v in d.items()} for s, d in samples.items()}
     head = (
         f"{'shape':<8}{'steps':>6}{'cp':>4}{'expect':>8}{'limit':>8}{'sched':>8}"
-        f"{'wf tools':>10}{'wf e2e':>9}{'seq tools':>11}{'seq e2e':>9}{'peak wf/seq':>13}"
+        f"{'wf tools':>10}{'wf e2e':>9}{'one tools':>11}{'one e2e':>9}"
+        f"{'react loop':>12}{'react e2e':>11}{'peak wf/one/react':>19}"
     )
     print("\nmedian ms (expect = critical-path steps x latency, machine-independent)")
     print(head)
     print("-" * len(head))
     for name, m in med.items():
         shape = SHAPES[name]
-        peaks = f"{max(samples[name]['wf_peak']):.0f}/{max(samples[name]['seq_peak']):.0f}"
+        peaks = "/".join(f"{max(samples[name][k]):.0f}" for k in ("wf_peak", "one_peak", "re_peak"))
         print(
             f"{name:<8}{shape.steps:>6}{shape.critical_path_steps:>4}"
             f"{shape.critical_path_steps * latency_ms:>8.0f}{m['limit']:>8.1f}{m['sched']:>8.1f}"
-            f"{m['wf_tools']:>10.1f}{m['wf_e2e']:>9.1f}{m['seq_tools']:>11.1f}"
-            f"{m['seq_e2e']:>9.1f}{peaks:>13}"
+            f"{m['wf_tools']:>10.1f}{m['wf_e2e']:>9.1f}{m['one_tools']:>11.1f}"
+            f"{m['one_e2e']:>9.1f}{m['re_loop']:>12.1f}{m['re_e2e']:>11.1f}{peaks:>19}"
         )
     head = (
-        f"{'shape':<8}{'wf/limit tools':>16}{'wf/limit e2e':>14}{'seq/wf tools':>14}"
-        f"{'seq/wf e2e':>12}{'wf ovh/cp step':>16}{'seq ovh/step':>14}{'wf e2e-tools':>14}"
+        f"{'shape':<8}{'wf/limit tools':>16}{'wf/limit e2e':>14}{'one/wf tools':>14}"
+        f"{'one/wf e2e':>12}{'react/wf e2e':>14}{'react/wf loop':>15}"
+        f"{'wf ovh/cp step':>16}{'one ovh/step':>14}{'react ovh/step':>16}{'think/turn':>12}"
     )
-    print("\nratios, and overhead in ms (ovh = tools layer beyond the steps' sleep)")
+    print(
+        "\nratios, and overhead in ms (ovh = tools layer, or react loop, beyond the steps' sleep;"
+        "\nwf loop = route + plan + tools in workflow time; think/turn = one react model turn)"
+    )
     print(head)
     print("-" * len(head))
     for name, m in med.items():
         shape = SHAPES[name]
-        cp = shape.critical_path_steps
+        cp, n = shape.critical_path_steps, shape.steps
         print(
             f"{name:<8}{m['wf_tools'] / m['limit']:>16.2f}{m['wf_e2e'] / m['limit']:>14.2f}"
-            f"{m['seq_tools'] / m['wf_tools']:>14.2f}{m['seq_e2e'] / m['wf_e2e']:>12.2f}"
+            f"{m['one_tools'] / m['wf_tools']:>14.2f}{m['one_e2e'] / m['wf_e2e']:>12.2f}"
+            f"{m['re_e2e'] / m['wf_e2e']:>14.2f}{m['re_loop'] / m['wf_loop']:>15.2f}"
             f"{(m['wf_tools'] - cp * latency_ms) / cp:>16.1f}"
-            f"{(m['seq_tools'] - shape.steps * latency_ms) / shape.steps:>14.1f}"
-            f"{m['wf_e2e'] - m['wf_tools']:>14.1f}"
+            f"{(m['one_tools'] - n * latency_ms) / n:>14.1f}"
+            f"{(m['re_loop'] - n * latency_ms) / n:>16.1f}{m['re_think'] / n:>12.1f}"
         )
 
 
 async def amain(args: argparse.Namespace, config: StackConfig) -> None:
+    if INFERENCE_QUEUE_SUFFIX != agent.INFERENCE_QUEUE_SUFFIX:
+        raise SystemExit("bench.react and workflows.agent disagree on the inference queue")
     latency_s = args.latency_ms / 1000
     tools = StandInTools(latency_s)
     print(
-        f"agentkeel DAG benchmark: per-tool latency {args.latency_ms} ms, "
-        f"{args.repeats} repeats per shape per mode (+{args.warmup} warm-up rounds), medians.\n"
-        f"  workflow:   AgentWorkflow, real Temporal dev server, max_concurrency="
+        f"agentkeel DAG benchmark: per-tool latency {args.latency_ms} ms, model time "
+        f"{args.model_ms} ms per route/plan call, {args.repeats} repeats per shape per mode "
+        f"(+{args.warmup} warm-up rounds), medians.\n"
+        f"  workflow (wf):       AgentWorkflow, real Temporal dev server, max_concurrency="
         f"{WIDE_CONCURRENCY}, use_cache=False\n"
-        "  sequential: the same AgentWorkflow with max_concurrency=1 (one tool call at a time,\n"
-        "              topological order, like a ReAct loop): identical orchestration overhead,\n"
-        "              only the parallelism differs\n"
-        "  limit:      plain asyncio tasks, no orchestration (sched: DagScheduler in-process)\n"
-        "  tools = execute layer in workflow time (timings_ms.tools); "
-        "e2e = client start_workflow → result",
+        "  one-at-a-time (one): the same AgentWorkflow with max_concurrency=1: identical\n"
+        "                       orchestration (1 route + 1 plan call), only parallelism differs\n"
+        "  react:               BenchReactWorkflow: per step one model turn (plan activity) then\n"
+        "                       that one tool, in topological order; then respond, as wf does\n"
+        "  model calls:         a real inference worker round trip each, fake policy at the model\n"
+        "                       boundary (BenchPlanPolicy): no model compute beyond --model-ms\n"
+        "  limit:               plain asyncio tasks, no orchestration (sched: DagScheduler "
+        "in-process)\n"
+        "  tools = execute layer in workflow time (timings_ms.tools); react loop = think + act\n"
+        "  turns in workflow time; e2e = client start_workflow → result",
         flush=True,
     )
-    async with bench_stack(config, policy=BenchPlanPolicy(), stand_ins=tools.all()) as stack:
+    policy = BenchPlanPolicy(model_s=args.model_ms / 1000)
+    async with bench_stack(config, policy=policy, stand_ins=tools.all()) as stack:
         samples = await measure(stack, args.repeats, args.warmup, latency_s)
     report(samples, args.latency_ms)
 
@@ -213,9 +261,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7, help="measured runs per shape and mode")
     parser.add_argument("--latency-ms", type=int, default=100, help="sleep of every stand-in tool")
     parser.add_argument("--warmup", type=int, default=2, help="unmeasured rounds first")
+    parser.add_argument(
+        "--model-ms", type=int, default=0, help="sleep of every route and plan (think) call"
+    )
     args = parser.parse_args()
-    if args.repeats < 1 or args.latency_ms < 0 or args.warmup < 0:
-        parser.error("--repeats must be >= 1; --latency-ms and --warmup >= 0")
+    if args.repeats < 1 or min(args.latency_ms, args.warmup, args.model_ms) < 0:
+        parser.error("--repeats must be >= 1; --latency-ms, --warmup and --model-ms >= 0")
     config = StackConfig(
         admin_dsn=os.environ.get("AGENTKEEL_BENCH_ADMIN_DSN") or DEFAULT_ADMIN_DSN,
         redis_url=os.environ.get("AGENTKEEL_REDIS_URL") or DEFAULT_REDIS_URL,

@@ -45,15 +45,27 @@ class BenchPlanPolicy(RulesPolicy):
 
     Join and respond stay the real rules policy, so the run takes the same
     route → plan → execute → join → respond → store path as a real unsure request.
+    `model_s` > 0 makes every route and plan call sleep that long first: a stand-in for
+    a light model's decode time (the react loop's think turns are plan calls).
     """
 
     name = "fake-bench"
 
+    def __init__(self, model_s: float = 0.0) -> None:
+        super().__init__()
+        self.model_s = model_s
+
+    async def _decode(self) -> None:
+        if self.model_s > 0:
+            await asyncio.sleep(self.model_s)
+
     async def route(self, request: RouteInput) -> RouteResult:
+        await self._decode()
         route = Route(intent="bench", confidence=0.1, tier=Tier.RULES, reason="fake bench policy")
         return RouteResult(route=route, confident=False)
 
     async def plan(self, request: PlanInput) -> PlanResult:
+        await self._decode()
         return PlanResult(plan=shape_named_in(request.question).plan)
 
 

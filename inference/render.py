@@ -57,7 +57,10 @@ def _kb(out: dict[str, Any]) -> str:
     if not out["hits"]:
         return "I found no help-center article about that."
     top = out["hits"][0]
-    return f"From our help center, “{top['title']}”: {top['snippet']}"
+    snippet = top["snippet"].strip()
+    if snippet and snippet[-1] not in ".!?…":
+        snippet += "…"  # snippets are cut mid-sentence; don't run into the next sentence
+    return f"From our help center, “{top['title']}”: {snippet}"
 
 
 def _refund(out: dict[str, Any]) -> str:

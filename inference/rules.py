@@ -44,7 +44,12 @@ class RulesPolicy:
         # "How do refunds work?" names refunds but no order: it is a policy question.
         if "policy" in ready and len(ready) > 1 and not entities.any:
             ready = ["policy"]
-        unmet = [i for i in intents if i not in ready and not (i == "refund" and "policy" in ready)]
+        # ... but "can I get a refund for order 1002?" is about one order: stay unsure.
+        unmet = [
+            i
+            for i in intents
+            if i not in ready and not (i == "refund" and "policy" in ready and not entities.orders)
+        ]
         if ready and not unmet:
             confidence = CONFIDENT_SINGLE if len(ready) == 1 else CONFIDENT_COMPOUND
             reason = f"keywords and entities agree on {', '.join(ready)}"

@@ -20,6 +20,12 @@ TRACKING_RE = re.compile(r"\bTRK\d{10}\b", re.I)
 AMOUNT_RE = re.compile(
     r"(?:\$|€|£)\s*(\d+(?:\.\d{1,2})?)|(\d+(?:\.\d{1,2})?)\s*(?:usd|eur|dollars)\b", re.I
 )
+CENTS_RE = re.compile(r"\b(\d+)\s*cents?\b", re.I)
+QUESTION_RE = re.compile(
+    r"\?|^\s*(?:can|could|may|might|is|are|do|does|did|how|what|when|why|will|would|should)\b",
+    re.I,
+)
+"""A question asks about something; only a request in the imperative may move money."""
 
 INTENT_KEYWORDS: dict[str, re.Pattern[str]] = {
     "refund": re.compile(r"\brefund|\bmoney back|\breimburs", re.I),
@@ -45,6 +51,7 @@ class Entities:
     skus: list[str] = field(default_factory=list)
     tracking: list[str] = field(default_factory=list)
     amount_cents: int | None = None
+    is_question: bool = False
 
     @property
     def any(self) -> bool:
@@ -53,8 +60,11 @@ class Entities:
 
 def extract_entities(question: str) -> Entities:
     amount = AMOUNT_RE.search(question)
+    cents = CENTS_RE.search(question)
     amount_cents = None
-    if amount:
+    if cents:
+        amount_cents = int(cents.group(1))
+    elif amount:
         amount_cents = round(float(amount.group(1) or amount.group(2)) * 100)
     return Entities(
         orders=_unique(int(m) for m in ORDER_RE.findall(question)),
@@ -62,6 +72,7 @@ def extract_entities(question: str) -> Entities:
         skus=_unique(m.upper() for m in SKU_RE.findall(question)),
         tracking=_unique(m.upper() for m in TRACKING_RE.findall(question)),
         amount_cents=amount_cents,
+        is_question=bool(QUESTION_RE.search(question)),
     )
 
 
@@ -73,7 +84,10 @@ def matched_intents(question: str) -> list[str]:
 def satisfied(intent: str, entities: Entities) -> bool:
     """Whether the question carries the entities this intent needs to act."""
     needs = {
-        "refund": bool(entities.orders),
+        # Money moves only on an explicit instruction: one order, a stated amount, no question.
+        "refund": bool(
+            entities.orders and entities.amount_cents is not None and not entities.is_question
+        ),
         "order_status": bool(entities.orders or entities.tracking),
         "order_stock": bool(entities.orders or entities.skus),
         "customer_orders": bool(entities.emails),

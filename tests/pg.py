@@ -1,54 +1,164 @@
-"""Fresh Postgres databases for tests: created, migrated and seeded on entry, dropped on exit.
+"""Postgres for tests: which server to use, and fresh databases on it.
 
-The server is the one named by `AGENTKEEL_TEST_ADMIN_DSN` (default: the local Postgres as
-user postgres); the DSN must allow CREATE DATABASE. Each database gets a random name,
-`agentkeel_test_<hex>`, so tests running at once never share one.
+The server, chosen once per session by `session_server()`:
+
+1. `AGENTKEEL_TEST_ADMIN_DSN` when set; it must answer, or the session ends.
+2. Else the local Postgres as user postgres (`DEFAULT_ADMIN_DSN`), when it answers within
+   `PROBE_TIMEOUT_S`.
+3. Else an embedded Postgres 16 (pgserver) in a temporary directory, stopped and removed at
+   the end of the session. `AGENTKEEL_TEST_EMBEDDED=1` goes straight here (for Redis too).
+
+The DSN must allow CREATE DATABASE. Each database gets a random name, so tests running at
+once never share one.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import secrets
+import shutil
+import tempfile
+import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import asyncpg
+import pytest
 
 from activities.migrate import apply_migrations
 from activities.seed import seed_demo_data
+from workers.stack_procs import redact
 
 ADMIN_DSN_ENV = "AGENTKEEL_TEST_ADMIN_DSN"
+EMBEDDED_ENV = "AGENTKEEL_TEST_EMBEDDED"
 DEFAULT_ADMIN_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
+PROBE_TIMEOUT_S = 1.0
+"""How long the default server gets to answer before the embedded one is started."""
+CONNECT_TIMEOUT_S = 10.0
+"""How long a server named in the environment gets to answer."""
 SEED_ORDERS = 1500
 """Orders seeded by default: the fixed facts hold and seeding stays quick."""
 
 
-def admin_dsn() -> str:
-    """The DSN of a database on the test server, with the right to create databases."""
-    return os.environ.get(ADMIN_DSN_ENV) or DEFAULT_ADMIN_DSN
+@dataclass(frozen=True)
+class Service:
+    """A server the session uses, and why that one."""
+
+    url: str
+    origin: str
+
+    def describe(self) -> str:
+        shown = redact(self.url) if urlsplit(self.url).password else self.url
+        return f"{shown} ({self.origin})"
+
+
+def embedded_forced() -> bool:
+    """True when `AGENTKEEL_TEST_EMBEDDED` asks for embedded servers whatever else answers."""
+    return os.environ.get(EMBEDDED_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+@asynccontextmanager
+async def session_server() -> AsyncIterator[Service]:
+    """The Postgres server of this session (see the module docstring), with its admin DSN."""
+    explicit = os.environ.get(ADMIN_DSN_ENV)
+    if embedded_forced():
+        reason = f"${EMBEDDED_ENV} is set"
+    elif explicit:
+        error = await _probe(explicit, CONNECT_TIMEOUT_S)
+        if error is not None:
+            pytest.exit(f"${ADMIN_DSN_ENV} ({redact(explicit)}) does not answer: {error}", 2)
+        yield Service(explicit, f"${ADMIN_DSN_ENV}")
+        return
+    else:
+        error = await _probe(DEFAULT_ADMIN_DSN, PROBE_TIMEOUT_S)
+        if error is None:
+            yield Service(DEFAULT_ADMIN_DSN, "local default")
+            return
+        reason = f"{DEFAULT_ADMIN_DSN} does not answer: {error}"
+    async with _embedded_server() as dsn:
+        yield Service(dsn, f"embedded pgserver; {reason}")
+
+
+async def _probe(dsn: str, timeout_s: float) -> str | None:
+    """None when `dsn` accepts a connection within `timeout_s`, else why not."""
+    try:
+        conn = await asyncpg.connect(dsn, timeout=timeout_s)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    await conn.close()
+    return None
+
+
+@asynccontextmanager
+async def _embedded_server() -> AsyncIterator[str]:
+    logging.getLogger("pgserver").setLevel(logging.WARNING)  # it narrates every step at INFO
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR at import
+        import pgserver
+    workdir = Path(tempfile.mkdtemp(prefix="agentkeel-pg-"))
+    try:
+        server: Any = await asyncio.to_thread(pgserver.get_server, workdir / "pgdata", "stop")
+        try:
+            dsn: str = server.get_uri()
+            yield dsn
+        finally:
+            await asyncio.to_thread(server.cleanup)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def dsn_for(admin_dsn: str, database: str) -> str:
+    """`admin_dsn` pointed at `database`; host, user and query (a socket `host=`) are kept."""
+    return urlsplit(admin_dsn)._replace(path=f"/{database}").geturl()
+
+
+async def create_database(admin_dsn: str, name: str, *, template: str | None = None) -> str:
+    """Create `name` (a copy of `template` when given) and return its DSN."""
+    clone = f' TEMPLATE "{template}"' if template else ""
+    conn = await asyncpg.connect(admin_dsn)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"{clone}')
+    finally:
+        await conn.close()
+    return dsn_for(admin_dsn, name)
+
+
+async def drop_database(admin_dsn: str, name: str) -> None:
+    """Drop `name`, ending its sessions first: a pool a test forgot must not keep it alive."""
+    conn = await asyncpg.connect(admin_dsn)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
 
 
 @asynccontextmanager
 async def fresh_database(
-    *, migrate: bool = True, seed_orders: int | None = SEED_ORDERS
+    admin_dsn: str,
+    *,
+    migrate: bool = True,
+    seed_orders: int | None = SEED_ORDERS,
+    template: str | None = None,
 ) -> AsyncIterator[str]:
     """Create a database, yield its DSN, drop it afterwards.
 
     Args:
+        admin_dsn: A DSN on the server, allowed to create databases.
         migrate: Apply the migrations before yielding.
         seed_orders: Seed the demo data with this many orders (after migrating); None: no data.
+        template: Clone this database instead (it must have no other sessions); `migrate`
+            and `seed_orders` are then ignored.
     """
-    admin = admin_dsn()
     name = f"agentkeel_test_{secrets.token_hex(6)}"
-    conn = await asyncpg.connect(admin)
+    dsn = await create_database(admin_dsn, name, template=template)
     try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    dsn = urlsplit(admin)._replace(path=f"/{name}").geturl()
-    try:
-        if migrate:
+        if migrate and template is None:
             conn = await asyncpg.connect(dsn)
             try:
                 await apply_migrations(conn)
@@ -58,18 +168,4 @@ async def fresh_database(
                 await conn.close()
         yield dsn
     finally:
-        await _drop_database(admin, name)
-
-
-async def _drop_database(admin: str, name: str) -> None:
-    conn = await asyncpg.connect(admin)
-    try:
-        # A pool the test forgot to close must not keep the database alive.
-        await conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE datname = $1 AND pid <> pg_backend_pid()",
-            name,
-        )
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await conn.close()
+        await drop_database(admin_dsn, name)

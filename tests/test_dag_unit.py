@@ -234,3 +234,81 @@ async def test_empty_expansion_succeeds_with_no_calls() -> None:
     ).run()
     assert calls == ["a"]
     assert outcomes[1].status == StepStatus.SUCCEEDED and outcomes[1].output == []
+
+
+async def test_failed_expansion_element_cancels_its_queued_siblings() -> None:
+    calls: list[str] = []
+
+    async def dispatch(call: ToolCall) -> Any:
+        calls.append(call.call_id)
+        if call.step_id == "a":
+            return {"items": [{"sku": f"SKU-0000{i}"} for i in range(1, 7)]}
+        if call.index == 0:
+            raise RuntimeError("warehouse offline")
+        await asyncio.sleep(0.01)
+        return {"sku": call.args["sku"]}
+
+    p = plan(
+        {"id": "a", "tool": "get_order", "args": {"order_id": 1}},
+        {
+            "id": "b",
+            "tool": "check_inventory",
+            "for_each": "$a.items",
+            "args": {"sku": "$item.sku"},
+        },
+    )
+    scheduler = DagScheduler(
+        p,
+        TOOLS,
+        dispatch=dispatch,
+        now=Clock(),
+        describe_error=_describe,
+        limits=SchedulerLimits(max_concurrency=2),
+    )
+    outcomes = await scheduler.run()
+    assert outcomes[1].status == StepStatus.FAILED
+    assert outcomes[1].error is not None and "b[0]: warehouse offline" in outcomes[1].error.message
+    assert len(calls) < 7, f"queued siblings ran after the failure: {calls}"
+
+
+async def test_an_unexpected_error_ends_the_run_instead_of_failing_a_step() -> None:
+    class Bug(Exception):
+        pass
+
+    async def dispatch(call: ToolCall) -> Any:
+        raise Bug("not a tool failure")
+
+    p = plan({"id": "a", "tool": "search_kb", "args": {"query": "x"}})
+    scheduler = DagScheduler(
+        p,
+        TOOLS,
+        dispatch=dispatch,
+        now=Clock(),
+        describe_error=_describe,
+        step_failures=(RuntimeError,),
+    )
+    with pytest.raises(Bug):
+        await asyncio.wait_for(scheduler.run(), timeout=2)
+
+
+def test_caps_below_one_are_rejected() -> None:
+    with pytest.raises(ValueError):
+        SchedulerLimits(max_concurrency=0)
+    with pytest.raises(ValueError):
+        SchedulerLimits(per_tool={"search_kb": 0})
+
+
+def test_idempotency_key_is_stable_and_bounded() -> None:
+    from workflows.execute import idempotency_key
+
+    assert idempotency_key("order-42", "s3") == "order-42/s3"
+    long_id = "x" * 900
+    key = idempotency_key(long_id, "s3[2]")
+    assert key == idempotency_key(long_id, "s3[2]")
+    assert len(key) <= 200 and key.endswith("/s3[2]")
+    assert key != idempotency_key("y" * 900, "s3[2]")
+
+
+def test_dollar_strings_are_literals_not_references() -> None:
+    p = plan({"id": "a", "tool": "search_kb", "args": {"query": "$20 restocking fee?"}})
+    assert validate_plan(p, TOOLS) == {"a": []}

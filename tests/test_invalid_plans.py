@@ -25,6 +25,13 @@ INVALID_PLANS: dict[str, dict[str, object]] = {
             },
         ]
     },
+    "EmptyPlan": {"steps": []},
+    "DuplicateStep": {
+        "steps": [
+            {"id": "s1", "tool": "search_kb", "args": {"query": "a"}},
+            {"id": "s1", "tool": "search_kb", "args": {"query": "b"}},
+        ]
+    },
     "DependencyCycle": {
         "steps": [
             {"id": "a", "tool": "get_order", "args": {"order_id": "$b.order_id"}},

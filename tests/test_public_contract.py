@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ApplicationError
 
 from schemas.result import AgentResult, CacheStatus, StepStatus
 from tests.conftest import AgentStack, temporal_binary
@@ -96,7 +97,10 @@ async def test_invalid_input_fails_at_once_naming_the_field(
     handle = stack.client.get_workflow_handle(workflow_id)
     with pytest.raises(WorkflowFailureError) as failure:
         await asyncio.wait_for(handle.result(), timeout=20)
-    assert named in str(failure.value.cause)
+    cause = failure.value.cause
+    assert isinstance(cause, ApplicationError)
+    assert cause.type == "InvalidRequest" and cause.non_retryable
+    assert named in cause.message
     history = await handle.fetch_history()
     scheduled = [
         e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")

@@ -27,6 +27,9 @@ CONFIDENT = [
 
 UNSURE = [
     "I have a problem with my stuff",
+    "Can I get a refund for order 1002?",  # a question about refunds moves no money
+    "Is a refund possible for order 1004? What is your policy?",
+    "Refund order 1001",  # no amount stated: never default to the order's total
     "something about order 1001",
     "where is my order?",  # the intent, but not the order it needs
     "refund please",
@@ -64,6 +67,40 @@ async def test_refund_waits_for_the_order_lookup() -> None:
     refund = routed.draft_plan.steps[-1]
     assert refund.tool == "create_refund" and refund.after == ["s1"]
     assert refund.args["amount_cents"] == 500
+
+
+@pytest.mark.parametrize(
+    ("question", "cents"),
+    [
+        ("Refund 500 cents on order 1001", 500),
+        ("$20 refund for order 1005 please", 2000),
+        ("Please refund EUR... no: refund 12.5 dollars for order 1001", 1250),
+    ],
+)
+async def test_refund_needs_an_explicit_amount(question: str, cents: int) -> None:
+    routed = await RulesPolicy().route(RouteInput(question=question))
+    assert routed.confident and routed.draft_plan is not None
+    refund = routed.draft_plan.steps[-1]
+    assert refund.tool == "create_refund"
+    assert refund.args["amount_cents"] == cents
+    validate_plan(routed.draft_plan, TOOLS)
+
+
+async def test_unsure_refund_questions_never_plan_a_refund() -> None:
+    policy = RulesPolicy()
+    for question in UNSURE:
+        routed = await policy.route(RouteInput(question=question))
+        planned = await policy.plan(PlanInput(question=question, route=routed.route))
+        assert "create_refund" not in [s.tool for s in planned.plan.steps], question
+
+
+async def test_compound_intents_share_lookups() -> None:
+    question = "Please refund $5 for order 1001 and tell me where order 1001 is"
+    routed = await RulesPolicy().route(RouteInput(question=question))
+    assert routed.draft_plan is not None
+    tools = [s.tool for s in routed.draft_plan.steps]
+    assert tools.count("get_order") == 1, tools
+    assert "track_shipment" in tools and "create_refund" in tools
 
 
 async def test_threshold_is_a_setting() -> None:

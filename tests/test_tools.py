@@ -31,12 +31,8 @@ from schemas.tools import (
     SearchKbArgs,
     TrackShipmentArgs,
 )
+from tests.pg import fresh_database
 from workers.carrier import serve
-
-try:
-    from tests.pg import fresh_database
-except ModuleNotFoundError:  # tests/ is not a package: pytest put tests/ itself on sys.path
-    from pg import fresh_database  # type: ignore[no-redef]
 
 VERSIONS = [version for version, _sql in migration_files()]
 SEEDED_TABLES = (
@@ -68,8 +64,8 @@ async def _checksums(conn: asyncpg.Connection) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-async def seeded_dsn() -> AsyncIterator[str]:
-    async with fresh_database() as dsn:
+async def seeded_dsn(admin_dsn: str) -> AsyncIterator[str]:
+    async with fresh_database(admin_dsn) as dsn:
         yield dsn
 
 
@@ -115,9 +111,12 @@ def acts(pool: asyncpg.Pool, http: httpx.AsyncClient, carrier_url: str) -> ToolA
 
 
 @pytest.fixture
-async def fresh_pool() -> AsyncIterator[asyncpg.Pool]:
+async def fresh_pool(admin_dsn: str) -> AsyncIterator[asyncpg.Pool]:
     """A database of its own, for a test that writes."""
-    async with fresh_database() as dsn, asyncpg.create_pool(dsn, min_size=2, max_size=4) as p:
+    async with (
+        fresh_database(admin_dsn) as dsn,
+        asyncpg.create_pool(dsn, min_size=2, max_size=4) as p,
+    ):
         yield p
 
 
@@ -133,8 +132,8 @@ def run(fn: typing.Any, arg: typing.Any) -> typing.Any:
 
 
 # --- migrations and seed ---------------------------------------------------------------------
-async def test_migrations_are_recorded_and_applied_once() -> None:
-    async with fresh_database(migrate=False) as dsn:
+async def test_migrations_are_recorded_and_applied_once(admin_dsn: str) -> None:
+    async with fresh_database(admin_dsn, migrate=False) as dsn:
         conn = await asyncpg.connect(dsn)
         try:
             assert VERSIONS == ["0001_domain", "0002_agent_runs"]
@@ -147,8 +146,8 @@ async def test_migrations_are_recorded_and_applied_once() -> None:
             await conn.close()
 
 
-async def test_concurrent_migrations_apply_each_file_once() -> None:
-    async with fresh_database(migrate=False) as dsn:
+async def test_concurrent_migrations_apply_each_file_once(admin_dsn: str) -> None:
+    async with fresh_database(admin_dsn, migrate=False) as dsn:
         conns = [await asyncpg.connect(dsn) for _ in range(3)]
         try:
             results = await asyncio.gather(*(apply_migrations(c) for c in conns))
@@ -159,8 +158,8 @@ async def test_concurrent_migrations_apply_each_file_once() -> None:
                 await conn.close()
 
 
-async def test_seed_is_deterministic(seeded_dsn: str) -> None:
-    async with fresh_database(seed_orders=None) as dsn:
+async def test_seed_is_deterministic(admin_dsn: str, seeded_dsn: str) -> None:
+    async with fresh_database(admin_dsn, seed_orders=None) as dsn:
         first, second = await asyncpg.connect(seeded_dsn), await asyncpg.connect(dsn)
         try:
             assert await seed_demo_data(second, orders=1500) is True
@@ -171,8 +170,8 @@ async def test_seed_is_deterministic(seeded_dsn: str) -> None:
             await second.close()
 
 
-async def test_seed_default_volume_is_fast_and_consistent() -> None:
-    async with fresh_database(seed_orders=None) as dsn:
+async def test_seed_default_volume_is_fast_and_consistent(admin_dsn: str) -> None:
+    async with fresh_database(admin_dsn, seed_orders=None) as dsn:
         conn = await asyncpg.connect(dsn)
         try:
             started = time.perf_counter()

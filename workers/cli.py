@@ -10,15 +10,14 @@ import sys
 from collections.abc import Sequence
 
 from pydantic import ValidationError
-from temporalio.client import Client, WorkflowFailureError
-from temporalio.service import RPCError
+from temporalio.client import WorkflowFailureError
 
 from schemas.request import AgentRequest, RunOptions
 from workers.client import run_agent
 from workers.demo import run_demo
 from workers.logging import configure_logging
 from workers.report import format_result
-from workers.settings import Settings, SettingsError
+from workers.settings import Settings, SettingsError, StartupError
 from workers.stack import StackError, read_endpoints, run_foreground, start_detached, stop_detached
 from workers.temporal_client import connect
 
@@ -49,16 +48,6 @@ def with_running_stack(settings: Settings) -> Settings:
     return dataclasses.replace(settings, temporal_address=endpoints.temporal_address)
 
 
-async def _connect_or_explain(settings: Settings) -> Client:
-    try:
-        return await connect(settings)
-    except (RuntimeError, RPCError) as exc:
-        raise StackError(
-            f"cannot reach Temporal at {settings.temporal_address} ({exc}); "
-            "start the stack with `agentkeel up --detach`"
-        ) from None
-
-
 async def _ask(settings: Settings, args: argparse.Namespace) -> int:
     request = AgentRequest(
         question=args.question,
@@ -66,7 +55,7 @@ async def _ask(settings: Settings, args: argparse.Namespace) -> int:
         conversation_id=args.conversation_id,
         options=RunOptions(use_cache=not args.no_cache),
     )
-    client = await _connect_or_explain(settings)
+    client = await connect(settings)
     try:
         result = await run_agent(client, request, task_queue=settings.task_queue)
     except WorkflowFailureError as exc:
@@ -115,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             runner = run_cpu_worker if args.kind == "cpu" else run_inference_worker
             asyncio.run(runner(settings))
             return 0
-    except (StackError, SettingsError) as exc:
+    except (StackError, SettingsError, StartupError) as exc:
         print(f"agentkeel {args.command}: {exc}", file=sys.stderr)
         return 1
     except ValidationError as exc:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import uuid
 
+from temporalio.client import WorkflowFailureError
+
 from schemas.request import AgentRequest
 from workers.client import run_agent
 from workers.report import format_result
@@ -44,13 +46,22 @@ async def run_demo(settings: Settings) -> int:
         )
     )
     tenant = f"demo-{uuid.uuid4().hex[:8]}"  # a fresh tenant: the first ask is always a miss
+    failed = 0
     for what, question in DEMO_QUESTIONS:
-        result = await run_agent(
-            client, AgentRequest(question=question, tenant=tenant), task_queue=settings.task_queue
-        )
-        print(f"> {question}\n  ({what}; workflow {result.workflow_id})")
-        print(format_result(result), end="\n\n")
+        print(f"> {question}\n  ({what})")
+        try:
+            result = await run_agent(
+                client,
+                AgentRequest(question=question, tenant=tenant),
+                task_queue=settings.task_queue,
+            )
+        except WorkflowFailureError as exc:
+            failed += 1
+            print(f"  the run failed: {exc.cause}\n")
+            continue
+        print(format_result(result))
+        print(f"  workflow {result.workflow_id}\n")
     ui = endpoints.ui_url or "(the Temporal server was not started by agentkeel)"
     print(f"Inspect these runs in the Temporal Web UI: {ui}/namespaces/default/workflows")
     print("The stack keeps running for that; `agentkeel down` stops it.")
-    return 0
+    return 1 if failed else 0

@@ -16,7 +16,11 @@ PASSTHROUGH_MODULES = (
     "pydantic",  # immutable validation code; re-importing it per run costs ~100 ms
     "pydantic_core",  # compiled core of pydantic
     "schemas",  # pure data models, no I/O; shared by workflows and activities
-    "workflows.dag",  # pure functions over schemas; its TypeAdapter cache is reused
+    # Pure plan checking over schemas; passed through so the TypeAdapter cache in
+    # `workflows.arguments` is built once per process, not once per run.
+    "workflows.dag",
+    "workflows.arguments",
+    "workflows.references",
     "opentelemetry",  # process-global tracing API that LangChain imports lazily
 )
 

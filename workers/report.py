@@ -20,9 +20,12 @@ def format_result(result: AgentResult) -> str:
         f"  route: {route.intent} ({route.tier.value}, confidence {route.confidence:.2f})"
         f" · cache: {result.cache.value} · replans: {result.replans}",
     ]
+    cached = result.cache.value == "exact"
+    if cached:
+        lines.append("    (steps of the cached run; no tool ran now)")
     for step in result.steps:
         took = ""
-        if step.started_at and step.finished_at:
+        if step.started_at and step.finished_at and not cached:
             took = f" {(step.finished_at - step.started_at).total_seconds() * 1000:.0f} ms"
         width = f" x{len(step.args)}" if isinstance(step.args, list) else ""
         lines.append(f"    {step.id:<4} {step.tool}{width:<4} {_MARK[step.status]}{took}")

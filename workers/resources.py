@@ -10,13 +10,18 @@ from typing import Any
 import asyncpg
 import httpx
 import redis.asyncio as aioredis
+import structlog
 from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
 from redis.retry import Retry
 
 from activities.cache import CacheActivities, PathCache
 from activities.runs import StoreActivities
 from activities.tools import ToolActivities
-from workers.settings import Settings
+from workers.settings import Settings, SettingsError, StartupError
+from workers.stack_procs import redact
+
+log = structlog.get_logger(__name__)
 
 # Redis must never add its timeout to a run: fail fast and let the cache miss.
 REDIS_CONNECT_TIMEOUT_S = 0.25
@@ -45,15 +50,27 @@ def http_client() -> httpx.AsyncClient:
 @asynccontextmanager
 async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[..., Any]]]:
     """Every activity the CPU worker serves, bound to this process's pools."""
-    if not settings.database_url or not settings.redis_url or not settings.carrier_url:
-        raise ValueError(
-            "the CPU worker needs AGENTKEEL_DATABASE_URL, AGENTKEEL_REDIS_URL and "
-            "AGENTKEEL_CARRIER_URL (or run it through `agentkeel up`)"
+    missing = [
+        "AGENTKEEL_" + name.upper()
+        for name in ("database_url", "redis_url", "carrier_url")
+        if not getattr(settings, name)
+    ]
+    if missing or not settings.database_url or not settings.redis_url or not settings.carrier_url:
+        raise SettingsError(
+            f"the CPU worker needs {', '.join(missing)} (or run it through `agentkeel up`)"
         )
-    pool = await asyncpg.create_pool(
-        settings.database_url, min_size=1, max_size=settings.db_pool_max
-    )
+    try:
+        pool = await asyncpg.create_pool(
+            settings.database_url, min_size=1, max_size=settings.db_pool_max
+        )
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise StartupError(f"Postgres at {redact(settings.database_url)}: {exc}") from None
     redis = redis_client(settings.redis_url)
+    try:
+        await redis.ping()
+    except (RedisError, OSError) as exc:
+        # Redis only accelerates; the worker serves runs without it (every lookup misses).
+        log.warning("redis_unavailable_at_start", url=redact(settings.redis_url), error=str(exc))
     http = http_client()
     try:
         cache = PathCache(redis, default_ttl=timedelta(seconds=settings.cache_ttl_s))

@@ -18,6 +18,10 @@ class SettingsError(ValueError):
     """A setting has a value that cannot be used; the message names the variable."""
 
 
+class StartupError(RuntimeError):
+    """A process cannot start (a server unreachable, ...); the message says which and why."""
+
+
 @dataclass(frozen=True)
 class Settings:
     """Typed settings. Each field maps to `AGENTKEEL_<FIELD>` (upper case)."""

@@ -8,15 +8,16 @@ from datetime import UTC
 from typing import Any
 
 import structlog
-from temporalio.api.enums.v1 import IndexedValueType, TaskQueueType
-from temporalio.api.operatorservice.v1 import (
-    AddSearchAttributesRequest,
-    ListSearchAttributesRequest,
-)
+from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, DescribeTaskQueueRequest
 from temporalio.client import Client
 
+from workers.search_attributes import (
+    SearchAttributesError,
+    dev_server_flags,
+    ensure_search_attributes,
+)
 from workers.settings import Settings
 from workers.stack_procs import (
     Child,
@@ -31,8 +32,6 @@ from workers.stack_services import Launch
 
 log = structlog.get_logger(__name__)
 
-SEARCH_ATTRIBUTES = {"AgentIntent": "Keyword", "AgentTier": "Keyword", "AgentCache": "Keyword"}
-"""Registered on the Temporal namespace so that the Web UI can filter runs by them."""
 TEMPORAL_READY_S = 30.0
 WORKER_READY_S = 60.0
 
@@ -54,8 +53,7 @@ async def temporal(launch: Launch) -> tuple[str, str | None]:
     argv += ["--db-filename", str(s.state_dir / "temporal.db"), "--log-level", "warn"]
     if s.temporal_namespace != "default":
         argv += ["--namespace", s.temporal_namespace]
-    for key, kind in SEARCH_ATTRIBUTES.items():
-        argv += ["--search-attribute", f"{key}={kind}"]
+    argv += dev_server_flags()
     child = await launch.child("temporal", argv)
 
     async def ready() -> bool:
@@ -88,21 +86,10 @@ async def _temporal_client(s: Settings) -> Client:
 
 
 async def _ensure_search_attributes(client: Client, namespace: str) -> None:
-    # A server we did not start may lack them; the UI filters still work without, so only warn.
+    # The workers register them too (and refuse to start if they can't); here it only warns.
     try:
-        have = await client.operator_service.list_search_attributes(
-            ListSearchAttributesRequest(namespace=namespace)
-        )
-        missing = {
-            key: IndexedValueType.Value(f"INDEXED_VALUE_TYPE_{kind.upper()}")
-            for key, kind in SEARCH_ATTRIBUTES.items()
-            if key not in have.custom_attributes
-        }
-        if missing:
-            await client.operator_service.add_search_attributes(
-                AddSearchAttributesRequest(namespace=namespace, search_attributes=missing)
-            )
-    except Exception as exc:
+        await ensure_search_attributes(client, namespace)
+    except SearchAttributesError as exc:
         log.warning("stack.search_attributes_not_registered", error=str(exc))
 
 

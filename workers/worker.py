@@ -15,6 +15,7 @@ from temporalio.worker import Worker
 from activities.inference import InferenceActivities
 from inference.rules import RulesPolicy
 from workers.resources import cpu_activities
+from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
 from workers.temporal_client import connect
 from workflows.agent import AgentWorkflow
@@ -66,6 +67,8 @@ async def _run_until_signalled(worker: Worker) -> None:
 
 async def run_cpu_worker(settings: Settings) -> None:
     client = await connect(settings)
+    # AgentWorkflow upserts these; without them its workflow tasks would fail.
+    await ensure_search_attributes(client, settings.temporal_namespace)
     async with cpu_activities(settings) as activities:
         await _run_until_signalled(cpu_worker(client, settings.task_queue, activities))
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import ValidationError
 from temporalio import workflow
+from temporalio.exceptions import ApplicationError
 from temporalio.langgraph import graph
 
 from schemas.progress import RunProgress
@@ -18,13 +21,31 @@ INFERENCE_QUEUE_SUFFIX = "-inference"
 RECURSION_LIMIT = 64
 
 
-@workflow.defn(name=WORKFLOW_NAME, failure_exception_types=[ValidationError])
-class AgentWorkflow:
-    """Runs the agent graph for one `AgentRequest` and returns an `AgentResult`.
+INVALID_REQUEST = "InvalidRequest"
 
-    An invalid request fails the run at once (not a stuck workflow task) with the
-    validation message naming the fields, thanks to `failure_exception_types`.
+
+def parse_request(raw: Any) -> AgentRequest:
+    """Validate the JSON input; a bad one fails the run at once, naming every bad field.
+
+    The input is decoded as plain JSON and validated here, rather than typed as
+    `AgentRequest` in the signature: a decode failure there would leave the workflow task
+    retrying forever, and widening `failure_exception_types` to pydantic errors would also
+    fail runs in flight permanently on any later validation bug.
     """
+    try:
+        return AgentRequest.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()
+        )
+        raise ApplicationError(
+            f"invalid AgentWorkflow input: {problems}", type=INVALID_REQUEST, non_retryable=True
+        ) from None
+
+
+@workflow.defn(name=WORKFLOW_NAME)
+class AgentWorkflow:
+    """Runs the agent graph for one `AgentRequest` (as JSON) and returns an `AgentResult`."""
 
     def __init__(self) -> None:
         self._progress = RunProgress()
@@ -35,7 +56,9 @@ class AgentWorkflow:
         return self._progress
 
     @workflow.run
-    async def run(self, request: AgentRequest) -> AgentResult:
+    async def run(self, request: Any) -> AgentResult:
+        """`request` is `AgentRequest` JSON (a model instance from Python callers works too)."""
+        request = parse_request(request)
         queue = workflow.info().task_queue
         state: AgentState = {
             "request": request,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +37,7 @@ async def run_plan(
             describe_error=describe_error,
             limits=SchedulerLimits(max_concurrency=max_concurrency),
             attempt=attempt,
+            step_failures=(ActivityError,),
         )
     except PlanValidationError as exc:
         workflow.logger.info("plan rejected: %s %s", exc.kind, exc.message)
@@ -49,9 +51,7 @@ async def _dispatch(call: ToolCall, tool_queue: str) -> Any:
     spec = TOOLS[call.tool]
     payload = dict(call.args)
     if not spec.idempotent:
-        # Derived from the run and the step, so every retry of this call carries the
-        # same key and the tool's unique constraint turns a repeat into a no-op.
-        payload["idempotency_key"] = f"{workflow.info().workflow_id}/{call.call_id}"
+        payload["idempotency_key"] = idempotency_key(workflow.info().workflow_id, call.call_id)
     result = await workflow.execute_activity(
         spec.name,
         payload,
@@ -65,6 +65,22 @@ async def _dispatch(call: ToolCall, tool_queue: str) -> Any:
         summary=_summary(call),
     )
     return result.model_dump(mode="json")
+
+
+MAX_READABLE_ID = 120
+
+
+def idempotency_key(workflow_id: str, call_id: str) -> str:
+    """The key a side-effecting tool enforces: the same for every retry of one call.
+
+    It is derived from the workflow id, not the run id, on purpose: the workflow id is the
+    caller's own idempotency key, so a request started again under the same id (a client
+    retrying after a timeout) finds the effect already done instead of repeating it. Long
+    ids are hashed so the key always fits the tool's limit.
+    """
+    if len(workflow_id) > MAX_READABLE_ID:
+        workflow_id = "sha256:" + hashlib.sha256(workflow_id.encode()).hexdigest()[:32]
+    return f"{workflow_id}/{call_id}"
 
 
 def _summary(call: ToolCall) -> str:

