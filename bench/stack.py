@@ -21,6 +21,7 @@ from activities.inference import InferenceActivities
 from activities.migrate import apply_migrations
 from bench.react import BenchReactWorkflow
 from inference.policy import Policy
+from workers.databases import throwaway_database
 from workers.plugin import agentkeel_plugins
 from workers.resources import cpu_activities
 from workers.search_attributes import ensure_search_attributes
@@ -51,30 +52,6 @@ class BenchStack:
     task_queue: str
 
 
-def _dsn_for(admin_dsn: str, database: str) -> str:
-    return admin_dsn.rsplit("/", 1)[0] + "/" + database
-
-
-@asynccontextmanager
-async def throwaway_database(admin_dsn: str) -> AsyncIterator[str]:
-    """Create `agentkeel_bench_<hex>`, migrate it (no seed: tools are stand-ins), drop it."""
-    name = f"agentkeel_bench_{uuid.uuid4().hex[:10]}"
-    admin = await asyncpg.connect(admin_dsn)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            dsn = _dsn_for(admin_dsn, name)
-            await _migrate(dsn)
-            yield dsn
-        finally:
-            await admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name
-            )
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
-    finally:
-        await admin.close()
-
-
 async def _migrate(dsn: str) -> None:
     conn = await asyncpg.connect(dsn)
     try:
@@ -90,7 +67,9 @@ async def bench_stack(
     """A dev server and workers on a fresh task queue, with `stand_ins` replacing real tools."""
     async with AsyncExitStack() as stack:
         if config.database_url is None:
-            database_url = await stack.enter_async_context(throwaway_database(config.admin_dsn))
+            database_url = await stack.enter_async_context(
+                throwaway_database(config.admin_dsn, prefix="agentkeel_bench", seed_orders=None)
+            )
         else:
             database_url = config.database_url
             await _migrate(database_url)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from inference.rules import RulesPolicy
 from schemas.agent import PlanInput, PlanResult, RouteInput, RouteResult
@@ -20,7 +21,7 @@ class FakeScriptedPolicy(RulesPolicy):
 
     name = "fake-scripted"
 
-    def __init__(self, plans: Sequence[Plan | dict[str, object]]) -> None:
+    def __init__(self, plans: Sequence[Plan | Mapping[str, Any]]) -> None:
         super().__init__()
         self._plans = [p if isinstance(p, Plan) else Plan.model_validate(p) for p in plans]
         self.plan_requests: list[PlanInput] = []

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import secrets
 import shutil
 import tempfile
 import warnings
@@ -31,8 +30,7 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 
-from activities.migrate import apply_migrations
-from activities.seed import seed_demo_data
+from workers.databases import throwaway_database
 from workers.stack_procs import redact
 
 ADMIN_DSN_ENV = "AGENTKEEL_TEST_ADMIN_DSN"
@@ -113,31 +111,6 @@ async def _embedded_server() -> AsyncIterator[str]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def dsn_for(admin_dsn: str, database: str) -> str:
-    """`admin_dsn` pointed at `database`; host, user and query (a socket `host=`) are kept."""
-    return urlsplit(admin_dsn)._replace(path=f"/{database}").geturl()
-
-
-async def create_database(admin_dsn: str, name: str, *, template: str | None = None) -> str:
-    """Create `name` (a copy of `template` when given) and return its DSN."""
-    clone = f' TEMPLATE "{template}"' if template else ""
-    conn = await asyncpg.connect(admin_dsn)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"{clone}')
-    finally:
-        await conn.close()
-    return dsn_for(admin_dsn, name)
-
-
-async def drop_database(admin_dsn: str, name: str) -> None:
-    """Drop `name`, ending its sessions first: a pool a test forgot must not keep it alive."""
-    conn = await asyncpg.connect(admin_dsn)
-    try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await conn.close()
-
-
 @asynccontextmanager
 async def fresh_database(
     admin_dsn: str,
@@ -146,26 +119,12 @@ async def fresh_database(
     seed_orders: int | None = SEED_ORDERS,
     template: str | None = None,
 ) -> AsyncIterator[str]:
-    """Create a database, yield its DSN, drop it afterwards.
-
-    Args:
-        admin_dsn: A DSN on the server, allowed to create databases.
-        migrate: Apply the migrations before yielding.
-        seed_orders: Seed the demo data with this many orders (after migrating); None: no data.
-        template: Clone this database instead (it must have no other sessions); `migrate`
-            and `seed_orders` are then ignored.
-    """
-    name = f"agentkeel_test_{secrets.token_hex(6)}"
-    dsn = await create_database(admin_dsn, name, template=template)
-    try:
-        if migrate and template is None:
-            conn = await asyncpg.connect(dsn)
-            try:
-                await apply_migrations(conn)
-                if seed_orders is not None:
-                    await seed_demo_data(conn, orders=seed_orders)
-            finally:
-                await conn.close()
+    """A database of this test's own (see `workers.databases.throwaway_database`)."""
+    async with throwaway_database(
+        admin_dsn,
+        prefix="agentkeel_test",
+        migrate=migrate,
+        seed_orders=seed_orders,
+        template=template,
+    ) as dsn:
         yield dsn
-    finally:
-        await drop_database(admin_dsn, name)
