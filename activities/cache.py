@@ -1,29 +1,34 @@
-"""The exact-match path cache: a whole finished run, keyed by normalized question + tenant.
+"""The path cache: a whole finished run, found by exact key or by a guarded semantic match.
 
-Redis is an accelerator, never a dependency for correctness: every Redis
-failure turns into a miss (with a warning) and the run goes on.
+What a hit serves depends on freshness. While every tool result on the cached path
+is within its TTL, the cached answer (`exact` / `semantic`). After that, until the
+plan TTL, the cached *plan*: route and planning are skipped and the tools run fresh
+(`plan`). Paths with a side effect or a failure are never cached. The key carries a
+version of the tool catalog and the policy, so a deploy that changes behaviour
+starts from an empty cache instead of serving stale paths.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import time
 import unicodedata
 from datetime import timedelta
+from typing import Protocol
 
-import redis.asyncio as aioredis
 import structlog
-from pydantic import ValidationError
-from redis.exceptions import RedisError
-from temporalio import activity
+from pydantic import BaseModel, ValidationError
 
-from schemas.agent import LookupCacheInput, LookupCacheResult
-from schemas.result import AgentResult, StepStatus
-from schemas.tools import TOOLS
+from activities.cache_backend import CacheBackend
+from activities.entities import entities_in
+from schemas.agent import LookupCacheResult
+from schemas.result import AgentResult, CacheStatus, StepStatus
+from schemas.tools import TOOLS, catalog_version
 
 log = structlog.get_logger(__name__)
 
-KEY_PREFIX = "agentkeel:path:v1"
+KEY_PREFIX = "agentkeel:path:v2"
 _SPACE = re.compile(r"\s+")
 _TRAILING = re.compile(r"[\s?!.]+$")
 
@@ -34,66 +39,129 @@ def normalize_question(question: str) -> str:
     return _TRAILING.sub("", _SPACE.sub(" ", text).strip())
 
 
-def path_key(tenant: str, question: str) -> str:
+def cache_version(policy_version: str) -> str:
+    return f"{catalog_version()}.{policy_version}"
+
+
+def path_key(tenant: str, question: str, version: str) -> str:
     digest = hashlib.sha256(normalize_question(question).encode()).hexdigest()[:32]
-    return f"{KEY_PREFIX}:{tenant}:{digest}"
+    return f"{KEY_PREFIX}:{version}:{tenant}:{digest}"
 
 
-def cacheable_ttl(result: AgentResult, default_ttl: timedelta) -> timedelta | None:
-    """How long this result may be served again, or None if it must not be cached.
-
-    Only clean runs of idempotent tools qualify; the entry lives no longer than
-    the shortest TTL of the tools whose results it contains.
-    """
-    if result.plan_error is not None or not result.steps:
-        return None
-    ttl = default_ttl
+def answer_ttl(result: AgentResult, plan_ttl: timedelta) -> timedelta | None:
+    """How long the answer itself stays true: the shortest TTL of the tools it used."""
+    ttl = plan_ttl
     for step in result.steps:
         spec = TOOLS.get(step.tool)
-        if step.status != StepStatus.SUCCEEDED or spec is None or not spec.idempotent:
-            return None
-        if spec.cache_ttl is None:
+        if spec is None or spec.cache_ttl is None:
             return None
         ttl = min(ttl, spec.cache_ttl)
     return ttl
 
 
-class PathCache:
-    def __init__(self, client: aioredis.Redis, *, default_ttl: timedelta) -> None:
-        self._redis = client
-        self.default_ttl = default_ttl
+def cacheable(result: AgentResult) -> bool:
+    """Only clean runs of idempotent tools: replaying a refund's plan would refund again."""
+    return (
+        result.plan_error is None
+        and bool(result.steps)
+        and all(
+            s.status == StepStatus.SUCCEEDED and s.tool in TOOLS and TOOLS[s.tool].idempotent
+            for s in result.steps
+        )
+    )
 
-    async def get(self, tenant: str, question: str) -> AgentResult | None:
-        key = path_key(tenant, question)
-        raw = await self._redis.get(key)
+
+class PathEntry(BaseModel):
+    question: str
+    result: AgentResult
+    answer_fresh_until: float | None = None
+    """Epoch seconds until which the answer may be served; after it, only the plan."""
+
+
+class SemanticMatch(Protocol):
+    path_key: str
+    score: float
+    matched_question: str
+
+
+class SemanticTier(Protocol):
+    async def lookup(self, tenant: str, question: str) -> SemanticMatch | None: ...
+
+    async def remember(self, tenant: str, question: str, path_key: str) -> None: ...
+
+
+class PathCache:
+    def __init__(
+        self,
+        backend: CacheBackend,
+        *,
+        version: str,
+        plan_ttl: timedelta,
+        semantic: SemanticTier | None = None,
+    ) -> None:
+        self._backend = backend
+        self.version = version
+        self.plan_ttl = plan_ttl
+        self._semantic = semantic
+
+    def key(self, tenant: str, question: str) -> str:
+        return path_key(tenant, question, self.version)
+
+    async def lookup(
+        self, tenant: str, question: str, *, semantic: bool = True
+    ) -> LookupCacheResult:
+        """Raises `CacheUnavailable` when Redis cannot answer."""
+        key = self.key(tenant, question)
+        entry = await self._entry(key)
+        status, similarity, matched = CacheStatus.EXACT, None, None
+        if entry is None and semantic and self._semantic is not None:
+            match = await self._semantic.lookup(tenant, question)
+            if match is not None:
+                entry = await self._entry(match.path_key)
+                status, similarity = CacheStatus.SEMANTIC, match.score
+                matched = match.matched_question
+        if entry is None:
+            return LookupCacheResult(status=CacheStatus.MISS)
+        fresh = entry.answer_fresh_until is not None and time.time() < entry.answer_fresh_until
+        if fresh:
+            return LookupCacheResult(
+                status=status, hit=entry.result, similarity=similarity, matched_question=matched
+            )
+        return LookupCacheResult(
+            status=CacheStatus.PLAN,
+            plan=entry.result.plan,
+            route=entry.result.route,
+            similarity=similarity,
+            matched_question=matched or entry.question,
+        )
+
+    async def store(self, tenant: str, question: str, result: AgentResult) -> timedelta | None:
+        """Cache the run if it may be; returns how long its answer is served (None: plan only
+        or not cached). Raises `CacheUnavailable`."""
+        if not cacheable(result):
+            return None
+        fresh_for = answer_ttl(result, self.plan_ttl)
+        entry = PathEntry(
+            question=question,
+            result=result,
+            answer_fresh_until=time.time() + fresh_for.total_seconds() if fresh_for else None,
+        )
+        touched = entities_in([s.args for s in result.steps], [s.output for s in result.steps])
+        key = self.key(tenant, question)
+        await self._backend.put(key, entry.model_dump_json(), self.plan_ttl, touched)
+        if self._semantic is not None:
+            await self._semantic.remember(tenant, question, key)
+        return fresh_for
+
+    async def _entry(self, key: str) -> PathEntry | None:
+        raw = await self._backend.get(key)
         if raw is None:
             return None
         try:
-            return AgentResult.model_validate_json(raw)
+            return PathEntry.model_validate_json(raw)
         except ValidationError:
-            # Written by an older release whose result shape no longer validates: a miss,
-            # and the entry goes so the next run stores a current one.
+            # Written by a release whose result shape no longer validates: a miss, and the
+            # entry goes so the next run stores a current one.
             log.warning("cache_entry_unreadable", key=key)
-            await self._redis.delete(key)
+            await self._backend.delete(key)
             return None
-
-    async def put(self, tenant: str, question: str, result: AgentResult) -> timedelta | None:
-        ttl = cacheable_ttl(result, self.default_ttl)
-        if ttl is None:
-            return None
-        await self._redis.set(path_key(tenant, question), result.model_dump_json(), px=ttl)
-        return ttl
-
-
-class CacheActivities:
-    def __init__(self, cache: PathCache) -> None:
-        self._cache = cache
-
-    @activity.defn(name="lookup_cache")
-    async def lookup_cache(self, request: LookupCacheInput) -> LookupCacheResult:
-        try:
-            hit = await self._cache.get(request.tenant, request.question)
-        except (RedisError, OSError) as exc:
-            log.warning("cache_unavailable", error=str(exc), op="lookup")
-            return LookupCacheResult(hit=None, available=False)
-        return LookupCacheResult(hit=hit)

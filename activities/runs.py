@@ -6,10 +6,10 @@ import json
 
 import asyncpg
 import structlog
-from redis.exceptions import RedisError
 from temporalio import activity
 
 from activities.cache import PathCache
+from activities.cache_backend import CacheUnavailable
 from schemas.agent import StoreInput, StoreResult
 from schemas.result import AgentResult
 
@@ -39,8 +39,8 @@ class StoreActivities:
         ttl_s = None
         if request.use_cache:
             try:
-                ttl = await self._cache.put(request.tenant, request.question, result)
-            except (RedisError, OSError) as exc:
+                ttl = await self._cache.store(request.tenant, request.question, result)
+            except CacheUnavailable as exc:
                 log.warning("cache_unavailable", error=str(exc), op="store")
             else:
                 cached = ttl is not None

@@ -11,17 +11,27 @@ from enum import StrEnum
 from pydantic import BaseModel, Field
 
 from schemas.plan import Plan
-from schemas.result import AgentResult, StepError, StepOutcome
+from schemas.result import AgentResult, CacheStatus, StepError, StepOutcome
 from schemas.route import Route, Tier
 
 
 class LookupCacheInput(BaseModel):
     question: str
     tenant: str
+    semantic: bool = True
+    """Also look for a guarded semantic match when the exact key misses."""
 
 
 class LookupCacheResult(BaseModel):
+    status: CacheStatus = CacheStatus.MISS
     hit: AgentResult | None = None
+    """The cached run, when its answer may be served (`exact` or `semantic`)."""
+    plan: Plan | None = None
+    route: Route | None = None
+    """The cached plan and route, when only the plan may be reused (`plan`)."""
+    similarity: float | None = None
+    matched_question: str | None = None
+    """For a semantic match: the stored question it matched, and how closely."""
     available: bool = True
     """False when the cache could not be reached; the lookup then counts as a miss."""
 

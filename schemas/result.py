@@ -44,7 +44,17 @@ class StepOutcome(BaseModel):
 class CacheStatus(StrEnum):
     MISS = "miss"
     EXACT = "exact"
+    """The cached answer of the same (normalized) question."""
+    SEMANTIC = "semantic"
+    """The cached answer of a paraphrase with the same entities."""
+    PLAN = "plan"
+    """The cached plan, run fresh: the cached answer was older than its tools' TTLs."""
     BYPASS = "bypass"
+
+
+class CacheMatch(BaseModel):
+    question: str
+    similarity: float | None = None
 
 
 class Timings(BaseModel):
@@ -68,6 +78,8 @@ class AgentResult(BaseModel):
     replans: int = 0
     plan_error: StepError | None = None
     """Set when the last plan could not be validated (the run still answers)."""
+    cache_match: CacheMatch | None = None
+    """Which stored question a semantic or plan hit came from."""
     warnings: list[str] = Field(default_factory=list)
     """Degradations that did not stop the run (e.g. the cache was unreachable)."""
     workflow_id: str = ""

@@ -7,8 +7,11 @@ describe them to models. A tool's name is its activity type name: a contract.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -238,3 +241,19 @@ TOOLS: dict[str, ToolSpec] = {
         ),
     )
 }
+
+
+@cache
+def catalog_version() -> str:
+    """A short digest of everything about the tools that changes what a cached result means."""
+    described = [
+        {
+            "name": spec.name,
+            "args": spec.args_model.model_json_schema(),
+            "result": spec.result_model.model_json_schema(),
+            "idempotent": spec.idempotent,
+            "ttl": spec.cache_ttl.total_seconds() if spec.cache_ttl else None,
+        }
+        for spec in TOOLS.values()
+    ]
+    return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()[:12]

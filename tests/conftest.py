@@ -208,6 +208,8 @@ async def make_stack(
             redis_url: str | None = None,
             replace_activities: list[Callable[..., Any]] | None = None,
             policy: Policy | None = None,
+            semantic: bool = False,
+            **settings_overrides: Any,
         ) -> AgentStack:
             queue = f"t-{uuid.uuid4().hex[:12]}"
             settings = Settings(
@@ -215,6 +217,9 @@ async def make_stack(
                 redis_url=redis_url or session_redis_url,
                 carrier_url=carrier_url,
                 task_queue=queue,
+                # The embedder costs seconds per process: only the tests about it load it.
+                semantic_cache="on" if semantic else "off",
+                **settings_overrides,
             )
             activities = await exits.enter_async_context(cpu_activities(settings))
             stand_ins = list(replace_activities or [])

@@ -103,12 +103,13 @@ async def test_refund_retried_after_insert_refunds_once(
         assert crashing.attempts == [1, 2]
         assert refund.status == StepStatus.SUCCEEDED
         assert refund.output["created"] is False, "the retry found the refund of attempt 1"
+        first_run = handle.first_execution_run_id or handle.result_run_id
         rows = await pool.fetch(
             "SELECT amount_cents, idempotency_key FROM refunds WHERE idempotency_key LIKE $1",
-            f"{handle.id}/%",
+            f"{first_run}/%",
         )
         assert [(r["amount_cents"], r["idempotency_key"]) for r in rows] == [
-            (500, f"{handle.id}/s3")
+            (500, f"{first_run}/s3")
         ]
     finally:
         await pool.close()

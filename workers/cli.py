@@ -13,13 +13,12 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowFailureError
 
 from schemas.request import AgentRequest, RunOptions
-from workers.client import run_agent
+from workers.client import AgentClient
 from workers.demo import run_demo
 from workers.logging import configure_logging
 from workers.report import format_result
 from workers.settings import Settings, SettingsError, StartupError
 from workers.stack import StackError, read_endpoints, run_foreground, start_detached, stop_detached
-from workers.temporal_client import connect
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,6 +33,11 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--tenant", default="default")
     ask.add_argument("--conversation-id")
     ask.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    ask.add_argument(
+        "--no-coalesce",
+        action="store_true",
+        help="always start a run of its own, even if the same question is being answered",
+    )
     sub.add_parser("demo", help="start the stack and run sample questions")
     worker = sub.add_parser("worker", help="run one worker process")
     worker.add_argument("kind", choices=["cpu", "inference"])
@@ -45,7 +49,11 @@ def with_running_stack(settings: Settings) -> Settings:
     endpoints = read_endpoints(settings)
     if endpoints is None:
         return settings
-    return dataclasses.replace(settings, temporal_address=endpoints.temporal_address)
+    return dataclasses.replace(
+        settings,
+        temporal_address=endpoints.temporal_address,
+        redis_url=settings.redis_url or endpoints.redis_url,
+    )
 
 
 async def _ask(settings: Settings, args: argparse.Namespace) -> int:
@@ -55,12 +63,14 @@ async def _ask(settings: Settings, args: argparse.Namespace) -> int:
         conversation_id=args.conversation_id,
         options=RunOptions(use_cache=not args.no_cache),
     )
-    client = await connect(settings)
+    client = await AgentClient.connect(settings)
     try:
-        result = await run_agent(client, request, task_queue=settings.task_queue)
+        result = await client.ask(request, coalesce=not args.no_coalesce)
     except WorkflowFailureError as exc:
         print(f"agentkeel ask: the run failed: {exc.cause}", file=sys.stderr)
         return 1
+    finally:
+        await client.close()
     print(result.model_dump_json(indent=2) if args.json else format_result(result))
     return 0
 

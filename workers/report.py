@@ -20,7 +20,11 @@ def format_result(result: AgentResult) -> str:
         f"  route: {route.intent} ({route.tier.value}, confidence {route.confidence:.2f})"
         f" · cache: {result.cache.value} · replans: {result.replans}",
     ]
-    cached = result.cache.value == "exact"
+    cached = result.cache.value in ("exact", "semantic")
+    if result.cache_match is not None:
+        similarity = result.cache_match.similarity
+        score = f" (similarity {similarity:.2f})" if similarity is not None else ""
+        lines.append(f"  cached from: {result.cache_match.question!r}{score}")
     if cached:
         lines.append("    (steps of the cached run; no tool ran now)")
     for step in result.steps:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import timedelta
 from typing import Any
 
 import asyncpg
@@ -15,9 +14,10 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
-from activities.cache import CacheActivities, PathCache
+from activities.cache_activities import CacheActivities
 from activities.runs import StoreActivities
 from activities.tools import ToolActivities
+from workers.caches import build_caches, tool_activities
 from workers.settings import Settings, SettingsError, StartupError
 from workers.stack_procs import redact
 
@@ -73,12 +73,12 @@ async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[...,
         log.warning("redis_unavailable_at_start", url=redact(settings.redis_url), error=str(exc))
     http = http_client()
     try:
-        cache = PathCache(redis, default_ttl=timedelta(seconds=settings.cache_ttl_s))
+        caches = await build_caches(settings, redis, pool)
         tools = ToolActivities(pool, http, settings.carrier_url)
         yield [
-            *tools.all_activities(),
-            CacheActivities(cache).lookup_cache,
-            StoreActivities(pool, cache).store,
+            *tool_activities(tools, caches),
+            CacheActivities(caches.paths).lookup_cache,
+            StoreActivities(pool, caches.paths).store,
         ]
     finally:
         await http.aclose()

@@ -45,7 +45,18 @@ class Settings:
     carrier_latency_ms: int = 40
     """Response latency of the local carrier service, standing for a remote API."""
     cache_ttl_s: int = 3600
-    """How long a cached execution path stays valid."""
+    """How long a cached plan may be reused (answers live only as long as their tools' TTLs)."""
+    policy_version: str = "rules-1"
+    """Part of every cache key with the tool catalog's digest: change it when the policy's
+    behaviour changes, and no stale path is served after the deploy."""
+    semantic_cache: str = "auto"
+    """`on`, `off`, or `auto` (on when the `semantic` extra is installed)."""
+    semantic_threshold: float = 0.85
+    """Cosine similarity a paraphrase needs before the guard even looks at it."""
+    warm_every_s: int = 600
+    """How often the cache-warming schedule runs (0: no schedule)."""
+    warm_top_n: int = 20
+    """How many of the last day's most asked questions the warmer renews."""
     db_pool_max: int = 10
     log_format: str = "auto"
     """`json`, `console`, or `auto` (console on a TTY, JSON otherwise)."""
@@ -79,6 +90,11 @@ def _coerce(name: str, type_name: str, raw: str) -> object:
             return int(raw)
         except ValueError:
             raise SettingsError(f"{var} must be an integer, got {raw!r}") from None
+    if type_name.startswith("float"):
+        try:
+            return float(raw)
+        except ValueError:
+            raise SettingsError(f"{var} must be a number, got {raw!r}") from None
     if type_name.startswith("Path"):
         return Path(raw).expanduser()
     return raw

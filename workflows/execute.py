@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from typing import Any
 
@@ -51,7 +50,9 @@ async def _dispatch(call: ToolCall, tool_queue: str) -> Any:
     spec = TOOLS[call.tool]
     payload = dict(call.args)
     if not spec.idempotent:
-        payload["idempotency_key"] = idempotency_key(workflow.info().workflow_id, call.call_id)
+        payload["idempotency_key"] = idempotency_key(
+            workflow.info().first_execution_run_id, call.call_id
+        )
     result = await workflow.execute_activity(
         spec.name,
         payload,
@@ -67,20 +68,14 @@ async def _dispatch(call: ToolCall, tool_queue: str) -> Any:
     return result.model_dump(mode="json")
 
 
-MAX_READABLE_ID = 120
-
-
-def idempotency_key(workflow_id: str, call_id: str) -> str:
+def idempotency_key(first_run_id: str, call_id: str) -> str:
     """The key a side-effecting tool enforces: the same for every retry of one call.
 
-    It is derived from the workflow id, not the run id, on purpose: the workflow id is the
-    caller's own idempotency key, so a request started again under the same id (a client
-    retrying after a timeout) finds the effect already done instead of repeating it. Long
-    ids are hashed so the key always fits the tool's limit.
+    It names the run chain (the first run id survives retries, continue-as-new and reset)
+    and the call, not the workflow id: with coalescing, workflow ids are derived from the
+    question, and the same question asked again tomorrow must refund again.
     """
-    if len(workflow_id) > MAX_READABLE_ID:
-        workflow_id = "sha256:" + hashlib.sha256(workflow_id.encode()).hexdigest()[:32]
-    return f"{workflow_id}/{call_id}"
+    return f"{first_run_id}/{call_id}"
 
 
 def _summary(call: ToolCall) -> str:

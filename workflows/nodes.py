@@ -19,7 +19,7 @@ from schemas.agent import (
     StoreInput,
     StoreResult,
 )
-from schemas.result import AgentResult, CacheStatus, StepError, Timings
+from schemas.result import AgentResult, CacheMatch, CacheStatus, StepError, Timings
 from schemas.route import Tier
 from workflows import timeouts
 from workflows.execute import run_plan
@@ -32,7 +32,7 @@ __all__ = ["execute", "join", "lookup_cache", "plan", "respond", "route", "store
 
 async def lookup_cache(state: AgentState) -> dict[str, Any]:
     request = state["request"]
-    if not request.options.use_cache:
+    if not request.options.use_cache or request.options.refresh_cache:
         return {"cache": CacheStatus.BYPASS}
     stage(state, "looking up the path cache")
     started = workflow.now()
@@ -50,13 +50,22 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
         # The cache only accelerates: whatever went wrong, this run is a miss.
         workflow.logger.warning("cache lookup failed, continuing as a miss: %s", exc.cause)
         found = LookupCacheResult(available=False)
-    update: dict[str, Any] = {"timings": add_timing(state, "cache", started)}
-    publish_cache(CacheStatus.MISS if found.hit is None else CacheStatus.EXACT)
+    update: dict[str, Any] = {"timings": add_timing(state, "cache", started), "cache": found.status}
+    publish_cache(found.status)
     if not found.available:
         update["warnings"] = [*state.get("warnings", []), "cache unavailable: treated as a miss"]
+    if found.matched_question is not None:
+        update["cache_match"] = CacheMatch(
+            question=found.matched_question, similarity=found.similarity
+        )
+    if found.status == CacheStatus.PLAN and found.plan is not None and found.route is not None:
+        # Reuse the plan, run the tools fresh: route and planning are skipped.
+        route = found.route.model_copy(update={"tier": Tier.CACHE})
+        publish_route(route)
+        state["progress"].route = route
+        return {**update, "route": route, "plan": found.plan, "confident": True}
     if found.hit is None:
-        update["cache"] = CacheStatus.MISS
-        return update
+        return {**update, "cache": CacheStatus.MISS}
     timings = update["timings"]
     timings.total = elapsed_ms(state["started_at"])
     info = workflow.info()
@@ -64,7 +73,8 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
     publish_route(cached_route)
     hit = found.hit.model_copy(
         update={
-            "cache": CacheStatus.EXACT,
+            "cache": found.status,
+            "cache_match": update.get("cache_match"),
             "timings_ms": timings,
             "route": cached_route,
             "workflow_id": info.workflow_id,
@@ -72,7 +82,7 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
             "warnings": [],
         }
     )
-    return {**update, "cache": CacheStatus.EXACT, "result": hit}
+    return {**update, "result": hit}
 
 
 async def execute(state: AgentState) -> dict[str, Any]:
@@ -112,6 +122,7 @@ async def store(state: AgentState) -> dict[str, Any]:
         replans=state.get("replans", 0),
         plan_error=plan_error,
         warnings=state.get("warnings", []),
+        cache_match=state.get("cache_match"),
         workflow_id=info.workflow_id,
         run_id=info.run_id,
     )
@@ -145,7 +156,9 @@ async def store(state: AgentState) -> dict[str, Any]:
 # Conditional edges. LangGraph runs sync callables in an executor, which the
 # workflow event loop refuses, so every edge function is `async def`.
 async def after_cache(state: AgentState) -> str:
-    return "hit" if state.get("result") is not None else "miss"
+    if state.get("result") is not None:
+        return "hit"
+    return "plan" if state.get("cache") == CacheStatus.PLAN else "miss"
 
 
 async def after_route(state: AgentState) -> str:

@@ -8,7 +8,7 @@ from typing import TypedDict
 from schemas.plan import Plan
 from schemas.progress import RunProgress
 from schemas.request import AgentRequest
-from schemas.result import AgentResult, CacheStatus, StepError, StepOutcome, Timings
+from schemas.result import AgentResult, CacheMatch, CacheStatus, StepError, StepOutcome, Timings
 from schemas.route import Route
 
 
@@ -18,6 +18,7 @@ class AgentState(TypedDict, total=False):
     tool_queue: str
     inference_queue: str
     cache: CacheStatus
+    cache_match: CacheMatch | None
     route: Route
     confident: bool
     plan: Plan
