@@ -79,9 +79,14 @@ class PathEntry(BaseModel):
 
 
 class SemanticMatch(Protocol):
-    path_key: str
-    score: float
-    matched_question: str
+    @property
+    def path_key(self) -> str: ...
+
+    @property
+    def score(self) -> float: ...
+
+    @property
+    def matched_question(self) -> str: ...
 
 
 class SemanticTier(Protocol):
@@ -134,6 +139,10 @@ class PathCache:
             similarity=similarity,
             matched_question=matched or entry.question,
         )
+
+    async def ttl_left_ms(self, tenant: str, question: str) -> int:
+        """Milliseconds before the exact entry expires; negative when there is none."""
+        return await self._backend.pttl_ms(self.key(tenant, question))
 
     async def store(self, tenant: str, question: str, result: AgentResult) -> timedelta | None:
         """Cache the run if it may be; returns how long its answer is served (None: plan only

@@ -32,8 +32,8 @@ async def test_cache_hit_runs_no_tool_activity(stack: AgentStack) -> None:
     history = await handle.fetch_history()
     assert scheduled_activities(history) == [], "a hit ends the run after lookup_cache"
     local = local_activity_markers(history)
-    assert len(local) == 1, "the lookup itself is the only (local) activity"
-    assert b"lookup_cache" in local[0]
+    assert len(local) == 2, "the lookup, then the run record: both local activities"
+    assert b"lookup_cache" in local[0] and b"store" in local[1]
 
 
 async def test_cache_is_per_tenant_and_skips_side_effects(stack: AgentStack) -> None:

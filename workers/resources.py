@@ -17,6 +17,7 @@ from redis.retry import Retry
 from activities.cache_activities import CacheActivities
 from activities.runs import StoreActivities
 from activities.tools import ToolActivities
+from activities.warming import WarmingActivities
 from workers.caches import build_caches, tool_activities
 from workers.settings import Settings, SettingsError, StartupError
 from workers.stack_procs import redact
@@ -79,6 +80,7 @@ async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[...,
             *tool_activities(tools, caches),
             CacheActivities(caches.paths).lookup_cache,
             StoreActivities(pool, caches.paths).store,
+            WarmingActivities(pool, caches.paths).hot_questions,
         ]
     finally:
         await http.aclose()

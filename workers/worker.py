@@ -18,7 +18,9 @@ from workers.resources import cpu_activities
 from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
 from workers.temporal_client import connect
+from workers.warming_schedule import ensure_warming_schedule
 from workflows.agent import AgentWorkflow
+from workflows.warmer import CacheWarmerWorkflow
 
 log = structlog.get_logger(__name__)
 
@@ -33,7 +35,7 @@ def cpu_worker(client: Client, task_queue: str, activities: Sequence[Callable[..
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[AgentWorkflow],
+        workflows=[AgentWorkflow, CacheWarmerWorkflow],
         activities=activities,
         max_concurrent_activities=CPU_MAX_ACTIVITIES,
         max_concurrent_workflow_tasks=100,
@@ -69,6 +71,7 @@ async def run_cpu_worker(settings: Settings) -> None:
     client = await connect(settings)
     # AgentWorkflow upserts these; without them its workflow tasks would fail.
     await ensure_search_attributes(client, settings.temporal_namespace)
+    await ensure_warming_schedule(client, settings)
     async with cpu_activities(settings) as activities:
         await _run_until_signalled(cpu_worker(client, settings.task_queue, activities))
 

@@ -1,7 +1,7 @@
 """The agent graph: a LangGraph `StateGraph` executed through Temporal's LangGraph plugin.
 
 lookup_cache → route → [plan] → execute → join ⟲ plan (bounded) → respond → store
-(a cache hit ends the run; a plan hit goes straight to execute)
+(a cache hit goes straight to store, to be recorded; a plan hit to execute)
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def build_agent_graph() -> StateGraph[Any, Any, Any, Any]:
         graph.add_node(name, node, metadata=dict(_INLINE))
     graph.add_edge(START, "lookup_cache")
     graph.add_conditional_edges(
-        "lookup_cache", nodes.after_cache, {"hit": END, "plan": "execute", "miss": "route"}
+        "lookup_cache", nodes.after_cache, {"hit": "store", "plan": "execute", "miss": "route"}
     )
     graph.add_conditional_edges(
         "route", nodes.after_route, {"confident": "execute", "unsure": "plan"}

@@ -108,6 +108,11 @@ async def execute(state: AgentState) -> dict[str, Any]:
 
 async def store(state: AgentState) -> dict[str, Any]:
     request = state["request"]
+    cached: AgentResult | None = state.get("result")
+    if cached is not None:
+        # A cache hit is recorded too (ops see every run; the warmer counts it), but the
+        # cache entry it came from is left as it is.
+        return await _record(state, cached, update_cache=False)
     info = workflow.info()
     timings = state.get("timings", Timings()).model_copy()
     timings.total = elapsed_ms(state["started_at"])
@@ -126,6 +131,11 @@ async def store(state: AgentState) -> dict[str, Any]:
         workflow_id=info.workflow_id,
         run_id=info.run_id,
     )
+    return await _record(state, result, update_cache=request.options.use_cache)
+
+
+async def _record(state: AgentState, result: AgentResult, *, update_cache: bool) -> dict[str, Any]:
+    request = state["request"]
     stage(state, "recording the run")
     # Local for the same reason as the lookup; it is durable all the same (a marker
     # in history) and idempotent, so a retry after a crash records the run once.
@@ -137,7 +147,7 @@ async def store(state: AgentState) -> dict[str, Any]:
                 tenant=request.tenant,
                 question=request.question,
                 result=result,
-                use_cache=request.options.use_cache,
+                use_cache=update_cache,
             ),
             result_type=StoreResult,
             start_to_close_timeout=timeouts.STORE_TIMEOUT,
@@ -149,7 +159,7 @@ async def store(state: AgentState) -> dict[str, Any]:
         # not turn a done run into a failed one. Say so in the result and the logs.
         workflow.logger.error("run record not stored: %s", exc.cause)
         warnings.append(f"run record not stored: {exc.cause}")
-    final_timings = timings.model_copy(update={"total": elapsed_ms(state["started_at"])})
+    final_timings = result.timings_ms.model_copy(update={"total": elapsed_ms(state["started_at"])})
     return {"result": result.model_copy(update={"timings_ms": final_timings, "warnings": warnings})}
 
 

@@ -1,0 +1,123 @@
+"""The path cache's tiers, invalidation, the tool-result cache, coalescing and the fast path."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import redis.asyncio as aioredis
+
+from schemas.request import AgentRequest, RunOptions
+from schemas.result import CacheStatus, StepStatus
+from tests.conftest import AgentStack, StackFactory
+from tests.fakes import FakeScriptedPolicy
+from tests.history import scheduled_activities
+from tests.test_dag_workflow import SlowInventory, wide_plan
+
+KB_QUESTION = "What is your return policy for damaged items?"
+
+
+def step_output(result: object, tool: str) -> dict[str, object]:
+    steps = [s for s in result.steps if s.tool == tool]  # type: ignore[attr-defined]
+    assert steps, f"no {tool} step"
+    output: dict[str, object] = steps[0].output
+    return output
+
+
+async def test_live_path_reuses_the_plan_and_runs_tools_fresh(stack: AgentStack) -> None:
+    first = await stack.ask("Where is order 1001?")
+    assert first.cache == CacheStatus.MISS
+    handle = await stack.start("where is ORDER 1001")
+    second = await handle.result()
+    # Tracking has no TTL: the answer can't be served, but the plan can.
+    assert second.cache == CacheStatus.PLAN
+    assert second.cache_match is not None
+    assert second.route.tier == "cache"
+    assert scheduled_activities(await handle.fetch_history()) == [
+        "get_order",
+        "track_shipment",
+        "respond",
+    ], "route (and plan) are skipped; the tools run fresh"
+    assert second.plan == first.plan
+    assert all(s.status == StepStatus.SUCCEEDED for s in second.steps)
+    assert second.steps[0].started_at != first.steps[0].started_at
+
+
+async def test_a_new_catalog_or_policy_version_starts_cold(make_stack: StackFactory) -> None:
+    old = await make_stack()
+    await old.ask(KB_QUESTION)
+    assert (await old.ask(KB_QUESTION)).cache == CacheStatus.EXACT
+    new = await make_stack(policy_version="rules-2")
+    again = await new.ask(KB_QUESTION, tenant=old.tenant)
+    assert again.cache == CacheStatus.MISS, "a deploy that changes behaviour serves no stale path"
+
+
+async def test_refund_invalidates_cached_paths_and_tool_results(stack: AgentStack) -> None:
+    question = "Can order 1001 be fulfilled from stock?"
+    before = await stack.ask(question)
+    assert (await stack.ask(question)).cache == CacheStatus.EXACT
+    refund = await stack.ask("Please refund $1.00 for order 1001")
+    assert step_output(refund, "create_refund")["created"] is True
+    after = await stack.ask(question)
+    assert after.cache == CacheStatus.MISS, "the refund changed order 1001: no stale answer"
+    refunded = step_output(after, "get_order")["refunded_cents"]
+    assert refunded == int(step_output(before, "get_order")["refunded_cents"]) + 100  # type: ignore[call-overload]
+
+
+async def test_tool_results_are_served_from_cache_within_ttl(
+    stack: AgentStack, database_url: str, redis_url: str
+) -> None:
+    await stack.ask("Where is order 1003?")
+    conn = await asyncpg.connect(database_url)
+    try:  # behind the cache's back: a cached result must not see it within the TTL
+        await conn.execute("UPDATE orders SET status = 'cancelled' WHERE order_id = 1003")
+    finally:
+        await conn.close()
+    other = await stack.ask("Can order 1003 be fulfilled from stock?")
+    assert step_output(other, "get_order")["status"] == "delivered"
+    client = aioredis.from_url(redis_url)
+    try:
+        keys = [k async for k in client.scan_iter(match="agentkeel:tool:v1:*:get_order:*")]
+    finally:
+        await client.aclose()
+    assert keys
+
+
+async def test_identical_requests_in_flight_share_one_run(make_stack: StackFactory) -> None:
+    slow = SlowInventory(hold_s=0.5)
+    stack = await make_stack(
+        replace_activities=[slow.check_inventory], policy=FakeScriptedPolicy([wide_plan(2)])
+    )
+    agents = stack.agent_client()
+    request = AgentRequest(question="check two skus", tenant=stack.tenant)
+    first, second = await asyncio.gather(agents.start(request), agents.start(request))
+    assert first.id == second.id
+    assert first.result_run_id == second.result_run_id, "the second caller attached to the run"
+    alone = await agents.start(request, coalesce=False)
+    assert alone.id != first.id
+    await asyncio.gather(first.result(), alone.result())
+    assert len(slow.calls) == 4, "two runs of two steps: the coalesced pair ran once"
+    await agents.close()
+
+
+async def test_client_fast_path_answers_without_a_workflow(stack: AgentStack) -> None:
+    await stack.ask(KB_QUESTION)
+    agents = stack.agent_client()
+    result = await agents.ask(AgentRequest(question=KB_QUESTION.lower(), tenant=stack.tenant))
+    assert result.cache == CacheStatus.EXACT
+    assert result.workflow_id == "", "no workflow was started"
+    assert result.timings_ms.total < 100
+    await agents.close()
+    # Without Redis the helper falls back to the workflow, which still answers.
+    dead = stack.agent_client(redis_url="redis://127.0.0.1:1/0")
+    fallback = await dead.ask(AgentRequest(question=KB_QUESTION, tenant=stack.tenant))
+    assert fallback.workflow_id != ""
+    assert fallback.answer == result.answer
+    await dead.close()
+
+
+async def test_options_opt_out_of_reading_the_cache(stack: AgentStack) -> None:
+    await stack.ask(KB_QUESTION)
+    fresh = await stack.ask(KB_QUESTION, options=RunOptions(refresh_cache=True))
+    assert fresh.cache == CacheStatus.BYPASS
+    assert [s.tool for s in fresh.steps] == ["search_kb"]

@@ -1,0 +1,60 @@
+"""The Temporal Schedule that runs the cache warmer: visible and pausable in the Web UI."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import structlog
+from temporalio.client import (
+    Client,
+    Schedule,
+    ScheduleActionStartWorkflow,
+    ScheduleAlreadyRunningError,
+    ScheduleIntervalSpec,
+    ScheduleOverlapPolicy,
+    SchedulePolicy,
+    ScheduleSpec,
+    ScheduleUpdate,
+    ScheduleUpdateInput,
+)
+
+from schemas.warming import WarmInput
+from workers.settings import Settings
+from workflows.warmer import CacheWarmerWorkflow
+
+log = structlog.get_logger(__name__)
+
+SCHEDULE_ID = "agentkeel-cache-warmer"
+
+
+def warming_schedule(settings: Settings) -> Schedule:
+    every = timedelta(seconds=settings.warm_every_s)
+    return Schedule(
+        action=ScheduleActionStartWorkflow(
+            CacheWarmerWorkflow.run,
+            WarmInput(top_n=settings.warm_top_n, renew_below_s=max(60, settings.warm_every_s * 2)),
+            id=f"{SCHEDULE_ID}-run",
+            task_queue=settings.task_queue,
+        ),
+        spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=every)]),
+        # A slow warming round is never run twice at once; the next one simply waits.
+        policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP),
+    )
+
+
+async def ensure_warming_schedule(client: Client, settings: Settings) -> None:
+    """Create the schedule, or bring its interval and input up to date; leave pauses alone."""
+    if settings.warm_every_s <= 0:
+        return
+    wanted = warming_schedule(settings)
+    try:
+        await client.create_schedule(SCHEDULE_ID, wanted)
+        log.info("warming_schedule_created", every_s=settings.warm_every_s)
+    except ScheduleAlreadyRunningError:
+
+        def update(current: ScheduleUpdateInput) -> ScheduleUpdate:
+            # Keep the current state (an operator's pause stays a pause).
+            wanted.state = current.description.schedule.state
+            return ScheduleUpdate(schedule=wanted)
+
+        await client.get_schedule_handle(SCHEDULE_ID).update(update)

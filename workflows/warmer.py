@@ -1,0 +1,69 @@
+"""`CacheWarmerWorkflow`: re-runs the day's hot questions before their cache entries expire.
+
+A Temporal Schedule starts it (`agentkeel-cache-warmer`), so ops see every warming
+run in the Web UI and can pause or trigger the schedule there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ChildWorkflowError
+
+from schemas.request import AgentRequest, RunOptions
+from schemas.warming import (
+    HotQuestion,
+    HotQuestionsInput,
+    HotQuestionsResult,
+    WarmInput,
+    WarmResult,
+)
+from workflows import timeouts
+from workflows.agent import AgentWorkflow
+
+WARMER_NAME = "CacheWarmerWorkflow"
+HOT_QUESTIONS_TIMEOUT = timedelta(seconds=30)
+WARM_RUN_TIMEOUT = timedelta(minutes=5)
+
+
+@workflow.defn(name=WARMER_NAME)
+class CacheWarmerWorkflow:
+    @workflow.run
+    async def run(self, request: WarmInput) -> WarmResult:
+        hot: HotQuestionsResult = await workflow.execute_activity(
+            "hot_questions",
+            HotQuestionsInput(
+                top_n=request.top_n,
+                since_hours=request.since_hours,
+                renew_below_s=request.renew_below_s,
+            ),
+            result_type=HotQuestionsResult,
+            start_to_close_timeout=HOT_QUESTIONS_TIMEOUT,
+            retry_policy=timeouts.STORE_RETRY,
+        )
+        result = WarmResult(considered=hot.considered)
+        slots = asyncio.Semaphore(request.max_parallel)  # the warmer must not crowd out users
+
+        async def warm(index: int, question: HotQuestion) -> None:
+            async with slots:
+                try:
+                    await workflow.execute_child_workflow(
+                        AgentWorkflow.run,
+                        AgentRequest(
+                            question=question.question,
+                            tenant=question.tenant,
+                            options=RunOptions(refresh_cache=True),
+                        ),
+                        id=f"{workflow.info().workflow_id}-{index}",
+                        execution_timeout=WARM_RUN_TIMEOUT,
+                    )
+                except ChildWorkflowError as exc:
+                    workflow.logger.warning("warming %r failed: %s", question.question, exc.cause)
+                    result.failed.append(question)
+                else:
+                    result.warmed.append(question)
+
+        await asyncio.gather(*(warm(i, q) for i, q in enumerate(hot.due)))
+        return result
