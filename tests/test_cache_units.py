@@ -1,0 +1,90 @@
+"""Circuit breaker, Redis degradation, and stale-while-revalidate of the tool-result cache."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+
+from activities.breaker import CircuitBreaker
+from activities.cache_backend import CacheBackend, CacheUnavailable
+from activities.entities import entities_in
+from activities.tool_cache import ToolResultCache
+from schemas.tools import TOOLS, KbResult, SearchKbArgs
+from workers.resources import redis_client
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_breaker_opens_then_lets_one_trial_through() -> None:
+    clock = FakeClock()
+    breaker = CircuitBreaker(reset_after_s=5, clock=clock)
+    assert breaker.allow()
+    breaker.record_failure()
+    assert not breaker.allow(), "open: no call reaches the dependency"
+    clock.now = 5.1
+    assert breaker.allow(), "half-open: one trial"
+    assert not breaker.allow(), "only one trial at a time"
+    breaker.record_success()
+    assert breaker.allow() and not breaker.is_open
+
+
+async def test_dead_redis_costs_one_timeout_then_fails_fast() -> None:
+    backend = CacheBackend(redis_client("redis://127.0.0.1:1/0"), index_ttl=timedelta(minutes=1))
+    with pytest.raises(CacheUnavailable):
+        await backend.get("k")
+    started = time.perf_counter()
+    for _ in range(100):
+        with pytest.raises(CacheUnavailable, match="circuit open"):
+            await backend.get("k")
+    assert time.perf_counter() - started < 0.05, "an open circuit never touches the network"
+
+
+def test_entities_are_found_at_any_depth() -> None:
+    found = entities_in(
+        {"order_id": 1001, "items": [{"sku": "SKU-00001"}]},
+        {"customer_id": 1, "order_ids": [1002, 1003], "email": "A@x.io"},
+    )
+    assert found == {
+        "order_id:1001",
+        "order_id:1002",
+        "order_id:1003",
+        "sku:sku-00001",
+        "customer_id:1",
+        "email:a@x.io",
+    }
+
+
+async def test_stale_value_is_served_while_a_refresh_runs(redis_url: str) -> None:
+    client = redis_client(redis_url)
+    cache = ToolResultCache(CacheBackend(client, index_ttl=timedelta(minutes=1)))
+    spec = replace(TOOLS["search_kb"], cache_ttl=timedelta(milliseconds=300))
+    calls: list[int] = []
+
+    async def compute(args: SearchKbArgs) -> KbResult:
+        calls.append(len(calls) + 1)
+        return KbResult(query=f"{args.query}#{len(calls)}", hits=[])
+
+    args = SearchKbArgs(query=f"swr-{uuid.uuid4().hex}")
+    try:
+        assert (await cache.get_or_compute(spec, args, compute)).query.endswith("#1")
+        assert (await cache.get_or_compute(spec, args, compute)).query.endswith("#1")
+        assert calls == [1], "fresh: served from the cache"
+        await asyncio.sleep(0.35)
+        stale = await cache.get_or_compute(spec, args, compute)
+        assert stale.query.endswith("#1"), "stale is served at once..."
+        await asyncio.sleep(0.05)
+        assert calls == [1, 2], "...while one refresh runs in the background"
+        assert (await cache.get_or_compute(spec, args, compute)).query.endswith("#2")
+    finally:
+        await client.aclose()
