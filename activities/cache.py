@@ -94,6 +94,8 @@ class SemanticTier(Protocol):
 
     async def remember(self, tenant: str, question: str, path_key: str) -> None: ...
 
+    async def forget(self, path_keys: list[str]) -> int: ...
+
 
 class PathCache:
     def __init__(
@@ -125,6 +127,8 @@ class PathCache:
                 entry = await self._entry(match.path_key)
                 status, similarity = CacheStatus.SEMANTIC, match.score
                 matched = match.matched_question
+                if entry is None:  # expired or invalidated: the index entry goes too
+                    await self._semantic.forget([match.path_key])
         if entry is None:
             return LookupCacheResult(status=CacheStatus.MISS)
         fresh = entry.answer_fresh_until is not None and time.time() < entry.answer_fresh_until

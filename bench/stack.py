@@ -50,6 +50,7 @@ class StackConfig:
 class BenchStack:
     client: Client
     task_queue: str
+    settings: Settings
 
 
 async def _migrate(dsn: str) -> None:
@@ -100,7 +101,7 @@ async def bench_stack(
             ),
         ):
             await stack.enter_async_context(worker)
-        yield BenchStack(client=env.client, task_queue=settings.task_queue)
+        yield BenchStack(client=env.client, task_queue=settings.task_queue, settings=settings)
 
 
 def _cpu_worker(client: Client, task_queue: str, activities: list[Callable[..., Any]]) -> Worker:

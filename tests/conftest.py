@@ -11,7 +11,6 @@ from __future__ import annotations
 import gc
 import os
 import uuid
-from datetime import timedelta
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -41,12 +40,10 @@ from tests.pg import (
     session_server,
 )
 from tests.redis_server import embedded_redis, redis_probe
-from activities.cache import PathCache, cache_version
-from activities.cache_backend import CacheBackend
 from workers.carrier import build_app
 from workers.client import AgentClient
 from workers.plugin import agentkeel_plugins
-from workers.resources import cpu_activities, redis_client
+from workers.resources import cpu_activities
 from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
 from workers.stack_procs import StackError, find_temporal_binary, redact
@@ -186,14 +183,7 @@ class AgentStack:
 
     def agent_client(self, *, redis_url: str | None = None) -> AgentClient:
         """The service-side client helper (fast path + coalescing) for this stack."""
-        url = redis_url or self.settings.redis_url
-        assert url is not None
-        ttl = timedelta(seconds=self.settings.cache_ttl_s)
-        version = cache_version(self.settings.policy_version)
-        paths = PathCache(
-            CacheBackend(redis_client(url), index_ttl=ttl), version=version, plan_ttl=ttl
-        )
-        return AgentClient(self.client, task_queue=self.task_queue, version=version, paths=paths)
+        return AgentClient.from_settings(self.client, self.settings, redis_url=redis_url)
 
 
 StackFactory = Callable[..., Awaitable[AgentStack]]

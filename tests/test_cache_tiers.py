@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import asyncpg
+import pytest
 import redis.asyncio as aioredis
 
 from schemas.request import AgentRequest, RunOptions
@@ -121,3 +122,23 @@ async def test_options_opt_out_of_reading_the_cache(stack: AgentStack) -> None:
     fresh = await stack.ask(KB_QUESTION, options=RunOptions(refresh_cache=True))
     assert fresh.cache == CacheStatus.BYPASS
     assert [s.tool for s in fresh.steps] == ["search_kb"]
+
+
+async def test_semantic_tier_serves_paraphrases_and_refuses_other_entities(
+    make_stack: StackFactory,
+) -> None:
+    pytest.importorskip("faiss", reason="the semantic extra is not installed")
+    stack = await make_stack(semantic=True)
+    original = await stack.ask(KB_QUESTION)
+    paraphrase = await stack.ask("Whats your policy on returning damaged items?")
+    assert paraphrase.cache == CacheStatus.SEMANTIC
+    assert paraphrase.answer == original.answer
+    assert paraphrase.cache_match is not None
+    assert paraphrase.cache_match.question == KB_QUESTION
+    assert paraphrase.cache_match.similarity is not None
+    assert paraphrase.cache_match.similarity >= stack.settings.semantic_threshold
+
+    await stack.ask("Where is order 1001?")
+    other_order = await stack.ask("Where is order 1002?")
+    assert other_order.cache == CacheStatus.MISS, "a different order id is never a hit"
+    assert step_output(other_order, "get_order")["order_id"] == 1002

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
+from datetime import timedelta
 
 from temporalio.client import ScheduleIntervalSpec
 
-from activities.cache import path_key
+from activities.cache import cache_version, path_key
 from schemas.result import CacheStatus
 from schemas.warming import WarmInput
 from tests.conftest import AgentStack
+from workers.resources import redis_client
 from workers.warming_schedule import SCHEDULE_ID, ensure_warming_schedule
 from workflows.warmer import CacheWarmerWorkflow
 
@@ -18,9 +21,6 @@ LUKEWARM = "How long does shipping take?"
 
 
 async def test_warmer_renews_hot_entries_that_ran_out(stack: AgentStack, redis_url: str) -> None:
-    from workers.resources import redis_client
-    from activities.cache import cache_version
-
     for _ in range(3):
         await stack.ask(HOT)
     await stack.ask(LUKEWARM)
@@ -45,20 +45,16 @@ async def test_warmer_renews_hot_entries_that_ran_out(stack: AgentStack, redis_u
 
 
 async def test_schedule_is_created_updated_and_keeps_a_pause(stack: AgentStack) -> None:
-    import dataclasses
-
     settings = dataclasses.replace(stack.settings, warm_every_s=300)
     await ensure_warming_schedule(stack.client, settings)
     handle = stack.client.get_schedule_handle(SCHEDULE_ID)
     try:
         await handle.pause(note="ops: paused for a deploy")
-        await ensure_warming_schedule(
-            stack.client, dataclasses.replace(settings, warm_every_s=120)
-        )
+        await ensure_warming_schedule(stack.client, dataclasses.replace(settings, warm_every_s=120))
         described = await handle.describe()
         assert described.schedule.state.paused, "a worker restart must not undo a pause"
         assert described.schedule.spec.intervals == [
-            ScheduleIntervalSpec(every=__import__("datetime").timedelta(seconds=120))
+            ScheduleIntervalSpec(every=timedelta(seconds=120))
         ]
     finally:
         await handle.delete()

@@ -62,21 +62,25 @@ class AgentClient:
         self._redis = redis
 
     @classmethod
-    async def connect(cls, settings: Settings, *, redis_url: str | None = None) -> AgentClient:
+    def from_settings(
+        cls, temporal: Client, settings: Settings, *, redis_url: str | None = None
+    ) -> AgentClient:
         """A client for `settings`; given a Redis URL (here or in settings) it has a fast path."""
-        temporal = await connect(settings)
         version = cache_version(settings.policy_version)
         url = redis_url or settings.redis_url
         if url is None:
             return cls(temporal, task_queue=settings.task_queue, version=version)
         redis = redis_client(url)
         plan_ttl = timedelta(seconds=settings.cache_ttl_s)
-        paths = PathCache(
-            CacheBackend(redis, index_ttl=plan_ttl), version=version, plan_ttl=plan_ttl
-        )
+        backend = CacheBackend(redis, index_ttl=plan_ttl)
+        paths = PathCache(backend, version=version, plan_ttl=plan_ttl)
         return cls(
             temporal, task_queue=settings.task_queue, version=version, paths=paths, redis=redis
         )
+
+    @classmethod
+    async def connect(cls, settings: Settings, *, redis_url: str | None = None) -> AgentClient:
+        return cls.from_settings(await connect(settings), settings, redis_url=redis_url)
 
     async def close(self) -> None:
         if self._redis is not None:

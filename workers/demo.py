@@ -34,7 +34,7 @@ DEMO_QUESTIONS: tuple[tuple[str, str], ...] = (
     ("the same question again: the client answers from the exact tier", REPEATED.upper()),
     (
         "a paraphrase: a guarded semantic hit (when the semantic extra is installed)",
-        "How do returns work for items that arrived damaged?",
+        "Whats your policy on returning damaged items?",
     ),
     (
         "the first question again: live tracking has no TTL, so the cached plan is reused",

@@ -51,8 +51,9 @@ class Settings:
     behaviour changes, and no stale path is served after the deploy."""
     semantic_cache: str = "auto"
     """`on`, `off`, or `auto` (on when the `semantic` extra is installed)."""
-    semantic_threshold: float = 0.85
-    """Cosine similarity a paraphrase needs before the guard even looks at it."""
+    semantic_threshold: float = 0.90
+    """Cosine similarity a paraphrase needs before the guard looks at it; 0.90 is the lowest
+    with no false hit on bench/cache_pairs.jsonl (see `python -m bench.cache`)."""
     warm_every_s: int = 600
     """How often the cache-warming schedule runs (0: no schedule)."""
     warm_top_n: int = 20

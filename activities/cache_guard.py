@@ -1,0 +1,139 @@
+"""The guard of the semantic tier: a paraphrase may hit, a different question may not.
+
+Embeddings place "refund order 1001" and "refund order 1002" (or a question and its
+negation) closer together than most true paraphrases, so no similarity threshold alone
+separates them. The guard compares what embeddings blur: the literal facts of the two
+questions — SKUs, tracking numbers, emails, money amounts, other numbers and IDs — and
+their negations. Any difference rejects the candidate: a miss costs one fresh run, a
+false hit serves the answer to another question.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+__all__ = ["Facts", "GuardVerdict", "facts", "guard"]
+
+
+@dataclass(frozen=True)
+class GuardVerdict:
+    """Whether a semantic candidate may answer the question, and why not when it may not."""
+
+    ok: bool
+    reason: str = ""
+    differs: tuple[str, ...] = ()
+    """What differs ("numbers", "negations", ...), without the values: safe to log."""
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What must be equal for two questions to share an answer, normalized."""
+
+    skus: frozenset[str]
+    tracking: frozenset[str]
+    emails: frozenset[str]
+    money: frozenset[str]
+    numbers: frozenset[str]
+    negations: int
+
+    def differences(self, other: Facts) -> dict[str, str]:
+        """What differs -> the two values, `self` first; empty when the facts agree."""
+        diffs = {
+            name: f"{_show(mine)} vs {_show(theirs)}"
+            for name, mine, theirs in (
+                ("skus", self.skus, other.skus),
+                ("tracking", self.tracking, other.tracking),
+                ("emails", self.emails, other.emails),
+                ("amounts", self.money, other.money),
+                ("numbers", self.numbers, other.numbers),
+            )
+            if mine != theirs
+        }
+        if self.negations != other.negations:
+            diffs["negations"] = f"{self.negations} vs {other.negations}"
+        return diffs
+
+
+# Matched and cut out in this order, so that the digits of a SKU, a tracking number, an
+# email or an amount are not counted again as a bare number.
+_SKU = re.compile(r"\bsku[\s#:-]*(\d+)\b")
+_TRACKING = re.compile(r"\btrk[\s#:-]*(\d{6,})\b")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+_MONEY = re.compile(
+    rf"(?:[$€£¥]|\b(?:usd|eur|gbp|sgd|myr)\s*)\s*({_NUM})"
+    rf"|\b({_NUM})\s*(?:[$€£¥]|(?:usd|eur|gbp|sgd|myr|dollars?|euros?|pounds?|bucks|cents?)\b)"
+)
+# Every digit run counts, inside words too ("WH-1000XM4" vs "WH-1000XM5"): paraphrases
+# carry the same digits, and a number that differs must reject.
+_NUMBER = re.compile(_NUM)
+_NEGATION = re.compile(
+    # "no" but not "order no. 1001"; bare "\w+nt" is filtered by _BARE_CONTRACTIONS.
+    r"\b(?:not|no(?!\.?\s*#?\d)|never|none|nothing|nobody|nowhere|neither|nor|without|"
+    r"cannot|\w+n't|\w+nt|unable|fail(?:s|ed)?\s+to)\b"
+)
+# Contractions written without the apostrophe: only those that are not also words.
+_BARE_CONTRACTIONS = frozenset(
+    {
+        "dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "werent", "cant", "couldnt",
+        "wont", "wouldnt", "shouldnt", "hasnt", "havent", "hadnt", "aint", "mustnt",
+    }
+)  # fmt: skip
+
+
+def _show(values: frozenset[str]) -> str:
+    return "{" + ", ".join(sorted(values)) + "}" if values else "{}"
+
+
+def _number(text: str) -> str:
+    """`1,000` and `1000.00` are `1000`; `0042` is `42`."""
+    try:
+        value = Decimal(text.replace(",", ""))
+    except InvalidOperation:
+        return text
+    return format(value.normalize(), "f")
+
+
+def _cut(pattern: re.Pattern[str], text: str) -> tuple[list[re.Match[str]], str]:
+    found = list(pattern.finditer(text))
+    return found, pattern.sub(" ", text)
+
+
+def facts(question: str) -> Facts:
+    """The facts of `question` the guard compares (see `Facts`)."""
+    text = unicodedata.normalize("NFKC", question).casefold().replace("\u2019", "'")
+    negations = sum(
+        1
+        for m in _NEGATION.finditer(text)
+        if not m.group().endswith("nt") or m.group() in _BARE_CONTRACTIONS
+    )
+    skus, text = _cut(_SKU, text)
+    tracking, text = _cut(_TRACKING, text)
+    emails, text = _cut(_EMAIL, text)
+    money, text = _cut(_MONEY, text)
+    numbers, text = _cut(_NUMBER, text)
+    return Facts(
+        skus=frozenset(f"SKU-{int(m.group(1)):05d}" for m in skus),
+        tracking=frozenset(f"TRK{m.group(1)}" for m in tracking),
+        emails=frozenset(m.group() for m in emails),
+        money=frozenset(_number(m.group(1) or m.group(2)) for m in money),
+        numbers=frozenset(_number(m.group()) for m in numbers),
+        negations=negations,
+    )
+
+
+def guard(question: str, candidate: str) -> GuardVerdict:
+    """May the answer cached for `candidate` serve `question`?
+
+    Rejects when the SKUs, tracking numbers, emails, money amounts, other numbers (order
+    numbers such as `1001` or `#1001`) or the count of negations (not, no, never, n't,
+    without, cannot, ...) of the two differ.
+    """
+    diffs = facts(question).differences(facts(candidate))
+    if diffs:
+        reason = "; ".join(f"{name} differ: {values}" for name, values in diffs.items())
+        return GuardVerdict(ok=False, reason=reason, differs=tuple(diffs))
+    return GuardVerdict(ok=True)

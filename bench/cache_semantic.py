@@ -1,0 +1,298 @@
+"""Semantic tier of the path cache: lookup latency by index size, and correctness by threshold.
+
+    python -m bench.cache_semantic [--queries N] [--real N] [--no-hnsw] [--no-int8]
+
+(a) Latency of a semantic lookup (embed the question + search the index) at 1k, 10k and
+    100k entries, beside the exact tier measured in the same run (sha256 key + Redis GET
+    on `AGENTKEEL_REDIS_URL`, default redis://127.0.0.1:6379/0). Entries are questions
+    generated from templates over the demo domain; `--real` of them are embedded with the
+    model, the rest are those vectors with small noise (the flat index costs the same
+    whatever the vectors; embedding 100k questions would take minutes here). Search runs
+    on `activities.semantic_index.VectorIndex`, the per-tenant class `SemanticIndex` uses,
+    in a worker thread from 20k entries as there. HNSW (raw FAISS) is measured beside it.
+(b) On `bench/cache_pairs.jsonl` (paraphrases that should hit, near-misses that must not):
+    hit rate and false-hit rate at thresholds 0.70..0.95, with and without the guard, and
+    the threshold this picks. int8 dynamic quantization is compared with float32.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from activities.cache import normalize_question
+from activities.cache_guard import guard
+from activities.embedder import MiniLmEmbedder
+from activities.semantic import DEFAULT_THRESHOLD
+from activities.semantic_index import THREADED_SEARCH_MIN, VectorIndex
+
+PAIRS = Path(__file__).with_name("cache_pairs.jsonl")
+SIZES = (1_000, 10_000, 100_000)
+THRESHOLDS = (0.70, 0.75, 0.80, 0.85, 0.90, 0.95)
+MARGIN = 0.025
+"""Half a grid step: the chosen threshold must clear every guard-passing near-miss by this."""
+Vectors = npt.NDArray[np.float32]
+
+_POLICY = (
+    "what is your return policy", "how do refunds work", "how long does shipping take",
+    "do you ship internationally", "what does the warranty cover", "can I exchange an item",
+    "how do I cancel my order", "which payment methods do you accept", "is shipping free",
+    "who pays for return shipping", "how long do card refunds take", "do gift cards expire",
+)  # fmt: skip
+_TEMPLATES: tuple[Callable[[random.Random], str], ...] = (
+    lambda r: f"where is order {r.randint(1001, 6000)}",
+    lambda r: f"what is the status of order #{r.randint(1001, 6000)}",
+    lambda r: (
+        f"refund ${r.randint(1, 300)}.{r.randint(0, 99):02d} for order {r.randint(1001, 6000)}"
+    ),
+    lambda r: f"cancel order {r.randint(1001, 6000)} please",
+    lambda r: f"has order {r.randint(1001, 6000)} shipped yet",
+    lambda r: f"is SKU-{r.randint(1, 400):05d} in stock",
+    lambda r: f"how much does SKU-{r.randint(1, 400):05d} cost",
+    lambda r: f"which warehouses have SKU-{r.randint(1, 400):05d}",
+    lambda r: f"track my package TRK{r.randint(1001, 6000):010d}",
+    lambda r: f"show the orders of customer{r.randint(1, 900)}@example.com",
+    lambda r: f"{r.choice(_POLICY)} for order {r.randint(1001, 6000)}",
+    lambda r: f"{r.choice(_POLICY)}{r.choice(('', '?', ' for electronics', ' for books'))}",
+)
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def p50_p99(ms: Sequence[float]) -> str:
+    return f"p50 {pct(ms, 0.5):7.3f} ms  p99 {pct(ms, 0.99):7.3f} ms"
+
+
+def timed(fn: Callable[[], Any], repeats: int) -> list[float]:
+    out = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def synthetic_vectors(embedder: MiniLmEmbedder, total: int, real: int, seed: int = 7) -> Vectors:
+    rng = random.Random(seed)
+    texts = [rng.choice(_TEMPLATES)(rng) for _ in range(real)]
+    base = embedder.embed(texts)
+    if total <= real:
+        return base[:total]
+    noise_rng = np.random.default_rng(seed)
+    copies = base[noise_rng.integers(0, real, total - real)]
+    # Noise of 0.01 per dimension keeps a copy ~0.98 similar to its original.
+    copies = copies + noise_rng.normal(0, 0.01, copies.shape).astype(np.float32)
+    copies /= np.linalg.norm(copies, axis=1, keepdims=True)
+    return np.vstack([base, copies]).astype(np.float32)
+
+
+def exact_key(question: str) -> str:
+    """What the exact tier computes per lookup: a sha256 of the normalized question."""
+    digest = hashlib.sha256(normalize_question(question).encode()).hexdigest()[:32]
+    return f"agentkeel:bench:semantic:{digest}"
+
+
+async def exact_tier_ms(url: str, questions: Sequence[str]) -> list[float] | str:
+    import redis.asyncio as aioredis
+    from redis.exceptions import RedisError
+
+    client = aioredis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+    try:
+        key = exact_key(questions[0])
+        await client.set(key, b"x" * 2048, px=60_000)
+        out = []
+        for i in range(max(300, len(questions))):
+            start = time.perf_counter()
+            await client.get(exact_key(questions[i % len(questions)]))
+            out.append((time.perf_counter() - start) * 1000)
+        await client.delete(key)
+        return out
+    except (RedisError, OSError) as exc:
+        return f"Redis at {url} unavailable: {exc}"
+    finally:
+        await client.aclose()
+
+
+async def latency(embedder: MiniLmEmbedder, questions: list[str], args: argparse.Namespace) -> None:
+    print("\n== (a) lookup latency ==")
+    url = os.environ.get("AGENTKEEL_REDIS_URL", "redis://127.0.0.1:6379/0")
+    exact = await exact_tier_ms(url, questions)
+    queries = [questions[i % len(questions)] for i in range(args.queries)]
+    for q in queries[:10]:
+        embedder.embed([q])  # warm-up
+    embed_ms = []
+    for q in queries:
+        start = time.perf_counter()
+        embedder.embed([q])
+        embed_ms.append((time.perf_counter() - start) * 1000)
+    qvecs = embedder.embed(queries)
+    hash_ms = timed(lambda: exact_key(questions[0]), 1000)
+    if isinstance(exact, str):
+        print(f"exact tier: {exact}")
+        baseline, base_name = pct(embed_ms, 0.5), "embedding"
+    else:
+        print(f"exact tier (sha256 key + Redis GET)   {p50_p99(exact)}")
+        baseline, base_name = pct(exact, 0.5), "exact tier"
+    print(f"  sha256 key alone                     {p50_p99(hash_ms)}")
+    print(f"embedding (MiniLM-L6, 1 question)     {p50_p99(embed_ms)}")
+    start = time.perf_counter()
+    vectors = synthetic_vectors(embedder, max(SIZES), args.real)
+    print(f"entries: {args.real} embedded + {max(SIZES) - args.real} noisy copies "
+          f"({time.perf_counter() - start:.1f} s)")  # fmt: skip
+    print(f"{'entries':>8}  {'search':<34}  {'embed + search':<34}  p50 vs {base_name}")
+    for size in SIZES:
+        index = VectorIndex(embedder.dim)
+        index.add(range(size), vectors[:size], [("q", f"k{i}") for i in range(size)])
+        search_ms = []
+        for v in qvecs:
+            start = time.perf_counter()
+            if size >= THREADED_SEARCH_MIN:
+                await asyncio.to_thread(index.search, v, 5)
+            else:
+                index.search(v, 5)
+            search_ms.append((time.perf_counter() - start) * 1000)
+        total = [e + s for e, s in zip(embed_ms, search_ms, strict=True)]
+        ratio = pct(total, 0.5) / baseline
+        print(f"{size:>8}  {p50_p99(search_ms):<34}  {p50_p99(total):<34}  x{ratio:,.0f}")
+    if not args.no_hnsw:
+        hnsw(vectors, qvecs)
+
+
+def hnsw(vectors: Vectors, qvecs: Vectors) -> None:
+    import faiss
+
+    start = time.perf_counter()
+    index = faiss.IndexHNSWFlat(vectors.shape[1], 32, faiss.METRIC_INNER_PRODUCT)
+    index.add(vectors)
+    build_s = time.perf_counter() - start
+    flat = faiss.IndexFlatIP(vectors.shape[1])
+    flat.add(vectors)
+    ms = timed(lambda: [index.search(qvecs[i : i + 1], 5) for i in range(len(qvecs))], 1)[0]
+    exact_scores, _ = flat.search(qvecs, 1)
+    approx_scores, _ = index.search(qvecs, 1)
+    # Not recall of ids: the noisy copies make near-ties, where any of them is as good.
+    same = float((approx_scores[:, 0] >= exact_scores[:, 0] - 0.005).mean())
+    print(f"HNSW (M=32) at {len(vectors)}: build {build_s:.1f} s, "
+          f"search mean {ms / len(qvecs):.3f} ms, top-1 score within 0.005 of exact "
+          f"for {same:.0%} of queries; "
+          "no deletes (a removal means a rebuild)")  # fmt: skip
+
+
+def rates(
+    rows: list[dict[str, Any]], sims: Vectors, ok: list[bool], t: float, use_guard: bool
+) -> tuple[int, int]:
+    hits = [s >= t and (g or not use_guard) for s, g in zip(sims, ok, strict=True)]
+    good = sum(h for h, r in zip(hits, rows, strict=True) if r["should_hit"])
+    bad = sum(h for h, r in zip(hits, rows, strict=True) if not r["should_hit"])
+    return good, bad
+
+
+def correctness(
+    embedder: MiniLmEmbedder, rows: list[dict[str, Any]], args: argparse.Namespace
+) -> None:
+    print(f"\n== (b) labelled pairs: {PAIRS.name} ==")
+    n_pos = sum(r["should_hit"] for r in rows)
+    n_neg = len(rows) - n_pos
+    kinds: dict[str, int] = {}
+    for r in rows:
+        kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
+    print(f"{len(rows)} pairs: {n_pos} should hit, {n_neg} must not ({kinds})")
+    sims = pair_sims(embedder, rows)
+    ok = [guard(r["question"], r["cached"]).ok for r in rows]
+    missed_by_guard = [
+        r["question"] for r, g in zip(rows, ok, strict=True) if r["should_hit"] and not g
+    ]
+    caught = sum(not g for g, r in zip(ok, rows, strict=True) if not r["should_hit"])
+    print(f"guard rejects {caught}/{n_neg} near-misses and "
+          f"{len(missed_by_guard)}/{n_pos} paraphrases: {missed_by_guard}")  # fmt: skip
+    print("threshold   hit (no guard)  false (no guard)  hit (guard)  false (guard)")
+    for t in THRESHOLDS:
+        g0, b0 = rates(rows, sims, ok, t, False)
+        g1, b1 = rates(rows, sims, ok, t, True)
+        print(f"{t:>9.2f}  {g0 / n_pos:>14.1%}  {b0 / n_neg:>16.1%}  "
+              f"{g1 / n_pos:>11.1%}  {b1 / n_neg:>13.1%}")  # fmt: skip
+    passing_neg = [
+        (float(s), r) for s, g, r in zip(sims, ok, rows, strict=True) if g and not r["should_hit"]
+    ]
+    worst, worst_row = max(passing_neg, key=lambda x: x[0])
+    print("near-misses the guard passes, scoring >= 0.80:")
+    for score, row in sorted(passing_neg, key=lambda x: -x[0]):
+        if score >= 0.80:
+            print(f"  {score:.3f} {row['kind']}: {row['question']!r} vs {row['cached']!r}")
+    zero = [t for t in THRESHOLDS if rates(rows, sims, ok, t, True)[1] == 0]
+    safe = [t for t in zero if worst < t - MARGIN]
+    print(f"highest near-miss the guard passes: {worst:.3f} ({worst_row['kind']}: "
+          f"{worst_row['question']!r} vs {worst_row['cached']!r})")  # fmt: skip
+    print(f"lowest threshold with 0 false hits (guard): {zero[0] if zero else None}; "
+          f"with a {MARGIN} margin over that near-miss: {safe[0] if safe else None}")  # fmt: skip
+    chosen = safe[0] if safe else max(THRESHOLDS)
+    g, _ = rates(rows, sims, ok, chosen, True)
+    print(f"CHOSEN THRESHOLD {chosen:.2f}: hit rate {g / n_pos:.1%}, false-hit rate 0.0% "
+          f"(DEFAULT_THRESHOLD in activities/semantic.py is {DEFAULT_THRESHOLD:.2f}"
+          f"{'' if abs(chosen - DEFAULT_THRESHOLD) < 1e-9 else ' - UPDATE IT'})")  # fmt: skip
+    if not args.no_int8:
+        int8(rows, sims, ok, chosen)
+
+
+def pair_sims(embedder: MiniLmEmbedder, rows: list[dict[str, Any]]) -> Vectors:
+    a = embedder.embed([r["question"] for r in rows])
+    b = embedder.embed([r["cached"] for r in rows])
+    return (a * b).sum(axis=1)
+
+
+def int8(rows: list[dict[str, Any]], sims: Vectors, ok: list[bool], chosen: float) -> None:
+    start = time.perf_counter()
+    quantized = MiniLmEmbedder(quantized=True)
+    load_s = time.perf_counter() - start
+    sims8 = pair_sims(quantized, rows)
+    delta = np.abs(sims8 - sims)
+    n_pos = sum(r["should_hit"] for r in rows)
+    g, b = rates(rows, sims8, ok, chosen, True)
+    q = rows[0]["question"]
+    for _ in range(5):
+        quantized.embed([q])
+    ms = timed(lambda: quantized.embed([q]), 50)
+    print(f"int8 embedder: load {load_s:.1f} s, 1 question {p50_p99(ms)}; pair similarity "
+          f"vs float32 |d| mean {delta.mean():.3f} max {delta.max():.3f}; at {chosen:.2f}: "
+          f"hit rate {g / n_pos:.1%}, false hits {b}")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--queries", type=int, default=200, help="lookups timed per size")
+    parser.add_argument("--real", type=int, default=10_000, help="entries embedded for real")
+    parser.add_argument("--no-hnsw", action="store_true", help="skip the HNSW comparison")
+    parser.add_argument("--no-int8", action="store_true", help="skip the int8 comparison")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    t0 = time.perf_counter()
+    import sentence_transformers  # noqa: F401  (import cost, reported apart from the load)
+
+    import_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    embedder = MiniLmEmbedder(batch_size=128)
+    load_s = time.perf_counter() - t0
+    print(f"embedder: import {import_s:.1f} s, load {load_s:.1f} s, dim {embedder.dim}")
+    rows = [json.loads(line) for line in PAIRS.read_text().splitlines() if line.strip()]
+    questions = [r["question"] for r in rows]
+    asyncio.run(latency(embedder, questions, args))
+    correctness(embedder, rows, args)
+    print(f"\ntotal {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

