@@ -271,13 +271,13 @@ def int8(rows: list[dict[str, Any]], sims: Vectors, ok: list[bool], chosen: floa
           f"hit rate {g / n_pos:.1%}, false hits {b}")  # fmt: skip
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--queries", type=int, default=200, help="lookups timed per size")
     parser.add_argument("--real", type=int, default=10_000, help="entries embedded for real")
     parser.add_argument("--no-hnsw", action="store_true", help="skip the HNSW comparison")
     parser.add_argument("--no-int8", action="store_true", help="skip the int8 comparison")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     started = time.perf_counter()
     t0 = time.perf_counter()
     import sentence_transformers  # noqa: F401  (import cost, reported apart from the load)
