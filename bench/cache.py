@@ -20,13 +20,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 
-from bench.dag import DEFAULT_ADMIN_DSN, DEFAULT_REDIS_URL
 from bench.fakes import StandInTools
 from bench.stack import BenchStack, StackConfig, bench_stack
 from inference.rules import RulesPolicy
@@ -148,11 +146,7 @@ def main() -> None:
     parser.add_argument("--model-ms", type=int, default=150)
     parser.add_argument("--skip-semantic-tier", action="store_true")
     args = parser.parse_args()
-    config = StackConfig(
-        admin_dsn=os.environ.get("AGENTKEEL_BENCH_ADMIN_DSN") or DEFAULT_ADMIN_DSN,
-        redis_url=os.environ.get("AGENTKEEL_REDIS_URL") or DEFAULT_REDIS_URL,
-        database_url=os.environ.get("AGENTKEEL_DATABASE_URL") or None,
-    )
+    config = StackConfig.from_env()
     try:
         asyncio.run(run(args, config))
         if not args.skip_semantic_tier:

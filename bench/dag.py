@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import time
 import uuid
@@ -46,8 +45,6 @@ from workflows.agent import AgentWorkflow
 from workflows.execute import describe_error
 from workflows.scheduler import DagScheduler, SchedulerLimits, ToolCall
 
-DEFAULT_ADMIN_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 WIDE_CONCURRENCY = 8
 """The run cap of the workflow mode: as wide as the widest shape."""
 RUN_TIMEOUT = timedelta(seconds=60)
@@ -267,11 +264,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.repeats < 1 or min(args.latency_ms, args.warmup, args.model_ms) < 0:
         parser.error("--repeats must be >= 1; --latency-ms, --warmup and --model-ms >= 0")
-    config = StackConfig(
-        admin_dsn=os.environ.get("AGENTKEEL_BENCH_ADMIN_DSN") or DEFAULT_ADMIN_DSN,
-        redis_url=os.environ.get("AGENTKEEL_REDIS_URL") or DEFAULT_REDIS_URL,
-        database_url=os.environ.get("AGENTKEEL_DATABASE_URL") or None,
-    )
+    config = StackConfig.from_env()
     try:
         asyncio.run(amain(args, config))
     except KeyboardInterrupt:

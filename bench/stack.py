@@ -6,6 +6,7 @@ whether the benchmark finishes, fails or is interrupted with Ctrl-C.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -15,7 +16,6 @@ from typing import Any
 import asyncpg
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
 
 from activities.inference import InferenceActivities
 from activities.migrate import apply_migrations
@@ -27,9 +27,10 @@ from workers.resources import cpu_activities
 from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
 from workers.stack_procs import find_temporal_binary
-from workers.worker import CPU_MAX_ACTIVITIES, GRACEFUL_SHUTDOWN, inference_worker
-from workflows.agent import AgentWorkflow
+from workers.worker import cpu_worker, inference_worker
 
+DEFAULT_ADMIN_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 CARRIER_PLACEHOLDER = "http://127.0.0.1:9"
 """Never called: `track_shipment` is a stand-in, but the CPU worker requires a URL."""
 INFERENCE_CONCURRENCY = 8
@@ -44,6 +45,14 @@ class StackConfig:
     redis_url: str
     database_url: str | None = None
     """An existing database to use (migrated, never dropped); None: a throwaway one."""
+
+    @classmethod
+    def from_env(cls) -> StackConfig:
+        return cls(
+            admin_dsn=os.environ.get("AGENTKEEL_BENCH_ADMIN_DSN") or DEFAULT_ADMIN_DSN,
+            redis_url=os.environ.get("AGENTKEEL_REDIS_URL") or DEFAULT_REDIS_URL,
+            database_url=os.environ.get("AGENTKEEL_DATABASE_URL") or None,
+        )
 
 
 @dataclass(frozen=True)
@@ -92,7 +101,9 @@ async def bench_stack(
         replaced = {_activity_name(a) for a in stand_ins}
         activities = [a for a in activities if _activity_name(a) not in replaced] + stand_ins
         for worker in (
-            _cpu_worker(env.client, settings.task_queue, activities),
+            cpu_worker(
+                env.client, settings.task_queue, activities, extra_workflows=[BenchReactWorkflow]
+            ),
             inference_worker(
                 env.client,
                 settings.inference_task_queue,
@@ -102,19 +113,6 @@ async def bench_stack(
         ):
             await stack.enter_async_context(worker)
         yield BenchStack(client=env.client, task_queue=settings.task_queue, settings=settings)
-
-
-def _cpu_worker(client: Client, task_queue: str, activities: list[Callable[..., Any]]) -> Worker:
-    """As `workers.worker.cpu_worker`, plus the benchmark's `BenchReactWorkflow`."""
-    return Worker(
-        client,
-        task_queue=task_queue,
-        workflows=[AgentWorkflow, BenchReactWorkflow],
-        activities=activities,
-        max_concurrent_activities=CPU_MAX_ACTIVITIES,
-        max_concurrent_workflow_tasks=100,
-        graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
-    )
 
 
 def _activity_name(fn: Callable[..., Any]) -> str:

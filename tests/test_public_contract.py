@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -33,22 +34,20 @@ async def temporal_cli(client: Client, *args: str) -> str:
     return out.decode()
 
 
-async def test_started_from_the_temporal_cli_with_json(stack: AgentStack) -> None:
+async def start_with_cli(stack: AgentStack, payload: Mapping[str, object]) -> str:
+    """`temporal workflow start` with a JSON input, as a service in any language would."""
     workflow_id = f"cli-{uuid.uuid4().hex[:10]}"
-    payload = {"question": "Where is order 1001?", "tenant": stack.tenant}
     await temporal_cli(
         stack.client,
-        "workflow",
-        "start",
-        "--type",
-        "AgentWorkflow",
-        "--task-queue",
-        stack.task_queue,
-        "--workflow-id",
-        workflow_id,
-        "--input",
-        json.dumps(payload),
+        *("workflow", "start", "--type", "AgentWorkflow", "--task-queue", stack.task_queue),
+        *("--workflow-id", workflow_id, "--input", json.dumps(payload)),
     )
+    return workflow_id
+
+
+async def test_started_from_the_temporal_cli_with_json(stack: AgentStack) -> None:
+    payload = {"question": "Where is order 1001?", "tenant": stack.tenant}
+    workflow_id = await start_with_cli(stack, payload)
     handle = stack.client.get_workflow_handle(workflow_id, result_type=AgentResult)
     result = await handle.result()
     assert result.cache == CacheStatus.MISS
@@ -80,20 +79,7 @@ async def test_started_from_the_temporal_cli_with_json(stack: AgentStack) -> Non
 async def test_invalid_input_fails_at_once_naming_the_field(
     stack: AgentStack, payload: dict[str, object], named: str
 ) -> None:
-    workflow_id = f"bad-{uuid.uuid4().hex[:10]}"
-    await temporal_cli(
-        stack.client,
-        "workflow",
-        "start",
-        "--type",
-        "AgentWorkflow",
-        "--task-queue",
-        stack.task_queue,
-        "--workflow-id",
-        workflow_id,
-        "--input",
-        json.dumps(payload),
-    )
+    workflow_id = await start_with_cli(stack, payload)
     handle = stack.client.get_workflow_handle(workflow_id)
     with pytest.raises(WorkflowFailureError) as failure:
         await asyncio.wait_for(handle.result(), timeout=20)

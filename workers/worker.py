@@ -30,12 +30,18 @@ CPU_MAX_ACTIVITIES = 200
 RULES_MAX_ACTIVITIES = 64
 
 
-def cpu_worker(client: Client, task_queue: str, activities: Sequence[Callable[..., Any]]) -> Worker:
-    """Runs `AgentWorkflow`, the tools, the cache and persistence."""
+def cpu_worker(
+    client: Client,
+    task_queue: str,
+    activities: Sequence[Callable[..., Any]],
+    *,
+    extra_workflows: Sequence[type] = (),
+) -> Worker:
+    """Runs `AgentWorkflow` (and the cache warmer), the tools, the cache and persistence."""
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[AgentWorkflow, CacheWarmerWorkflow],
+        workflows=[AgentWorkflow, CacheWarmerWorkflow, *extra_workflows],
         activities=activities,
         max_concurrent_activities=CPU_MAX_ACTIVITIES,
         max_concurrent_workflow_tasks=100,
