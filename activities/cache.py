@@ -29,6 +29,7 @@ from schemas.tools import TOOLS, catalog_version
 log = structlog.get_logger(__name__)
 
 KEY_PREFIX = "agentkeel:path:v2"
+CLOCK_SKEW_MARGIN_S = 2.0
 _SPACE = re.compile(r"\s+")
 _TRAILING = re.compile(r"[\s?!.]+$")
 
@@ -161,7 +162,18 @@ class PathCache:
         )
         touched = entities_in([s.args for s in result.steps], [s.output for s in result.steps])
         key = self.key(tenant, question)
-        await self._backend.put(key, entry.model_dump_json(), self.plan_ttl, touched)
+        first_read = min(s.started_at for s in result.steps if s.started_at is not None)
+        stored = await self._backend.put(
+            key,
+            entry.model_dump_json(),
+            self.plan_ttl,
+            touched,
+            # Workflow time vs this host's clock: a margin covers their skew.
+            read_since=first_read.timestamp() - CLOCK_SKEW_MARGIN_S,
+        )
+        if not stored:
+            log.info("path_not_cached_entity_changed", key=key)
+            return None
         if self._semantic is not None:
             await self._semantic.remember(tenant, question, key)
         return fresh_for

@@ -6,6 +6,7 @@ open); callers turn that into a miss. Redis is never needed for correctness.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection
 from datetime import timedelta
 from typing import Any
@@ -19,6 +20,8 @@ from activities.breaker import CircuitBreaker
 log = structlog.get_logger(__name__)
 
 ENTITY_PREFIX = "agentkeel:entity:"
+CHANGED_PREFIX = "agentkeel:entity-changed:"
+"""When each entity was last invalidated (epoch seconds), to refuse entries read before it."""
 
 
 class CacheUnavailable(Exception):
@@ -46,8 +49,27 @@ class CacheBackend:
         """Milliseconds left on `key` (negative when it does not exist)."""
         return int(await self._call("pttl", key))
 
-    async def put(self, key: str, value: str, ttl: timedelta, entities: Collection[str]) -> None:
-        """Store `value`, and index it under each entity so `invalidate` can find it."""
+    async def put(
+        self,
+        key: str,
+        value: str,
+        ttl: timedelta,
+        entities: Collection[str],
+        *,
+        read_since: float | None = None,
+    ) -> bool:
+        """Store `value`, and index it under each entity so `invalidate` can find it.
+
+        `read_since`: when the data in `value` started being read (epoch seconds). If any of
+        its entities was invalidated after that, the value may predate the change and is
+        not stored (returns False): a run that read an order before a refund must not
+        cache what it saw after the refund's invalidation has passed.
+        """
+        if read_since is not None and entities:
+            names = [CHANGED_PREFIX + e for e in entities]
+            changed = [float(v) for v in await self._call("mget", names) if v is not None]
+            if changed and max(changed) >= read_since:
+                return False
         if not self.breaker.allow():
             raise CacheUnavailable("circuit open")
         try:
@@ -61,12 +83,16 @@ class CacheBackend:
         except (RedisError, OSError) as exc:
             self._failed(exc)
         self.breaker.record_success()
+        return True
 
     async def delete(self, *keys: str) -> int:
         return int(await self._call("delete", *keys)) if keys else 0
 
     async def invalidate(self, entities: Collection[str]) -> list[str]:
         """Delete every entry indexed under any of `entities`; returns the keys deleted."""
+        now = str(time.time())
+        for entity in entities:
+            await self._call("set", CHANGED_PREFIX + entity, now, px=self._index_ttl)
         keys: set[str] = set()
         for entity in entities:
             members = await self._call("smembers", ENTITY_PREFIX + entity)
@@ -76,11 +102,11 @@ class CacheBackend:
         await self.delete(*(ENTITY_PREFIX + e for e in entities))
         return sorted(keys)
 
-    async def _call(self, command: str, *args: object) -> Any:
+    async def _call(self, command: str, *args: object, **kwargs: object) -> Any:
         if not self.breaker.allow():
             raise CacheUnavailable("circuit open")
         try:
-            result = await getattr(self._redis, command)(*args)
+            result = await getattr(self._redis, command)(*args, **kwargs)
         except (RedisError, OSError) as exc:
             self._failed(exc)
         self.breaker.record_success()

@@ -61,11 +61,14 @@ class ToolResultCache:
             if self._swr:
                 self._refresh_in_background(key, spec, args, compute)
                 return value
+        read_since = time.time()
         value = await compute(args)
-        await self._store(key, spec, args, value)
+        await self._store(key, spec, args, value, read_since)
         return value
 
-    async def _store(self, key: str, spec: ToolSpec, args: BaseModel, value: BaseModel) -> None:
+    async def _store(
+        self, key: str, spec: ToolSpec, args: BaseModel, value: BaseModel, read_since: float
+    ) -> None:
         assert spec.cache_ttl is not None
         ttl = spec.cache_ttl
         entry = {
@@ -76,7 +79,7 @@ class ToolResultCache:
         keep = ttl * 2 if self._swr else ttl
         entities = entities_in(args.model_dump(mode="json"), entry["value"])
         try:
-            await self._backend.put(key, json.dumps(entry), keep, entities)
+            await self._backend.put(key, json.dumps(entry), keep, entities, read_since=read_since)
         except CacheUnavailable:
             pass
 
@@ -88,7 +91,8 @@ class ToolResultCache:
 
         async def refresh() -> None:
             try:
-                await self._store(key, spec, args, await compute(args))
+                started = time.time()
+                await self._store(key, spec, args, await compute(args), started)
             except Exception as exc:  # the stale value was served; the next call retries
                 log.warning("tool_cache_refresh_failed", tool=spec.name, error=str(exc))
             finally:

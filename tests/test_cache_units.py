@@ -88,3 +88,26 @@ async def test_stale_value_is_served_while_a_refresh_runs(redis_url: str) -> Non
         assert (await cache.get_or_compute(spec, args, compute)).query.endswith("#2")
     finally:
         await client.aclose()
+
+
+async def test_a_value_read_before_an_invalidation_is_not_stored(redis_url: str) -> None:
+    client = redis_client(redis_url)
+    backend = CacheBackend(client, index_ttl=timedelta(minutes=1))
+    entity = f"order_id:{uuid.uuid4().int % 10**9}"
+    key = f"agentkeel:test:{uuid.uuid4().hex}"
+    try:
+        read_at = time.time()
+        await backend.invalidate([entity])  # a refund lands while the value was being read
+        assert not await backend.put(
+            key, "old", timedelta(seconds=30), [entity], read_since=read_at
+        )
+        assert await backend.get(key) is None
+        assert await backend.put(
+            key, "new", timedelta(seconds=30), [entity], read_since=time.time()
+        )
+        assert await backend.get(key) == b"new"
+        assert await backend.invalidate([entity]) == [key]
+        assert await backend.get(key) is None
+    finally:
+        await client.delete(key)
+        await client.aclose()
