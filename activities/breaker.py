@@ -33,6 +33,10 @@ class CircuitBreaker:
         self._trial_in_flight = True  # half-open: let exactly one call find out
         return True
 
+    def release_trial(self) -> None:
+        """The trial call ended without an answer (cancelled): let a later call try."""
+        self._trial_in_flight = False
+
     def record_success(self) -> None:
         self._opened_at = None
         self._trial_in_flight = False

@@ -10,7 +10,9 @@ starts from an empty cache instead of serving stale paths.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import json
 import re
 import time
 import unicodedata
@@ -22,14 +24,17 @@ from pydantic import BaseModel, ValidationError
 
 from activities.cache_backend import CacheBackend
 from activities.entities import entities_in
+from activities.tool_cache import tool_key
 from schemas.agent import LookupCacheResult
-from schemas.result import AgentResult, CacheStatus, StepStatus
+from schemas.result import AgentResult, CacheStatus, StepOutcome, StepStatus
 from schemas.tools import TOOLS, catalog_version
 
 log = structlog.get_logger(__name__)
 
 KEY_PREFIX = "agentkeel:path:v2"
 CLOCK_SKEW_MARGIN_S = 2.0
+SEMANTIC_DEADLINE_S = 0.3
+SEMANTIC_CANDIDATES = 3
 _SPACE = re.compile(r"\s+")
 _TRAILING = re.compile(r"[\s?!.]+$")
 
@@ -44,9 +49,17 @@ def cache_version(policy_version: str) -> str:
     return f"{catalog_version()}.{policy_version}"
 
 
-def path_key(tenant: str, question: str, version: str) -> str:
-    digest = hashlib.sha256(normalize_question(question).encode()).hexdigest()[:32]
+def path_key(tenant: str, question: str, version: str, conversation_id: str | None = None) -> str:
+    """Within a conversation the same words may mean something else: it is part of the key."""
+    asked = normalize_question(question) + ("\x1f" + conversation_id if conversation_id else "")
+    digest = hashlib.sha256(asked.encode()).hexdigest()[:32]
     return f"{KEY_PREFIX}:{version}:{tenant}:{digest}"
+
+
+def _call_args(step: StepOutcome) -> list[BaseModel]:
+    spec = TOOLS[step.tool]
+    calls = step.args if isinstance(step.args, list) else [step.args]
+    return [spec.args_model.model_validate(args) for args in calls]
 
 
 def answer_ttl(result: AgentResult, plan_ttl: timedelta) -> timedelta | None:
@@ -112,24 +125,29 @@ class PathCache:
         self.plan_ttl = plan_ttl
         self._semantic = semantic
 
-    def key(self, tenant: str, question: str) -> str:
-        return path_key(tenant, question, self.version)
+    def key(self, tenant: str, question: str, conversation_id: str | None = None) -> str:
+        return path_key(tenant, question, self.version, conversation_id)
+
+    def _scope(self, tenant: str) -> str:
+        """The semantic index's namespace: per tenant and per version, like the exact keys."""
+        return f"{tenant}@{self.version}"
 
     async def lookup(
-        self, tenant: str, question: str, *, semantic: bool = True
+        self,
+        tenant: str,
+        question: str,
+        *,
+        conversation_id: str | None = None,
+        semantic: bool = True,
     ) -> LookupCacheResult:
         """Raises `CacheUnavailable` when Redis cannot answer."""
-        key = self.key(tenant, question)
-        entry = await self._entry(key)
+        entry = await self._entry(self.key(tenant, question, conversation_id))
         status, similarity, matched = CacheStatus.EXACT, None, None
-        if entry is None and semantic and self._semantic is not None:
-            match = await self._semantic.lookup(tenant, question)
-            if match is not None:
-                entry = await self._entry(match.path_key)
-                status, similarity = CacheStatus.SEMANTIC, match.score
-                matched = match.matched_question
-                if entry is None:  # expired or invalidated: the index entry goes too
-                    await self._semantic.forget([match.path_key])
+        if entry is None and semantic and self._semantic is not None and not conversation_id:
+            found = await self._semantic_entry(tenant, question)
+            if found is not None:
+                entry, similarity, matched = found
+                status = CacheStatus.SEMANTIC
         if entry is None:
             return LookupCacheResult(status=CacheStatus.MISS)
         fresh = entry.answer_fresh_until is not None and time.time() < entry.answer_fresh_until
@@ -145,23 +163,49 @@ class PathCache:
             matched_question=matched or entry.question,
         )
 
-    async def ttl_left_ms(self, tenant: str, question: str) -> int:
-        """Milliseconds before the exact entry expires; negative when there is none."""
-        return await self._backend.pttl_ms(self.key(tenant, question))
+    async def _semantic_entry(
+        self, tenant: str, question: str
+    ) -> tuple[PathEntry, float, str] | None:
+        assert self._semantic is not None
+        try:
+            # The semantic tier may never make a run slow: past its deadline it is a miss.
+            async with asyncio.timeout(SEMANTIC_DEADLINE_S):
+                for _ in range(SEMANTIC_CANDIDATES):
+                    match = await self._semantic.lookup(self._scope(tenant), question)
+                    if match is None:
+                        return None
+                    entry = await self._entry(match.path_key)
+                    if entry is not None:
+                        return entry, match.score, match.matched_question
+                    # Expired or invalidated: forget it, so a live neighbour can answer.
+                    await self._semantic.forget([match.path_key])
+        except TimeoutError:
+            log.warning("semantic_lookup_deadline", deadline_s=SEMANTIC_DEADLINE_S)
+        return None
 
-    async def store(self, tenant: str, question: str, result: AgentResult) -> timedelta | None:
+    async def answer_fresh_for_s(self, tenant: str, question: str) -> float:
+        """Seconds the exact entry's answer stays servable; negative when it is not."""
+        entry = await self._entry(self.key(tenant, question))
+        if entry is None or entry.answer_fresh_until is None:
+            return -1.0
+        return entry.answer_fresh_until - time.time()
+
+    async def store(
+        self,
+        tenant: str,
+        question: str,
+        result: AgentResult,
+        *,
+        conversation_id: str | None = None,
+    ) -> timedelta | None:
         """Cache the run if it may be; returns how long its answer is served (None: plan only
         or not cached). Raises `CacheUnavailable`."""
         if not cacheable(result):
             return None
-        fresh_for = answer_ttl(result, self.plan_ttl)
-        entry = PathEntry(
-            question=question,
-            result=result,
-            answer_fresh_until=time.time() + fresh_for.total_seconds() if fresh_for else None,
-        )
+        fresh_until = await self._answer_fresh_until(result)
+        entry = PathEntry(question=question, result=result, answer_fresh_until=fresh_until)
         touched = entities_in([s.args for s in result.steps], [s.output for s in result.steps])
-        key = self.key(tenant, question)
+        key = self.key(tenant, question, conversation_id)
         first_read = min(s.started_at for s in result.steps if s.started_at is not None)
         stored = await self._backend.put(
             key,
@@ -174,9 +218,22 @@ class PathCache:
         if not stored:
             log.info("path_not_cached_entity_changed", key=key)
             return None
-        if self._semantic is not None:
-            await self._semantic.remember(tenant, question, key)
-        return fresh_for
+        if self._semantic is not None and not conversation_id:
+            await self._semantic.remember(self._scope(tenant), question, key)
+        return timedelta(seconds=fresh_until - time.time()) if fresh_until else None
+
+    async def _answer_fresh_until(self, result: AgentResult) -> float | None:
+        """When the first tool result on the path goes stale. A result the tool cache served
+        may already be old, so its own freshness counts, not the time of this run."""
+        ttl = answer_ttl(result, self.plan_ttl)
+        if ttl is None:
+            return None
+        until = time.time() + ttl.total_seconds()
+        keys = [tool_key(TOOLS[s.tool], args) for s in result.steps for args in _call_args(s)]
+        for raw in await self._backend.mget(keys) if keys else []:
+            if raw is not None:
+                until = min(until, float(json.loads(raw)["fresh_until"]))
+        return until if until > time.time() else None
 
     async def _entry(self, key: str) -> PathEntry | None:
         raw = await self._backend.get(key)

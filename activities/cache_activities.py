@@ -20,7 +20,10 @@ class CacheActivities:
     async def lookup_cache(self, request: LookupCacheInput) -> LookupCacheResult:
         try:
             return await self._cache.lookup(
-                request.tenant, request.question, semantic=request.semantic
+                request.tenant,
+                request.question,
+                conversation_id=request.conversation_id,
+                semantic=request.semantic,
             )
         except CacheUnavailable as exc:
             log.warning("cache_unavailable", error=str(exc), op="lookup")

@@ -24,6 +24,44 @@ CHANGED_PREFIX = "agentkeel:entity-changed:"
 """When each entity was last invalidated (epoch seconds), to refuse entries read before it."""
 
 
+_MS = timedelta(milliseconds=1)
+
+# KEYS: the entry, then each entity's changed-marker, then each entity's index set.
+# ARGV: value, entry ttl ms, index ttl ms, read_since (-1: no check), number of entities.
+_PUT_UNLESS_CHANGED = """
+local n = tonumber(ARGV[5])
+local since = tonumber(ARGV[4])
+if since >= 0 then
+  for i = 2, n + 1 do
+    local changed = redis.call('GET', KEYS[i])
+    if changed and tonumber(changed) >= since then return 0 end
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+for i = n + 2, 2 * n + 1 do
+  redis.call('SADD', KEYS[i], KEYS[1])
+  redis.call('PEXPIRE', KEYS[i], ARGV[3])
+end
+return 1
+"""
+
+# KEYS: each entity's changed-marker, then each entity's index set.
+# ARGV: now (epoch s), index ttl ms, number of entities. Returns the entry keys deleted.
+_INVALIDATE = """
+local n = tonumber(ARGV[3])
+local deleted = {}
+for i = 1, n do
+  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+  local members = redis.call('SMEMBERS', KEYS[n + i])
+  for _, key in ipairs(members) do
+    if redis.call('DEL', key) == 1 then table.insert(deleted, key) end
+  end
+  redis.call('DEL', KEYS[n + i])
+end
+return deleted
+"""
+
+
 class CacheUnavailable(Exception):
     """Redis could not be used; the caller treats it as a miss."""
 
@@ -45,9 +83,9 @@ class CacheBackend:
         value: bytes | None = await self._call("get", key)
         return value
 
-    async def pttl_ms(self, key: str) -> int:
-        """Milliseconds left on `key` (negative when it does not exist)."""
-        return int(await self._call("pttl", key))
+    async def mget(self, keys: list[str]) -> list[bytes | None]:
+        values: list[bytes | None] = await self._call("mget", keys)
+        return values
 
     async def put(
         self,
@@ -63,52 +101,60 @@ class CacheBackend:
         `read_since`: when the data in `value` started being read (epoch seconds). If any of
         its entities was invalidated after that, the value may predate the change and is
         not stored (returns False): a run that read an order before a refund must not
-        cache what it saw after the refund's invalidation has passed.
+        cache what it saw after the refund's invalidation. Check and write are one script,
+        so an invalidation cannot slip in between.
         """
-        if read_since is not None and entities:
-            names = [CHANGED_PREFIX + e for e in entities]
-            changed = [float(v) for v in await self._call("mget", names) if v is not None]
-            if changed and max(changed) >= read_since:
-                return False
-        if not self.breaker.allow():
-            raise CacheUnavailable("circuit open")
-        try:
-            async with self._redis.pipeline(transaction=False) as pipe:
-                pipe.set(key, value, px=ttl)
-                for entity in entities:
-                    pipe.sadd(ENTITY_PREFIX + entity, key)
-                    # Outlives every entry it points to, and then goes: bounded growth.
-                    pipe.pexpire(ENTITY_PREFIX + entity, self._index_ttl)
-                await pipe.execute()
-        except (RedisError, OSError) as exc:
-            self._failed(exc)
-        self.breaker.record_success()
-        return True
+        names = [CHANGED_PREFIX + e for e in entities] + [ENTITY_PREFIX + e for e in entities]
+        stored = await self._call(
+            "eval",
+            _PUT_UNLESS_CHANGED,
+            1 + len(names),
+            key,
+            *names,
+            value,
+            int(ttl / _MS),
+            int(self._index_ttl / _MS),
+            -1 if read_since is None else read_since,
+            len(entities),
+        )
+        return bool(stored)
 
     async def delete(self, *keys: str) -> int:
         return int(await self._call("delete", *keys)) if keys else 0
 
     async def invalidate(self, entities: Collection[str]) -> list[str]:
-        """Delete every entry indexed under any of `entities`; returns the keys deleted."""
-        now = str(time.time())
-        for entity in entities:
-            await self._call("set", CHANGED_PREFIX + entity, now, px=self._index_ttl)
-        keys: set[str] = set()
-        for entity in entities:
-            members = await self._call("smembers", ENTITY_PREFIX + entity)
-            keys.update(m.decode() if isinstance(m, bytes) else m for m in members)
-        if keys:
-            await self._call("delete", *keys)
-        await self.delete(*(ENTITY_PREFIX + e for e in entities))
-        return sorted(keys)
+        """Delete every entry indexed under any of `entities`; returns the keys deleted.
+
+        Bypasses the circuit breaker: after a side effect, trying costs less than serving
+        what it made stale.
+        """
+        try:
+            deleted = await self._redis.eval(
+                _INVALIDATE,
+                2 * len(entities),
+                *(CHANGED_PREFIX + e for e in entities),
+                *(ENTITY_PREFIX + e for e in entities),
+                time.time(),
+                int(self._index_ttl / _MS),
+                len(entities),
+            )
+        except (RedisError, OSError) as exc:
+            raise CacheUnavailable(str(exc)) from exc
+        return sorted(k.decode() if isinstance(k, bytes) else k for k in deleted)
 
     async def _call(self, command: str, *args: object, **kwargs: object) -> Any:
         if not self.breaker.allow():
             raise CacheUnavailable("circuit open")
+        settled = False
         try:
             result = await getattr(self._redis, command)(*args, **kwargs)
+            settled = True
         except (RedisError, OSError) as exc:
+            settled = True
             self._failed(exc)
+        finally:
+            if not settled:  # cancelled mid-call: neither success nor failure was learned
+                self.breaker.release_trial()
         self.breaker.record_success()
         return result
 

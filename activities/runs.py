@@ -39,7 +39,12 @@ class StoreActivities:
         ttl_s = None
         if request.use_cache:
             try:
-                ttl = await self._cache.store(request.tenant, request.question, result)
+                ttl = await self._cache.store(
+                    request.tenant,
+                    request.question,
+                    result,
+                    conversation_id=request.conversation_id,
+                )
             except CacheUnavailable as exc:
                 log.warning("cache_unavailable", error=str(exc), op="store")
             else:

@@ -43,6 +43,13 @@ class ToolResultCache:
         self._swr = stale_while_revalidate
         self._refreshing: dict[str, asyncio.Task[None]] = {}
 
+    async def close(self) -> None:
+        """Cancel refreshes still running (worker shutdown)."""
+        tasks = list(self._refreshing.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     async def get_or_compute(
         self, spec: ToolSpec, args: BaseModel, compute: Callable[[Any], Awaitable[M]]
     ) -> M:
@@ -92,7 +99,9 @@ class ToolResultCache:
         async def refresh() -> None:
             try:
                 started = time.time()
-                await self._store(key, spec, args, await compute(args), started)
+                # Outside any activity, so bounded here by the tool's own timeout.
+                async with asyncio.timeout(spec.timeout.total_seconds()):
+                    await self._store(key, spec, args, await compute(args), started)
             except Exception as exc:  # the stale value was served; the next call retries
                 log.warning("tool_cache_refresh_failed", tool=spec.name, error=str(exc))
             finally:
@@ -122,16 +131,19 @@ def invalidating_tool(
     @functools.wraps(method, updated=())  # not __dict__: it holds the activity definition
     async def run(args: Any) -> M:
         result = await method(args)
-        if getattr(result, "created", True):
-            changed = entities_in({"order_id": getattr(args, "order_id", None)})
-            try:
-                deleted = await backend.invalidate(changed)
-            except CacheUnavailable as exc:
-                log.warning("cache_invalidation_failed", tool=spec.name, error=str(exc))
-            else:
-                log.info(
-                    "cache_invalidated", tool=spec.name, entities=sorted(changed), keys=len(deleted)
-                )
+        # Also when the effect was already there (a retry after a crash between the effect
+        # and this line): invalidating twice is harmless, not invalidating is not.
+        changed = entities_in(args.model_dump(mode="json"), result.model_dump(mode="json"))
+        try:
+            deleted = await backend.invalidate(changed)
+        except CacheUnavailable as exc:
+            # The effect stands and must be reported as done; what was cached about it
+            # ages out with its TTL. Loud, because until then it may be served.
+            log.error("cache_invalidation_failed", tool=spec.name, error=str(exc))
+        else:
+            log.info(
+                "cache_invalidated", tool=spec.name, entities=sorted(changed), keys=len(deleted)
+            )
         return result
 
     return activity.defn(name=spec.name)(run)

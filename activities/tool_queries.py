@@ -79,7 +79,7 @@ SEARCH_KB_ANY_WORD = _SEARCH_KB.format(
 )
 
 LOCK_ORDER = """
-SELECT order_id, status, total_cents
+SELECT order_id, customer_id, status, total_cents
 FROM orders
 WHERE order_id = $1
 FOR UPDATE

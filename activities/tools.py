@@ -192,7 +192,7 @@ class ToolActivities:
                 raise _not_found(f"order {args.order_id}")
             earlier = await conn.fetchrow(q.REFUND_BY_KEY, args.idempotency_key)
             if earlier is not None:
-                return _earlier_refund(earlier, args)
+                return _earlier_refund(earlier, args, order["customer_id"])
             if order["status"] == "cancelled":
                 raise _rejected(f"order {args.order_id} is cancelled and was never charged")
             refundable = order["total_cents"] - await conn.fetchval(q.REFUNDED_CENTS, args.order_id)
@@ -208,18 +208,19 @@ class ToolActivities:
                 # The key was taken meanwhile by a refund of another order (which holds
                 # another lock); this statement sees it now that its transaction committed.
                 earlier = await conn.fetchrow(q.REFUND_BY_KEY, args.idempotency_key)
-                return _earlier_refund(earlier, args)
+                return _earlier_refund(earlier, args, order["customer_id"])
         activity.logger.info("refund %s issued for order %s", row["refund_id"], args.order_id)
         return Refund(
             refund_id=row["refund_id"],
             order_id=row["order_id"],
+            customer_id=order["customer_id"],
             amount_cents=row["amount_cents"],
             status=row["status"],
             created=True,
         )
 
 
-def _earlier_refund(row: asyncpg.Record, args: CreateRefundInput) -> Refund:
+def _earlier_refund(row: asyncpg.Record, args: CreateRefundInput, customer_id: int) -> Refund:
     if row["order_id"] != args.order_id or row["amount_cents"] != args.amount_cents:
         raise _rejected(
             f"idempotency key {args.idempotency_key!r} was used for refund {row['refund_id']}"
@@ -228,6 +229,7 @@ def _earlier_refund(row: asyncpg.Record, args: CreateRefundInput) -> Refund:
     return Refund(
         refund_id=row["refund_id"],
         order_id=row["order_id"],
+        customer_id=customer_id,
         amount_cents=row["amount_cents"],
         status=row["status"],
         created=False,

@@ -16,6 +16,8 @@ FROM agent_runs
 WHERE created_at > now() - make_interval(hours => $1)
   AND tenant IS NOT NULL AND question IS NOT NULL
   AND NOT coalesce(steps @> '[{"tool": "create_refund"}]'::jsonb, false)
+  -- The warmer's own runs bypass the lookup: counting them would keep a question hot forever.
+  AND cache_status IS DISTINCT FROM 'bypass'
 GROUP BY tenant, question
 ORDER BY asked DESC
 LIMIT $2
@@ -44,9 +46,9 @@ class WarmingActivities:
         due: list[HotQuestion] = []
         for hot in hottest:
             try:
-                left_ms = await self._paths.ttl_left_ms(hot.tenant, hot.question)
+                left_s = await self._paths.answer_fresh_for_s(hot.tenant, hot.question)
             except CacheUnavailable:
-                left_ms = -1  # cannot tell: warming costs one run, serving stale costs more
-            if left_ms < request.renew_below_s * 1000:
+                left_s = -1.0  # cannot tell: warming costs one run, serving stale costs more
+            if left_s < request.renew_below_s:
                 due.append(hot)
         return HotQuestionsResult(due=due, considered=len(hottest))

@@ -18,6 +18,7 @@ from schemas.route import Route, Tier
 class LookupCacheInput(BaseModel):
     question: str
     tenant: str
+    conversation_id: str | None = None
     semantic: bool = True
     """Also look for a guarded semantic match when the exact key misses."""
 
@@ -97,6 +98,7 @@ class RespondResult(BaseModel):
 class StoreInput(BaseModel):
     tenant: str
     question: str
+    conversation_id: str | None = None
     result: AgentResult
     use_cache: bool = True
 

@@ -16,6 +16,8 @@ class RunOptions(BaseModel):
     """Look up and store the path cache for this run."""
     refresh_cache: bool = False
     """Skip the lookup but store the result: how the cache warmer renews hot entries."""
+    read_only: bool = False
+    """Reject any plan with a side-effecting tool (the cache warmer's runs never move money)."""
     max_concurrency: int = Field(default=5, ge=1, le=64)
     """Most tool activities of this run in flight at once."""
     max_replans: int = Field(default=2, ge=0, le=5)

@@ -146,6 +146,7 @@ class CreateRefundInput(CreateRefundArgs):
 class Refund(BaseModel):
     refund_id: int
     order_id: int
+    customer_id: int | None = None
     amount_cents: int
     status: str
     created: bool

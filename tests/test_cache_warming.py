@@ -8,10 +8,11 @@ from datetime import timedelta
 
 from temporalio.client import ScheduleIntervalSpec
 
-from activities.cache import cache_version, path_key
+from activities.cache import path_key
 from schemas.result import CacheStatus
 from schemas.warming import WarmInput
 from tests.conftest import AgentStack
+from workers.caches import effective_cache_version
 from workers.resources import redis_client
 from workers.warming_schedule import SCHEDULE_ID, ensure_warming_schedule
 from workflows.warmer import CacheWarmerWorkflow
@@ -26,7 +27,7 @@ async def test_warmer_renews_hot_entries_that_ran_out(stack: AgentStack, redis_u
     await stack.ask(LUKEWARM)
     await stack.ask("Please refund $1.00 for order 1001")  # moved money: never replayed
     redis = redis_client(redis_url)
-    version = cache_version(stack.settings.policy_version)
+    version = effective_cache_version(stack.settings)
     try:
         await redis.delete(path_key(stack.tenant, HOT, version))  # as if it had expired
         result = await stack.client.execute_workflow(

@@ -16,6 +16,7 @@ from activities.cache import PathCache, SemanticTier, cache_version
 from activities.cache_backend import CacheBackend
 from activities.tool_cache import ToolResultCache, cached_tool, invalidating_tool
 from activities.tools import ToolActivities
+from inference.version import rules_policy_version
 from schemas.tools import TOOLS
 from workers.settings import Settings, SettingsError
 
@@ -27,6 +28,11 @@ class Caches:
     backend: CacheBackend
     paths: PathCache
     tool_results: ToolResultCache
+
+
+def effective_cache_version(settings: Settings) -> str:
+    """What workers and clients must agree on: tool catalog digest + policy version."""
+    return cache_version(settings.policy_version or rules_policy_version())
 
 
 def semantic_wanted(settings: Settings) -> bool:
@@ -53,7 +59,7 @@ async def build_caches(settings: Settings, redis: aioredis.Redis, pool: asyncpg.
         semantic = await build_semantic_cache(pool, threshold=settings.semantic_threshold)
     paths = PathCache(
         backend,
-        version=cache_version(settings.policy_version),
+        version=effective_cache_version(settings),
         plan_ttl=plan_ttl,
         semantic=semantic,
     )

@@ -17,10 +17,11 @@ import redis.asyncio as aioredis
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
-from activities.cache import PathCache, cache_version, normalize_question
+from activities.cache import PathCache, normalize_question
 from activities.cache_backend import CacheBackend, CacheUnavailable
 from schemas.request import AgentRequest
 from schemas.result import AgentResult, CacheStatus, Timings
+from workers.caches import effective_cache_version
 from workers.resources import redis_client
 from workers.settings import Settings
 from workers.temporal_client import connect
@@ -66,7 +67,7 @@ class AgentClient:
         cls, temporal: Client, settings: Settings, *, redis_url: str | None = None
     ) -> AgentClient:
         """A client for `settings`; given a Redis URL (here or in settings) it has a fast path."""
-        version = cache_version(settings.policy_version)
+        version = effective_cache_version(settings)
         url = redis_url or settings.redis_url
         if url is None:
             return cls(temporal, task_queue=settings.task_queue, version=version)
@@ -102,7 +103,12 @@ class AgentClient:
             return None
         started = time.perf_counter()
         try:
-            found = await self._paths.lookup(request.tenant, request.question, semantic=False)
+            found = await self._paths.lookup(
+                request.tenant,
+                request.question,
+                conversation_id=request.conversation_id,
+                semantic=False,
+            )
         except CacheUnavailable:
             return None  # the workflow's own lookup will say so in the result
         if found.hit is None:
@@ -121,17 +127,23 @@ class AgentClient:
     async def start(
         self, request: AgentRequest, *, coalesce: bool = True, workflow_id: str | None = None
     ) -> WorkflowHandle[AgentWorkflow, AgentResult]:
-        if workflow_id is None:
-            workflow_id = (
-                coalesced_workflow_id(request, self._version) if coalesce else new_workflow_id()
+        if workflow_id is not None:
+            # The caller's own id: Temporal's defaults apply (a duplicate start fails).
+            return await self.temporal.start_workflow(
+                AgentWorkflow.run, request, id=workflow_id, task_queue=self._task_queue
+            )
+        if not coalesce:
+            return await self.temporal.start_workflow(
+                AgentWorkflow.run, request, id=new_workflow_id(), task_queue=self._task_queue
             )
         return await self.temporal.start_workflow(
             AgentWorkflow.run,
             request,
-            id=workflow_id,
+            id=coalesced_workflow_id(request, self._version),
             task_queue=self._task_queue,
-            # A second identical request while the first runs attaches to it; once it has
-            # finished, the same id may run again (a later ask gets a fresh run).
+            # A second identical request while the first runs attaches to it (two identical
+            # refund requests in flight are one refund); once it has finished, the same id
+            # may run again, so a later ask gets a fresh run.
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
         )

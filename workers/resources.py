@@ -73,6 +73,7 @@ async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[...,
         # Redis only accelerates; the worker serves runs without it (every lookup misses).
         log.warning("redis_unavailable_at_start", url=redact(settings.redis_url), error=str(exc))
     http = http_client()
+    caches = None
     try:
         caches = await build_caches(settings, redis, pool)
         tools = ToolActivities(pool, http, settings.carrier_url)
@@ -83,6 +84,8 @@ async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[...,
             WarmingActivities(pool, caches.paths).hot_questions,
         ]
     finally:
+        if caches is not None:
+            await caches.tool_results.close()
         await http.aclose()
         await redis.aclose()
         await pool.close()

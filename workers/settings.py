@@ -46,9 +46,9 @@ class Settings:
     """Response latency of the local carrier service, standing for a remote API."""
     cache_ttl_s: int = 3600
     """How long a cached plan may be reused (answers live only as long as their tools' TTLs)."""
-    policy_version: str = "rules-1"
-    """Part of every cache key with the tool catalog's digest: change it when the policy's
-    behaviour changes, and no stale path is served after the deploy."""
+    policy_version: str = ""
+    """Part of every cache key, with the tool catalog's digest. Empty: a digest of the rules
+    policy's code, so any change to it starts the cache cold. Set it to pin a version."""
     semantic_cache: str = "auto"
     """`on`, `off`, or `auto` (on when the `semantic` extra is installed)."""
     semantic_threshold: float = 0.90

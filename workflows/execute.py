@@ -16,6 +16,7 @@ from workflows.dag import PlanValidationError
 from workflows.scheduler import DagScheduler, SchedulerLimits, ToolCall
 
 _SUMMARY_CHARS = 120
+SIDE_EFFECT_NOT_ALLOWED = "SideEffectNotAllowed"
 
 
 async def run_plan(
@@ -24,9 +25,15 @@ async def run_plan(
     tool_queue: str,
     max_concurrency: int,
     attempt: int,
+    read_only: bool = False,
     on_start: Callable[[list[StepOutcome]], None] | None = None,
 ) -> tuple[list[StepOutcome], StepError | None]:
     """Outcomes of every step, or no outcomes and the reason the plan was rejected."""
+    if read_only:
+        effects = [s.id for s in plan.steps if s.tool in TOOLS and not TOOLS[s.tool].idempotent]
+        if effects:
+            message = f"steps {', '.join(effects)} have side effects; this run is read-only"
+            return [], StepError(type=SIDE_EFFECT_NOT_ALLOWED, message=message, non_retryable=True)
     try:
         scheduler = DagScheduler(
             plan,

@@ -41,7 +41,11 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
         # client, so the lookup skips a task-queue round trip (the hit path is ~ms).
         found: LookupCacheResult = await workflow.execute_local_activity(
             "lookup_cache",
-            LookupCacheInput(question=request.question, tenant=request.tenant),
+            LookupCacheInput(
+                question=request.question,
+                tenant=request.tenant,
+                conversation_id=request.conversation_id,
+            ),
             result_type=LookupCacheResult,
             start_to_close_timeout=timeouts.CACHE_TIMEOUT,
             retry_policy=timeouts.CACHE_RETRY,
@@ -96,6 +100,7 @@ async def execute(state: AgentState) -> dict[str, Any]:
         tool_queue=state["tool_queue"],
         max_concurrency=state["request"].options.max_concurrency,
         attempt=attempt,
+        read_only=state["request"].options.read_only,
         # The scheduler updates these outcome objects in place: the query sees them live.
         on_start=lambda live: setattr(progress, "steps", [*state.get("steps", []), *live]),
     )
@@ -146,6 +151,7 @@ async def _record(state: AgentState, result: AgentResult, *, update_cache: bool)
             StoreInput(
                 tenant=request.tenant,
                 question=request.question,
+                conversation_id=request.conversation_id,
                 result=result,
                 use_cache=update_cache,
             ),

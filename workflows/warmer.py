@@ -54,7 +54,7 @@ class CacheWarmerWorkflow:
                         AgentRequest(
                             question=question.question,
                             tenant=question.tenant,
-                            options=RunOptions(refresh_cache=True),
+                            options=RunOptions(refresh_cache=True, read_only=True),
                         ),
                         id=f"{workflow.info().workflow_id}-{index}",
                         execution_timeout=WARM_RUN_TIMEOUT,
