@@ -33,7 +33,6 @@ log = structlog.get_logger(__name__)
 
 KEY_PREFIX = "agentkeel:path:v2"
 CLOCK_SKEW_MARGIN_S = 2.0
-SEMANTIC_DEADLINE_S = 0.3
 SEMANTIC_CANDIDATES = 3
 _SPACE = re.compile(r"\s+")
 _TRAILING = re.compile(r"[\s?!.]+$")
@@ -119,11 +118,13 @@ class PathCache:
         version: str,
         plan_ttl: timedelta,
         semantic: SemanticTier | None = None,
+        semantic_deadline_s: float = 0.5,
     ) -> None:
         self._backend = backend
         self.version = version
         self.plan_ttl = plan_ttl
         self._semantic = semantic
+        self._semantic_deadline_s = semantic_deadline_s
 
     def key(self, tenant: str, question: str, conversation_id: str | None = None) -> str:
         return path_key(tenant, question, self.version, conversation_id)
@@ -169,7 +170,7 @@ class PathCache:
         assert self._semantic is not None
         try:
             # The semantic tier may never make a run slow: past its deadline it is a miss.
-            async with asyncio.timeout(SEMANTIC_DEADLINE_S):
+            async with asyncio.timeout(self._semantic_deadline_s):
                 for _ in range(SEMANTIC_CANDIDATES):
                     match = await self._semantic.lookup(self._scope(tenant), question)
                     if match is None:
@@ -180,7 +181,7 @@ class PathCache:
                     # Expired or invalidated: forget it, so a live neighbour can answer.
                     await self._semantic.forget([match.path_key])
         except TimeoutError:
-            log.warning("semantic_lookup_deadline", deadline_s=SEMANTIC_DEADLINE_S)
+            log.warning("semantic_lookup_deadline", deadline_s=self._semantic_deadline_s)
         return None
 
     async def answer_fresh_for_s(self, tenant: str, question: str) -> float:

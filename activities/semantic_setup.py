@@ -20,6 +20,9 @@ def shared_embedder() -> MiniLmEmbedder:
 
 async def build_semantic_cache(pool: asyncpg.Pool, *, threshold: float) -> SemanticCache:
     embedder = await asyncio.to_thread(shared_embedder)
+    await asyncio.to_thread(
+        embedder.embed, ["warm-up"]
+    )  # the first request pays no first-call costs
     index = SemanticIndex(pool, dim=embedder.dim)
     await index.load()  # rebuilt from Postgres: the entries are durable, the index is not
     return SemanticCache(embedder, index, threshold=threshold)

@@ -224,6 +224,8 @@ async def make_stack(
                 task_queue=queue,
                 # The embedder costs seconds per process: only the tests about it load it.
                 semantic_cache="on" if semantic else "off",
+                # Tests check behaviour, not speed, on a shared 2-core machine.
+                semantic_deadline_ms=10_000,
                 **settings_overrides,
             )
             activities = await exits.enter_async_context(cpu_activities(settings))

@@ -142,3 +142,28 @@ async def test_semantic_tier_serves_paraphrases_and_refuses_other_entities(
     other_order = await stack.ask("Where is order 1002?")
     assert other_order.cache == CacheStatus.MISS, "a different order id is never a hit"
     assert step_output(other_order, "get_order")["order_id"] == 1002
+
+
+async def test_semantic_entries_of_another_version_are_not_served(
+    make_stack: StackFactory,
+) -> None:
+    pytest.importorskip("faiss", reason="the semantic extra is not installed")
+    old = await make_stack(semantic=True)
+    await old.ask(KB_QUESTION)
+    new = await make_stack(semantic=True, policy_version="rules-next")
+    paraphrase = await new.ask("Whats your policy on returning damaged items?", tenant=old.tenant)
+    assert paraphrase.cache == CacheStatus.MISS
+
+
+async def test_read_only_runs_refuse_side_effects(stack: AgentStack, database_url: str) -> None:
+    result = await stack.ask(
+        "Please refund $1.00 for order 1001", options=RunOptions(read_only=True)
+    )
+    # The refund plan is rejected; join sends it back and the planner answers without one.
+    assert result.replans == 1
+    assert all(s.tool != "create_refund" for s in result.steps)
+    conn = await asyncpg.connect(database_url)
+    try:
+        assert await conn.fetchval("SELECT count(*) FROM refunds WHERE order_id = 1001") == 0
+    finally:
+        await conn.close()

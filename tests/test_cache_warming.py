@@ -40,6 +40,14 @@ async def test_warmer_renews_hot_entries_that_ran_out(stack: AgentStack, redis_u
         assert result.warmed[0].asked == 3
         assert result.considered == 2, "the refund question is not a warming candidate"
         assert await redis.pttl(path_key(stack.tenant, HOT, version)) > 0
+        again = await stack.client.execute_workflow(
+            CacheWarmerWorkflow.run,
+            WarmInput(top_n=5, renew_below_s=10**6),  # everything counts as due
+            id=f"warm-{uuid.uuid4().hex[:8]}",
+            task_queue=stack.task_queue,
+        )
+        counts = {q.question: q.asked for q in again.warmed}
+        assert counts[HOT] == 3, "the warmer's own runs do not make a question hotter"
     finally:
         await redis.aclose()
     assert (await stack.ask(HOT)).cache == CacheStatus.EXACT

@@ -62,6 +62,7 @@ async def build_caches(settings: Settings, redis: aioredis.Redis, pool: asyncpg.
         version=effective_cache_version(settings),
         plan_ttl=plan_ttl,
         semantic=semantic,
+        semantic_deadline_s=settings.semantic_deadline_ms / 1000,
     )
     log.info("caches_ready", semantic=semantic is not None, version=paths.version)
     return Caches(backend=backend, paths=paths, tool_results=ToolResultCache(backend))

@@ -54,6 +54,8 @@ class Settings:
     semantic_threshold: float = 0.90
     """Cosine similarity a paraphrase needs before the guard looks at it; 0.90 is the lowest
     with no false hit on bench/cache_pairs.jsonl (see `python -m bench.cache`)."""
+    semantic_deadline_ms: int = 500
+    """Past this, a semantic lookup counts as a miss: the tier may never make a run slow."""
     warm_every_s: int = 600
     """How often the cache-warming schedule runs (0: no schedule)."""
     warm_top_n: int = 20
