@@ -38,6 +38,10 @@ class Facts:
     money: frozenset[str]
     numbers: frozenset[str]
     negations: int
+    calendar: frozenset[str] = frozenset()
+    """Months and weekdays: "in March" and "in April" ask about different orders."""
+    quantities: frozenset[str] = frozenset()
+    """All / half / full / partial / first / last / every: "refund half" is not "refund all"."""
 
     def differences(self, other: Facts) -> dict[str, str]:
         """What differs -> the two values, `self` first; empty when the facts agree."""
@@ -49,6 +53,8 @@ class Facts:
                 ("emails", self.emails, other.emails),
                 ("amounts", self.money, other.money),
                 ("numbers", self.numbers, other.numbers),
+                ("calendar", self.calendar, other.calendar),
+                ("quantities", self.quantities, other.quantities),
             )
             if mine != theirs
         }
@@ -84,6 +90,57 @@ _BARE_CONTRACTIONS = frozenset(
 )  # fmt: skip
 
 
+_NEGATED_WORD = re.compile(
+    # "non-refundable", "unopened": a negation inside one word flips the question too.
+    r"\bnon-?[a-z]{3,}|\bun(?:opened|used|paid|shipped|delivered|available|refundable|"
+    r"returnable|damaged|worn|sealed|authorized|authorised|registered)\b"
+)
+_CALENDAR = re.compile(
+    r"\b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|monday|tuesday|wednesday|"
+    r"thursday|friday|saturday|sunday|today|tomorrow|yesterday|weekend)\b"
+)
+_QUANTITY = re.compile(
+    r"\b(?:all|half|whole|full|partial(?:ly)?|part|first|last|every|each|both)\b"
+)
+_UNITS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+        "fourteen fifteen sixteen seventeen eighteen nineteen".split()
+    )
+}
+_TENS = {
+    w: 10 * i
+    for i, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split())
+    if i > 1
+}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+_NUMBER_WORDS = re.compile(
+    r"\b(?:(?:" + "|".join([*_UNITS, *_TENS, *_SCALES]) + r")(?:[\s-]+(?:and[\s-]+)?)?)+\b"
+)
+
+
+def _words_to_digits(text: str) -> str:
+    """ "one thousand and one" -> "1001", so spelled-out numbers are compared as numbers."""
+
+    def convert(match: re.Match[str]) -> str:
+        total = current = 0
+        for word in re.split(r"[\s-]+", match.group().strip()):
+            if word in _UNITS:
+                current += _UNITS[word]
+            elif word in _TENS:
+                current += _TENS[word]
+            elif word == "hundred":
+                current = max(current, 1) * 100
+            elif word in _SCALES:
+                total += max(current, 1) * _SCALES[word]
+                current = 0
+        return f" {total + current} "
+
+    return _NUMBER_WORDS.sub(convert, text)
+
+
 def _show(values: frozenset[str]) -> str:
     return "{" + ", ".join(sorted(values)) + "}" if values else "{}"
 
@@ -109,7 +166,10 @@ def facts(question: str) -> Facts:
         1
         for m in _NEGATION.finditer(text)
         if not m.group().endswith("nt") or m.group() in _BARE_CONTRACTIONS
-    )
+    ) + len(_NEGATED_WORD.findall(text))
+    calendar = frozenset(m.group()[:3] for m in _CALENDAR.finditer(text))
+    quantities = frozenset(m.group() for m in _QUANTITY.finditer(text))
+    text = _words_to_digits(text)
     skus, text = _cut(_SKU, text)
     tracking, text = _cut(_TRACKING, text)
     emails, text = _cut(_EMAIL, text)
@@ -122,6 +182,8 @@ def facts(question: str) -> Facts:
         money=frozenset(_number(m.group(1) or m.group(2)) for m in money),
         numbers=frozenset(_number(m.group()) for m in numbers),
         negations=negations,
+        calendar=calendar,
+        quantities=quantities,
     )
 
 
@@ -129,8 +191,9 @@ def guard(question: str, candidate: str) -> GuardVerdict:
     """May the answer cached for `candidate` serve `question`?
 
     Rejects when the SKUs, tracking numbers, emails, money amounts, other numbers (order
-    numbers such as `1001` or `#1001`) or the count of negations (not, no, never, n't,
-    without, cannot, ...) of the two differ.
+    numbers such as `1001`, `#1001` or "one thousand and one"), months and weekdays,
+    quantities (all, half, first, ...) or the count of negations (not, no, never, n't,
+    without, cannot, non-..., un-opened, ...) of the two differ.
     """
     diffs = facts(question).differences(facts(candidate))
     if diffs:

@@ -239,7 +239,11 @@ def correctness(
           f"{worst_row['question']!r} vs {worst_row['cached']!r})")  # fmt: skip
     print(f"lowest threshold with 0 false hits (guard): {zero[0] if zero else None}; "
           f"with a {MARGIN} margin over that near-miss: {safe[0] if safe else None}")  # fmt: skip
-    chosen = safe[0] if safe else max(THRESHOLDS)
+    # One grid step above the lowest safe threshold: the guard's rules were written with
+    # this set in view (it is not held out), so its 0% is an optimistic estimate.
+    lowest_safe = safe[0] if safe else max(THRESHOLDS)
+    chosen = THRESHOLDS[min(THRESHOLDS.index(lowest_safe) + 1, len(THRESHOLDS) - 1)]
+    print(f"one grid step above it, since the guard was tuned on this set: {chosen:.2f}")
     g, _ = rates(rows, sims, ok, chosen, True)
     print(f"CHOSEN THRESHOLD {chosen:.2f}: hit rate {g / n_pos:.1%}, false-hit rate 0.0% "
           f"(DEFAULT_THRESHOLD in activities/semantic.py is {DEFAULT_THRESHOLD:.2f}"

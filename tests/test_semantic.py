@@ -256,3 +256,24 @@ async def test_search_serves_memory_when_postgres_is_gone(
     assert match is not None and match.path_key == "path:returns"
     with pytest.raises(ValueError, match="dimensions"):
         await index.add(TENANT, "q", "k", embedder.embed(["q"])[0][:10])
+
+
+@pytest.mark.parametrize(
+    ("question", "candidate"),
+    [
+        ("Is the warranty valid after one year?", "is the warranty valid after two years"),
+        ("Where is order one thousand and one?", "where is order one thousand and two"),
+        ("What did alice@example.com order in March?", "what did alice@example.com order in April"),
+        ("Is order 1001 refundable?", "is order 1001 non-refundable"),
+        ("Can I return an unopened item?", "can I return an opened item"),
+        ("Refund half of order 1001", "refund all of order 1001"),
+    ],
+)
+def test_guard_rejects_spelled_numbers_dates_prefix_negations_and_quantities(
+    question: str, candidate: str
+) -> None:
+    assert not guard(question, candidate).ok
+
+
+def test_guard_reads_spelled_numbers_as_numbers() -> None:
+    assert guard("Where is order one thousand and one?", "where is order 1001").ok
