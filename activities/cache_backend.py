@@ -7,7 +7,7 @@ open); callers turn that into a miss. Redis is never needed for correctness.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from datetime import timedelta
 from typing import Any
 
@@ -78,6 +78,9 @@ class CacheBackend:
         self._redis = client
         self._index_ttl = index_ttl
         self.breaker = breaker or CircuitBreaker()
+        # Registered scripts run by SHA (EVALSHA): the script text is not resent per write.
+        self._put_unless_changed = client.register_script(_PUT_UNLESS_CHANGED)
+        self._invalidate = client.register_script(_INVALIDATE)
 
     async def get(self, key: str) -> bytes | None:
         value: bytes | None = await self._call("get", key)
@@ -106,16 +109,15 @@ class CacheBackend:
         """
         names = [CHANGED_PREFIX + e for e in entities] + [ENTITY_PREFIX + e for e in entities]
         stored = await self._call(
-            "eval",
-            _PUT_UNLESS_CHANGED,
-            1 + len(names),
-            key,
-            *names,
-            value,
-            int(ttl / _MS),
-            int(self._index_ttl / _MS),
-            -1 if read_since is None else read_since,
-            len(entities),
+            self._put_unless_changed,
+            keys=[key, *names],
+            args=[
+                value,
+                int(ttl / _MS),
+                int(self._index_ttl / _MS),
+                -1 if read_since is None else read_since,
+                len(entities),
+            ],
         )
         return bool(stored)
 
@@ -129,25 +131,25 @@ class CacheBackend:
         what it made stale.
         """
         try:
-            deleted = await self._redis.eval(
-                _INVALIDATE,
-                2 * len(entities),
-                *(CHANGED_PREFIX + e for e in entities),
-                *(ENTITY_PREFIX + e for e in entities),
-                time.time(),
-                int(self._index_ttl / _MS),
-                len(entities),
+            deleted = await self._invalidate(
+                keys=[
+                    *(CHANGED_PREFIX + e for e in entities),
+                    *(ENTITY_PREFIX + e for e in entities),
+                ],
+                args=[time.time(), int(self._index_ttl / _MS), len(entities)],
             )
         except (RedisError, OSError) as exc:
             raise CacheUnavailable(str(exc)) from exc
         return sorted(k.decode() if isinstance(k, bytes) else k for k in deleted)
 
-    async def _call(self, command: str, *args: object, **kwargs: object) -> Any:
+    async def _call(self, command: str | Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run a Redis command (by name) or a registered script, through the breaker."""
         if not self.breaker.allow():
             raise CacheUnavailable("circuit open")
+        run = getattr(self._redis, command) if isinstance(command, str) else command
         settled = False
         try:
-            result = await getattr(self._redis, command)(*args, **kwargs)
+            result = await run(*args, **kwargs)
             settled = True
         except (RedisError, OSError) as exc:
             settled = True

@@ -210,14 +210,7 @@ class ToolActivities:
                 earlier = await conn.fetchrow(q.REFUND_BY_KEY, args.idempotency_key)
                 return _earlier_refund(earlier, args, order["customer_id"])
         activity.logger.info("refund %s issued for order %s", row["refund_id"], args.order_id)
-        return Refund(
-            refund_id=row["refund_id"],
-            order_id=row["order_id"],
-            customer_id=order["customer_id"],
-            amount_cents=row["amount_cents"],
-            status=row["status"],
-            created=True,
-        )
+        return _refund(row, order["customer_id"], created=True)
 
 
 def _earlier_refund(row: asyncpg.Record, args: CreateRefundInput, customer_id: int) -> Refund:
@@ -226,13 +219,17 @@ def _earlier_refund(row: asyncpg.Record, args: CreateRefundInput, customer_id: i
             f"idempotency key {args.idempotency_key!r} was used for refund {row['refund_id']}"
             f" of {row['amount_cents']} cents on order {row['order_id']}"
         )
+    return _refund(row, customer_id, created=False)
+
+
+def _refund(row: asyncpg.Record, customer_id: int, *, created: bool) -> Refund:
     return Refund(
         refund_id=row["refund_id"],
         order_id=row["order_id"],
         customer_id=customer_id,
         amount_cents=row["amount_cents"],
         status=row["status"],
-        created=False,
+        created=created,
     )
 
 

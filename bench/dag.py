@@ -35,12 +35,11 @@ from typing import Any
 
 from bench.fakes import BenchPlanPolicy, StandInTools, stand_in_result
 from bench.plans import SHAPES, Shape, question_for
-from bench.react import INFERENCE_QUEUE_SUFFIX, BenchReactWorkflow, ReactInput
+from bench.react import BenchReactWorkflow, ReactInput
 from bench.stack import BenchStack, StackConfig, bench_stack
 from schemas.request import AgentRequest, RunOptions
 from schemas.result import StepOutcome, StepStatus
 from schemas.tools import TOOLS
-from workflows import agent
 from workflows.agent import AgentWorkflow
 from workflows.execute import describe_error
 from workflows.scheduler import DagScheduler, SchedulerLimits, ToolCall
@@ -225,8 +224,6 @@ def report(samples: Samples, latency_ms: float) -> None:
 
 
 async def amain(args: argparse.Namespace, config: StackConfig) -> None:
-    if INFERENCE_QUEUE_SUFFIX != agent.INFERENCE_QUEUE_SUFFIX:
-        raise SystemExit("bench.react and workflows.agent disagree on the inference queue")
     latency_s = args.latency_ms / 1000
     tools = StandInTools(latency_s)
     print(

@@ -27,6 +27,7 @@ from temporalio.exceptions import ApplicationError
 
 from schemas.agent import PlanInput, PlanResult, RespondInput, RespondResult
 from schemas.plan import Plan
+from schemas.queues import inference_queue
 from schemas.result import StepOutcome, StepStatus
 from schemas.route import Route, Tier
 from schemas.tools import TOOLS
@@ -35,8 +36,6 @@ from workflows.dag import PlanValidationError, topological_order, validate_plan
 from workflows.scheduler import resolve
 
 WORKFLOW_NAME = "BenchReactWorkflow"
-INFERENCE_QUEUE_SUFFIX = "-inference"
-"""As `workflows.agent.INFERENCE_QUEUE_SUFFIX` (not imported: it pulls in the graph)."""
 _ROUTE = Route(intent="bench", confidence=0.1, tier=Tier.RULES, reason="react bench loop")
 
 
@@ -76,7 +75,7 @@ class BenchReactWorkflow:
         except PlanValidationError as exc:
             raise ApplicationError(exc.message, type=exc.kind, non_retryable=True) from exc
         by_id = {s.id: s for s in plan.steps}
-        inference_queue = workflow.info().task_queue + INFERENCE_QUEUE_SUFFIX
+        model_queue = inference_queue(workflow.info().task_queue)
         outputs: dict[str, Any] = {}
         steps: list[StepOutcome] = []
         think_ms = tools_ms = 0.0
@@ -97,7 +96,7 @@ class BenchReactWorkflow:
                         previous_steps=steps,
                     ),
                     result_type=PlanResult,
-                    task_queue=inference_queue,
+                    task_queue=model_queue,
                     start_to_close_timeout=timeouts.PLAN_TIMEOUT,
                     retry_policy=timeouts.MODEL_RETRY,
                     summary=f"think {turn}",
@@ -129,7 +128,7 @@ class BenchReactWorkflow:
                 run_id=workflow.info().run_id,
             ),
             result_type=RespondResult,
-            task_queue=inference_queue,
+            task_queue=model_queue,
             start_to_close_timeout=timeouts.RESPOND_TIMEOUT,
             retry_policy=timeouts.MODEL_RETRY,
             summary="respond",

@@ -23,6 +23,7 @@ from bench.react import BenchReactWorkflow
 from inference.policy import Policy
 from workers.databases import throwaway_database
 from workers.plugin import agentkeel_plugins
+from workers.registration import with_stand_ins
 from workers.resources import cpu_activities
 from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
@@ -98,8 +99,7 @@ async def bench_stack(
             task_queue=f"bench-{uuid.uuid4().hex[:12]}",
         )
         activities = await stack.enter_async_context(cpu_activities(settings))
-        replaced = {_activity_name(a) for a in stand_ins}
-        activities = [a for a in activities if _activity_name(a) not in replaced] + stand_ins
+        activities = with_stand_ins(activities, stand_ins)
         for worker in (
             cpu_worker(
                 env.client, settings.task_queue, activities, extra_workflows=[BenchReactWorkflow]
@@ -113,8 +113,3 @@ async def bench_stack(
         ):
             await stack.enter_async_context(worker)
         yield BenchStack(client=env.client, task_queue=settings.task_queue, settings=settings)
-
-
-def _activity_name(fn: Callable[..., Any]) -> str:
-    name: str = getattr(fn, "__temporal_activity_definition").name
-    return name

@@ -43,6 +43,7 @@ from tests.redis_server import embedded_redis, redis_probe
 from workers.carrier import build_app
 from workers.client import AgentClient
 from workers.plugin import agentkeel_plugins
+from workers.registration import with_stand_ins
 from workers.resources import cpu_activities
 from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
@@ -229,9 +230,7 @@ async def make_stack(
                 **settings_overrides,
             )
             activities = await exits.enter_async_context(cpu_activities(settings))
-            stand_ins = list(replace_activities or [])
-            replaced = {_activity_name(a) for a in stand_ins}
-            activities = [a for a in activities if _activity_name(a) not in replaced] + stand_ins
+            activities = with_stand_ins(activities, replace_activities or [])
             for worker in (
                 cpu_worker(client, queue, activities),
                 inference_worker(
@@ -250,11 +249,6 @@ async def make_stack(
             yield factory
         finally:
             await _terminate_running(stacks)
-
-
-def _activity_name(fn: Callable[..., Any]) -> str:
-    name: str = getattr(fn, "__temporal_activity_definition").name
-    return name
 
 
 async def _terminate_running(stacks: list[AgentStack]) -> None:

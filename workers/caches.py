@@ -18,6 +18,7 @@ from activities.tool_cache import ToolResultCache, cached_tool, invalidating_too
 from activities.tools import ToolActivities
 from inference.version import rules_policy_version
 from schemas.tools import TOOLS
+from workers.registration import activity_name
 from workers.settings import Settings, SettingsError
 
 log = structlog.get_logger(__name__)
@@ -73,7 +74,7 @@ def tool_activities(tools: ToolActivities, caches: Caches) -> list[Callable[...,
     side-effecting ones invalidate what was cached about what they changed."""
     wrapped: list[Callable[..., Any]] = []
     for method in tools.all_activities():
-        spec = TOOLS[method.__temporal_activity_definition.name]  # type: ignore[attr-defined]
+        spec = TOOLS[activity_name(method)]
         if not spec.idempotent:
             wrapped.append(invalidating_tool(method, spec, caches.backend))
         elif spec.cache_ttl is not None:

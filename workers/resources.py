@@ -51,32 +51,35 @@ def http_client() -> httpx.AsyncClient:
 @asynccontextmanager
 async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[..., Any]]]:
     """Every activity the CPU worker serves, bound to this process's pools."""
-    missing = [
-        "AGENTKEEL_" + name.upper()
-        for name in ("database_url", "redis_url", "carrier_url")
-        if not getattr(settings, name)
-    ]
-    if missing or not settings.database_url or not settings.redis_url or not settings.carrier_url:
+    database_url, redis_url, carrier_url = (
+        settings.database_url,
+        settings.redis_url,
+        settings.carrier_url,
+    )
+    if not (database_url and redis_url and carrier_url):
+        missing = [
+            "AGENTKEEL_" + name.upper()
+            for name in ("database_url", "redis_url", "carrier_url")
+            if not getattr(settings, name)
+        ]
         raise SettingsError(
             f"the CPU worker needs {', '.join(missing)} (or run it through `agentkeel up`)"
         )
     try:
-        pool = await asyncpg.create_pool(
-            settings.database_url, min_size=1, max_size=settings.db_pool_max
-        )
+        pool = await asyncpg.create_pool(database_url, min_size=1, max_size=settings.db_pool_max)
     except (OSError, asyncpg.PostgresError) as exc:
-        raise StartupError(f"Postgres at {redact(settings.database_url)}: {exc}") from None
-    redis = redis_client(settings.redis_url)
+        raise StartupError(f"Postgres at {redact(database_url)}: {exc}") from None
+    redis = redis_client(redis_url)
     try:
         await redis.ping()
     except (RedisError, OSError) as exc:
         # Redis only accelerates; the worker serves runs without it (every lookup misses).
-        log.warning("redis_unavailable_at_start", url=redact(settings.redis_url), error=str(exc))
+        log.warning("redis_unavailable_at_start", url=redact(redis_url), error=str(exc))
     http = http_client()
     caches = None
     try:
         caches = await build_caches(settings, redis, pool)
-        tools = ToolActivities(pool, http, settings.carrier_url)
+        tools = ToolActivities(pool, http, carrier_url)
         yield [
             *tool_activities(tools, caches),
             CacheActivities(caches.paths).lookup_cache,

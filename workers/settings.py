@@ -7,11 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-ENV_PREFIX = "AGENTKEEL_"
+from schemas.queues import TASK_QUEUE, inference_queue
 
-TASK_QUEUE = "agentkeel"
-INFERENCE_SUFFIX = "-inference"
-INFERENCE_TASK_QUEUE = TASK_QUEUE + INFERENCE_SUFFIX
+ENV_PREFIX = "AGENTKEEL_"
 
 
 class SettingsError(ValueError):
@@ -72,7 +70,7 @@ class Settings:
         Derived rather than set, because `AgentWorkflow` derives it the same way
         from the queue it runs on; the two can never disagree.
         """
-        return self.task_queue + INFERENCE_SUFFIX
+        return inference_queue(self.task_queue)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

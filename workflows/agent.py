@@ -10,13 +10,13 @@ from temporalio.exceptions import ApplicationError
 from temporalio.langgraph import graph
 
 from schemas.progress import RunProgress
+from schemas.queues import inference_queue
 from schemas.request import AgentRequest
 from schemas.result import AgentResult
 from workflows.graph import AGENT_GRAPH
 from workflows.state import AgentState
 
 WORKFLOW_NAME = "AgentWorkflow"
-INFERENCE_QUEUE_SUFFIX = "-inference"
 # Each run may loop plan → execute → join a few times; LangGraph counts every node.
 RECURSION_LIMIT = 64
 
@@ -65,7 +65,7 @@ class AgentWorkflow:
             "started_at": workflow.now(),
             "tool_queue": queue,
             # Derived, so a deployment on queue X pairs with inference queue X-inference.
-            "inference_queue": queue + INFERENCE_QUEUE_SUFFIX,
+            "inference_queue": inference_queue(queue),
             "steps": [],
             "replans": 0,
             "warnings": [],
