@@ -1,12 +1,22 @@
-"""The graph's model-facing activities, served by the inference worker pool."""
+"""The graph's model-facing activities, served by the inference worker pool.
+
+Each activity heartbeats while its model works, so a worker that dies mid-generation
+is noticed within the heartbeat timeout rather than the whole start-to-close timeout,
+and a cancelled run stops its generation (the engine aborts the request). The respond
+activity publishes the answer's pieces to the run's token stream as they come.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
+import redis.asyncio as aioredis
 from temporalio import activity
 
+from activities.token_stream import TokenStream
 from inference.policy import Policy
 from schemas.agent import (
     JoinInput,
@@ -19,28 +29,64 @@ from schemas.agent import (
     RouteResult,
 )
 
+HEARTBEAT_EVERY_S = 1.0
+"""Well inside the workflow's model heartbeat timeout (`workflows.timeouts`)."""
+
+
+@asynccontextmanager
+async def heartbeating(every_s: float = HEARTBEAT_EVERY_S) -> AsyncIterator[None]:
+    """Heartbeat on a timer while the body runs (a generation yields no natural points)."""
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(every_s)
+
+    ticker = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        ticker.cancel()
+
 
 class InferenceActivities:
     """Owns the policy (and through it the engines) for the life of the worker."""
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(self, policy: Policy, *, redis: aioredis.Redis | None = None) -> None:
+        """`redis`: where token streams go; None publishes nothing (answers still return)."""
         self._policy = policy
+        self._redis = redis
 
     @activity.defn(name="route")
     async def route(self, request: RouteInput) -> RouteResult:
-        return await self._policy.route(request)
+        async with heartbeating():
+            return await self._policy.route(request)
 
     @activity.defn(name="plan")
     async def plan(self, request: PlanInput) -> PlanResult:
-        return await self._policy.plan(request)
+        async with heartbeating():
+            return await self._policy.plan(request)
 
     @activity.defn(name="join")
     async def join(self, request: JoinInput) -> JoinResult:
-        return await self._policy.join(request)
+        async with heartbeating():
+            return await self._policy.join(request)
 
     @activity.defn(name="respond")
     async def respond(self, request: RespondInput) -> RespondResult:
-        return await self._policy.respond(request)
+        info = activity.info()
+        # Each attempt opens with a reset marked with its number: a reader drops what an
+        # earlier, failed attempt had already shown.
+        stream = TokenStream.for_run(
+            self._redis, info.workflow_id, info.workflow_run_id, info.attempt
+        )
+        await stream.begin()
+        async with heartbeating():
+            result = await self._policy.respond(request, stream.publish)
+        await stream.finish()
+        if result.first_token_at is None:
+            result.first_token_at = stream.first_token_at
+        return result
 
     def all(self) -> list[Callable[..., Any]]:
         return [self.route, self.plan, self.join, self.respond]

@@ -10,15 +10,23 @@ from temporalio import activity
 
 from activities.cache import PathCache
 from activities.cache_backend import CacheUnavailable
-from schemas.agent import StoreInput, StoreResult
-from schemas.result import AgentResult
+from inference.llm.context import facts_of
+from schemas.agent import (
+    ConversationTurn,
+    LoadConversationInput,
+    LoadConversationResult,
+    StoreInput,
+    StoreResult,
+)
+from schemas.result import AgentResult, StepOutcome
 
 log = structlog.get_logger(__name__)
 
 INSERT_RUN = """
 INSERT INTO agent_runs (workflow_id, run_id, tenant, question, intent, tier, confidence,
-                        cache_status, plan, steps, timings, answer)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11::jsonb, $12)
+                        cache_status, plan, steps, timings, answer, conversation_id,
+                        route_reason, overridden_intent)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11::jsonb, $12, $13, $14, $15)
 ON CONFLICT (workflow_id, run_id) DO NOTHING
 """
 
@@ -33,7 +41,11 @@ class StoreActivities:
         result = request.result
         # ON CONFLICT makes a retried store a no-op: one record per run, never two.
         await self._pool.execute(
-            INSERT_RUN, *run_record_row(request.tenant, request.question, result)
+            INSERT_RUN,
+            *run_record_row(request.tenant, request.question, result),
+            request.conversation_id,
+            result.route.reason,
+            result.route.overridden_intent,
         )
         cached = False
         ttl_s = None
@@ -51,6 +63,38 @@ class StoreActivities:
                 cached = ttl is not None
                 ttl_s = int(ttl.total_seconds()) if ttl else None
         return StoreResult(recorded=True, cached=cached, cache_ttl_s=ttl_s)
+
+
+RECENT_TURNS = """
+SELECT question, answer, steps FROM agent_runs
+WHERE tenant = $1 AND conversation_id = $2
+ORDER BY created_at DESC
+LIMIT $3
+"""
+
+
+class ConversationActivities:
+    """Reads a conversation's earlier turns back from the run records, for model context."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    @activity.defn(name="load_conversation")
+    async def load_conversation(self, request: LoadConversationInput) -> LoadConversationResult:
+        rows = await self._pool.fetch(
+            RECENT_TURNS, request.tenant, request.conversation_id, request.limit
+        )
+        turns = []
+        for row in reversed(rows):  # oldest first, as a conversation reads
+            steps = [StepOutcome.model_validate(s) for s in json.loads(row["steps"] or "[]")]
+            turns.append(
+                ConversationTurn(
+                    question=row["question"] or "",
+                    answer=row["answer"] or "",
+                    facts=facts_of(steps),
+                )
+            )
+        return LoadConversationResult(turns=turns)
 
 
 def run_record_row(tenant: str, question: str, result: AgentResult) -> tuple[object, ...]:

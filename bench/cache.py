@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable
 
 from bench.fakes import StandInTools
 from bench.stack import BenchStack, StackConfig, bench_stack
+from inference.policy import TokenSink
 from inference.rules import RulesPolicy
 from schemas.agent import RespondInput, RespondResult, RouteInput, RouteResult
 from schemas.request import AgentRequest
@@ -53,9 +54,9 @@ class TimedRulesPolicy(RulesPolicy):
         await asyncio.sleep(self._model_s)
         return await super().route(request)
 
-    async def respond(self, request: RespondInput) -> RespondResult:
+    async def respond(self, request: RespondInput, sink: TokenSink | None = None) -> RespondResult:
         await asyncio.sleep(self._model_s)
-        return await super().respond(request)
+        return await super().respond(request, sink)
 
 
 async def _workflow(stack: BenchStack, question: str, tenant: str) -> tuple[float, AgentResult]:

@@ -1,12 +1,13 @@
 """The policy interface the agent graph calls: route, plan, join, respond.
 
 Implementations: `RulesPolicy` (deterministic, no model; the default without a
-GPU) and, later, LLM-backed policies over vLLM engines. The inference worker
-hosts exactly one policy and exposes it as activities.
+GPU), `LlmPolicy` over one engine, and `CascadePolicy` (light router, heavy planner).
+The inference worker hosts exactly one policy and exposes it as activities.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
 from schemas.agent import (
@@ -24,6 +25,10 @@ DEFAULT_ROUTER_THRESHOLD = 0.7
 """Below this confidence the route is not trusted and the planner writes the plan."""
 
 
+TokenSink = Callable[[str], Awaitable[None]]
+"""Receives each piece of a streamed answer as it is generated."""
+
+
 @runtime_checkable
 class Policy(Protocol):
     """What the graph needs from a model. Methods are async and must not block the loop."""
@@ -36,4 +41,6 @@ class Policy(Protocol):
 
     async def join(self, request: JoinInput) -> JoinResult: ...
 
-    async def respond(self, request: RespondInput) -> RespondResult: ...
+    async def respond(self, request: RespondInput, sink: TokenSink | None = None) -> RespondResult:
+        """The answer; each piece goes to `sink` as soon as it exists (the token stream)."""
+        ...

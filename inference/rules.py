@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from inference.policy import DEFAULT_ROUTER_THRESHOLD
+from datetime import UTC, datetime
+
+from inference.policy import DEFAULT_ROUTER_THRESHOLD, TokenSink
 from inference.render import render_answer
 from inference.rules_intents import extract_entities, matched_intents, satisfied
 from inference.rules_plans import PlanBuilder, add_intent, exploratory_plan
@@ -101,5 +103,10 @@ class RulesPolicy:
             )
         return JoinResult(decision=JoinDecision.FINISH, reason="all steps succeeded")
 
-    async def respond(self, request: RespondInput) -> RespondResult:
-        return RespondResult(answer=render_answer(request))
+    async def respond(self, request: RespondInput, sink: TokenSink | None = None) -> RespondResult:
+        # Rendered whole in microseconds: one piece on the stream, like a one-token answer.
+        answer = render_answer(request)
+        first_at = datetime.now(UTC)
+        if sink is not None:
+            await sink(answer)
+        return RespondResult(answer=answer, first_token_at=first_at)

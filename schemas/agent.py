@@ -6,7 +6,9 @@ workers, so their field names are a contract visible in every run's history.
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -37,10 +39,32 @@ class LookupCacheResult(BaseModel):
     """False when the cache could not be reached; the lookup then counts as a miss."""
 
 
+class ConversationTurn(BaseModel):
+    """An earlier run of the same conversation, as the model's context needs it."""
+
+    question: str
+    answer: str
+    facts: dict[str, Any] = Field(default_factory=dict)
+    """Entities, IDs and key tool results of that run (`order_id`, `status`, ...): what a
+    summary of older turns keeps when their text no longer fits the token budget."""
+
+
+class LoadConversationInput(BaseModel):
+    tenant: str
+    conversation_id: str
+    limit: int = 8
+
+
+class LoadConversationResult(BaseModel):
+    turns: list[ConversationTurn] = Field(default_factory=list)
+    """Oldest first."""
+
+
 class RouteInput(BaseModel):
     question: str
     tenant: str = "default"
     conversation_id: str | None = None
+    history: list[ConversationTurn] = Field(default_factory=list)
 
 
 class RouteResult(BaseModel):
@@ -57,11 +81,17 @@ class PlanInput(BaseModel):
     previous_steps: list[StepOutcome] = Field(default_factory=list)
     plan_error: StepError | None = None
     """Why the previous plan was rejected, so the planner can correct it."""
+    history: list[ConversationTurn] = Field(default_factory=list)
 
 
 class PlanResult(BaseModel):
     plan: Plan
     tier: Tier = Tier.RULES
+    route: Route | None = None
+    """The planner's own reading of the request, when it re-routed (the heavy tier)."""
+    error: StepError | None = None
+    """Set when the model gave no usable plan after every decode: this round's plan is
+    rejected with this error (the plan is then empty)."""
 
 
 class JoinDecision(StrEnum):
@@ -76,6 +106,8 @@ class JoinInput(BaseModel):
     plan_error: StepError | None = None
     replans: int = 0
     max_replans: int = 2
+    route: Route | None = None
+    """The run's route: its tier decides which model judges."""
 
 
 class JoinResult(BaseModel):
@@ -89,10 +121,14 @@ class RespondInput(BaseModel):
     steps: list[StepOutcome]
     plan_error: StepError | None = None
     run_id: str = ""
+    history: list[ConversationTurn] = Field(default_factory=list)
 
 
 class RespondResult(BaseModel):
     answer: str
+    first_token_at: datetime | None = None
+    """When the first piece of the answer existed (and was published to the run's token
+    stream): the run's time to first token is measured to here."""
 
 
 class StoreInput(BaseModel):

@@ -66,6 +66,9 @@ class Timings(BaseModel):
     tools: float = 0.0
     respond: float = 0.0
     total: float = 0.0
+    ttft: float | None = None
+    """Run start to the first piece of the answer on the token stream. For a cache hit,
+    the answer comes whole: equal to `total`."""
 
 
 class AgentResult(BaseModel):

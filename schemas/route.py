@@ -20,3 +20,6 @@ class Route(BaseModel):
     tier: Tier = Tier.RULES
     tools: list[str] = Field(default_factory=list)
     reason: str = ""
+    """Why this tier decided as it did (the router's probability, an escalation, ...)."""
+    overridden_intent: str | None = None
+    """The router's intent, when the heavy model planned for a different one."""

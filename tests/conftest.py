@@ -215,6 +215,7 @@ async def make_stack(
             replace_activities: list[Callable[..., Any]] | None = None,
             policy: Policy | None = None,
             semantic: bool = False,
+            inference_concurrency: int = 8,
             **settings_overrides: Any,
         ) -> AgentStack:
             queue = f"t-{uuid.uuid4().hex[:12]}"
@@ -231,13 +232,16 @@ async def make_stack(
             )
             activities = await exits.enter_async_context(cpu_activities(settings))
             activities = with_stand_ins(activities, replace_activities or [])
+            # The inference worker's own client, for token streams (as in production).
+            streams = aioredis.from_url(settings.redis_url or session_redis_url)
+            exits.push_async_callback(streams.aclose)
             for worker in (
                 cpu_worker(client, queue, activities),
                 inference_worker(
                     client,
                     settings.inference_task_queue,
-                    InferenceActivities(policy or RulesPolicy()),
-                    max_concurrent=8,
+                    InferenceActivities(policy or RulesPolicy(), redis=streams),
+                    max_concurrent=inference_concurrency,
                 ),
             ):
                 await exits.enter_async_context(worker)

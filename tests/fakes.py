@@ -1,10 +1,22 @@
-"""Fakes at the model boundary only: policies that return scripted plans."""
+"""Fakes at the model boundary only: a scripted policy and a scripted engine."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+import json
+import math
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
+from inference.engines.constraints import check_output
+from inference.engines.protocol import (
+    ChoiceConstraint,
+    GenerateRequest,
+    GenerateResult,
+    JsonSchemaConstraint,
+    TokenDelta,
+    TokenLogprob,
+)
 from inference.rules import RulesPolicy
 from schemas.agent import PlanInput, PlanResult, RouteInput, RouteResult
 from schemas.plan import Plan
@@ -34,3 +46,92 @@ class FakeScriptedPolicy(RulesPolicy):
         self.plan_requests.append(request)
         index = min(len(self.plan_requests) - 1, len(self._plans) - 1)
         return PlanResult(plan=self._plans[index])
+
+
+class FakeEngine:
+    """A scripted language model, at the engine boundary (no model runs).
+
+    Honours the engine protocol the way a real constrained engine does: a choice request
+    returns the scripted label with per-token logprobs built from `label_probs`; a JSON
+    request returns the next scripted document, checked against the schema with the
+    same `check_output` the real engines use (so a scripted off-schema document fails
+    like a cut generation); `stream` yields the scripted answer word by word. Every
+    prompt is recorded, and the most requests in flight at once.
+    """
+
+    def __init__(
+        self,
+        name: str = "fake-model",
+        *,
+        label_probs: Mapping[str, float] | None = None,
+        documents: Sequence[Mapping[str, Any] | str] = (),
+        answer: str = "Here is what I found.",
+        delay_s: float = 0.0,
+    ) -> None:
+        self.name = name
+        self.label_probs = dict(label_probs or {})
+        self.documents = list(documents)
+        self.answer = answer
+        self.delay_s = delay_s
+        self.prompts: list[str] = []
+        self._json_calls = 0
+        self.started = False
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    async def start(self) -> None:
+        self.started = True
+
+    async def close(self) -> None:
+        self.started = False
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        self._enter(request)
+        try:
+            if self.delay_s:
+                await asyncio.sleep(self.delay_s)
+            constraint = request.constraint
+            if isinstance(constraint, ChoiceConstraint):
+                return self._label(request, constraint)
+            if isinstance(constraint, JsonSchemaConstraint):
+                index = min(self._json_calls, len(self.documents) - 1)
+                self._json_calls += 1
+                document = self.documents[index]
+                text = document if isinstance(document, str) else json.dumps(document)
+                parsed = check_output(constraint, text, "stop")
+                return GenerateResult(text=text, finish_reason="stop", parsed=parsed)
+            return GenerateResult(text=self.answer, finish_reason="stop")
+        finally:
+            self.in_flight -= 1
+
+    async def stream(self, request: GenerateRequest) -> AsyncIterator[TokenDelta]:
+        self._enter(request)
+        try:
+            words = self.answer.split(" ")
+            for i, word in enumerate(words):
+                if self.delay_s:
+                    await asyncio.sleep(self.delay_s / len(words))
+                last = i == len(words) - 1
+                yield TokenDelta(
+                    text=word if i == 0 else " " + word, finish_reason="stop" if last else None
+                )
+        finally:
+            self.in_flight -= 1
+
+    def _enter(self, request: GenerateRequest) -> None:
+        self.prompts.append(request.prompt)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def _label(self, request: GenerateRequest, constraint: ChoiceConstraint) -> GenerateResult:
+        probs = {c: self.label_probs.get(c, 0.0) for c in constraint.choices}
+        if not any(probs.values()):
+            probs[constraint.choices[0]] = 1.0
+        chosen = max(probs, key=lambda c: probs[c])
+        top = {c: math.log(p) for c, p in probs.items() if p > 0}
+        logprobs = [TokenLogprob(token=chosen, logprob=top[chosen], top=top)]
+        return GenerateResult(
+            text=chosen,
+            finish_reason="stop",
+            logprobs=logprobs if request.logprobs is not None else None,
+        )

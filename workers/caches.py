@@ -16,8 +16,8 @@ from activities.cache import PathCache, SemanticTier, cache_version
 from activities.cache_backend import CacheBackend
 from activities.tool_cache import ToolResultCache, cached_tool, invalidating_tool
 from activities.tools import ToolActivities
-from inference.version import rules_policy_version
 from schemas.tools import TOOLS
+from workers.engines import policy_version
 from workers.registration import activity_name
 from workers.settings import Settings, SettingsError
 
@@ -33,7 +33,7 @@ class Caches:
 
 def effective_cache_version(settings: Settings) -> str:
     """What workers and clients must agree on: tool catalog digest + policy version."""
-    return cache_version(settings.policy_version or rules_policy_version())
+    return cache_version(policy_version(settings))
 
 
 def semantic_wanted(settings: Settings) -> bool:

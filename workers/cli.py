@@ -16,7 +16,7 @@ from schemas.request import AgentRequest, RunOptions
 from workers.client import AgentClient
 from workers.demo import run_demo
 from workers.logging import configure_logging
-from workers.report import format_result
+from workers.report import StreamedAnswer, format_result
 from workers.settings import Settings, SettingsError, StartupError
 from workers.stack import StackError, read_endpoints, run_foreground, start_detached, stop_detached
 
@@ -64,14 +64,27 @@ async def _ask(settings: Settings, args: argparse.Namespace) -> int:
         options=RunOptions(use_cache=not args.no_cache),
     )
     client = await AgentClient.connect(settings)
+    coalesce = not args.no_coalesce
+    # --json prints the result alone, so it streams nothing.
+    streamed = None if args.json else StreamedAnswer(sys.stdout)
     try:
-        result = await client.ask(request, coalesce=not args.no_coalesce)
+        if streamed is None:
+            result = await client.ask(request, coalesce=coalesce)
+        else:
+            result = await client.ask_streaming(
+                request, on_event=streamed.on_event, coalesce=coalesce
+            )
     except WorkflowFailureError as exc:
+        if streamed is not None:
+            streamed.close(None)
         print(f"agentkeel ask: the run failed: {exc.cause}", file=sys.stderr)
         return 1
     finally:
         await client.close()
-    print(result.model_dump_json(indent=2) if args.json else format_result(result))
+    if streamed is None:
+        print(result.model_dump_json(indent=2))
+    else:
+        print(format_result(result, answer_shown=streamed.close(result.answer)))
     return 0
 
 

@@ -21,10 +21,12 @@ from activities.cache import PathCache, normalize_question
 from activities.cache_backend import CacheBackend, CacheUnavailable
 from schemas.request import AgentRequest
 from schemas.result import AgentResult, CacheStatus, Timings
+from schemas.tokens import token_stream_key
 from workers.caches import effective_cache_version
 from workers.resources import redis_client
 from workers.settings import Settings
 from workers.temporal_client import connect
+from workers.token_follow import OnEvent, TokenReader, relay_until
 from workflows.agent import AgentWorkflow
 
 
@@ -95,6 +97,33 @@ class AgentClient:
             return cached
         handle = await self.start(request, coalesce=coalesce, workflow_id=workflow_id)
         return await handle.result()
+
+    async def ask_streaming(
+        self,
+        request: AgentRequest,
+        *,
+        on_event: OnEvent,
+        coalesce: bool = True,
+        workflow_id: str | None = None,
+    ) -> AgentResult:
+        """`ask`, handing the answer's token events to `on_event` as the model writes them.
+
+        A fast-path hit, or a client without Redis, streams nothing: `on_event` is never
+        called and the result holds the answer. Streaming never fails the ask.
+        """
+        cached = await self.cached_answer(request)
+        if cached is not None:
+            return cached
+        handle = await self.start(request, coalesce=coalesce, workflow_id=workflow_id)
+        # result_run_id is the run the start resolved to: with USE_EXISTING, the run this
+        # caller attached to, which is the one whose respond activity publishes.
+        run_id = handle.result_run_id
+        if self._redis is None or run_id is None:
+            return await handle.result()
+        # No idle timeout: planning and tools may take long before the first token, and
+        # the run's result ends the follow anyway.
+        reader = TokenReader(self._redis, token_stream_key(handle.id, run_id), idle_timeout_s=None)
+        return await relay_until(reader, handle.result(), on_event)
 
     async def cached_answer(self, request: AgentRequest) -> AgentResult | None:
         """The exact tier's answer, read straight from Redis; None on a miss or no Redis."""

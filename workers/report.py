@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TextIO
+
 from schemas.result import AgentResult, StepStatus
+from schemas.tokens import TokenEvent
+from workers.token_follow import AnswerView, ViewChange
+
+RESTARTED_MARK = "[answer restarted: model retried]"
 
 _MARK = {
     StepStatus.SUCCEEDED: "ok",
@@ -13,13 +19,52 @@ _MARK = {
 }
 
 
-def format_result(result: AgentResult) -> str:
+class StreamedAnswer:
+    """Writes the answer to a terminal as its tokens arrive (`on_event`), then `close()`s."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.view = AnswerView()
+        self._out = out
+        self._shown = False
+        """Whether any text is on the screen: a restart needs saying only then."""
+
+    def on_event(self, event: TokenEvent) -> None:
+        change = self.view.apply(event)
+        if change is ViewChange.RESTARTED and self._shown:
+            self._write(f"\n  {RESTARTED_MARK}\n  {self.view.text}")
+        elif change is ViewChange.APPENDED:
+            self._write(event.text if self._shown else f"  {event.text}")
+            self._shown = True
+
+    def close(self, answer: str | None) -> bool:
+        """End the streamed line; True if what was shown is `answer`, so not to repeat it.
+
+        `answer=None`: the run failed, there is no answer to compare with.
+        """
+        if not self._shown:
+            return False
+        self._write("\n")
+        if answer is None:
+            return False
+        if self.view.text.strip() == answer.strip():
+            return True
+        # The stream broke off (or missed a retry): the result is the answer.
+        self._write("  [the streamed text was incomplete; the answer:]\n")
+        return False
+
+    def _write(self, text: str) -> None:
+        self._out.write(text)
+        self._out.flush()
+
+
+def format_result(result: AgentResult, *, answer_shown: bool = False) -> str:
+    """The result for a terminal; `answer_shown`: it was streamed already, so leave it out."""
     route = result.route
-    lines = [
-        f"  {result.answer}",
+    lines = [] if answer_shown else [f"  {result.answer}"]
+    lines.append(
         f"  route: {route.intent} ({route.tier.value}, confidence {route.confidence:.2f})"
-        f" · cache: {result.cache.value} · replans: {result.replans}",
-    ]
+        f" · cache: {result.cache.value} · replans: {result.replans}"
+    )
     cached = result.cache.value in ("exact", "semantic")
     if result.cache_match is not None:
         similarity = result.cache_match.similarity

@@ -15,7 +15,7 @@ from redis.exceptions import RedisError
 from redis.retry import Retry
 
 from activities.cache_activities import CacheActivities
-from activities.runs import StoreActivities
+from activities.runs import ConversationActivities, StoreActivities
 from activities.tools import ToolActivities
 from activities.warming import WarmingActivities
 from workers.caches import build_caches, tool_activities
@@ -84,6 +84,7 @@ async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[...,
             *tool_activities(tools, caches),
             CacheActivities(caches.paths).lookup_cache,
             StoreActivities(pool, caches.paths).store,
+            ConversationActivities(pool).load_conversation,
             WarmingActivities(pool, caches.paths).hot_questions,
         ]
     finally:

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from types import MappingProxyType
 
 from schemas.queues import TASK_QUEUE, inference_queue
 
@@ -59,6 +60,35 @@ class Settings:
     warm_top_n: int = 20
     """How many of the last day's most asked questions the warmer renews."""
     db_pool_max: int = 10
+    light_engine: str = ""
+    """`rules`, `openai` or `vllm`. Empty: `openai` when `light_url` is set, else `rules`."""
+    light_url: str | None = None
+    """Base URL of an OpenAI-compatible server for the light router model (`.../v1`)."""
+    light_model: str | None = None
+    """Light model: its served name (`openai`) or its directory / hub name (`vllm`)."""
+    heavy_engine: str = ""
+    """As `light_engine`, for the heavy model that plans when the router is not confident.
+    Empty and no `heavy_url`: the light tier plans too (no escalation)."""
+    heavy_url: str | None = None
+    heavy_model: str | None = None
+    model_api_key: str = "EMPTY"
+    """Bearer token for the OpenAI-compatible servers (vLLM without `--api-key` ignores it)."""
+    router_threshold: float = 0.7
+    """Route confidence below this escalates planning to the heavy model."""
+    inference_concurrency: int = 0
+    """Concurrent model activities per inference worker. 0: the light vLLM engine's
+    `max_num_seqs` (so requests meet in one batch), else 64."""
+    plan_attempts: int = 3
+    """Decodes per plan activity before an unusable model output fails the plan round."""
+    context_token_budget: int = 3072
+    """Prompt tokens a model call may use; older turns and tool output give way first."""
+    context_recent_turns: int = 3
+    """Conversation turns kept verbatim in prompts; older ones are summarized."""
+    light_vllm: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """In-process vLLM options of the light engine, from `AGENTKEEL_LIGHT_VLLM_<OPTION>`
+    (`<OPTION>`: a field of `inference.engines.vllm_settings.VllmSettings`, upper case)."""
+    heavy_vllm: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """As `light_vllm`, from `AGENTKEEL_HEAVY_VLLM_<OPTION>`."""
     log_format: str = "auto"
     """`json`, `console`, or `auto` (console on a TTY, JSON otherwise)."""
     log_level: str = "info"
@@ -77,11 +107,21 @@ class Settings:
         env = os.environ if environ is None else environ
         values: dict[str, object] = {}
         for f in fields(cls):
+            if f.name in _OPTION_GROUPS:
+                prefix = ENV_PREFIX + f.name.upper() + "_"
+                values[f.name] = MappingProxyType(
+                    {k[len(prefix) :].lower(): v for k, v in env.items() if k.startswith(prefix)}
+                )
+                continue
             raw = env.get(ENV_PREFIX + f.name.upper())
             if raw is None or raw == "":
                 continue
             values[f.name] = _coerce(f.name, str(f.type), raw)
         return cls(**values)  # type: ignore[arg-type]
+
+
+_OPTION_GROUPS = ("light_vllm", "heavy_vllm")
+"""Fields read from every variable under their prefix, not from one variable."""
 
 
 def _coerce(name: str, type_name: str, raw: str) -> object:

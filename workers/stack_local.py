@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import asdict, dataclass, field, fields
 from functools import partial
@@ -152,6 +153,9 @@ def child_env(settings: Settings, endpoints: StackEndpoints | None = None) -> di
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     for f in fields(Settings):
         value, key = getattr(settings, f.name), ENV_PREFIX + f.name.upper()
+        if isinstance(value, Mapping):
+            # An option group (`AGENTKEEL_LIGHT_VLLM_*`): its variables pass through as they are.
+            continue
         if value is None:
             env.pop(key, None)
         else:

@@ -8,12 +8,13 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
+import redis.asyncio as aioredis
 import structlog
 from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.inference import InferenceActivities
-from inference.rules import RulesPolicy
+from workers.engines import build_policy
 from workers.resources import cpu_activities
 from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
@@ -27,7 +28,6 @@ log = structlog.get_logger(__name__)
 GRACEFUL_SHUTDOWN = timedelta(seconds=10)
 CPU_MAX_ACTIVITIES = 200
 """Tool activities are I/O bound; the DB pool, not this, is the real limit."""
-RULES_MAX_ACTIVITIES = 64
 
 
 def cpu_worker(
@@ -83,9 +83,30 @@ async def run_cpu_worker(settings: Settings) -> None:
 
 
 async def run_inference_worker(settings: Settings) -> None:
+    """Load the models once, then serve as many model activities as the engine batches.
+
+    A model that cannot be loaded or reached fails here, at start, with the reason;
+    workflows never wait on a worker without its model. On SIGTERM the worker stops
+    polling, lets activities in flight finish (up to the graceful timeout), then
+    releases the engines.
+    """
+    assembly = build_policy(settings)
+    await assembly.start()
     client = await connect(settings)
-    activities = InferenceActivities(RulesPolicy())
-    worker = inference_worker(
-        client, settings.inference_task_queue, activities, max_concurrent=RULES_MAX_ACTIVITIES
-    )
-    await _run_until_signalled(worker)
+    redis = aioredis.from_url(settings.redis_url) if settings.redis_url else None
+    try:
+        activities = InferenceActivities(assembly.policy, redis=redis)
+        worker = inference_worker(
+            client, settings.inference_task_queue, activities, max_concurrent=assembly.concurrency
+        )
+        log.info(
+            "inference_policy",
+            policy=assembly.policy.name,
+            engines=[e.name for e in assembly.engines],
+            max_concurrent=assembly.concurrency,
+        )
+        await _run_until_signalled(worker)
+    finally:
+        await assembly.close()
+        if redis is not None:
+            await redis.aclose()

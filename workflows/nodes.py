@@ -72,6 +72,7 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
         return {**update, "cache": CacheStatus.MISS}
     timings = update["timings"]
     timings.total = elapsed_ms(state["started_at"])
+    timings.ttft = timings.total  # a cached answer arrives whole
     info = workflow.info()
     cached_route = found.hit.route.model_copy(update={"tier": Tier.CACHE})
     publish_route(cached_route)
@@ -95,6 +96,10 @@ async def execute(state: AgentState) -> dict[str, Any]:
     stage(state, f"running {len(state['plan'].steps)} steps (round {attempt})")
     progress = state["progress"]
     progress.replans = attempt
+    planner_error = state.get("planner_error")
+    if planner_error is not None:
+        # The planner had no usable plan this round: nothing runs, join sees why.
+        return {"steps": state.get("steps", []), "plan_error": planner_error}
     outcomes, plan_error = await run_plan(
         state["plan"],
         tool_queue=state["tool_queue"],
@@ -165,7 +170,10 @@ async def _record(state: AgentState, result: AgentResult, *, update_cache: bool)
         # not turn a done run into a failed one. Say so in the result and the logs.
         workflow.logger.error("run record not stored: %s", exc.cause)
         warnings.append(f"run record not stored: {exc.cause}")
-    final_timings = result.timings_ms.model_copy(update={"total": elapsed_ms(state["started_at"])})
+    total = elapsed_ms(state["started_at"])
+    final_timings = result.timings_ms.model_copy(update={"total": total})
+    if result.cache in (CacheStatus.EXACT, CacheStatus.SEMANTIC):
+        final_timings.ttft = total
     return {"result": result.model_copy(update={"timings_ms": final_timings, "warnings": warnings})}
 
 

@@ -12,11 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError
 
 from schemas.agent import (
+    ConversationTurn,
     JoinDecision,
     JoinInput,
     JoinResult,
+    LoadConversationInput,
+    LoadConversationResult,
     PlanInput,
     PlanResult,
     RespondInput,
@@ -27,29 +31,56 @@ from schemas.agent import (
 from schemas.result import StepStatus
 from workflows import timeouts
 from workflows.state import AgentState
-from workflows.visibility import add_timing, publish_route, stage
+from workflows.visibility import add_timing, elapsed_ms, publish_route, stage
+
+CONVERSATION_CONTEXT_PATCH = "conversation-context"
+"""Runs started before conversations were loaded replay without the local activity."""
+
+
+async def _history(state: AgentState) -> list[ConversationTurn]:
+    """The conversation's earlier turns (one local activity; none without a conversation)."""
+    request = state["request"]
+    if request.conversation_id is None or not workflow.patched(CONVERSATION_CONTEXT_PATCH):
+        return []
+    try:
+        loaded: LoadConversationResult = await workflow.execute_local_activity(
+            "load_conversation",
+            LoadConversationInput(tenant=request.tenant, conversation_id=request.conversation_id),
+            result_type=LoadConversationResult,
+            start_to_close_timeout=timeouts.CONVERSATION_TIMEOUT,
+            retry_policy=timeouts.CACHE_RETRY,
+        )
+    except ActivityError as exc:
+        # Context improves an answer; its absence must not fail the run.
+        workflow.logger.warning("conversation not loaded, answering without it: %s", exc.cause)
+        return []
+    return loaded.turns
 
 
 async def route(state: AgentState) -> dict[str, Any]:
     request = state["request"]
     stage(state, "routing")
     started = workflow.now()
+    history = await _history(state)
     routed: RouteResult = await workflow.execute_activity(
         "route",
         RouteInput(
             question=request.question,
             tenant=request.tenant,
             conversation_id=request.conversation_id,
+            history=history,
         ),
         result_type=RouteResult,
         task_queue=state["inference_queue"],
         start_to_close_timeout=timeouts.ROUTE_TIMEOUT,
+        heartbeat_timeout=timeouts.MODEL_HEARTBEAT,
         retry_policy=timeouts.MODEL_RETRY,
         summary="route",
     )
     publish_route(routed.route)
     state["progress"].route = routed.route
     update: dict[str, Any] = {
+        "history": history,
         "route": routed.route,
         "confident": routed.confident and routed.draft_plan is not None,
         "timings": add_timing(state, "route", started),
@@ -72,14 +103,26 @@ async def plan(state: AgentState) -> dict[str, Any]:
             attempt=attempt,
             previous_steps=[s for s in state.get("steps", []) if s.attempt == attempt - 1],
             plan_error=state.get("plan_error"),
+            history=state.get("history", []),
         ),
         result_type=PlanResult,
         task_queue=state["inference_queue"],
         start_to_close_timeout=timeouts.PLAN_TIMEOUT,
+        heartbeat_timeout=timeouts.MODEL_HEARTBEAT,
         retry_policy=timeouts.MODEL_RETRY,
         summary=f"plan round {attempt}",
     )
-    return {"plan": planned.plan, "timings": add_timing(state, "plan", started)}
+    update: dict[str, Any] = {
+        "plan": planned.plan,
+        "planner_error": planned.error,
+        "timings": add_timing(state, "plan", started),
+    }
+    if planned.route is not None:
+        # The heavy tier read the request itself: its route is the run's from now on.
+        publish_route(planned.route)
+        state["progress"].route = planned.route
+        update["route"] = planned.route
+    return update
 
 
 async def join(state: AgentState) -> dict[str, Any]:
@@ -99,10 +142,12 @@ async def join(state: AgentState) -> dict[str, Any]:
             plan_error=state.get("plan_error"),
             replans=replans,
             max_replans=request.options.max_replans,
+            route=state["route"],
         ),
         result_type=JoinResult,
         task_queue=state["inference_queue"],
         start_to_close_timeout=timeouts.JOIN_TIMEOUT,
+        heartbeat_timeout=timeouts.MODEL_HEARTBEAT,
         retry_policy=timeouts.MODEL_RETRY,
         summary="join",
     )
@@ -130,11 +175,18 @@ async def respond(state: AgentState) -> dict[str, Any]:
             steps=[s for s in state.get("steps", []) if s.attempt == replans],
             plan_error=state.get("plan_error"),
             run_id=workflow.info().run_id,
+            history=state.get("history", []),
         ),
         result_type=RespondResult,
         task_queue=state["inference_queue"],
         start_to_close_timeout=timeouts.RESPOND_TIMEOUT,
+        heartbeat_timeout=timeouts.MODEL_HEARTBEAT,
         retry_policy=timeouts.MODEL_RETRY,
         summary="respond",
     )
-    return {"answer": answered.answer, "timings": add_timing(state, "respond", started)}
+    timings = add_timing(state, "respond", started)
+    if answered.first_token_at is not None:
+        # Wall clocks of two machines: clamped, so skew never reports a negative TTFT.
+        ttft = (answered.first_token_at - state["started_at"]).total_seconds() * 1000
+        timings.ttft = min(max(ttft, 0.0), elapsed_ms(state["started_at"]))
+    return {"answer": answered.answer, "timings": timings}

@@ -1,0 +1,1 @@
+"""The LLM-backed policy: prompts, context budget, constrained plans, the router cascade."""

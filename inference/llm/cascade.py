@@ -1,0 +1,96 @@
+"""The router cascade: the light model answers what it is sure of, the heavy model the rest.
+
+Route always runs on the light tier (a label and its probability: a few tokens). A
+confident route comes with the light model's draft plan and skips planning; below the
+threshold, or on "uncertain", the heavy tier plans, reading the intent afresh; when it
+reads a different intent than the router, that is an override. Replanning and the
+answer stay on the tier that planned, so an escalated run is written by the model
+that understood it.
+
+Counters (OpenTelemetry, `agentkeel.router.*`) give the heavy share and the overrides
+per worker; the run records (`tier`, `route_reason`) give them per run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from opentelemetry import metrics
+
+from inference.policy import Policy, TokenSink
+from schemas.agent import (
+    JoinInput,
+    JoinResult,
+    PlanInput,
+    PlanResult,
+    RespondInput,
+    RespondResult,
+    RouteInput,
+    RouteResult,
+)
+from schemas.route import Route, Tier
+
+_meter = metrics.get_meter("agentkeel.router")
+_ROUTES = _meter.create_counter(
+    "agentkeel.router.routes", description="Routes decided, by the tier that planned"
+)
+_OVERRIDES = _meter.create_counter(
+    "agentkeel.router.overrides", description="Routes whose intent the heavy model changed"
+)
+
+
+@dataclass
+class CascadeStats:
+    """Since the worker started; also exported as OpenTelemetry counters."""
+
+    routes: int = 0
+    escalated: int = 0
+    overridden: int = 0
+
+    @property
+    def heavy_share(self) -> float:
+        return self.escalated / self.routes if self.routes else 0.0
+
+
+class CascadePolicy:
+    """`Policy` that routes with `light` and plans with `heavy` below the threshold."""
+
+    def __init__(self, light: Policy, heavy: Policy) -> None:
+        self.light = light
+        self.heavy = heavy
+        self.name = f"cascade({light.name} -> {heavy.name})"
+        self.stats = CascadeStats()
+
+    async def route(self, request: RouteInput) -> RouteResult:
+        routed = await self.light.route(request)
+        self.stats.routes += 1
+        if routed.confident:
+            _ROUTES.add(1, {"tier": routed.route.tier.value})
+            return routed
+        self.stats.escalated += 1
+        _ROUTES.add(1, {"tier": Tier.HEAVY.value})
+        routed.route.reason = f"escalated to the heavy model: {routed.route.reason}"
+        return routed
+
+    async def plan(self, request: PlanInput) -> PlanResult:
+        planned = await self.heavy.plan(request)
+        if (
+            request.attempt == 0
+            and planned.route is not None
+            and planned.route.intent != request.route.intent
+        ):
+            self.stats.overridden += 1
+            _OVERRIDES.add(1, {"from": request.route.intent, "to": planned.route.intent})
+        if planned.route is not None:
+            planned.route.reason = f"{request.route.reason}; {planned.route.reason}"
+        return planned
+
+    async def join(self, request: JoinInput) -> JoinResult:
+        return await self._tier(request.route).join(request)
+
+    async def respond(self, request: RespondInput, sink: TokenSink | None = None) -> RespondResult:
+        return await self._tier(request.route).respond(request, sink)
+
+    def _tier(self, route: Route | None) -> Policy:
+        """The tier that planned this run also judges and answers it."""
+        return self.heavy if route is not None and route.tier == Tier.HEAVY else self.light

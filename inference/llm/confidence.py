@@ -1,0 +1,59 @@
+"""Route confidence from the model's own token probabilities.
+
+The router decodes one label from a closed list (constrained decoding). The grammar
+makes every output a valid label, so the sampled label alone says nothing about how
+sure the model was; its token probabilities do. At each generated position, the chosen
+token's probability is renormalized over the tokens that keep the output on the way to
+some label (those among the returned top alternatives), and the product over positions
+is the probability of the label under the model restricted to the labels: the quantity
+the router threshold is compared with.
+
+vLLM's logprobs are the raw model's (before the grammar's mask), which is what makes
+this renormalization meaningful; OpenAI-compatible servers that return masked logprobs
+give a confidence nearer 1 for the same output, erring towards trusting the router.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+
+from inference.engines.protocol import TokenLogprob
+
+NO_LOGPROBS = 0.5
+"""Confidence when the engine returned no logprobs: below any sensible threshold, so
+the cascade escalates rather than trust an unmeasured route."""
+
+
+def label_confidence(logprobs: Sequence[TokenLogprob] | None, labels: Sequence[str]) -> float:
+    """The probability of the decoded label among `labels`, from per-token logprobs.
+
+    Labels may appear as text or as a JSON string (a server that constrains choices by a
+    JSON schema emits `"refund"` with quotes); both spellings count as on the way.
+    """
+    if not logprobs:
+        return NO_LOGPROBS
+    spellings = [*labels, *(json.dumps(label) for label in labels)]
+    prefix = ""
+    total = 0.0
+    for position in logprobs:
+        alternatives = dict(position.top)
+        alternatives[position.token] = position.logprob
+        on_the_way = [
+            logprob
+            for token, logprob in alternatives.items()
+            if token and any(s.startswith(prefix + token) for s in spellings)
+        ]
+        if position.token and any(s.startswith(prefix + position.token) for s in spellings):
+            total += position.logprob - _logsumexp(on_the_way)
+        prefix += position.token
+    return min(1.0, math.exp(total))
+
+
+def _logsumexp(values: Sequence[float]) -> float:
+    finite = [v for v in values if v != float("-inf")]
+    if not finite:
+        return 0.0
+    peak = max(finite)
+    return peak + math.log(sum(math.exp(v - peak) for v in finite))

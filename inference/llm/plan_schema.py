@@ -1,0 +1,93 @@
+"""The JSON Schema a model's plan is decoded against: valid by construction.
+
+Built from the tool catalog, so the grammar admits only known tools, each with its own
+argument names and types. Any argument may instead be a reference to an earlier step
+(`"$s1.customer_id"`), in the exact shape `schemas.plan.REFERENCE` accepts. What a
+grammar cannot express (that a referenced step exists, that the types line up, that the
+graph has no cycle) the scheduler's validation checks afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any
+
+from schemas.tools import TOOLS, ToolSpec
+
+MAX_STEPS = 8
+"""Longer plans are cut by the grammar: nothing in the catalog needs more."""
+RATIONALE_CHARS = 160
+STEP_ID_PATTERN = r"^s[0-9]{1,2}$"
+REFERENCE_PATTERN = r"^\$[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$"
+"""`schemas.plan.REFERENCE` without its capture groups (grammar backends ignore them)."""
+
+_REFERENCE: dict[str, Any] = {"type": "string", "pattern": REFERENCE_PATTERN}
+
+
+def plan_json_schema(intents: Sequence[str] | None = None) -> dict[str, Any]:
+    """The schema of a model's plan document: `{intent?, rationale, steps}`.
+
+    Args:
+        intents: when given, the document starts with an `intent` from this list, so a
+            planner that re-routes (the heavy model) says what it thinks was asked.
+    """
+    return _plan_schema(tuple(intents) if intents else ())
+
+
+@cache
+def _plan_schema(intents: tuple[str, ...]) -> dict[str, Any]:
+    properties: dict[str, Any] = {}
+    required = []
+    if intents:
+        properties["intent"] = {"type": "string", "enum": list(intents)}
+        required.append("intent")
+    properties["rationale"] = {"type": "string", "maxLength": RATIONALE_CHARS}
+    properties["steps"] = {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": MAX_STEPS,
+        "items": {"anyOf": [step_schema(spec) for spec in TOOLS.values()]},
+    }
+    required += ["rationale", "steps"]
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+def step_schema(spec: ToolSpec) -> dict[str, Any]:
+    """One step calling `spec`: its arguments typed, or references, or `$item` in a for_each."""
+    return {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "pattern": STEP_ID_PATTERN},
+            "tool": {"type": "string", "enum": [spec.name]},
+            "args": _args_schema(spec),
+            "after": {"type": "array", "items": {"type": "string", "pattern": STEP_ID_PATTERN}},
+            "for_each": _REFERENCE,
+        },
+        "required": ["id", "tool", "args"],
+        "additionalProperties": False,
+    }
+
+
+def _args_schema(spec: ToolSpec) -> dict[str, Any]:
+    model_schema = spec.args_model.model_json_schema()
+    properties: Mapping[str, Any] = model_schema.get("properties", {})
+    return {
+        "type": "object",
+        "properties": {
+            name: {"anyOf": [_plain(prop), _REFERENCE]} for name, prop in properties.items()
+        },
+        "required": list(model_schema.get("required", [])),
+        "additionalProperties": False,
+    }
+
+
+def _plain(prop: Mapping[str, Any]) -> dict[str, Any]:
+    """A property's type and bounds, without pydantic's titles and defaults."""
+    keep = ("type", "minimum", "maximum", "minLength", "maxLength", "pattern", "enum")
+    return {k: v for k, v in prop.items() if k in keep}

@@ -1,0 +1,255 @@
+"""An LLM-backed policy over one engine: route, plan, join and a streamed respond.
+
+One instance per tier (light or heavy); `cascade.CascadePolicy` composes them. Every
+model call is greedy and constrained where the output is machine-read: the route and
+the join decode one label from a closed list, the plan decodes JSON against a schema
+built from the tool catalog. A plan is then checked with the scheduler's own
+validation before it leaves the activity, and a rejected decode is retried with the
+error in the prompt; the workflow's replanning loop covers what remains.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from pydantic import ValidationError
+
+from inference.engines.protocol import (
+    ChoiceConstraint,
+    ConstraintViolationError,
+    Engine,
+    GenerateRequest,
+    JsonSchemaConstraint,
+)
+from inference.llm.confidence import label_confidence
+from inference.llm.context import ContextBuilder
+from inference.llm.plan_schema import plan_json_schema
+from inference.llm.prompts import INTENT_TOOLS, INTENTS, JOIN_LABELS, ROUTE_LABELS, UNCERTAIN
+from inference.llm.prompts import system_prefix as _system_prefix
+from inference.policy import DEFAULT_ROUTER_THRESHOLD, TokenSink
+from schemas.agent import (
+    JoinDecision,
+    JoinInput,
+    JoinResult,
+    PlanInput,
+    PlanResult,
+    RespondInput,
+    RespondResult,
+    RouteInput,
+    RouteResult,
+)
+from schemas.plan import Plan
+from schemas.result import StepError
+from schemas.route import Route, Tier
+from schemas.tools import TOOLS
+from workflows.dag import PlanValidationError, validate_plan
+
+log = structlog.get_logger(__name__)
+
+INVALID_MODEL_OUTPUT = "InvalidModelOutput"
+"""The plan error of a round whose every decode was unusable."""
+ROUTE_LOGPROBS = 20
+PLAN_MAX_TOKENS = 384
+ANSWER_MAX_TOKENS = 200
+ANSWER_STOPS = ["\nCustomer:", "\nQuestion:", "\n\n\n"]
+
+
+class LlmPolicy:
+    """`Policy` over one engine, for one tier."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        tier: Tier,
+        threshold: float = DEFAULT_ROUTER_THRESHOLD,
+        context: ContextBuilder | None = None,
+        plan_attempts: int = 3,
+    ) -> None:
+        self.engine = engine
+        self.tier = tier
+        self.name = f"{tier.value}:{engine.name}"
+        self.threshold = threshold
+        self.context = context or ContextBuilder()
+        self.plan_attempts = max(1, plan_attempts)
+
+    async def route(self, request: RouteInput) -> RouteResult:
+        prompt = self.context.build(
+            _system_prefix(),
+            f"Customer: {request.question}\nIntent:",
+            history=request.history,
+        )
+        result = await self.engine.generate(
+            GenerateRequest(
+                prompt=prompt,
+                max_tokens=8,
+                constraint=ChoiceConstraint(choices=list(ROUTE_LABELS)),
+                logprobs=ROUTE_LOGPROBS,
+            )
+        )
+        label = result.text.strip().strip('"')
+        confidence = label_confidence(result.logprobs, ROUTE_LABELS)
+        if label == UNCERTAIN:
+            route = Route(
+                intent="unknown",
+                confidence=round(1.0 - confidence, 4),
+                tier=self.tier,
+                reason=f"{self.engine.name} said uncertain (p={confidence:.2f})",
+            )
+            return RouteResult(route=route, confident=False)
+        confident = confidence >= self.threshold
+        reason = (
+            f"{self.engine.name}: {label} with p={confidence:.2f} "
+            f"{'>=' if confident else '<'} threshold {self.threshold:.2f}"
+        )
+        route = Route(
+            intent=label,
+            confidence=round(confidence, 4),
+            tier=self.tier,
+            tools=list(INTENT_TOOLS.get(label, ())),
+            reason=reason,
+        )
+        if not confident:
+            return RouteResult(route=route, confident=False)
+        planned = await self.plan(
+            PlanInput(question=request.question, route=route, history=request.history)
+        )
+        if planned.error is not None:
+            # The router was sure of the intent but could not write a plan: let the planner.
+            route.reason += f"; draft plan unusable ({planned.error.message[:80]})"
+            return RouteResult(route=route, confident=False)
+        route.tools = sorted({s.tool for s in planned.plan.steps})
+        return RouteResult(route=route, confident=True, draft_plan=planned.plan)
+
+    async def plan(self, request: PlanInput) -> PlanResult:
+        """A plan valid against the catalog; the heavy tier also re-reads the intent."""
+        rerouting = self.tier == Tier.HEAVY
+        schema = plan_json_schema(INTENTS if rerouting else None)
+        known = "" if rerouting else f"Intent: {request.route.intent}\n"
+        error = request.plan_error
+        last_error: StepError | None = None
+        for attempt in range(self.plan_attempts):
+            prompt = self.context.build(
+                _system_prefix(),
+                f"Customer: {request.question}\n{known}Plan JSON:",
+                history=request.history,
+                steps=request.previous_steps,
+                plan_error=last_error or error,
+            )
+            try:
+                result = await self.engine.generate(
+                    GenerateRequest(
+                        prompt=prompt,
+                        max_tokens=PLAN_MAX_TOKENS,
+                        constraint=JsonSchemaConstraint(json_schema=schema),
+                    )
+                )
+                document = dict(result.parsed)
+                intent = document.pop("intent", None)
+                plan = Plan.model_validate(document)
+                validate_plan(plan, TOOLS)
+            except ConstraintViolationError as exc:
+                last_error = StepError(type=INVALID_MODEL_OUTPUT, message=str(exc))
+            except ValidationError as exc:
+                last_error = StepError(type=INVALID_MODEL_OUTPUT, message=_first_error(exc))
+            except PlanValidationError as exc:
+                last_error = StepError(type=exc.kind, message=exc.message)
+            else:
+                return PlanResult(
+                    plan=plan, tier=self.tier, route=self._reroute(request, intent, plan)
+                )
+            log.info(
+                "plan_rejected", tier=self.tier.value, attempt=attempt, error=last_error.message
+            )
+        assert last_error is not None
+        return PlanResult(
+            plan=Plan(rationale=f"no usable plan after {self.plan_attempts} decodes"),
+            tier=self.tier,
+            error=last_error.model_copy(update={"non_retryable": True}),
+        )
+
+    def _reroute(self, request: PlanInput, intent: str | None, plan: Plan) -> Route | None:
+        if intent is None:
+            return None
+        previous = request.route
+        reason = f"{self.engine.name} planned {intent}"
+        overridden = previous.intent if intent != previous.intent else None
+        if overridden is not None:
+            reason += f", overriding the router's {overridden} (p={previous.confidence:.2f})"
+        return Route(
+            intent=intent,
+            confidence=previous.confidence,
+            tier=self.tier,
+            tools=sorted({s.tool for s in plan.steps}),
+            reason=reason,
+            overridden_intent=overridden,
+        )
+
+    async def join(self, request: JoinInput) -> JoinResult:
+        if request.plan_error is not None:
+            # A rejected plan gave nothing to answer from: replan while the budget lasts.
+            if request.replans < request.max_replans:
+                return JoinResult(
+                    decision=JoinDecision.REPLAN,
+                    reason=f"plan rejected ({request.plan_error.type}); planning again",
+                )
+            return JoinResult(
+                decision=JoinDecision.FINISH,
+                reason=f"plan rejected and {request.replans} replans used",
+            )
+        prompt = self.context.build(
+            _system_prefix(),
+            f"Customer: {request.question}\nDo these results answer the customer "
+            "(finish), or is another plan needed (replan)?\nDecision:",
+            steps=request.steps,
+        )
+        result = await self.engine.generate(
+            GenerateRequest(
+                prompt=prompt,
+                max_tokens=4,
+                constraint=ChoiceConstraint(choices=list(JOIN_LABELS)),
+                logprobs=ROUTE_LOGPROBS,
+            )
+        )
+        label = result.text.strip().strip('"')
+        confidence = label_confidence(result.logprobs, JOIN_LABELS)
+        failed = [s.id for s in request.steps if s.status == "failed"]
+        why = f"{', '.join(failed)} failed; " if failed else ""
+        return JoinResult(
+            decision=JoinDecision.REPLAN if label == "replan" else JoinDecision.FINISH,
+            reason=f"{why}{self.engine.name} chose {label} (p={confidence:.2f})",
+        )
+
+    async def respond(self, request: RespondInput, sink: TokenSink | None = None) -> RespondResult:
+        problem = ""
+        if request.plan_error is not None:
+            problem = (
+                f"No plan could run ({request.plan_error.type}: {request.plan_error.message}).\n"
+            )
+        prompt = self.context.build(
+            _system_prefix(),
+            f"{problem}Customer: {request.question}\nAgent:",
+            history=request.history,
+            steps=request.steps,
+        )
+        parts: list[str] = []
+        first_at: datetime | None = None
+        async for delta in self.engine.stream(
+            GenerateRequest(prompt=prompt, max_tokens=ANSWER_MAX_TOKENS, stop=ANSWER_STOPS)
+        ):
+            if not delta.text:
+                continue
+            if first_at is None:
+                first_at = datetime.now(UTC)
+            parts.append(delta.text)
+            if sink is not None:
+                await sink(delta.text)
+        return RespondResult(answer="".join(parts).strip(), first_token_at=first_at)
+
+
+def _first_error(exc: ValidationError) -> str:
+    error: dict[str, Any] = dict(exc.errors()[0])
+    where = ".".join(str(p) for p in error.get("loc", ()))
+    return f"{where}: {error.get('msg', 'invalid')}"

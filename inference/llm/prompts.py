@@ -1,0 +1,67 @@
+"""The LLM policy's prompt text. The stable prefix is built once per process.
+
+Every prompt starts with the same system text and tool catalog, byte for byte, so
+vLLM's prefix cache serves that part of every request of every run from memory; only
+the conversation and the task-specific tail are new. Base models have no chat
+template: prompts are plain text ending in a cue (`Intent:`, `Plan JSON:`, ...).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+from schemas.tools import TOOLS
+
+INTENT_TOOLS: dict[str, tuple[str, ...]] = {
+    "order_status": ("get_order", "track_shipment"),
+    "refund": ("get_order", "search_kb", "create_refund"),
+    "order_stock": ("get_order", "check_inventory"),
+    "customer_orders": ("find_customer", "list_orders", "get_order"),
+    "policy": ("search_kb",),
+}
+"""What each intent the router may pick usually needs; the route reports these tools."""
+UNCERTAIN = "uncertain"
+"""The router's way to say it cannot tell; always escalated."""
+INTENTS: tuple[str, ...] = tuple(INTENT_TOOLS)
+ROUTE_LABELS: tuple[str, ...] = (*INTENTS, UNCERTAIN)
+JOIN_LABELS: tuple[str, ...] = ("finish", "replan")
+
+_EXAMPLE_PLAN = {
+    "rationale": "look up the order, then track its parcel",
+    "steps": [
+        {"id": "s1", "tool": "get_order", "args": {"order_id": 1002}},
+        {"id": "s2", "tool": "track_shipment", "args": {"tracking_number": "$s1.tracking_number"}},
+    ],
+}
+
+
+@cache
+def system_prefix() -> str:
+    """The shared, stable head of every prompt: role, intents, tools, plan format."""
+    tools = "\n".join(_tool_line(name) for name in TOOLS)
+    intents = "\n".join(
+        f"- {name}: uses {', '.join(tools_)}" for name, tools_ in INTENT_TOOLS.items()
+    )
+    return (
+        "You are the support agent of an online shop. You answer customers' questions "
+        "about their orders, shipments, stock and the shop's policies, using tools.\n\n"
+        f"Intents:\n{intents}\n- {UNCERTAIN}: none of these, or you cannot tell\n\n"
+        f"Tools (name(arguments): what it does):\n{tools}\n\n"
+        "A plan is JSON: a list of steps, each calling one tool. An argument may be a "
+        'reference to an earlier step\'s output, like "$s1.customer_id". Independent '
+        "steps run in parallel. Never refund without an explicit amount.\n"
+        f"Example plan: {json.dumps(_EXAMPLE_PLAN)}\n\n"
+    )
+
+
+def _tool_line(name: str) -> str:
+    spec = TOOLS[name]
+    fields = spec.args_model.model_fields
+    args = ", ".join(f"{field}: {_type_name(info.annotation)}" for field, info in fields.items())
+    effect = "" if spec.idempotent else " (moves money)"
+    return f"- {name}({args}): {spec.description}{effect}"
+
+
+def _type_name(annotation: object) -> str:
+    return annotation.__name__ if isinstance(annotation, type) else str(annotation)

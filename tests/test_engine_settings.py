@@ -1,0 +1,122 @@
+"""Choosing models by settings: `AGENTKEEL_LIGHT_*`, `AGENTKEEL_HEAVY_*`, the threshold."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from inference.engines.vllm_settings import SpeculativeSettings
+from inference.llm.cascade import CascadePolicy
+from inference.llm.policy import LlmPolicy
+from inference.rules import RulesPolicy
+from schemas.route import Tier
+from workers.caches import effective_cache_version
+from workers.engines import EngineKind, build_policy, engine_config, policy_version
+from workers.settings import Settings, SettingsError, StartupError
+
+
+def settings(**env: str) -> Settings:
+    return Settings.from_env({f"AGENTKEEL_{k}": v for k, v in env.items()})
+
+
+def test_nothing_set_is_the_rules_policy() -> None:
+    assembly = build_policy(settings())
+    assert isinstance(assembly.policy, RulesPolicy)
+    assert assembly.engines == []
+    assert assembly.concurrency == 64
+
+
+def test_a_light_url_alone_is_an_openai_engine_that_also_plans() -> None:
+    s = settings(LIGHT_URL="http://127.0.0.1:9/v1", LIGHT_MODEL="router")
+    light = engine_config(s, Tier.LIGHT)
+    assert light is not None and light.kind == EngineKind.OPENAI
+    assert engine_config(s, Tier.HEAVY) is None
+    assembly = build_policy(s)
+    assert isinstance(assembly.policy, LlmPolicy)
+    assert assembly.policy.tier == Tier.LIGHT
+
+
+def test_light_and_heavy_make_a_cascade_with_vllm_levers() -> None:
+    s = settings(
+        LIGHT_URL="http://127.0.0.1:9/v1",
+        LIGHT_MODEL="router",
+        HEAVY_ENGINE="vllm",
+        HEAVY_MODEL="/models/planner",
+        HEAVY_VLLM_QUANTIZATION="awq",
+        HEAVY_VLLM_MAX_NUM_SEQS="32",
+        HEAVY_VLLM_ENABLE_PREFIX_CACHING="false",
+        HEAVY_VLLM_SPECULATIVE="ngram:3",
+        HEAVY_VLLM_ROPE_SCALING='{"rope_type": "yarn", "factor": 4.0}',
+        ROUTER_THRESHOLD="0.8",
+    )
+    heavy = engine_config(s, Tier.HEAVY)
+    assert heavy is not None and heavy.vllm is not None
+    assert heavy.vllm.quantization == "awq"
+    assert heavy.vllm.max_num_seqs == 32
+    assert heavy.vllm.enable_prefix_caching is False
+    assert heavy.vllm.speculative == SpeculativeSettings(num_speculative_tokens=3)
+    assert heavy.vllm.rope_scaling == {"rope_type": "yarn", "factor": 4.0}
+    assembly = build_policy(s)
+    assert isinstance(assembly.policy, CascadePolicy)
+    assert isinstance(assembly.policy.light, LlmPolicy)
+    assert assembly.policy.light.threshold == 0.8
+
+
+def test_the_light_vllm_engine_sets_the_workers_concurrency() -> None:
+    s = settings(LIGHT_ENGINE="vllm", LIGHT_MODEL="/m", LIGHT_VLLM_MAX_NUM_SEQS="24")
+    assert build_policy(s).concurrency == 24
+    assert build_policy(settings(INFERENCE_CONCURRENCY="5")).concurrency == 5
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"LIGHT_ENGINE": "gpt"}, "AGENTKEEL_LIGHT_ENGINE"),
+        ({"HEAVY_ENGINE": "openai", "HEAVY_MODEL": "m"}, "AGENTKEEL_HEAVY_URL"),
+        ({"LIGHT_ENGINE": "vllm"}, "AGENTKEEL_LIGHT_MODEL"),
+        ({"LIGHT_ENGINE": "vllm", "LIGHT_MODEL": "m", "LIGHT_VLLM_MAX_SEQS": "4"}, "MAX_SEQS"),
+        (
+            {
+                "LIGHT_ENGINE": "vllm",
+                "LIGHT_MODEL": "m",
+                "LIGHT_VLLM_DTYPE": "x",
+                "LIGHT_VLLM_MAX_NUM_SEQS": "many",
+            },
+            "MAX_NUM_SEQS",
+        ),
+        (
+            {"LIGHT_ENGINE": "vllm", "LIGHT_MODEL": "m", "LIGHT_VLLM_SPECULATIVE": "magic"},
+            "SPECULATIVE",
+        ),
+        (
+            {"LIGHT_ENGINE": "vllm", "LIGHT_MODEL": "m", "LIGHT_VLLM_ROPE_SCALING": "[1]"},
+            "ROPE_SCALING",
+        ),
+        ({"ROUTER_THRESHOLD": "1.5"}, "AGENTKEEL_ROUTER_THRESHOLD"),
+    ],
+)
+def test_bad_settings_fail_naming_the_variable(env: dict[str, str], named: str) -> None:
+    with pytest.raises(SettingsError, match=named):
+        build_policy(settings(**env))
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_an_unreachable_model_server_fails_the_worker_at_start() -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    assembly = build_policy(settings(LIGHT_URL=url, LIGHT_MODEL="router"))
+    with pytest.raises(StartupError, match=r"no model server answers at http://127\.0\.0\.1"):
+        await assembly.start()
+
+
+def test_the_cache_version_follows_the_models() -> None:
+    rules = effective_cache_version(settings())
+    one = effective_cache_version(settings(LIGHT_URL="http://a/v1", LIGHT_MODEL="m1"))
+    two = effective_cache_version(settings(LIGHT_URL="http://a/v1", LIGHT_MODEL="m2"))
+    assert len({rules, one, two}) == 3
+    assert policy_version(settings(POLICY_VERSION="pinned")) == "pinned"

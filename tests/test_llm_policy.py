@@ -1,0 +1,260 @@
+"""The LLM policy and the router cascade, over a scripted engine (no model runs here).
+
+What is checked is the policy's own logic: confidence from token probabilities, the
+threshold, escalation and overrides, plans that fail validation being decoded again
+with the error in the prompt, the token budget, streaming. The same policy over real
+vLLM engines is exercised in `test_llm_engines.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import jsonschema
+import pytest
+
+from inference.engines.protocol import TokenLogprob
+from inference.llm.cascade import CascadePolicy
+from inference.llm.confidence import NO_LOGPROBS, label_confidence
+from inference.llm.context import ContextBuilder, approx_tokens
+from inference.llm.plan_schema import plan_json_schema
+from inference.llm.policy import INVALID_MODEL_OUTPUT, LlmPolicy
+from inference.llm.prompts import INTENTS, system_prefix
+from inference.rules import RulesPolicy
+from schemas.agent import ConversationTurn, PlanInput, RespondInput, RouteInput
+from schemas.result import StepOutcome, StepStatus
+from schemas.route import Route, Tier
+from tests.fakes import FakeEngine
+
+GOOD_PLAN = {
+    "rationale": "look up the order, then track it",
+    "steps": [
+        {"id": "s1", "tool": "get_order", "args": {"order_id": 1002}},
+        {"id": "s2", "tool": "track_shipment", "args": {"tracking_number": "$s1.tracking_number"}},
+    ],
+}
+BAD_REFERENCE_PLAN = {
+    "rationale": "track a step that does not exist",
+    "steps": [{"id": "s1", "tool": "track_shipment", "args": {"tracking_number": "$s9.x"}}],
+}
+
+
+def lp(token: str, top: dict[str, float]) -> TokenLogprob:
+    return TokenLogprob(
+        token=token, logprob=math.log(top[token]), top={t: math.log(p) for t, p in top.items()}
+    )
+
+
+# --- confidence ------------------------------------------------------------------------------
+def test_confidence_renormalizes_over_the_labels() -> None:
+    # 20% of the raw mass is on a token that leads to no label: it does not count.
+    position = lp("refund", {"refund": 0.6, "policy": 0.2, " the": 0.2})
+    assert label_confidence([position], ["refund", "policy"]) == pytest.approx(0.75)
+
+
+def test_confidence_multiplies_along_a_multi_token_label() -> None:
+    first = lp("order", {"order": 0.9, "policy": 0.1})
+    second = lp("_status", {"_status": 0.5, "_stock": 0.5})
+    labels = ["order_status", "order_stock", "policy"]
+    assert label_confidence([first, second], labels) == pytest.approx(0.45)
+
+
+def test_confidence_accepts_json_quoted_labels() -> None:
+    position = lp('"refund"', {'"refund"': 0.3, '"policy"': 0.1})
+    assert label_confidence([position], ["refund", "policy"]) == pytest.approx(0.75)
+
+
+def test_no_logprobs_is_not_confident() -> None:
+    assert label_confidence(None, ["a", "b"]) == NO_LOGPROBS < 0.7
+
+
+# --- plan schema -----------------------------------------------------------------------------
+def test_plan_schema_accepts_typed_arguments_and_references() -> None:
+    jsonschema.validate(GOOD_PLAN, plan_json_schema())
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"tool": "drop_database"}, "unknown tool"),
+        ({"args": {"order_id": "1002"}}, "a string that is not a reference"),
+        ({"args": {"order_id": 1002, "extra": 1}}, "an argument the tool does not take"),
+        ({"args": {}}, "a missing required argument"),
+        ({"id": "step one"}, "a malformed step id"),
+    ],
+)
+def test_plan_schema_rejects(change: dict[str, object], why: str) -> None:
+    step = {"id": "s1", "tool": "get_order", "args": {"order_id": 1002}, **change}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"rationale": why, "steps": [step]}, plan_json_schema())
+
+
+def test_heavy_plan_schema_starts_with_an_intent() -> None:
+    schema = plan_json_schema(INTENTS)
+    jsonschema.validate({**GOOD_PLAN, "intent": "order_status"}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(GOOD_PLAN, schema)
+
+
+# --- route -----------------------------------------------------------------------------------
+async def test_confident_route_brings_the_light_models_draft_plan() -> None:
+    engine = FakeEngine(label_probs={"order_status": 0.9, "refund": 0.1}, documents=[GOOD_PLAN])
+    policy = LlmPolicy(engine, tier=Tier.LIGHT, threshold=0.7)
+    routed = await policy.route(RouteInput(question="Where is order 1002?"))
+    assert routed.confident
+    assert routed.route.tier == Tier.LIGHT
+    assert routed.route.intent == "order_status"
+    assert routed.route.confidence == pytest.approx(0.9)
+    assert "threshold 0.70" in routed.route.reason
+    assert routed.draft_plan is not None
+    assert [s.tool for s in routed.draft_plan.steps] == ["get_order", "track_shipment"]
+    assert routed.route.tools == ["get_order", "track_shipment"]
+    assert all(p.startswith(system_prefix()) for p in engine.prompts)  # prefix-cache friendly
+
+
+async def test_route_below_threshold_asks_for_a_plan() -> None:
+    engine = FakeEngine(label_probs={"order_status": 0.6, "refund": 0.4}, documents=[GOOD_PLAN])
+    routed = await LlmPolicy(engine, tier=Tier.LIGHT, threshold=0.7).route(
+        RouteInput(question="hmm, my order?")
+    )
+    assert not routed.confident
+    assert routed.draft_plan is None
+    assert routed.route.confidence == pytest.approx(0.6)
+    assert len(engine.prompts) == 1  # no plan was drafted
+
+
+async def test_uncertain_label_is_never_confident() -> None:
+    engine = FakeEngine(label_probs={"uncertain": 0.95, "refund": 0.05})
+    routed = await LlmPolicy(engine, tier=Tier.LIGHT, threshold=0.5).route(
+        RouteInput(question="asdf")
+    )
+    assert not routed.confident
+    assert routed.route.intent == "unknown"
+    assert "uncertain" in routed.route.reason
+
+
+# --- plan ------------------------------------------------------------------------------------
+async def test_invalid_plan_is_decoded_again_with_the_error_in_the_prompt() -> None:
+    engine = FakeEngine(documents=[BAD_REFERENCE_PLAN, GOOD_PLAN])
+    policy = LlmPolicy(engine, tier=Tier.LIGHT, plan_attempts=3)
+    route = Route(intent="order_status", confidence=0.5, tier=Tier.LIGHT)
+    planned = await policy.plan(PlanInput(question="Where is order 1002?", route=route))
+    assert planned.error is None
+    assert [s.id for s in planned.plan.steps] == ["s1", "s2"]
+    assert "MissingReference" not in engine.prompts[0]
+    assert "MissingReference" in engine.prompts[1] and "s9" in engine.prompts[1]
+
+
+async def test_no_usable_plan_after_every_decode_is_a_clear_plan_error() -> None:
+    engine = FakeEngine(documents=[BAD_REFERENCE_PLAN, '{"rationale": "cut'])
+    policy = LlmPolicy(engine, tier=Tier.LIGHT, plan_attempts=2)
+    route = Route(intent="order_status", confidence=0.5, tier=Tier.LIGHT)
+    planned = await policy.plan(PlanInput(question="Where is order 1002?", route=route))
+    assert planned.plan.steps == []
+    assert planned.error is not None
+    assert planned.error.type == INVALID_MODEL_OUTPUT
+    assert "not JSON" in planned.error.message
+    assert planned.error.non_retryable
+
+
+# --- cascade ---------------------------------------------------------------------------------
+def _cascade(light_probs: dict[str, float], heavy_plan: dict[str, object]) -> CascadePolicy:
+    light = FakeEngine("light", label_probs=light_probs, documents=[GOOD_PLAN])
+    heavy = FakeEngine("heavy", documents=[heavy_plan], answer="Order 1002 has shipped.")
+    return CascadePolicy(
+        LlmPolicy(light, tier=Tier.LIGHT, threshold=0.7),
+        LlmPolicy(heavy, tier=Tier.HEAVY, threshold=0.7),
+    )
+
+
+async def test_cascade_keeps_confident_routes_on_the_light_model() -> None:
+    cascade = _cascade({"order_status": 0.95, "refund": 0.05}, {**GOOD_PLAN, "intent": "refund"})
+    routed = await cascade.route(RouteInput(question="Where is order 1002?"))
+    assert routed.confident and routed.route.tier == Tier.LIGHT
+    assert (cascade.stats.routes, cascade.stats.escalated, cascade.stats.heavy_share) == (1, 0, 0)
+
+
+async def test_cascade_escalates_and_counts_an_override() -> None:
+    cascade = _cascade(
+        {"refund": 0.55, "order_status": 0.45}, {**GOOD_PLAN, "intent": "order_status"}
+    )
+    routed = await cascade.route(RouteInput(question="order 1002?"))
+    assert not routed.confident
+    assert routed.route.reason.startswith("escalated to the heavy model")
+    planned = await cascade.plan(PlanInput(question="order 1002?", route=routed.route))
+    assert planned.tier == Tier.HEAVY
+    assert planned.route is not None
+    assert planned.route.tier == Tier.HEAVY
+    assert planned.route.intent == "order_status"
+    assert planned.route.overridden_intent == "refund"
+    assert "overriding the router's refund" in planned.route.reason
+    assert (cascade.stats.escalated, cascade.stats.overridden) == (1, 1)
+    assert cascade.stats.heavy_share == 1.0
+    # The escalated run is answered by the heavy model.
+    answered = await cascade.respond(
+        RespondInput(question="order 1002?", route=planned.route, steps=[])
+    )
+    assert answered.answer == "Order 1002 has shipped."
+
+
+async def test_cascade_with_the_rules_router_escalates_its_unsure_routes() -> None:
+    heavy = FakeEngine("heavy", documents=[{**GOOD_PLAN, "intent": "order_status"}])
+    cascade = CascadePolicy(RulesPolicy(), LlmPolicy(heavy, tier=Tier.HEAVY))
+    sure = await cascade.route(RouteInput(question="Where is order 1002?"))
+    unsure = await cascade.route(RouteInput(question="something about my stuff"))
+    assert sure.confident and sure.route.tier == Tier.RULES
+    assert not unsure.confident
+    assert cascade.stats.heavy_share == 0.5
+
+
+# --- respond ---------------------------------------------------------------------------------
+async def test_respond_streams_every_piece_to_the_sink() -> None:
+    engine = FakeEngine(answer="Order 1002 is on its way.")
+    pieces: list[str] = []
+
+    async def sink(text: str) -> None:
+        pieces.append(text)
+
+    route = Route(intent="order_status", confidence=0.9, tier=Tier.LIGHT)
+    answered = await LlmPolicy(engine, tier=Tier.LIGHT).respond(
+        RespondInput(question="Where is 1002?", route=route, steps=[]), sink
+    )
+    assert len(pieces) == 6
+    assert "".join(pieces) == answered.answer == "Order 1002 is on its way."
+    assert answered.first_token_at is not None
+
+
+# --- context ---------------------------------------------------------------------------------
+def _turn(i: int) -> ConversationTurn:
+    return ConversationTurn(
+        question=f"question {i} " + "words " * 40,
+        answer=f"answer {i} " + "text " * 40,
+        facts={"order_id": 1000 + i},
+    )
+
+
+def test_context_keeps_recent_turns_verbatim_and_summarizes_older_ones() -> None:
+    builder = ContextBuilder(budget=2000, recent_turns=2)
+    prompt = builder.build("SYSTEM\n", "TASK", history=[_turn(i) for i in range(6)])
+    assert prompt.startswith("SYSTEM\n") and prompt.endswith("TASK")
+    assert "Customer: question 5" in prompt and "Customer: question 4" in prompt
+    assert "Customer: question 3" not in prompt
+    assert '"order_id":1003' in prompt  # the summary keeps the older turns' IDs
+    assert approx_tokens(prompt) <= 2000
+
+
+def test_context_gives_way_under_a_tight_budget_but_keeps_the_task() -> None:
+    rows = [{"order_id": i, "status": "shipped", "note": "x" * 100} for i in range(40)]
+    step = StepOutcome(
+        id="s1", tool="list_orders", status=StepStatus.SUCCEEDED, output={"orders": rows}
+    )
+    history = [_turn(i) for i in range(3)]
+    roomy = ContextBuilder(budget=20_000).build("SYS\n", "TASK", history=history, steps=[step])
+    tight = ContextBuilder(budget=250).build("SYS\n", "TASK", history=history, steps=[step])
+    assert '"order_id":4' in roomy and "35 more" in roomy
+    assert approx_tokens(tight) <= 250
+    assert tight.startswith("SYS\n") and tight.endswith("TASK")
+    assert "Customer: question 2" not in tight  # verbatim turns went first...
+    assert '"order_id":1002' in tight or "Tool results" in tight  # ...facts or results stayed
+    assert json.dumps(rows[5]) not in tight
