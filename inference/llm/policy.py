@@ -67,6 +67,8 @@ class LlmPolicy:
         threshold: float = DEFAULT_ROUTER_THRESHOLD,
         context: ContextBuilder | None = None,
         plan_attempts: int = 3,
+        plan_max_tokens: int = PLAN_MAX_TOKENS,
+        answer_max_tokens: int = ANSWER_MAX_TOKENS,
     ) -> None:
         self.engine = engine
         self.tier = tier
@@ -74,6 +76,8 @@ class LlmPolicy:
         self.threshold = threshold
         self.context = context or ContextBuilder()
         self.plan_attempts = max(1, plan_attempts)
+        self.plan_max_tokens = plan_max_tokens
+        self.answer_max_tokens = answer_max_tokens
 
     async def route(self, request: RouteInput) -> RouteResult:
         prompt = self.context.build(
@@ -142,7 +146,7 @@ class LlmPolicy:
                 result = await self.engine.generate(
                     GenerateRequest(
                         prompt=prompt,
-                        max_tokens=PLAN_MAX_TOKENS,
+                        max_tokens=self.plan_max_tokens,
                         constraint=JsonSchemaConstraint(json_schema=schema),
                     )
                 )
@@ -237,7 +241,7 @@ class LlmPolicy:
         parts: list[str] = []
         first_at: datetime | None = None
         async for delta in self.engine.stream(
-            GenerateRequest(prompt=prompt, max_tokens=ANSWER_MAX_TOKENS, stop=ANSWER_STOPS)
+            GenerateRequest(prompt=prompt, max_tokens=self.answer_max_tokens, stop=ANSWER_STOPS)
         ):
             if not delta.text:
                 continue
