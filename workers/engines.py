@@ -255,3 +255,9 @@ def build_policy(settings: Settings) -> PolicyAssembly:
     if heavy is not None and heavy.kind != EngineKind.RULES:
         policy = CascadePolicy(policy, tier_policy(heavy))
     return PolicyAssembly(policy, engines, inference_concurrency(settings, light))
+
+
+def loads_model(settings: Settings) -> bool:
+    """True when a tier runs vLLM in-process: the inference worker then takes long to start."""
+    configs = (engine_config(settings, Tier.LIGHT), engine_config(settings, Tier.HEAVY))
+    return any(c is not None and c.kind == EngineKind.VLLM for c in configs)

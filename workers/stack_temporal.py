@@ -13,6 +13,7 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, DescribeTaskQueueRequest
 from temporalio.client import Client
 
+from workers.engines import loads_model
 from workers.search_attributes import (
     SearchAttributesError,
     dev_server_flags,
@@ -34,6 +35,8 @@ log = structlog.get_logger(__name__)
 
 TEMPORAL_READY_S = 30.0
 WORKER_READY_S = 60.0
+MODEL_WORKER_READY_S = 900.0
+"""An inference worker loads its vLLM models before it polls: minutes for a large model."""
 
 
 async def temporal(launch: Launch) -> tuple[str, str | None]:
@@ -126,7 +129,9 @@ async def workers(launch: Launch, env: Mapping[str, str]) -> None:
         await wait_for(
             f"{child.name} (task queue {queue!r})",
             polled,
-            timeout_s=WORKER_READY_S,
+            timeout_s=MODEL_WORKER_READY_S
+            if queue == s.inference_task_queue and loads_model(s)
+            else WORKER_READY_S,
             child=child,
             interval_s=0.25,
         )
