@@ -9,14 +9,17 @@ activity publishes the answer's pieces to the run's token stream as they come.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from activities.token_stream import TokenStream
+from inference.engines.protocol import ConstraintViolationError, EngineRequestError
+from inference.llm.policy import INVALID_MODEL_OUTPUT
 from inference.policy import Policy
 from schemas.agent import (
     JoinInput,
@@ -31,6 +34,9 @@ from schemas.agent import (
 
 HEARTBEAT_EVERY_S = 1.0
 """Well inside the workflow's model heartbeat timeout (`workflows.timeouts`)."""
+MODEL_REQUEST_REJECTED = "ModelRequestRejected"
+
+T = TypeVar("T")
 
 
 @asynccontextmanager
@@ -49,6 +55,22 @@ async def heartbeating(every_s: float = HEARTBEAT_EVERY_S) -> AsyncIterator[None
         ticker.cancel()
 
 
+async def model_call(call: Awaitable[T]) -> T:
+    """Run a policy call, heartbeating; errors a retry would only repeat become final.
+
+    Decoding is greedy: the same prompt gives the same unusable output or the same
+    refusal (a prompt too long) on every attempt. An engine that died or a server that
+    went away stays retryable: another worker may serve the retry.
+    """
+    try:
+        async with heartbeating():
+            return await call
+    except ConstraintViolationError as exc:
+        raise ApplicationError(str(exc), type=INVALID_MODEL_OUTPUT, non_retryable=True) from exc
+    except EngineRequestError as exc:
+        raise ApplicationError(str(exc), type=MODEL_REQUEST_REJECTED, non_retryable=True) from exc
+
+
 class InferenceActivities:
     """Owns the policy (and through it the engines) for the life of the worker."""
 
@@ -59,18 +81,15 @@ class InferenceActivities:
 
     @activity.defn(name="route")
     async def route(self, request: RouteInput) -> RouteResult:
-        async with heartbeating():
-            return await self._policy.route(request)
+        return await model_call(self._policy.route(request))
 
     @activity.defn(name="plan")
     async def plan(self, request: PlanInput) -> PlanResult:
-        async with heartbeating():
-            return await self._policy.plan(request)
+        return await model_call(self._policy.plan(request))
 
     @activity.defn(name="join")
     async def join(self, request: JoinInput) -> JoinResult:
-        async with heartbeating():
-            return await self._policy.join(request)
+        return await model_call(self._policy.join(request))
 
     @activity.defn(name="respond")
     async def respond(self, request: RespondInput) -> RespondResult:
@@ -81,8 +100,7 @@ class InferenceActivities:
             self._redis, info.workflow_id, info.workflow_run_id, info.attempt
         )
         await stream.begin()
-        async with heartbeating():
-            result = await self._policy.respond(request, stream.publish)
+        result = await model_call(self._policy.respond(request, stream.publish))
         await stream.finish()
         if result.first_token_at is None:
             result.first_token_at = stream.first_token_at

@@ -21,5 +21,7 @@ class Route(BaseModel):
     tools: list[str] = Field(default_factory=list)
     reason: str = ""
     """Why this tier decided as it did (the router's probability, an escalation, ...)."""
+    router_intent: str | None = None
+    """Set once a planner has re-read the request: the router's intent, as it was."""
     overridden_intent: str | None = None
     """The router's intent, when the heavy model planned for a different one."""

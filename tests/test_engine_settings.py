@@ -94,6 +94,8 @@ def test_the_light_vllm_engine_sets_the_workers_concurrency() -> None:
             "ROPE_SCALING",
         ),
         ({"ROUTER_THRESHOLD": "1.5"}, "AGENTKEEL_ROUTER_THRESHOLD"),
+        ({"LIGHT_MODEL": "router"}, "AGENTKEEL_LIGHT_URL"),
+        ({"HEAVY_MODEL": "planner"}, "AGENTKEEL_HEAVY_ENGINE=vllm"),
     ],
 )
 def test_bad_settings_fail_naming_the_variable(env: dict[str, str], named: str) -> None:

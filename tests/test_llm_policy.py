@@ -61,8 +61,25 @@ def test_confidence_multiplies_along_a_multi_token_label() -> None:
 
 
 def test_confidence_accepts_json_quoted_labels() -> None:
-    position = lp('"refund"', {'"refund"': 0.3, '"policy"': 0.1})
+    position = lp('"refund"', {'"refund"': 0.6, '"policy"': 0.2, "x": 0.2})
     assert label_confidence([position], ["refund", "policy"]) == pytest.approx(0.75)
+
+
+def test_confidence_counts_the_models_space_led_spelling_of_a_label() -> None:
+    # After "Intent:" the model prefers " order"; the grammar forces "refund" at 1%.
+    position = lp("refund", {"refund": 0.01, " order": 0.5, " policy": 0.09, ",": 0.4})
+    labels = ["refund", "order_status", "policy"]
+    assert label_confidence([position], labels) == pytest.approx(0.01 / 0.6)
+
+
+def test_mass_outside_the_top_alternatives_lowers_the_confidence() -> None:
+    position = lp("refund", {"refund": 0.3, "policy": 0.1})  # 60% unlisted
+    assert label_confidence([position], ["refund", "policy"]) == pytest.approx(0.3)
+
+
+def test_a_label_no_token_led_to_is_not_measured() -> None:
+    position = lp("Ġrefund", {"Ġrefund": 0.9, "x": 0.1})
+    assert label_confidence([position], ["refund", "policy"]) == NO_LOGPROBS
 
 
 def test_no_logprobs_is_not_confident() -> None:
@@ -198,13 +215,32 @@ async def test_cascade_escalates_and_counts_an_override() -> None:
     assert answered.answer == "Order 1002 has shipped."
 
 
+async def test_a_replan_stays_on_the_runs_tier_and_keeps_the_routers_reading() -> None:
+    cascade = _cascade(
+        {"refund": 0.55, "order_status": 0.45}, {**GOOD_PLAN, "intent": "order_status"}
+    )
+    routed = await cascade.route(RouteInput(question="order 1002?"))
+    assert routed.route.tier == Tier.HEAVY  # the escalated run is the heavy tier's from here
+    first = await cascade.plan(PlanInput(question="order 1002?", route=routed.route))
+    assert first.route is not None
+    second = await cascade.plan(PlanInput(question="order 1002?", route=first.route, attempt=1))
+    assert second.route is not None and second.tier == Tier.HEAVY
+    assert second.route.overridden_intent == "refund"
+    assert second.route.reason == first.route.reason  # does not grow per replan
+    assert cascade.stats.overridden == 1
+    # A confident light run that replans stays on the light model.
+    light_route = Route(intent="order_status", confidence=0.9, tier=Tier.LIGHT)
+    replanned = await cascade.plan(PlanInput(question="order 1002?", route=light_route, attempt=1))
+    assert replanned.tier == Tier.LIGHT
+
+
 async def test_cascade_with_the_rules_router_escalates_its_unsure_routes() -> None:
     heavy = FakeEngine("heavy", documents=[{**GOOD_PLAN, "intent": "order_status"}])
     cascade = CascadePolicy(RulesPolicy(), LlmPolicy(heavy, tier=Tier.HEAVY))
     sure = await cascade.route(RouteInput(question="Where is order 1002?"))
     unsure = await cascade.route(RouteInput(question="something about my stuff"))
     assert sure.confident and sure.route.tier == Tier.RULES
-    assert not unsure.confident
+    assert not unsure.confident and unsure.route.tier == Tier.HEAVY
     assert cascade.stats.heavy_share == 0.5
 
 
@@ -255,6 +291,22 @@ def test_context_gives_way_under_a_tight_budget_but_keeps_the_task() -> None:
     assert '"order_id":4' in roomy and "35 more" in roomy
     assert approx_tokens(tight) <= 250
     assert tight.startswith("SYS\n") and tight.endswith("TASK")
-    assert "Customer: question 2" not in tight  # verbatim turns went first...
-    assert '"order_id":1002' in tight or "Tool results" in tight  # ...facts or results stayed
+    assert "Customer: question" not in tight  # verbatim turns went first...
+    assert "Tool results:\n- s1 list_orders:" in tight  # ...the results stayed, shortened
+    assert "38 more" in tight  # two rows of forty
+    assert '"order_id":1002' in tight  # the summary kept the older turns' facts
     assert json.dumps(rows[5]) not in tight
+
+
+def test_context_drops_the_oldest_turns_before_the_results() -> None:
+    step = StepOutcome(
+        id="s1", tool="get_order", status=StepStatus.SUCCEEDED, output={"order_id": 1001}
+    )
+    history = [_turn(i) for i in range(12)]
+    prompt = ContextBuilder(budget=220, recent_turns=0).build(
+        "SYS\n", "TASK", history=history, steps=[step]
+    )
+    assert '"order_id":1001}' in prompt  # the step's result
+    assert "question 11" in prompt  # the newest turn survives in the summary
+    assert "question 0 " not in prompt  # the oldest went first
+    assert approx_tokens(prompt) <= 220

@@ -11,9 +11,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
+import pytest
 import redis.asyncio as aioredis
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import ActivityError, ApplicationError
 
-from inference.engines.protocol import GenerateRequest, TokenDelta
+from inference.engines.protocol import EngineRequestError, GenerateRequest, TokenDelta
 from inference.llm.cascade import CascadePolicy
 from inference.llm.policy import LlmPolicy
 from schemas.result import AgentResult, StepStatus
@@ -179,3 +182,29 @@ async def test_later_turns_of_a_conversation_see_the_earlier_ones(
     route_prompts = [p for p in light.prompts if p.endswith("Intent:")]
     assert route_prompts[0].count("Customer:") == 1  # the first turn has no history
     assert f"Customer: Where is order 1001?\nAgent: {first.answer}" in route_prompts[1]
+
+
+class RefusingEngine(FakeEngine):
+    """A server that refuses the answer's request (a prompt over its context length)."""
+
+    async def stream(self, request: GenerateRequest) -> AsyncIterator[TokenDelta]:
+        self.prompts.append(request.prompt)
+        raise EngineRequestError("prompt is longer than the model's context")
+        yield TokenDelta(text="")  # pragma: no cover - makes this an async generator
+
+
+async def test_a_refused_model_request_fails_the_run_at_once_with_its_reason(
+    make_stack: StackFactory,
+) -> None:
+    heavy = RefusingEngine("heavy-refusing", documents=[{**STATUS_PLAN, "intent": "order_status"}])
+    policy, _, _ = cascade({"uncertain": 0.9, "refund": 0.1}, [], heavy=heavy)
+    stack = await make_stack(policy=policy)
+    with pytest.raises(WorkflowFailureError) as failure:
+        await stack.ask("where's 1001", options={"use_cache": False})
+    cause = failure.value.cause
+    assert isinstance(cause, ActivityError)
+    assert isinstance(cause.cause, ApplicationError)
+    assert cause.cause.type == "ModelRequestRejected"
+    assert "context" in cause.cause.message
+    answers = [p for p in heavy.prompts if p.endswith("Agent:")]
+    assert len(answers) == 1  # not retried: the same prompt would be refused again

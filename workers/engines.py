@@ -50,10 +50,12 @@ class EngineConfig:
     vllm: VllmSettings | None = None
 
     def describe(self) -> str:
+        """Everything about this engine that changes what it answers (for the cache version)."""
         if self.kind == EngineKind.RULES:
             return "rules"
         where = f" at {self.url}" if self.url else ""
-        return f"{self.kind.value}:{self.model}{where}"
+        options = f" {self.vllm.engine_args()}" if self.vllm is not None else ""
+        return f"{self.kind.value}:{self.model}{where}{options}"
 
 
 def engine_config(settings: Settings, tier: Tier) -> EngineConfig | None:
@@ -70,8 +72,12 @@ def engine_config(settings: Settings, tier: Tier) -> EngineConfig | None:
     if not kind_raw:
         if url:
             kind_raw = EngineKind.OPENAI
-        elif model and options:
-            kind_raw = EngineKind.VLLM
+        elif model or options:
+            # A model without a URL or an engine kind is a mistake, not a request for rules.
+            raise SettingsError(
+                f"{ENV_PREFIX}{name.upper()}_MODEL or _VLLM_* options are set without "
+                f"{ENV_PREFIX}{name.upper()}_URL (an OpenAI-compatible server) or {var}=vllm"
+            )
         else:
             return None if tier == Tier.HEAVY else EngineConfig(tier, EngineKind.RULES)
     try:
@@ -174,13 +180,12 @@ def build_engine(config: EngineConfig, settings: Settings) -> Engine | None:
     return None
 
 
-def inference_concurrency(settings: Settings, light: EngineConfig) -> int:
-    """Concurrent model activities: as many as the light engine decodes in one batch."""
+def inference_concurrency(settings: Settings, *configs: EngineConfig | None) -> int:
+    """Concurrent model activities: as many as the in-process engines decode in one batch."""
     if settings.inference_concurrency > 0:
         return settings.inference_concurrency
-    if light.vllm is not None and light.vllm.max_num_seqs:
-        return light.vllm.max_num_seqs
-    return DEFAULT_INFERENCE_CONCURRENCY
+    batches = [c.vllm.max_num_seqs for c in configs if c and c.vllm and c.vllm.max_num_seqs]
+    return max(batches) if batches else DEFAULT_INFERENCE_CONCURRENCY
 
 
 def policy_version(settings: Settings) -> str:
@@ -254,7 +259,7 @@ def build_policy(settings: Settings) -> PolicyAssembly:
     policy = tier_policy(light)
     if heavy is not None and heavy.kind != EngineKind.RULES:
         policy = CascadePolicy(policy, tier_policy(heavy))
-    return PolicyAssembly(policy, engines, inference_concurrency(settings, light))
+    return PolicyAssembly(policy, engines, inference_concurrency(settings, light, heavy))
 
 
 def loads_model(settings: Settings) -> bool:

@@ -8,14 +8,13 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
-import redis.asyncio as aioredis
 import structlog
 from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.inference import InferenceActivities
 from workers.engines import build_policy
-from workers.resources import cpu_activities
+from workers.resources import cpu_activities, redis_client
 from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
 from workers.temporal_client import connect
@@ -91,9 +90,9 @@ async def run_inference_worker(settings: Settings) -> None:
     releases the engines.
     """
     assembly = build_policy(settings)
-    await assembly.start()
     client = await connect(settings)
-    redis = aioredis.from_url(settings.redis_url) if settings.redis_url else None
+    await assembly.start()
+    redis = redis_client(settings.redis_url) if settings.redis_url else None
     try:
         activities = InferenceActivities(assembly.policy, redis=redis)
         worker = inference_worker(

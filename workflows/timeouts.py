@@ -7,7 +7,8 @@ from datetime import timedelta
 from temporalio.common import RetryPolicy
 
 CACHE_TIMEOUT = timedelta(seconds=2)
-ROUTE_TIMEOUT = timedelta(seconds=30)
+ROUTE_TIMEOUT = timedelta(seconds=60)
+"""A confident route includes the light model's draft plan: as long as a plan may take."""
 PLAN_TIMEOUT = timedelta(seconds=60)
 JOIN_TIMEOUT = timedelta(seconds=30)
 RESPOND_TIMEOUT = timedelta(seconds=120)
@@ -22,6 +23,7 @@ CACHE_RETRY = RetryPolicy(maximum_attempts=2, initial_interval=timedelta(millise
 MODEL_RETRY = RetryPolicy(
     maximum_attempts=3,
     initial_interval=timedelta(milliseconds=200),
-    non_retryable_error_types=["InvalidModelOutput"],
+    # Raised by the inference activities for what a greedy retry would only repeat.
+    non_retryable_error_types=["InvalidModelOutput", "ModelRequestRejected"],
 )
 STORE_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=10)

@@ -2,10 +2,9 @@
 
 Route always runs on the light tier (a label and its probability: a few tokens). A
 confident route comes with the light model's draft plan and skips planning; below the
-threshold, or on "uncertain", the heavy tier plans, reading the intent afresh; when it
-reads a different intent than the router, that is an override. Replanning and the
-answer stay on the tier that planned, so an escalated run is written by the model
-that understood it.
+threshold, or on "uncertain", the run is the heavy tier's: it plans, reading the intent
+afresh (a different intent than the router's is an override), and replans, judges and
+answers. A confident run stays on the light tier throughout.
 
 Counters (OpenTelemetry, `agentkeel.router.*`) give the heavy share and the overrides
 per worker; the run records (`tier`, `route_reason`) give them per run.
@@ -69,19 +68,19 @@ class CascadePolicy:
             return routed
         self.stats.escalated += 1
         _ROUTES.add(1, {"tier": Tier.HEAVY.value})
+        # From here the run is the heavy tier's: it plans, replans, judges and answers,
+        # even if its first plan fails before it could re-read the intent.
+        routed.route.tier = Tier.HEAVY
         routed.route.reason = f"escalated to the heavy model: {routed.route.reason}"
         return routed
 
     async def plan(self, request: PlanInput) -> PlanResult:
-        planned = await self.heavy.plan(request)
-        if (
-            request.attempt == 0
-            and planned.route is not None
-            and planned.route.intent != request.route.intent
-        ):
-            self.stats.overridden += 1
-            _OVERRIDES.add(1, {"from": request.route.intent, "to": planned.route.intent})
-        if planned.route is not None:
+        planned = await self._tier(request.route).plan(request)
+        first_reading = request.route.router_intent is None
+        if first_reading and planned.route is not None:
+            if planned.route.overridden_intent is not None:
+                self.stats.overridden += 1
+                _OVERRIDES.add(1, {"from": request.route.intent, "to": planned.route.intent})
             planned.route.reason = f"{request.route.reason}; {planned.route.reason}"
         return planned
 

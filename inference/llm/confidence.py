@@ -30,24 +30,38 @@ def label_confidence(logprobs: Sequence[TokenLogprob] | None, labels: Sequence[s
     """The probability of the decoded label among `labels`, from per-token logprobs.
 
     Labels may appear as text or as a JSON string (a server that constrains choices by a
-    JSON schema emits `"refund"` with quotes); both spellings count as on the way.
+    JSON schema emits `"refund"` with quotes), and with leading whitespace (after a cue
+    such as `Intent:` the model's own choice is `" refund"`, which the grammar forbids but
+    which names the same label): all count as on the way. The probability mass outside
+    the returned top alternatives might belong to other labels, so it joins the
+    denominator: the confidence is a lower bound, erring towards escalation. With no
+    position on the way to a label, nothing was measured: `NO_LOGPROBS`.
     """
     if not logprobs:
         return NO_LOGPROBS
     spellings = [*labels, *(json.dumps(label) for label in labels)]
+
+    def on_the_way(text: str) -> bool:
+        text = text.lstrip()
+        return bool(text) and any(s.startswith(text) for s in spellings)
+
     prefix = ""
     total = 0.0
+    measured = False
     for position in logprobs:
         alternatives = dict(position.top)
         alternatives[position.token] = position.logprob
-        on_the_way = [
-            logprob
-            for token, logprob in alternatives.items()
-            if token and any(s.startswith(prefix + token) for s in spellings)
-        ]
-        if position.token and any(s.startswith(prefix + position.token) for s in spellings):
-            total += position.logprob - _logsumexp(on_the_way)
+        if on_the_way(prefix + position.token):
+            counted = [lp for token, lp in alternatives.items() if on_the_way(prefix + token)]
+            listed = sum(math.exp(lp) for lp in alternatives.values())
+            residual = 1.0 - listed
+            if residual > 1e-9:
+                counted.append(math.log(residual))
+            total += position.logprob - _logsumexp(counted)
+            measured = True
         prefix += position.token
+    if not measured:
+        return NO_LOGPROBS
     return min(1.0, math.exp(total))
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,16 +82,29 @@ class ContextBuilder:
         room = self.budget - self.count(fixed)
         older = list(history[: -self.recent_turns]) if self.recent_turns else list(history)
         recent = list(history[-self.recent_turns :]) if self.recent_turns else []
-        # Try richest first; each fallback gives up what matters least.
-        for max_items in (5, 2, 1, 0):
+        for conversation, results in self._candidates(older, recent, steps):
+            if self.count(conversation + results) <= room:
+                return prefix + conversation + results + self._error(plan_error) + task
+        return fixed  # even the task alone is over budget: send it, the engine will say so
+
+    def _candidates(
+        self,
+        older: list[ConversationTurn],
+        recent: list[ConversationTurn],
+        steps: Sequence[StepOutcome],
+    ) -> Iterator[tuple[str, str]]:
+        """(conversation, tool results) texts, richest first; each gives up what matters least."""
+        for max_items in (5, 2, 1):
             results = self._results(steps, max_items)
             for kept_recent in range(len(recent), -1, -1):
                 shown = recent[len(recent) - kept_recent :]
                 summarized = older + recent[: len(recent) - kept_recent]
-                conversation = self._summary(summarized) + self._turns(shown)
-                if self.count(conversation + results) <= room:
-                    return prefix + conversation + results + self._error(plan_error) + task
-        return fixed  # even the task alone is over budget: send it, the engine will say so
+                yield self._summary(summarized) + self._turns(shown), results
+        # Then whole turns go, oldest first, from the summary; the results stay.
+        least = self._results(steps, 0)
+        everything = older + recent
+        for dropped in range(1, len(everything) + 1):
+            yield self._summary(everything[dropped:]), least
 
     @staticmethod
     def _turns(turns: Sequence[ConversationTurn]) -> str:

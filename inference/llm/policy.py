@@ -85,14 +85,24 @@ class LlmPolicy:
             f"Customer: {request.question}\nIntent:",
             history=request.history,
         )
-        result = await self.engine.generate(
-            GenerateRequest(
-                prompt=prompt,
-                max_tokens=8,
-                constraint=ChoiceConstraint(choices=list(ROUTE_LABELS)),
-                logprobs=ROUTE_LOGPROBS,
+        try:
+            result = await self.engine.generate(
+                GenerateRequest(
+                    prompt=prompt,
+                    max_tokens=8,
+                    constraint=ChoiceConstraint(choices=list(ROUTE_LABELS)),
+                    logprobs=ROUTE_LOGPROBS,
+                )
             )
-        )
+        except ConstraintViolationError as exc:
+            # A server that could not constrain the label: an unsure route, not a failed run.
+            route = Route(
+                intent="unknown",
+                confidence=0.0,
+                tier=self.tier,
+                reason=f"{self.engine.name} gave no label: {exc}",
+            )
+            return RouteResult(route=route, confident=False)
         label = result.text.strip().strip('"')
         confidence = label_confidence(result.logprobs, ROUTE_LABELS)
         if label == UNCERTAIN:
@@ -117,8 +127,9 @@ class LlmPolicy:
         )
         if not confident:
             return RouteResult(route=route, confident=False)
-        planned = await self.plan(
-            PlanInput(question=request.question, route=route, history=request.history)
+        # One decode only: a draft that needs correcting is the planner's job.
+        planned = await self._plan(
+            PlanInput(question=request.question, route=route, history=request.history), attempts=1
         )
         if planned.error is not None:
             # The router was sure of the intent but could not write a plan: let the planner.
@@ -129,12 +140,17 @@ class LlmPolicy:
 
     async def plan(self, request: PlanInput) -> PlanResult:
         """A plan valid against the catalog; the heavy tier also re-reads the intent."""
-        rerouting = self.tier == Tier.HEAVY
+        return await self._plan(request, attempts=self.plan_attempts)
+
+    async def _plan(self, request: PlanInput, *, attempts: int) -> PlanResult:
+        # The heavy tier always reads the intent afresh; any tier does when the router
+        # could not tell (no heavy tier configured: the light model plans its own "unknown").
+        rerouting = self.tier == Tier.HEAVY or request.route.intent not in INTENTS
         schema = plan_json_schema(INTENTS if rerouting else None)
         known = "" if rerouting else f"Intent: {request.route.intent}\n"
         error = request.plan_error
         last_error: StepError | None = None
-        for attempt in range(self.plan_attempts):
+        for attempt in range(attempts):
             prompt = self.context.build(
                 _system_prefix(),
                 f"Customer: {request.question}\n{known}Plan JSON:",
@@ -169,7 +185,7 @@ class LlmPolicy:
             )
         assert last_error is not None
         return PlanResult(
-            plan=Plan(rationale=f"no usable plan after {self.plan_attempts} decodes"),
+            plan=Plan(rationale=f"no usable plan after {attempts} decodes"),
             tier=self.tier,
             error=last_error.model_copy(update={"non_retryable": True}),
         )
@@ -178,9 +194,14 @@ class LlmPolicy:
         if intent is None:
             return None
         previous = request.route
-        reason = f"{self.engine.name} planned {intent}"
-        overridden = previous.intent if intent != previous.intent else None
-        if overridden is not None:
+        if previous.router_intent is None:  # the router's route: this is the first re-reading
+            router_intent = previous.intent
+            reason = f"{self.engine.name} planned {intent}"
+        else:  # a replan: the router's reading stays what it was
+            router_intent = previous.router_intent
+            reason = previous.reason
+        overridden = router_intent if intent != router_intent else None
+        if overridden is not None and previous.router_intent is None:
             reason += f", overriding the router's {overridden} (p={previous.confidence:.2f})"
         return Route(
             intent=intent,
@@ -188,6 +209,7 @@ class LlmPolicy:
             tier=self.tier,
             tools=sorted({s.tool for s in plan.steps}),
             reason=reason,
+            router_intent=router_intent,
             overridden_intent=overridden,
         )
 
@@ -209,18 +231,21 @@ class LlmPolicy:
             "(finish), or is another plan needed (replan)?\nDecision:",
             steps=request.steps,
         )
-        result = await self.engine.generate(
-            GenerateRequest(
-                prompt=prompt,
-                max_tokens=4,
-                constraint=ChoiceConstraint(choices=list(JOIN_LABELS)),
-                logprobs=ROUTE_LOGPROBS,
-            )
-        )
-        label = result.text.strip().strip('"')
-        confidence = label_confidence(result.logprobs, JOIN_LABELS)
         failed = [s.id for s in request.steps if s.status == "failed"]
         why = f"{', '.join(failed)} failed; " if failed else ""
+        try:
+            result = await self.engine.generate(
+                GenerateRequest(
+                    prompt=prompt,
+                    max_tokens=4,
+                    constraint=ChoiceConstraint(choices=list(JOIN_LABELS)),
+                    logprobs=ROUTE_LOGPROBS,
+                )
+            )
+        except ConstraintViolationError as exc:
+            return JoinResult(decision=JoinDecision.FINISH, reason=f"{why}no decision: {exc}")
+        label = result.text.strip().strip('"')
+        confidence = label_confidence(result.logprobs, JOIN_LABELS)
         return JoinResult(
             decision=JoinDecision.REPLAN if label == "replan" else JoinDecision.FINISH,
             reason=f"{why}{self.engine.name} chose {label} (p={confidence:.2f})",
