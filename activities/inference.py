@@ -17,6 +17,7 @@ import redis.asyncio as aioredis
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.conversations import ConversationStore
 from activities.token_stream import TokenStream
 from inference.engines.protocol import ConstraintViolationError, EngineRequestError
 from inference.llm.policy import INVALID_MODEL_OUTPUT
@@ -31,6 +32,8 @@ from schemas.agent import (
     RouteInput,
     RouteResult,
 )
+
+WithHistory = TypeVar("WithHistory", RouteInput, PlanInput, RespondInput)
 
 HEARTBEAT_EVERY_S = 1.0
 """Well inside the workflow's model heartbeat timeout (`workflows.timeouts`)."""
@@ -74,18 +77,26 @@ async def model_call(call: Awaitable[T]) -> T:
 class InferenceActivities:
     """Owns the policy (and through it the engines) for the life of the worker."""
 
-    def __init__(self, policy: Policy, *, redis: aioredis.Redis | None = None) -> None:
-        """`redis`: where token streams go; None publishes nothing (answers still return)."""
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        redis: aioredis.Redis | None = None,
+        conversations: ConversationStore | None = None,
+    ) -> None:
+        """`redis`: where token streams go; None publishes nothing (answers still return).
+        `conversations`: where earlier turns are read; None gives prompts no history."""
         self._policy = policy
         self._redis = redis
+        self._conversations = conversations
 
     @activity.defn(name="route")
     async def route(self, request: RouteInput) -> RouteResult:
-        return await model_call(self._policy.route(request))
+        return await model_call(self._policy.route(await self._with_history(request)))
 
     @activity.defn(name="plan")
     async def plan(self, request: PlanInput) -> PlanResult:
-        return await model_call(self._policy.plan(request))
+        return await model_call(self._policy.plan(await self._with_history(request)))
 
     @activity.defn(name="join")
     async def join(self, request: JoinInput) -> JoinResult:
@@ -93,6 +104,7 @@ class InferenceActivities:
 
     @activity.defn(name="respond")
     async def respond(self, request: RespondInput) -> RespondResult:
+        request = await self._with_history(request)
         info = activity.info()
         # Each attempt opens with a reset marked with its number: a reader drops what an
         # earlier, failed attempt had already shown.
@@ -105,6 +117,13 @@ class InferenceActivities:
         if result.first_token_at is None:
             result.first_token_at = stream.first_token_at
         return result
+
+    async def _with_history(self, request: WithHistory) -> WithHistory:
+        """The request with its conversation's earlier turns, read here by reference."""
+        if self._conversations is None or request.conversation_id is None or request.history:
+            return request
+        turns = await self._conversations.recent_turns(request.tenant, request.conversation_id)
+        return request.model_copy(update={"history": turns})
 
     def all(self) -> list[Callable[..., Any]]:
         return [self.route, self.plan, self.join, self.respond]

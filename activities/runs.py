@@ -10,15 +10,8 @@ from temporalio import activity
 
 from activities.cache import PathCache
 from activities.cache_backend import CacheUnavailable
-from inference.llm.context import facts_of
-from schemas.agent import (
-    ConversationTurn,
-    LoadConversationInput,
-    LoadConversationResult,
-    StoreInput,
-    StoreResult,
-)
-from schemas.result import AgentResult, StepOutcome
+from schemas.agent import StoreInput, StoreResult
+from schemas.result import AgentResult
 
 log = structlog.get_logger(__name__)
 
@@ -63,38 +56,6 @@ class StoreActivities:
                 cached = ttl is not None
                 ttl_s = int(ttl.total_seconds()) if ttl else None
         return StoreResult(recorded=True, cached=cached, cache_ttl_s=ttl_s)
-
-
-RECENT_TURNS = """
-SELECT question, answer, steps FROM agent_runs
-WHERE tenant = $1 AND conversation_id = $2
-ORDER BY created_at DESC
-LIMIT $3
-"""
-
-
-class ConversationActivities:
-    """Reads a conversation's earlier turns back from the run records, for model context."""
-
-    def __init__(self, pool: asyncpg.Pool) -> None:
-        self._pool = pool
-
-    @activity.defn(name="load_conversation")
-    async def load_conversation(self, request: LoadConversationInput) -> LoadConversationResult:
-        rows = await self._pool.fetch(
-            RECENT_TURNS, request.tenant, request.conversation_id, request.limit
-        )
-        turns = []
-        for row in reversed(rows):  # oldest first, as a conversation reads
-            steps = [StepOutcome.model_validate(s) for s in json.loads(row["steps"] or "[]")]
-            turns.append(
-                ConversationTurn(
-                    question=row["question"] or "",
-                    answer=row["answer"] or "",
-                    facts=facts_of(steps),
-                )
-            )
-        return LoadConversationResult(turns=turns)
 
 
 def run_record_row(tenant: str, question: str, result: AgentResult) -> tuple[object, ...]:

@@ -49,22 +49,13 @@ class ConversationTurn(BaseModel):
     summary of older turns keeps when their text no longer fits the token budget."""
 
 
-class LoadConversationInput(BaseModel):
-    tenant: str
-    conversation_id: str
-    limit: int = 8
-
-
-class LoadConversationResult(BaseModel):
-    turns: list[ConversationTurn] = Field(default_factory=list)
-    """Oldest first."""
-
-
 class RouteInput(BaseModel):
     question: str
     tenant: str = "default"
     conversation_id: str | None = None
     history: list[ConversationTurn] = Field(default_factory=list)
+    """Filled on the inference worker from the run records (never sent by the workflow:
+    conversations stay out of workflow history)."""
 
 
 class RouteResult(BaseModel):
@@ -81,7 +72,11 @@ class PlanInput(BaseModel):
     previous_steps: list[StepOutcome] = Field(default_factory=list)
     plan_error: StepError | None = None
     """Why the previous plan was rejected, so the planner can correct it."""
+    tenant: str = "default"
+    conversation_id: str | None = None
     history: list[ConversationTurn] = Field(default_factory=list)
+    """Filled on the inference worker from the run records (never sent by the workflow:
+    conversations stay out of workflow history)."""
 
 
 class PlanResult(BaseModel):
@@ -121,7 +116,11 @@ class RespondInput(BaseModel):
     steps: list[StepOutcome]
     plan_error: StepError | None = None
     run_id: str = ""
+    tenant: str = "default"
+    conversation_id: str | None = None
     history: list[ConversationTurn] = Field(default_factory=list)
+    """Filled on the inference worker from the run records (never sent by the workflow:
+    conversations stay out of workflow history)."""
 
 
 class RespondResult(BaseModel):

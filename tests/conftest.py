@@ -50,7 +50,7 @@ from workers.carrier import build_app
 from workers.client import AgentClient
 from workers.plugin import agentkeel_plugins
 from workers.registration import with_stand_ins
-from workers.resources import cpu_activities
+from workers.resources import cpu_activities, inference_resources
 from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
 from workers.stack_procs import StackError, find_temporal_binary, redact
@@ -238,15 +238,16 @@ async def make_stack(
             )
             activities = await exits.enter_async_context(cpu_activities(settings))
             activities = with_stand_ins(activities, replace_activities or [])
-            # The inference worker's own client, for token streams (as in production).
-            streams = aioredis.from_url(settings.redis_url or session_redis_url)
-            exits.push_async_callback(streams.aclose)
+            # The inference worker's own clients: token streams and conversations.
+            streams, conversations = await exits.enter_async_context(inference_resources(settings))
             for worker in (
                 cpu_worker(client, queue, activities),
                 inference_worker(
                     client,
                     settings.inference_task_queue,
-                    InferenceActivities(policy or RulesPolicy(), redis=streams),
+                    InferenceActivities(
+                        policy or RulesPolicy(), redis=streams, conversations=conversations
+                    ),
                     max_concurrent=inference_concurrency,
                 ),
             ):

@@ -178,10 +178,21 @@ async def test_later_turns_of_a_conversation_see_the_earlier_ones(
     first = await stack.ask(
         "Where is order 1001?", conversation_id="c-1", options={"use_cache": False}
     )
-    await stack.ask("And when will it arrive?", conversation_id="c-1", options={"use_cache": False})
+    second = await stack.start(
+        "And when will it arrive?", conversation_id="c-1", options={"use_cache": False}
+    )
+    await second.result()
     route_prompts = [p for p in light.prompts if p.endswith("Intent:")]
     assert route_prompts[0].count("Customer:") == 1  # the first turn has no history
     assert f"Customer: Where is order 1001?\nAgent: {first.answer}" in route_prompts[1]
+    # Every prompt of the second run (route, draft plan, answer) saw the first turn...
+    assert len(light.prompts) == 6
+    assert all("Where is order 1001?" in p for p in light.prompts[3:])
+    # ...read by reference on the inference worker: not copied into workflow history.
+    events = (await second.fetch_history()).events
+    history = b"".join(event.SerializeToString() for event in events)
+    assert b"And when will it arrive?" in history
+    assert b"Where is order 1001?" not in history
 
 
 class RefusingEngine(FakeEngine):

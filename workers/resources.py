@@ -15,7 +15,8 @@ from redis.exceptions import RedisError
 from redis.retry import Retry
 
 from activities.cache_activities import CacheActivities
-from activities.runs import ConversationActivities, StoreActivities
+from activities.conversations import ConversationStore
+from activities.runs import StoreActivities
 from activities.tools import ToolActivities
 from activities.warming import WarmingActivities
 from workers.caches import build_caches, tool_activities
@@ -84,7 +85,6 @@ async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[...,
             *tool_activities(tools, caches),
             CacheActivities(caches.paths).lookup_cache,
             StoreActivities(pool, caches.paths).store,
-            ConversationActivities(pool).load_conversation,
             WarmingActivities(pool, caches.paths).hot_questions,
         ]
     finally:
@@ -93,3 +93,28 @@ async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[...,
         await http.aclose()
         await redis.aclose()
         await pool.close()
+
+
+@asynccontextmanager
+async def inference_resources(
+    settings: Settings,
+) -> AsyncIterator[tuple[aioredis.Redis | None, ConversationStore | None]]:
+    """The inference worker's clients: Redis for token streams, Postgres for conversations.
+
+    Both optional: without Redis answers are not streamed, without Postgres prompts have
+    no conversation history; the worker serves either way.
+    """
+    redis = redis_client(settings.redis_url) if settings.redis_url else None
+    pool = None
+    if settings.database_url:
+        try:
+            pool = await asyncpg.create_pool(settings.database_url, min_size=1, max_size=4)
+        except (OSError, asyncpg.PostgresError) as exc:
+            raise StartupError(f"Postgres at {redact(settings.database_url)}: {exc}") from None
+    try:
+        yield redis, ConversationStore(pool) if pool is not None else None
+    finally:
+        if pool is not None:
+            await pool.close()
+        if redis is not None:
+            await redis.aclose()

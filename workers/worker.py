@@ -14,7 +14,7 @@ from temporalio.worker import Worker
 
 from activities.inference import InferenceActivities
 from workers.engines import build_policy
-from workers.resources import cpu_activities, redis_client
+from workers.resources import cpu_activities, inference_resources
 from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
 from workers.temporal_client import connect
@@ -91,21 +91,24 @@ async def run_inference_worker(settings: Settings) -> None:
     """
     assembly = build_policy(settings)
     client = await connect(settings)
-    await assembly.start()
-    redis = redis_client(settings.redis_url) if settings.redis_url else None
-    try:
-        activities = InferenceActivities(assembly.policy, redis=redis)
-        worker = inference_worker(
-            client, settings.inference_task_queue, activities, max_concurrent=assembly.concurrency
-        )
-        log.info(
-            "inference_policy",
-            policy=assembly.policy.name,
-            engines=[e.name for e in assembly.engines],
-            max_concurrent=assembly.concurrency,
-        )
-        await _run_until_signalled(worker)
-    finally:
-        await assembly.close()
-        if redis is not None:
-            await redis.aclose()
+    async with inference_resources(settings) as (redis, conversations):
+        await assembly.start()
+        try:
+            activities = InferenceActivities(
+                assembly.policy, redis=redis, conversations=conversations
+            )
+            worker = inference_worker(
+                client,
+                settings.inference_task_queue,
+                activities,
+                max_concurrent=assembly.concurrency,
+            )
+            log.info(
+                "inference_policy",
+                policy=assembly.policy.name,
+                engines=[e.name for e in assembly.engines],
+                max_concurrent=assembly.concurrency,
+            )
+            await _run_until_signalled(worker)
+        finally:
+            await assembly.close()

@@ -12,15 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
 
 from schemas.agent import (
-    ConversationTurn,
     JoinDecision,
     JoinInput,
     JoinResult,
-    LoadConversationInput,
-    LoadConversationResult,
     PlanInput,
     PlanResult,
     RespondInput,
@@ -33,42 +29,17 @@ from workflows import timeouts
 from workflows.state import AgentState
 from workflows.visibility import add_timing, elapsed_ms, publish_route, stage
 
-CONVERSATION_CONTEXT_PATCH = "conversation-context"
-"""Runs started before conversations were loaded replay without the local activity."""
-
-
-async def _history(state: AgentState) -> list[ConversationTurn]:
-    """The conversation's earlier turns (one local activity; none without a conversation)."""
-    request = state["request"]
-    if request.conversation_id is None or not workflow.patched(CONVERSATION_CONTEXT_PATCH):
-        return []
-    try:
-        loaded: LoadConversationResult = await workflow.execute_local_activity(
-            "load_conversation",
-            LoadConversationInput(tenant=request.tenant, conversation_id=request.conversation_id),
-            result_type=LoadConversationResult,
-            start_to_close_timeout=timeouts.CONVERSATION_TIMEOUT,
-            retry_policy=timeouts.CACHE_RETRY,
-        )
-    except ActivityError as exc:
-        # Context improves an answer; its absence must not fail the run.
-        workflow.logger.warning("conversation not loaded, answering without it: %s", exc.cause)
-        return []
-    return loaded.turns
-
 
 async def route(state: AgentState) -> dict[str, Any]:
     request = state["request"]
     stage(state, "routing")
     started = workflow.now()
-    history = await _history(state)
     routed: RouteResult = await workflow.execute_activity(
         "route",
         RouteInput(
             question=request.question,
             tenant=request.tenant,
             conversation_id=request.conversation_id,
-            history=history,
         ),
         result_type=RouteResult,
         task_queue=state["inference_queue"],
@@ -80,7 +51,6 @@ async def route(state: AgentState) -> dict[str, Any]:
     publish_route(routed.route)
     state["progress"].route = routed.route
     update: dict[str, Any] = {
-        "history": history,
         "route": routed.route,
         "confident": routed.confident and routed.draft_plan is not None,
         "timings": add_timing(state, "route", started),
@@ -103,7 +73,8 @@ async def plan(state: AgentState) -> dict[str, Any]:
             attempt=attempt,
             previous_steps=[s for s in state.get("steps", []) if s.attempt == attempt - 1],
             plan_error=state.get("plan_error"),
-            history=state.get("history", []),
+            tenant=request.tenant,
+            conversation_id=request.conversation_id,
         ),
         result_type=PlanResult,
         task_queue=state["inference_queue"],
@@ -175,7 +146,8 @@ async def respond(state: AgentState) -> dict[str, Any]:
             steps=[s for s in state.get("steps", []) if s.attempt == replans],
             plan_error=state.get("plan_error"),
             run_id=workflow.info().run_id,
-            history=state.get("history", []),
+            tenant=request.tenant,
+            conversation_id=request.conversation_id,
         ),
         result_type=RespondResult,
         task_queue=state["inference_queue"],

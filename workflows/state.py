@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TypedDict
 
-from schemas.agent import ConversationTurn
 from schemas.plan import Plan
 from schemas.progress import RunProgress
 from schemas.request import AgentRequest
@@ -28,8 +27,6 @@ class AgentState(TypedDict, total=False):
     plan_error: StepError | None
     planner_error: StepError | None
     """Set when the planner gave no usable plan this round: `execute` then runs nothing."""
-    history: list[ConversationTurn]
-    """Earlier turns of the conversation, loaded once before routing."""
     replans: int
     decision: str
     answer: str

@@ -13,7 +13,6 @@ PLAN_TIMEOUT = timedelta(seconds=60)
 JOIN_TIMEOUT = timedelta(seconds=30)
 RESPOND_TIMEOUT = timedelta(seconds=120)
 STORE_TIMEOUT = timedelta(seconds=10)
-CONVERSATION_TIMEOUT = timedelta(seconds=5)
 MODEL_HEARTBEAT = timedelta(seconds=10)
 """Model activities heartbeat every second: a dead inference worker is noticed in this
 long, not after the whole start-to-close timeout, and the activity retried elsewhere."""
