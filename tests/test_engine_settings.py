@@ -6,6 +6,7 @@ import socket
 
 import pytest
 
+from inference.engines.protocol import GenerateRequest
 from inference.engines.vllm_settings import SpeculativeSettings
 from inference.llm.cascade import CascadePolicy
 from inference.llm.policy import LlmPolicy
@@ -122,3 +123,22 @@ def test_the_cache_version_follows_the_models() -> None:
     two = effective_cache_version(settings(LIGHT_URL="http://a/v1", LIGHT_MODEL="m2"))
     assert len({rules, one, two}) == 3
     assert policy_version(settings(POLICY_VERSION="pinned")) == "pinned"
+
+
+def test_model_limits_and_prompt_prefix_reach_the_policy_and_engine() -> None:
+    s = settings(
+        LIGHT_URL="http://127.0.0.1:9/v1",
+        LIGHT_MODEL="router",
+        LIGHT_PROMPT_PREFIX="<bos>",
+        PLAN_MAX_TOKENS="160",
+        ANSWER_MAX_TOKENS="40",
+        PLAN_ATTEMPTS="1",
+    )
+    assembly = build_policy(s)
+    policy = assembly.policy
+    assert isinstance(policy, LlmPolicy)
+    assert (policy.plan_max_tokens, policy.answer_max_tokens, policy.plan_attempts) == (160, 40, 1)
+    params = assembly.engines[0]._params(  # type: ignore[attr-defined]
+        GenerateRequest(prompt="Hi"), "none", stream=False
+    )
+    assert params["prompt"] == "<bos>Hi"

@@ -170,7 +170,10 @@ def build_engine(config: EngineConfig, settings: Settings) -> Engine | None:
 
         assert config.url is not None and config.model is not None
         return OpenAICompatEngine(
-            base_url=config.url, model=config.model, api_key=settings.model_api_key
+            base_url=config.url,
+            model=config.model,
+            api_key=settings.model_api_key,
+            prompt_prefix=getattr(settings, f"{config.tier.value}_prompt_prefix"),
         )
     if config.kind == EngineKind.VLLM:
         from inference.engines.vllm_local import VllmEngine
@@ -254,6 +257,8 @@ def build_policy(settings: Settings) -> PolicyAssembly:
                 budget=settings.context_token_budget, recent_turns=settings.context_recent_turns
             ),
             plan_attempts=settings.plan_attempts,
+            plan_max_tokens=settings.plan_max_tokens,
+            answer_max_tokens=settings.answer_max_tokens,
         )
 
     policy = tier_policy(light)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from schemas.result import AgentResult, StepStatus
+from schemas.route import Tier
 from schemas.tokens import TokenEvent
 from workers.token_follow import AnswerView, ViewChange
 
@@ -65,6 +66,8 @@ def format_result(result: AgentResult, *, answer_shown: bool = False) -> str:
         f"  route: {route.intent} ({route.tier.value}, confidence {route.confidence:.2f})"
         f" · cache: {result.cache.value} · replans: {result.replans}"
     )
+    if route.tier in (Tier.LIGHT, Tier.HEAVY):
+        lines.append(f"  why this tier: {route.reason}")
     cached = result.cache.value in ("exact", "semantic")
     if result.cache_match is not None:
         similarity = result.cache_match.similarity
@@ -86,5 +89,6 @@ def format_result(result: AgentResult, *, answer_shown: bool = False) -> str:
     lines.append(
         f"  timings ms: cache {t.cache:.0f} · route {t.route:.0f} · plan {t.plan:.0f}"
         f" · tools {t.tools:.0f} · respond {t.respond:.0f} · total {t.total:.0f}"
+        + (f" · first token {t.ttft:.0f}" if t.ttft is not None else "")
     )
     return "\n".join(lines)

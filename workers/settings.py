@@ -71,6 +71,10 @@ class Settings:
     Empty and no `heavy_url`: the light tier plans too (no escalation)."""
     heavy_url: str | None = None
     heavy_model: str | None = None
+    light_prompt_prefix: str = ""
+    """Text put before every prompt sent to the light `openai` engine, e.g. `<bos>` for a
+    model whose tokenizer does not add its BOS token (the server maps it to the token)."""
+    heavy_prompt_prefix: str = ""
     model_api_key: str = "EMPTY"
     """Bearer token for the OpenAI-compatible servers (vLLM without `--api-key` ignores it)."""
     router_threshold: float = 0.7
@@ -80,6 +84,10 @@ class Settings:
     `max_num_seqs` (so requests meet in one batch), else 64."""
     plan_attempts: int = 3
     """Decodes per plan activity before an unusable model output fails the plan round."""
+    plan_max_tokens: int = 384
+    """Longest plan a model may write (a plan of the catalog's tools takes 60-200)."""
+    answer_max_tokens: int = 200
+    """Longest answer a model may write."""
     context_token_budget: int = 3072
     """Prompt tokens a model call may use; older turns and tool output give way first."""
     context_recent_turns: int = 3
