@@ -27,7 +27,7 @@ import dataclasses
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -39,7 +39,7 @@ from temporalio.worker import Worker
 
 from activities.inference import InferenceActivities
 from bench.inference_workflow import BenchRespondWorkflow
-from inference.engines.protocol import Engine, GenerateRequest, GenerateResult, TokenDelta
+from inference.engines.metered import MeteredEngine
 from inference.engines.vllm_settings import SpeculativeSettings, VllmSettings
 from inference.llm.policy import LlmPolicy
 from schemas.agent import RespondInput
@@ -64,29 +64,6 @@ TRACKING = {
     "status": "in transit",
     "eta": "2026-12-03",
 }
-
-
-class CountingEngine:
-    """The real engine, counting generated tokens (asks for logprobs=0: one entry per token)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.name = engine.name
-        self.tokens = 0
-
-    async def start(self) -> None:
-        await self.engine.start()
-
-    async def close(self) -> None:
-        await self.engine.close()
-
-    async def generate(self, request: GenerateRequest) -> GenerateResult:
-        return await self.engine.generate(request)
-
-    async def stream(self, request: GenerateRequest) -> AsyncIterator[TokenDelta]:
-        async for delta in self.engine.stream(request.model_copy(update={"logprobs": 0})):
-            self.tokens += len(delta.logprobs)
-            yield delta
 
 
 @dataclass
@@ -124,7 +101,7 @@ class Harness:
         self.max_tokens = max_tokens
         self.counter = 0
 
-    async def measure(self, engine: CountingEngine, concurrency: int, requests: int) -> Figures:
+    async def measure(self, engine: MeteredEngine, concurrency: int, requests: int) -> Figures:
         queue = f"bench-inf-{uuid.uuid4().hex[:8]}"
         policy = LlmPolicy(engine, tier=Tier.LIGHT, answer_max_tokens=self.max_tokens)
         activities = InferenceActivities(policy, redis=self.redis)
@@ -174,10 +151,10 @@ def engine_settings(args: argparse.Namespace, **changes: object) -> VllmSettings
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
-async def with_engine(settings: VllmSettings) -> CountingEngine:
+async def with_engine(settings: VllmSettings) -> MeteredEngine:
     from inference.engines.vllm_local import VllmEngine
 
-    engine = CountingEngine(VllmEngine(settings=settings))
+    engine = MeteredEngine(VllmEngine(settings=settings), count_tokens=True)
     started = time.monotonic()
     await engine.start()
     took = time.monotonic() - started

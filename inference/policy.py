@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
 from schemas.agent import (
+    JoinDecision,
     JoinInput,
     JoinResult,
     PlanInput,
@@ -44,3 +45,22 @@ class Policy(Protocol):
     async def respond(self, request: RespondInput, sink: TokenSink | None = None) -> RespondResult:
         """The answer; each piece goes to `sink` as soon as it exists (the token stream)."""
         ...
+
+
+def join_rejected_plan(request: JoinInput) -> JoinResult | None:
+    """Every policy's join for a plan the scheduler rejected; None when none was rejected.
+
+    A rejected plan ran nothing, so there is nothing to judge: replan while the budget
+    lasts, then finish (the answer says the plan could not run).
+    """
+    if request.plan_error is None:
+        return None
+    if request.replans < request.max_replans:
+        return JoinResult(
+            decision=JoinDecision.REPLAN,
+            reason=f"plan rejected ({request.plan_error.type}); planning again",
+        )
+    return JoinResult(
+        decision=JoinDecision.FINISH,
+        reason=f"plan rejected and {request.replans} replans used",
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from inference.policy import DEFAULT_ROUTER_THRESHOLD, TokenSink
+from inference.policy import DEFAULT_ROUTER_THRESHOLD, TokenSink, join_rejected_plan
 from inference.render import render_answer
 from inference.rules_intents import extract_entities, matched_intents, satisfied
 from inference.rules_plans import PlanBuilder, add_intent, exploratory_plan
@@ -85,16 +85,9 @@ class RulesPolicy:
         return PlanResult(plan=exploratory_plan(entities, request.question), tier=Tier.RULES)
 
     async def join(self, request: JoinInput) -> JoinResult:
-        if request.plan_error is not None:
-            if request.replans < request.max_replans:
-                return JoinResult(
-                    decision=JoinDecision.REPLAN,
-                    reason=f"plan rejected ({request.plan_error.type}); planning again",
-                )
-            return JoinResult(
-                decision=JoinDecision.FINISH,
-                reason=f"plan rejected and {request.replans} replans used",
-            )
+        rejected = join_rejected_plan(request)
+        if rejected is not None:
+            return rejected
         failed = [s.id for s in request.steps if s.status == "failed"]
         if failed:
             return JoinResult(

@@ -1,8 +1,9 @@
-"""A digest of the policy's behaviour, part of every path-cache key."""
+"""Digests of the policies' behaviour, part of every cache key."""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 
@@ -10,10 +11,15 @@ from importlib import resources
 RULES_MODULES = ("rules.py", "rules_intents.py", "rules_plans.py", "render.py")
 
 
+def module_digest(package: str, names: Iterable[str]) -> str:
+    """A short digest of the source files `names` in `package`: changes with their code."""
+    digest = hashlib.sha256()
+    for name in names:
+        digest.update(resources.files(package).joinpath(name).read_bytes())
+    return digest.hexdigest()[:10]
+
+
 @cache
 def rules_policy_version() -> str:
     """Changes whenever the rules policy's code does, so a deploy never serves stale paths."""
-    digest = hashlib.sha256()
-    for name in RULES_MODULES:
-        digest.update(resources.files("inference").joinpath(name).read_bytes())
-    return "rules-" + digest.hexdigest()[:10]
+    return "rules-" + module_digest("inference", RULES_MODULES)

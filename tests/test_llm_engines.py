@@ -10,7 +10,6 @@ requests of concurrent runs meeting in the engine's batch.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import jsonschema
 import pytest
@@ -18,12 +17,11 @@ import redis.asyncio as aioredis
 
 pytest.importorskip("vllm", reason="vLLM is not installed (the llm-cpu or gpu extra)")
 
+from inference.engines.metered import MeteredEngine
 from inference.engines.protocol import (
     Engine,
     GenerateRequest,
-    GenerateResult,
     JsonSchemaConstraint,
-    TokenDelta,
 )
 from inference.llm.cascade import CascadePolicy
 from inference.llm.context import ContextBuilder
@@ -37,7 +35,7 @@ from schemas.route import Route, Tier
 from schemas.tokens import token_stream_key
 from tests.conftest import StackFactory
 from tests.models import report
-from workers.token_follow import AnswerView, follow_tokens
+from workers.token_follow import read_answer
 from workflows.references import PLAN_ERROR_KINDS
 
 # Short outputs: a 270M model on 2 cores decodes about 8 tokens/s alone.
@@ -111,41 +109,6 @@ async def test_an_answer_streams_piece_by_piece(vllm_engine: Engine) -> None:
     assert answered.first_token_at is not None
 
 
-class CountingEngine:
-    """The real engine, counting the requests it has in flight at once (not a fake)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.name = engine.name
-        self.in_flight = 0
-        self.max_in_flight = 0
-
-    async def start(self) -> None:
-        await self.engine.start()
-
-    async def close(self) -> None:
-        """The session fixture owns the engine."""
-
-    async def generate(self, request: GenerateRequest) -> GenerateResult:
-        self._enter()
-        try:
-            return await self.engine.generate(request)
-        finally:
-            self.in_flight -= 1
-
-    async def stream(self, request: GenerateRequest) -> AsyncIterator[TokenDelta]:
-        self._enter()
-        try:
-            async for delta in self.engine.stream(request):
-                yield delta
-        finally:
-            self.in_flight -= 1
-
-    def _enter(self) -> None:
-        self.in_flight += 1
-        self.max_in_flight = max(self.max_in_flight, self.in_flight)
-
-
 class RulesWithModelAnswers(RulesPolicy):
     """Rules route and plan (no decode cost); the real model writes every answer."""
 
@@ -160,7 +123,7 @@ class RulesWithModelAnswers(RulesPolicy):
 async def test_answers_of_concurrent_runs_meet_in_one_batch(
     make_stack: StackFactory, vllm_engine: Engine, redis_url: str
 ) -> None:
-    counting = CountingEngine(vllm_engine)
+    counting = MeteredEngine(vllm_engine)
     stack = await make_stack(
         policy=RulesWithModelAnswers(policy(counting, Tier.LIGHT)), inference_concurrency=8
     )
@@ -173,10 +136,8 @@ async def test_answers_of_concurrent_runs_meet_in_one_batch(
         for result in results:
             assert result.timings_ms.ttft is not None
             assert 0 < result.timings_ms.ttft <= result.timings_ms.total
-            view = AnswerView()
             key = token_stream_key(result.workflow_id, result.run_id)
-            async for event in follow_tokens(client, key, idle_timeout_s=2.0):
-                view.apply(event)
+            view = await read_answer(client, key, idle_timeout_s=2.0)
             assert view.done and view.text.strip() == result.answer
     finally:
         await client.aclose()

@@ -24,7 +24,7 @@ from schemas.route import Tier
 from schemas.tokens import token_stream_key
 from tests.conftest import StackFactory
 from tests.fakes import FakeEngine
-from workers.token_follow import AnswerView, follow_tokens
+from workers.token_follow import AnswerView, read_answer
 
 STATUS_PLAN = {
     "rationale": "look up the order, then track it",
@@ -57,14 +57,11 @@ def cascade(
 
 async def streamed(redis_url: str, result: AgentResult) -> AnswerView:
     client = aioredis.from_url(redis_url)
-    view = AnswerView()
     try:
         key = token_stream_key(result.workflow_id, result.run_id)
-        async for event in follow_tokens(client, key, idle_timeout_s=2.0):
-            view.apply(event)
+        return await read_answer(client, key, idle_timeout_s=2.0)
     finally:
         await client.aclose()
-    return view
 
 
 async def test_an_unsure_route_is_planned_and_answered_by_the_heavy_model(

@@ -203,3 +203,16 @@ class AnswerView:
             self.done = True
             return ViewChange.DONE
         return ViewChange.IGNORED
+
+
+async def read_answer(
+    redis: aioredis.Redis,
+    key: str,
+    *,
+    idle_timeout_s: float | None = DEFAULT_IDLE_TIMEOUT_S,
+) -> AnswerView:
+    """The answer as the stream at `key` shows it, once its latest attempt is done (or idle)."""
+    view = AnswerView()
+    async for event in follow_tokens(redis, key, idle_timeout_s=idle_timeout_s):
+        view.apply(event)
+    return view

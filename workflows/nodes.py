@@ -65,8 +65,7 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
     if found.status == CacheStatus.PLAN and found.plan is not None and found.route is not None:
         # Reuse the plan, run the tools fresh: route and planning are skipped.
         route = found.route.model_copy(update={"tier": Tier.CACHE})
-        publish_route(route)
-        state["progress"].route = route
+        publish_route(state, route)
         return {**update, "route": route, "plan": found.plan, "confident": True}
     if found.hit is None:
         return {**update, "cache": CacheStatus.MISS}
@@ -75,7 +74,7 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
     timings.ttft = timings.total  # a cached answer arrives whole
     info = workflow.info()
     cached_route = found.hit.route.model_copy(update={"tier": Tier.CACHE})
-    publish_route(cached_route)
+    publish_route(state, cached_route)
     hit = found.hit.model_copy(
         update={
             "cache": found.status,

@@ -9,8 +9,10 @@ only what it needs, and lets every node measure its layer in workflow time.
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import timedelta
+from typing import Any, TypeVar
 
+from pydantic import BaseModel
 from temporalio import workflow
 
 from schemas.agent import (
@@ -29,27 +31,49 @@ from workflows import timeouts
 from workflows.state import AgentState
 from workflows.visibility import add_timing, elapsed_ms, publish_route, stage
 
+ResultT = TypeVar("ResultT", bound=BaseModel)
+
+
+async def _call_model(
+    state: AgentState,
+    activity: str,
+    request: BaseModel,
+    result_type: type[ResultT],
+    start_to_close: timedelta,
+    *,
+    summary: str,
+) -> ResultT:
+    """One model activity on the inference pool: heartbeating, retried as models are."""
+    result: ResultT = await workflow.execute_activity(
+        activity,
+        request,
+        result_type=result_type,
+        task_queue=state["inference_queue"],
+        start_to_close_timeout=start_to_close,
+        heartbeat_timeout=timeouts.MODEL_HEARTBEAT,
+        retry_policy=timeouts.MODEL_RETRY,
+        summary=summary,
+    )
+    return result
+
 
 async def route(state: AgentState) -> dict[str, Any]:
     request = state["request"]
     stage(state, "routing")
     started = workflow.now()
-    routed: RouteResult = await workflow.execute_activity(
+    routed: RouteResult = await _call_model(
+        state,
         "route",
         RouteInput(
             question=request.question,
             tenant=request.tenant,
             conversation_id=request.conversation_id,
         ),
-        result_type=RouteResult,
-        task_queue=state["inference_queue"],
-        start_to_close_timeout=timeouts.ROUTE_TIMEOUT,
-        heartbeat_timeout=timeouts.MODEL_HEARTBEAT,
-        retry_policy=timeouts.MODEL_RETRY,
+        RouteResult,
+        timeouts.ROUTE_TIMEOUT,
         summary="route",
     )
-    publish_route(routed.route)
-    state["progress"].route = routed.route
+    publish_route(state, routed.route)
     update: dict[str, Any] = {
         "route": routed.route,
         "confident": routed.confident and routed.draft_plan is not None,
@@ -65,7 +89,8 @@ async def plan(state: AgentState) -> dict[str, Any]:
     attempt = state.get("replans", 0)
     stage(state, f"planning (round {attempt})")
     started = workflow.now()
-    planned: PlanResult = await workflow.execute_activity(
+    planned: PlanResult = await _call_model(
+        state,
         "plan",
         PlanInput(
             question=request.question,
@@ -76,11 +101,8 @@ async def plan(state: AgentState) -> dict[str, Any]:
             tenant=request.tenant,
             conversation_id=request.conversation_id,
         ),
-        result_type=PlanResult,
-        task_queue=state["inference_queue"],
-        start_to_close_timeout=timeouts.PLAN_TIMEOUT,
-        heartbeat_timeout=timeouts.MODEL_HEARTBEAT,
-        retry_policy=timeouts.MODEL_RETRY,
+        PlanResult,
+        timeouts.PLAN_TIMEOUT,
         summary=f"plan round {attempt}",
     )
     update: dict[str, Any] = {
@@ -90,8 +112,7 @@ async def plan(state: AgentState) -> dict[str, Any]:
     }
     if planned.route is not None:
         # The heavy tier read the request itself: its route is the run's from now on.
-        publish_route(planned.route)
-        state["progress"].route = planned.route
+        publish_route(state, planned.route)
         update["route"] = planned.route
     return update
 
@@ -104,7 +125,8 @@ async def join(state: AgentState) -> dict[str, Any]:
         # Nothing to judge: every step succeeded. Asking a model would only add latency.
         return {"decision": JoinDecision.FINISH}
     started = workflow.now()
-    joined: JoinResult = await workflow.execute_activity(
+    joined: JoinResult = await _call_model(
+        state,
         "join",
         JoinInput(
             question=request.question,
@@ -115,11 +137,8 @@ async def join(state: AgentState) -> dict[str, Any]:
             max_replans=request.options.max_replans,
             route=state["route"],
         ),
-        result_type=JoinResult,
-        task_queue=state["inference_queue"],
-        start_to_close_timeout=timeouts.JOIN_TIMEOUT,
-        heartbeat_timeout=timeouts.MODEL_HEARTBEAT,
-        retry_policy=timeouts.MODEL_RETRY,
+        JoinResult,
+        timeouts.JOIN_TIMEOUT,
         summary="join",
     )
     # The planner, not the scheduler, may spend a replan; the cap is enforced here too.
@@ -138,7 +157,8 @@ async def respond(state: AgentState) -> dict[str, Any]:
     stage(state, "writing the answer")
     started = workflow.now()
     replans = state.get("replans", 0)
-    answered: RespondResult = await workflow.execute_activity(
+    answered: RespondResult = await _call_model(
+        state,
         "respond",
         RespondInput(
             question=request.question,
@@ -149,11 +169,8 @@ async def respond(state: AgentState) -> dict[str, Any]:
             tenant=request.tenant,
             conversation_id=request.conversation_id,
         ),
-        result_type=RespondResult,
-        task_queue=state["inference_queue"],
-        start_to_close_timeout=timeouts.RESPOND_TIMEOUT,
-        heartbeat_timeout=timeouts.MODEL_HEARTBEAT,
-        retry_policy=timeouts.MODEL_RETRY,
+        RespondResult,
+        timeouts.RESPOND_TIMEOUT,
         summary="respond",
     )
     timings = add_timing(state, "respond", started)

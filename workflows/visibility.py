@@ -23,8 +23,10 @@ def publish_cache(status: CacheStatus) -> None:
     workflow.upsert_search_attributes([AGENT_CACHE.value_set(status.value)])
 
 
-def publish_route(route: Route) -> None:
-    """Shown on the run's page and filterable in the Web UI (`AgentIntent = "refund"`)."""
+def publish_route(state: AgentState, route: Route) -> None:
+    """The run's route in the `progress` query, on the run's page and filterable in the
+    Web UI (`AgentIntent = "refund"`)."""
+    state["progress"].route = route
     workflow.upsert_memo(
         {"intent": route.intent, "tier": route.tier.value, "confidence": route.confidence}
     )

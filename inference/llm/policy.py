@@ -26,9 +26,15 @@ from inference.engines.protocol import (
 from inference.llm.confidence import label_confidence
 from inference.llm.context import ContextBuilder
 from inference.llm.plan_schema import plan_json_schema
-from inference.llm.prompts import INTENT_TOOLS, INTENTS, JOIN_LABELS, ROUTE_LABELS, UNCERTAIN
-from inference.llm.prompts import system_prefix as _system_prefix
-from inference.policy import DEFAULT_ROUTER_THRESHOLD, TokenSink
+from inference.llm.prompts import (
+    INTENT_TOOLS,
+    INTENTS,
+    JOIN_LABELS,
+    ROUTE_LABELS,
+    UNCERTAIN,
+    system_prefix,
+)
+from inference.policy import DEFAULT_ROUTER_THRESHOLD, TokenSink, join_rejected_plan
 from schemas.agent import (
     JoinDecision,
     JoinInput,
@@ -50,7 +56,9 @@ log = structlog.get_logger(__name__)
 
 INVALID_MODEL_OUTPUT = "InvalidModelOutput"
 """The plan error of a round whose every decode was unusable."""
-ROUTE_LOGPROBS = 20
+LABEL_LOGPROBS = 20
+"""Alternatives per position: enough to see the other labels' first tokens."""
+LABEL_MAX_TOKENS = 8
 PLAN_MAX_TOKENS = 384
 ANSWER_MAX_TOKENS = 200
 ANSWER_STOPS = ["\nCustomer:", "\nQuestion:", "\n\n\n"]
@@ -81,19 +89,12 @@ class LlmPolicy:
 
     async def route(self, request: RouteInput) -> RouteResult:
         prompt = self.context.build(
-            _system_prefix(),
+            system_prefix(),
             f"Customer: {request.question}\nIntent:",
             history=request.history,
         )
         try:
-            result = await self.engine.generate(
-                GenerateRequest(
-                    prompt=prompt,
-                    max_tokens=8,
-                    constraint=ChoiceConstraint(choices=list(ROUTE_LABELS)),
-                    logprobs=ROUTE_LOGPROBS,
-                )
-            )
+            label, confidence = await self._choose(prompt, ROUTE_LABELS)
         except ConstraintViolationError as exc:
             # A server that could not constrain the label: an unsure route, not a failed run.
             route = Route(
@@ -103,8 +104,6 @@ class LlmPolicy:
                 reason=f"{self.engine.name} gave no label: {exc}",
             )
             return RouteResult(route=route, confident=False)
-        label = result.text.strip().strip('"')
-        confidence = label_confidence(result.logprobs, ROUTE_LABELS)
         if label == UNCERTAIN:
             route = Route(
                 intent="unknown",
@@ -152,7 +151,7 @@ class LlmPolicy:
         last_error: StepError | None = None
         for attempt in range(attempts):
             prompt = self.context.build(
-                _system_prefix(),
+                system_prefix(),
                 f"Customer: {request.question}\n{known}Plan JSON:",
                 history=request.history,
                 steps=request.previous_steps,
@@ -214,19 +213,11 @@ class LlmPolicy:
         )
 
     async def join(self, request: JoinInput) -> JoinResult:
-        if request.plan_error is not None:
-            # A rejected plan gave nothing to answer from: replan while the budget lasts.
-            if request.replans < request.max_replans:
-                return JoinResult(
-                    decision=JoinDecision.REPLAN,
-                    reason=f"plan rejected ({request.plan_error.type}); planning again",
-                )
-            return JoinResult(
-                decision=JoinDecision.FINISH,
-                reason=f"plan rejected and {request.replans} replans used",
-            )
+        rejected = join_rejected_plan(request)
+        if rejected is not None:
+            return rejected
         prompt = self.context.build(
-            _system_prefix(),
+            system_prefix(),
             f"Customer: {request.question}\nDo these results answer the customer "
             "(finish), or is another plan needed (replan)?\nDecision:",
             steps=request.steps,
@@ -234,22 +225,29 @@ class LlmPolicy:
         failed = [s.id for s in request.steps if s.status == "failed"]
         why = f"{', '.join(failed)} failed; " if failed else ""
         try:
-            result = await self.engine.generate(
-                GenerateRequest(
-                    prompt=prompt,
-                    max_tokens=4,
-                    constraint=ChoiceConstraint(choices=list(JOIN_LABELS)),
-                    logprobs=ROUTE_LOGPROBS,
-                )
-            )
+            label, confidence = await self._choose(prompt, JOIN_LABELS)
         except ConstraintViolationError as exc:
             return JoinResult(decision=JoinDecision.FINISH, reason=f"{why}no decision: {exc}")
-        label = result.text.strip().strip('"')
-        confidence = label_confidence(result.logprobs, JOIN_LABELS)
         return JoinResult(
             decision=JoinDecision.REPLAN if label == "replan" else JoinDecision.FINISH,
             reason=f"{why}{self.engine.name} chose {label} (p={confidence:.2f})",
         )
+
+    async def _choose(self, prompt: str, labels: tuple[str, ...]) -> tuple[str, float]:
+        """One label of `labels`, decoded under a choice constraint, and its probability.
+
+        Raises:
+            ConstraintViolationError: the engine could not keep to the labels.
+        """
+        result = await self.engine.generate(
+            GenerateRequest(
+                prompt=prompt,
+                max_tokens=LABEL_MAX_TOKENS,
+                constraint=ChoiceConstraint(choices=list(labels)),
+                logprobs=LABEL_LOGPROBS,
+            )
+        )
+        return result.text.strip().strip('"'), label_confidence(result.logprobs, labels)
 
     async def respond(self, request: RespondInput, sink: TokenSink | None = None) -> RespondResult:
         problem = ""
@@ -258,7 +256,7 @@ class LlmPolicy:
                 f"No plan could run ({request.plan_error.type}: {request.plan_error.message}).\n"
             )
         prompt = self.context.build(
-            _system_prefix(),
+            system_prefix(),
             f"{problem}Customer: {request.question}\nAgent:",
             history=request.history,
             steps=request.steps,

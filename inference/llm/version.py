@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 from functools import cache
-from importlib import resources
+
+from inference.version import module_digest
 
 LLM_MODULES = ("context.py", "plan_schema.py", "policy.py", "prompts.py", "cascade.py")
 
@@ -12,7 +12,4 @@ LLM_MODULES = ("context.py", "plan_schema.py", "policy.py", "prompts.py", "casca
 @cache
 def llm_policy_version() -> str:
     """Changes whenever a prompt or the plan schema does, so cached paths never outlive them."""
-    digest = hashlib.sha256()
-    for name in LLM_MODULES:
-        digest.update(resources.files("inference.llm").joinpath(name).read_bytes())
-    return "llm-" + digest.hexdigest()[:10]
+    return "llm-" + module_digest("inference.llm", LLM_MODULES)
