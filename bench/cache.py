@@ -30,12 +30,12 @@ from collections.abc import Awaitable, Callable
 from bench.fakes import StandInTools
 from bench.stack import BenchStack, StackConfig, bench_stack
 from inference.policy import TokenSink
-from inference.rules import RulesPolicy
+from inference.rules.policy import RulesPolicy
 from schemas.agent import RespondInput, RespondResult, RouteInput, RouteResult
 from schemas.request import AgentRequest
 from schemas.result import AgentResult, CacheStatus
-from workers.caches import semantic_wanted
-from workers.client import AgentClient
+from workers.cache_assembly import semantic_wanted
+from workers.client.agent_client import AgentClient
 from workflows.agent import AgentWorkflow
 
 KB = "What is your return policy for damaged items?"

@@ -8,7 +8,7 @@
     generated from templates over the demo domain; `--real` of them are embedded with the
     model, the rest are those vectors with small noise (the flat index costs the same
     whatever the vectors; embedding 100k questions would take minutes here). Search runs
-    on `activities.semantic_index.VectorIndex`, the per-tenant class `SemanticIndex` uses,
+    on `activities.cache.semantic.index.VectorIndex`, the per-tenant class `SemanticIndex` uses,
     in a worker thread from 20k entries as there. HNSW (raw FAISS) is measured beside it.
 (b) On `bench/cache_pairs.jsonl` (paraphrases that should hit, near-misses that must not):
     hit rate and false-hit rate at thresholds 0.70..0.95, with and without the guard, and
@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from activities.cache import normalize_question
-from activities.cache_guard import guard
-from activities.embedder import MiniLmEmbedder
-from activities.semantic import DEFAULT_THRESHOLD
-from activities.semantic_index import THREADED_SEARCH_MIN, VectorIndex
+from activities.cache.path_cache import normalize_question
+from activities.cache.semantic.embedder import MiniLmEmbedder
+from activities.cache.semantic.guard import guard
+from activities.cache.semantic.index import THREADED_SEARCH_MIN, VectorIndex
+from activities.cache.semantic.tier import DEFAULT_THRESHOLD
 
 PAIRS = Path(__file__).with_name("cache_pairs.jsonl")
 SIZES = (1_000, 10_000, 100_000)

@@ -11,7 +11,7 @@
   `respond` once, as the workflow does.
 * limit         — plain asyncio, no orchestration: each step awaits its dependencies, then
   sleeps; the physical limit is critical-path steps x latency. `sched` is the same with
-  `workflows.scheduler.DagScheduler` dispatching in-process.
+  `workflows.dag.scheduler.DagScheduler` dispatching in-process.
 
 Model calls go to a real inference worker whose policy is a fake at the model boundary
 (`bench.fakes.BenchPlanPolicy`): each costs a real activity round trip but no model
@@ -41,8 +41,8 @@ from schemas.request import AgentRequest, RunOptions
 from schemas.result import StepOutcome, StepStatus
 from schemas.tools import TOOLS
 from workflows.agent import AgentWorkflow
-from workflows.execute import describe_error
-from workflows.scheduler import DagScheduler, SchedulerLimits, ToolCall
+from workflows.dag.dispatch import describe_error
+from workflows.dag.scheduler import DagScheduler, SchedulerLimits, ToolCall
 
 WIDE_CONCURRENCY = 8
 """The run cap of the workflow mode: as wide as the widest shape."""

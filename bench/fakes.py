@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from temporalio import activity
 
 from bench.plans import shape_named_in
-from inference.rules import RulesPolicy
+from inference.rules.policy import RulesPolicy
 from schemas.agent import PlanInput, PlanResult, RouteInput, RouteResult
 from schemas.route import Route, Tier
 from schemas.tools import (

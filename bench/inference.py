@@ -37,7 +37,7 @@ import redis.asyncio as aioredis
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.inference import InferenceActivities
+from activities.model_calls import InferenceActivities
 from bench.inference_workflow import BenchRespondWorkflow
 from inference.engines.metered import MeteredEngine
 from inference.engines.vllm_settings import SpeculativeSettings, VllmSettings
@@ -46,7 +46,7 @@ from schemas.agent import RespondInput
 from schemas.result import StepOutcome, StepStatus
 from schemas.route import Route, Tier
 from workers.plugin import agentkeel_plugins
-from workers.stack_procs import find_temporal_binary
+from workers.stack.procs import find_temporal_binary
 from workers.worker import inference_worker
 
 DEFAULT_MODEL_DIR = Path.home() / ".cache" / "agentkeel" / "models" / "gemma3-270m"
@@ -229,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.model_dir == DEFAULT_MODEL_DIR:
-        from inference.models.gemma_cpu import build
+        from inference.model_builds.gemma_cpu import build
 
         build(DEFAULT_MODEL_DIR)
     asyncio.run(run(args))

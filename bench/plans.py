@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from schemas.plan import Plan
+from schemas.plan.model import Plan
+from schemas.plan.validation import validate_plan
 from schemas.tools import TOOLS
-from workflows.dag import validate_plan
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ given. What a turn costs (an activity round trip plus the model's time) is real.
 
 Registered only on the benchmark's CPU worker. Imports stay within the stdlib,
 temporalio, pydantic and the project's sandbox-safe modules: `schemas` and
-`workflows.dag` are sandbox pass-throughs (`workers.plugin`); `workflows.scheduler`
+`schemas.plan.validation` are sandbox pass-throughs (`workers.plugin`); `workflows.dag.scheduler`
 (for `resolve`) and `workflows.timeouts` are deterministic and re-imported per run,
 as they are for `AgentWorkflow`.
 """
@@ -26,14 +26,14 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 from schemas.agent import PlanInput, PlanResult, RespondInput, RespondResult
-from schemas.plan import Plan
+from schemas.plan.model import Plan
+from schemas.plan.validation import PlanValidationError, topological_order, validate_plan
 from schemas.queues import inference_queue
 from schemas.result import StepOutcome, StepStatus
 from schemas.route import Route, Tier
 from schemas.tools import TOOLS
 from workflows import timeouts
-from workflows.dag import PlanValidationError, topological_order, validate_plan
-from workflows.scheduler import resolve
+from workflows.dag.scheduler import resolve
 
 WORKFLOW_NAME = "BenchReactWorkflow"
 _ROUTE = Route(intent="bench", confidence=0.1, tier=Tier.RULES, reason="react bench loop")
@@ -144,7 +144,7 @@ class BenchReactWorkflow:
         )
 
     async def _act(self, step_id: str, tool: str, args: dict[str, Any]) -> Any:
-        """One tool activity, configured as `workflows.execute` dispatches it."""
+        """One tool activity, configured as `workflows.dag.dispatch` dispatches it."""
         spec = TOOLS[tool]
         payload = dict(args)
         if not spec.idempotent:

@@ -8,7 +8,7 @@ from functools import cache
 from importlib import resources
 
 # Everything that decides what the rules policy routes, plans and answers.
-RULES_MODULES = ("rules.py", "rules_intents.py", "rules_plans.py", "render.py")
+RULES_MODULES = ("policy.py", "intents.py", "plans.py", "answer.py")
 
 
 def module_digest(package: str, names: Iterable[str]) -> str:
@@ -22,4 +22,4 @@ def module_digest(package: str, names: Iterable[str]) -> str:
 @cache
 def rules_policy_version() -> str:
     """Changes whenever the rules policy's code does, so a deploy never serves stale paths."""
-    return "rules-" + module_digest("inference", RULES_MODULES)
+    return "rules-" + module_digest("inference.rules", RULES_MODULES)

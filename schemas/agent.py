@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from schemas.plan import Plan
+from schemas.plan.model import Plan
 from schemas.result import AgentResult, CacheStatus, StepError, StepOutcome
 from schemas.route import Route, Tier
 

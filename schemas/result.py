@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from schemas.plan import Plan
+from schemas.plan.model import Plan
 from schemas.route import Route
 
 

@@ -25,9 +25,9 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
-from activities.inference import InferenceActivities
+from activities.model_calls import InferenceActivities
 from inference.policy import Policy
-from inference.rules import RulesPolicy
+from inference.rules.policy import RulesPolicy
 from schemas.request import AgentRequest
 from schemas.result import AgentResult
 
@@ -46,14 +46,14 @@ from tests.pg import (
     session_server,
 )
 from tests.redis_server import embedded_redis, redis_probe
-from workers.carrier import build_app
-from workers.client import AgentClient
+from workers.client.agent_client import AgentClient
 from workers.plugin import agentkeel_plugins
 from workers.registration import with_stand_ins
 from workers.resources import cpu_activities, inference_resources
 from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
-from workers.stack_procs import StackError, find_temporal_binary, redact
+from workers.stack.carrier import build_app
+from workers.stack.procs import StackError, find_temporal_binary, redact
 from workers.worker import cpu_worker, inference_worker
 from workflows.agent import AgentWorkflow
 

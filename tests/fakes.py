@@ -17,9 +17,9 @@ from inference.engines.protocol import (
     TokenDelta,
     TokenLogprob,
 )
-from inference.rules import RulesPolicy
+from inference.rules.policy import RulesPolicy
 from schemas.agent import PlanInput, PlanResult, RouteInput, RouteResult
-from schemas.plan import Plan
+from schemas.plan.model import Plan
 from schemas.route import Route, Tier
 
 

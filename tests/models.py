@@ -62,7 +62,7 @@ def report(line: str) -> None:
 @pytest.fixture(scope="session")
 def model_dir() -> Path:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from inference.models.gemma_cpu import build
+    from inference.model_builds.gemma_cpu import build
 
     default = Path.home() / ".cache" / "agentkeel" / "models" / MODEL_NAME
     started = time.monotonic()

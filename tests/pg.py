@@ -30,8 +30,8 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 
-from workers.databases import throwaway_database
-from workers.stack_procs import redact
+from workers.stack.databases import throwaway_database
+from workers.stack.procs import redact
 
 ADMIN_DSN_ENV = "AGENTKEEL_TEST_ADMIN_DSN"
 EMBEDDED_ENV = "AGENTKEEL_TEST_EMBEDDED"
@@ -119,7 +119,7 @@ async def fresh_database(
     seed_orders: int | None = SEED_ORDERS,
     template: str | None = None,
 ) -> AsyncIterator[str]:
-    """A database of this test's own (see `workers.databases.throwaway_database`)."""
+    """A database of this test's own (see `workers.stack.databases.throwaway_database`)."""
     async with throwaway_database(
         admin_dsn,
         prefix="agentkeel_test",

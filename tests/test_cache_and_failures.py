@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 from temporalio import activity
 
-from activities.tools import ToolActivities
+from activities.tools.shop import ToolActivities
 from schemas.result import CacheStatus, StepStatus
 from schemas.tools import CreateRefundInput, Refund
 from tests.conftest import AgentStack, StackFactory

@@ -10,10 +10,10 @@ from datetime import timedelta
 
 import pytest
 
-from activities.breaker import CircuitBreaker
-from activities.cache_backend import CacheBackend, CacheUnavailable
-from activities.entities import entities_in
-from activities.tool_cache import ToolResultCache
+from activities.cache.backend import CacheBackend, CacheUnavailable
+from activities.cache.breaker import CircuitBreaker
+from activities.cache.entities import entities_in
+from activities.cache.tool_results import ToolResultCache
 from schemas.tools import TOOLS, KbResult, SearchKbArgs
 from workers.resources import redis_client
 

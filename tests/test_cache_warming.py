@@ -8,11 +8,11 @@ from datetime import timedelta
 
 from temporalio.client import ScheduleIntervalSpec
 
-from activities.cache import path_key
+from activities.cache.path_cache import path_key
 from schemas.result import CacheStatus
 from schemas.warming import WarmInput
 from tests.conftest import AgentStack
-from workers.caches import effective_cache_version
+from workers.cache_assembly import effective_cache_version
 from workers.resources import redis_client
 from workers.warming_schedule import SCHEDULE_ID, ensure_warming_schedule
 from workflows.warmer import CacheWarmerWorkflow

@@ -8,10 +8,8 @@ from typing import Any
 
 import pytest
 
-from schemas.plan import Plan
-from schemas.result import StepError, StepStatus
-from schemas.tools import TOOLS
-from workflows.dag import (
+from schemas.plan.model import Plan
+from schemas.plan.validation import (
     DEPENDENCY_CYCLE,
     DUPLICATE_STEP,
     EMPTY_PLAN,
@@ -23,7 +21,15 @@ from workflows.dag import (
     topological_order,
     validate_plan,
 )
-from workflows.scheduler import DagScheduler, ResolutionError, SchedulerLimits, ToolCall, resolve
+from schemas.result import StepError, StepStatus
+from schemas.tools import TOOLS
+from workflows.dag.scheduler import (
+    DagScheduler,
+    ResolutionError,
+    SchedulerLimits,
+    ToolCall,
+    resolve,
+)
 
 
 def plan(*steps: dict[str, Any]) -> Plan:
@@ -299,7 +305,7 @@ def test_caps_below_one_are_rejected() -> None:
 
 
 def test_idempotency_key_names_the_run_chain_and_the_call() -> None:
-    from workflows.execute import idempotency_key
+    from workflows.dag.dispatch import idempotency_key
 
     run = "01a22b65-4f7d-70c5-a9b8-f91985fd56f4"
     assert idempotency_key(run, "s3[2]") == f"{run}/s3[2]"

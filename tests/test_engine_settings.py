@@ -10,10 +10,10 @@ from inference.engines.protocol import GenerateRequest
 from inference.engines.vllm_settings import SpeculativeSettings
 from inference.llm.cascade import CascadePolicy
 from inference.llm.policy import LlmPolicy
-from inference.rules import RulesPolicy
+from inference.rules.policy import RulesPolicy
 from schemas.route import Tier
-from workers.caches import effective_cache_version
-from workers.engines import EngineKind, build_policy, engine_config, policy_version
+from workers.cache_assembly import effective_cache_version
+from workers.policy_assembly import EngineKind, build_policy, engine_config, policy_version
 from workers.settings import Settings, SettingsError, StartupError
 
 

@@ -29,14 +29,14 @@ from inference.llm.plan_schema import plan_json_schema
 from inference.llm.policy import INVALID_MODEL_OUTPUT, LlmPolicy
 from inference.llm.prompts import ROUTE_LABELS, system_prefix
 from inference.policy import TokenSink
-from inference.rules import RulesPolicy
+from inference.rules.policy import RulesPolicy
 from schemas.agent import PlanInput, RespondInput, RespondResult, RouteInput
+from schemas.plan.references import PLAN_ERROR_KINDS
 from schemas.route import Route, Tier
 from schemas.tokens import token_stream_key
 from tests.conftest import StackFactory
 from tests.models import report
-from workers.token_follow import read_answer
-from workflows.references import PLAN_ERROR_KINDS
+from workers.client.token_follow import read_answer
 
 # Short outputs: a 270M model on 2 cores decodes about 8 tokens/s alone.
 PLAN_TOKENS = 160

@@ -21,7 +21,7 @@ from inference.llm.context import ContextBuilder, approx_tokens
 from inference.llm.plan_schema import plan_json_schema
 from inference.llm.policy import INVALID_MODEL_OUTPUT, LlmPolicy
 from inference.llm.prompts import INTENTS, system_prefix
-from inference.rules import RulesPolicy
+from inference.rules.policy import RulesPolicy
 from schemas.agent import ConversationTurn, PlanInput, RespondInput, RouteInput
 from schemas.result import StepOutcome, StepStatus
 from schemas.route import Route, Tier

@@ -24,7 +24,7 @@ from schemas.route import Tier
 from schemas.tokens import token_stream_key
 from tests.conftest import StackFactory
 from tests.fakes import FakeEngine
-from workers.token_follow import AnswerView, read_answer
+from workers.client.token_follow import AnswerView, read_answer
 
 STATUS_PLAN = {
     "rationale": "look up the order, then track it",

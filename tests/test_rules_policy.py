@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from inference.rules import RulesPolicy
+from inference.rules.policy import RulesPolicy
 from schemas.agent import JoinDecision, JoinInput, PlanInput, RouteInput
-from schemas.plan import Plan
+from schemas.plan.model import Plan
+from schemas.plan.validation import validate_plan
 from schemas.result import StepError
 from schemas.tools import TOOLS
-from workflows.dag import validate_plan
 
 CONFIDENT = [
     ("Where is order 1001?", "order_status", ["get_order", "track_shipment"]),

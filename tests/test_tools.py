@@ -18,9 +18,9 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.migrate import apply_migrations, migration_files
-from activities.seed import carrier_for, seed_demo_data
-from activities.tools import ToolActivities
+from activities.database.migrate import apply_migrations, migration_files
+from activities.database.seed import carrier_for, seed_demo_data
+from activities.tools.shop import ToolActivities
 from schemas.tools import (
     TOOLS,
     CheckInventoryArgs,
@@ -32,7 +32,7 @@ from schemas.tools import (
     TrackShipmentArgs,
 )
 from tests.pg import fresh_database
-from workers.carrier import serve
+from workers.stack.carrier import serve
 
 VERSIONS = [version for version, _sql in migration_files()]
 SEEDED_TABLES = (
@@ -344,7 +344,7 @@ async def test_carrier_cli_reports_a_port_in_use() -> None:
         taken.listen()
         port = taken.getsockname()[1]
         proc = await asyncio.create_subprocess_exec(
-            *(sys.executable, "-m", "workers.carrier", "--port", str(port)),
+            *(sys.executable, "-m", "workers.stack.carrier", "--port", str(port)),
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )

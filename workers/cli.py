@@ -13,12 +13,18 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowFailureError
 
 from schemas.request import AgentRequest, RunOptions
-from workers.client import AgentClient
-from workers.demo import run_demo
+from workers.client.agent_client import AgentClient
+from workers.client.report import StreamedAnswer, format_result
 from workers.logging import configure_logging
-from workers.report import StreamedAnswer, format_result
 from workers.settings import Settings, SettingsError, StartupError
-from workers.stack import StackError, read_endpoints, run_foreground, start_detached, stop_detached
+from workers.stack.demo import run_demo
+from workers.stack.supervisor import (
+    StackError,
+    read_endpoints,
+    run_foreground,
+    start_detached,
+    stop_detached,
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -108,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "up":
             if not args.detach:
                 return run_foreground(settings)
-            from workers.stack import describe
+            from workers.stack.supervisor import describe
 
             print(f"agentkeel stack is up in the background\n{describe(start_detached(settings))}")
             print("stop it with: agentkeel down")

@@ -17,10 +17,10 @@ PASSTHROUGH_MODULES = (
     "pydantic_core",  # compiled core of pydantic
     "schemas",  # pure data models, no I/O; shared by workflows and activities
     # Pure plan checking over schemas; passed through so the TypeAdapter cache in
-    # `workflows.arguments` is built once per process, not once per run.
-    "workflows.dag",
-    "workflows.arguments",
-    "workflows.references",
+    # `schemas.plan.arguments` is built once per process, not once per run.
+    "schemas.plan.validation",
+    "schemas.plan.arguments",
+    "schemas.plan.references",
     "opentelemetry",  # process-global tracing API that LangChain imports lazily
 )
 

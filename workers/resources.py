@@ -14,14 +14,14 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
-from activities.cache_activities import CacheActivities
+from activities.cache_lookup import CacheActivities
 from activities.conversations import ConversationStore
-from activities.runs import StoreActivities
-from activities.tools import ToolActivities
-from activities.warming import WarmingActivities
-from workers.caches import build_caches, tool_activities
+from activities.hot_questions import WarmingActivities
+from activities.run_store import StoreActivities
+from activities.tools.shop import ToolActivities
+from workers.cache_assembly import build_caches, tool_activities
 from workers.settings import Settings, SettingsError, StartupError
-from workers.stack_procs import redact
+from workers.stack.procs import redact
 
 log = structlog.get_logger(__name__)
 

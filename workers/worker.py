@@ -12,8 +12,8 @@ import structlog
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities.inference import InferenceActivities
-from workers.engines import build_policy
+from activities.model_calls import InferenceActivities
+from workers.policy_assembly import build_policy
 from workers.resources import cpu_activities, inference_resources
 from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings

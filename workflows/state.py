@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TypedDict
 
-from schemas.plan import Plan
+from schemas.plan.model import Plan
 from schemas.progress import RunProgress
 from schemas.request import AgentRequest
 from schemas.result import AgentResult, CacheMatch, CacheStatus, StepError, StepOutcome, Timings

@@ -2,7 +2,7 @@
 
 Built from the tool catalog, so the grammar admits only known tools, each with its own
 argument names and types. Any argument may instead be a reference to an earlier step
-(`"$s1.customer_id"`), in the exact shape `schemas.plan.REFERENCE` accepts. What a
+(`"$s1.customer_id"`), in the exact shape `schemas.plan.model.REFERENCE` accepts. What a
 grammar cannot express (that a referenced step exists, that the types line up, that the
 graph has no cycle) the scheduler's validation checks afterwards.
 """
@@ -20,7 +20,7 @@ MAX_STEPS = 8
 RATIONALE_CHARS = 160
 STEP_ID_PATTERN = r"^s[0-9]{1,2}$"
 REFERENCE_PATTERN = r"^\$[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$"
-"""`schemas.plan.REFERENCE` without its capture groups (grammar backends ignore them)."""
+"""`schemas.plan.model.REFERENCE` without its capture groups (grammar backends ignore them)."""
 
 _REFERENCE: dict[str, Any] = {"type": "string", "pattern": REFERENCE_PATTERN}
 

@@ -46,11 +46,11 @@ from schemas.agent import (
     RouteInput,
     RouteResult,
 )
-from schemas.plan import Plan
+from schemas.plan.model import Plan
+from schemas.plan.validation import PlanValidationError, validate_plan
 from schemas.result import StepError
 from schemas.route import Route, Tier
 from schemas.tools import TOOLS
-from workflows.dag import PlanValidationError, validate_plan
 
 log = structlog.get_logger(__name__)
 

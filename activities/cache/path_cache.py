@@ -1,0 +1,250 @@
+"""The path cache: a whole finished run, found by exact key or by a guarded semantic match.
+
+What a hit serves depends on freshness. While every tool result on the cached path
+is within its TTL, the cached answer (`exact` / `semantic`). After that, until the
+plan TTL, the cached *plan*: route and planning are skipped and the tools run fresh
+(`plan`). Paths with a side effect or a failure are never cached. The key carries a
+version of the tool catalog and the policy, so a deploy that changes behaviour
+starts from an empty cache instead of serving stale paths.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import time
+import unicodedata
+from datetime import timedelta
+from typing import Protocol
+
+import structlog
+from pydantic import BaseModel, ValidationError
+
+from activities.cache.backend import CacheBackend
+from activities.cache.entities import entities_in
+from activities.cache.tool_results import tool_key
+from schemas.agent import LookupCacheResult
+from schemas.result import AgentResult, CacheStatus, StepOutcome, StepStatus
+from schemas.tools import TOOLS, catalog_version
+
+log = structlog.get_logger(__name__)
+
+KEY_PREFIX = "agentkeel:path:v2"
+CLOCK_SKEW_MARGIN_S = 2.0
+SEMANTIC_CANDIDATES = 3
+_SPACE = re.compile(r"\s+")
+_TRAILING = re.compile(r"[\s?!.]+$")
+
+
+def normalize_question(question: str) -> str:
+    """Case, width, spacing and trailing punctuation do not change what is asked."""
+    text = unicodedata.normalize("NFKC", question).casefold()
+    return _TRAILING.sub("", _SPACE.sub(" ", text).strip())
+
+
+def cache_version(policy_version: str) -> str:
+    return f"{catalog_version()}.{policy_version}"
+
+
+def path_key(tenant: str, question: str, version: str, conversation_id: str | None = None) -> str:
+    """Within a conversation the same words may mean something else: it is part of the key."""
+    asked = normalize_question(question) + ("\x1f" + conversation_id if conversation_id else "")
+    digest = hashlib.sha256(asked.encode()).hexdigest()[:32]
+    return f"{KEY_PREFIX}:{version}:{tenant}:{digest}"
+
+
+def _call_args(step: StepOutcome) -> list[BaseModel]:
+    spec = TOOLS[step.tool]
+    calls = step.args if isinstance(step.args, list) else [step.args]
+    return [spec.args_model.model_validate(args) for args in calls]
+
+
+def answer_ttl(result: AgentResult, plan_ttl: timedelta) -> timedelta | None:
+    """How long the answer itself stays true: the shortest TTL of the tools it used."""
+    ttl = plan_ttl
+    for step in result.steps:
+        spec = TOOLS.get(step.tool)
+        if spec is None or spec.cache_ttl is None:
+            return None
+        ttl = min(ttl, spec.cache_ttl)
+    return ttl
+
+
+def cacheable(result: AgentResult) -> bool:
+    """Only clean runs of idempotent tools: replaying a refund's plan would refund again."""
+    return (
+        result.plan_error is None
+        and bool(result.steps)
+        and all(
+            s.status == StepStatus.SUCCEEDED and s.tool in TOOLS and TOOLS[s.tool].idempotent
+            for s in result.steps
+        )
+    )
+
+
+class PathEntry(BaseModel):
+    question: str
+    result: AgentResult
+    answer_fresh_until: float | None = None
+    """Epoch seconds until which the answer may be served; after it, only the plan."""
+
+
+class SemanticMatch(Protocol):
+    @property
+    def path_key(self) -> str: ...
+
+    @property
+    def score(self) -> float: ...
+
+    @property
+    def matched_question(self) -> str: ...
+
+
+class SemanticTier(Protocol):
+    async def lookup(self, tenant: str, question: str) -> SemanticMatch | None: ...
+
+    async def remember(self, tenant: str, question: str, path_key: str) -> None: ...
+
+    async def forget(self, path_keys: list[str]) -> int: ...
+
+
+class PathCache:
+    def __init__(
+        self,
+        backend: CacheBackend,
+        *,
+        version: str,
+        plan_ttl: timedelta,
+        semantic: SemanticTier | None = None,
+        semantic_deadline_s: float = 0.5,
+    ) -> None:
+        self._backend = backend
+        self.version = version
+        self.plan_ttl = plan_ttl
+        self._semantic = semantic
+        self._semantic_deadline_s = semantic_deadline_s
+
+    def key(self, tenant: str, question: str, conversation_id: str | None = None) -> str:
+        return path_key(tenant, question, self.version, conversation_id)
+
+    def _scope(self, tenant: str) -> str:
+        """The semantic index's namespace: per tenant and per version, like the exact keys."""
+        return f"{tenant}@{self.version}"
+
+    async def lookup(
+        self,
+        tenant: str,
+        question: str,
+        *,
+        conversation_id: str | None = None,
+        semantic: bool = True,
+    ) -> LookupCacheResult:
+        """Raises `CacheUnavailable` when Redis cannot answer."""
+        entry = await self._entry(self.key(tenant, question, conversation_id))
+        status, similarity, matched = CacheStatus.EXACT, None, None
+        if entry is None and semantic and self._semantic is not None and not conversation_id:
+            found = await self._semantic_entry(tenant, question)
+            if found is not None:
+                entry, similarity, matched = found
+                status = CacheStatus.SEMANTIC
+        if entry is None:
+            return LookupCacheResult(status=CacheStatus.MISS)
+        fresh = entry.answer_fresh_until is not None and time.time() < entry.answer_fresh_until
+        if fresh:
+            return LookupCacheResult(
+                status=status, hit=entry.result, similarity=similarity, matched_question=matched
+            )
+        return LookupCacheResult(
+            status=CacheStatus.PLAN,
+            plan=entry.result.plan,
+            route=entry.result.route,
+            similarity=similarity,
+            matched_question=matched or entry.question,
+        )
+
+    async def _semantic_entry(
+        self, tenant: str, question: str
+    ) -> tuple[PathEntry, float, str] | None:
+        assert self._semantic is not None
+        try:
+            # The semantic tier may never make a run slow: past its deadline it is a miss.
+            async with asyncio.timeout(self._semantic_deadline_s):
+                for _ in range(SEMANTIC_CANDIDATES):
+                    match = await self._semantic.lookup(self._scope(tenant), question)
+                    if match is None:
+                        return None
+                    entry = await self._entry(match.path_key)
+                    if entry is not None:
+                        return entry, match.score, match.matched_question
+                    # Expired or invalidated: forget it, so a live neighbour can answer.
+                    await self._semantic.forget([match.path_key])
+        except TimeoutError:
+            log.warning("semantic_lookup_deadline", deadline_s=self._semantic_deadline_s)
+        return None
+
+    async def answer_fresh_for_s(self, tenant: str, question: str) -> float:
+        """Seconds the exact entry's answer stays servable; negative when it is not."""
+        entry = await self._entry(self.key(tenant, question))
+        if entry is None or entry.answer_fresh_until is None:
+            return -1.0
+        return entry.answer_fresh_until - time.time()
+
+    async def store(
+        self,
+        tenant: str,
+        question: str,
+        result: AgentResult,
+        *,
+        conversation_id: str | None = None,
+    ) -> timedelta | None:
+        """Cache the run if it may be; returns how long its answer is served (None: plan only
+        or not cached). Raises `CacheUnavailable`."""
+        if not cacheable(result):
+            return None
+        fresh_until = await self._answer_fresh_until(result)
+        entry = PathEntry(question=question, result=result, answer_fresh_until=fresh_until)
+        touched = entities_in([s.args for s in result.steps], [s.output for s in result.steps])
+        key = self.key(tenant, question, conversation_id)
+        first_read = min(s.started_at for s in result.steps if s.started_at is not None)
+        stored = await self._backend.put(
+            key,
+            entry.model_dump_json(),
+            self.plan_ttl,
+            touched,
+            # Workflow time vs this host's clock: a margin covers their skew.
+            read_since=first_read.timestamp() - CLOCK_SKEW_MARGIN_S,
+        )
+        if not stored:
+            log.info("path_not_cached_entity_changed", key=key)
+            return None
+        if self._semantic is not None and not conversation_id:
+            await self._semantic.remember(self._scope(tenant), question, key)
+        return timedelta(seconds=fresh_until - time.time()) if fresh_until else None
+
+    async def _answer_fresh_until(self, result: AgentResult) -> float | None:
+        """When the first tool result on the path goes stale. A result the tool cache served
+        may already be old, so its own freshness counts, not the time of this run."""
+        ttl = answer_ttl(result, self.plan_ttl)
+        if ttl is None:
+            return None
+        until = time.time() + ttl.total_seconds()
+        keys = [tool_key(TOOLS[s.tool], args) for s in result.steps for args in _call_args(s)]
+        for raw in await self._backend.mget(keys) if keys else []:
+            if raw is not None:
+                until = min(until, float(json.loads(raw)["fresh_until"]))
+        return until if until > time.time() else None
+
+    async def _entry(self, key: str) -> PathEntry | None:
+        raw = await self._backend.get(key)
+        if raw is None:
+            return None
+        try:
+            return PathEntry.model_validate_json(raw)
+        except ValidationError:
+            # Written by a release whose result shape no longer validates: a miss, and the
+            # entry goes so the next run stores a current one.
+            log.warning("cache_entry_unreadable", key=key)
+            await self._backend.delete(key)
+            return None

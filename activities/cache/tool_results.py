@@ -1,0 +1,149 @@
+"""Tool results cached with each tool's TTL, served stale while a refresh runs.
+
+Tools declare `cache_ttl` in the catalog: reference data (policy articles) for an
+hour, real-time data (inventory) for seconds, live tracking not at all. A
+side-effecting tool invalidates what was cached about the entities it changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import structlog
+from pydantic import BaseModel
+from temporalio import activity
+
+from activities.cache.backend import CacheBackend, CacheUnavailable
+from activities.cache.entities import entities_in
+from schemas.tools import ToolSpec, catalog_version
+
+log = structlog.get_logger(__name__)
+
+M = TypeVar("M", bound=BaseModel)
+KEY_PREFIX = "agentkeel:tool:v1"
+
+
+def tool_key(spec: ToolSpec, args: BaseModel) -> str:
+    canonical = json.dumps(args.model_dump(mode="json"), sort_keys=True)
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:32]
+    return f"{KEY_PREFIX}:{catalog_version()}:{spec.name}:{digest}"
+
+
+class ToolResultCache:
+    """Read-through cache of idempotent tool results, with stale-while-revalidate."""
+
+    def __init__(self, backend: CacheBackend, *, stale_while_revalidate: bool = True) -> None:
+        self._backend = backend
+        self._swr = stale_while_revalidate
+        self._refreshing: dict[str, asyncio.Task[None]] = {}
+
+    async def close(self) -> None:
+        """Cancel refreshes still running (worker shutdown)."""
+        tasks = list(self._refreshing.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def get_or_compute(
+        self, spec: ToolSpec, args: BaseModel, compute: Callable[[Any], Awaitable[M]]
+    ) -> M:
+        if spec.cache_ttl is None or not spec.idempotent:
+            return await compute(args)
+        key = tool_key(spec, args)
+        try:
+            raw = await self._backend.get(key)
+        except CacheUnavailable:
+            return await compute(args)
+        if raw is not None:
+            entry = json.loads(raw)
+            value: M = spec.result_model.model_validate(entry["value"])  # type: ignore[assignment]
+            if time.time() < entry["fresh_until"]:
+                return value
+            if self._swr:
+                self._refresh_in_background(key, spec, args, compute)
+                return value
+        read_since = time.time()
+        value = await compute(args)
+        await self._store(key, spec, args, value, read_since)
+        return value
+
+    async def _store(
+        self, key: str, spec: ToolSpec, args: BaseModel, value: BaseModel, read_since: float
+    ) -> None:
+        assert spec.cache_ttl is not None
+        ttl = spec.cache_ttl
+        entry = {
+            "fresh_until": time.time() + ttl.total_seconds(),
+            "value": value.model_dump(mode="json"),
+        }
+        # Kept for a second TTL past freshness: the window in which a stale value may be served.
+        keep = ttl * 2 if self._swr else ttl
+        entities = entities_in(args.model_dump(mode="json"), entry["value"])
+        try:
+            await self._backend.put(key, json.dumps(entry), keep, entities, read_since=read_since)
+        except CacheUnavailable:
+            pass
+
+    def _refresh_in_background(
+        self, key: str, spec: ToolSpec, args: BaseModel, compute: Callable[[Any], Awaitable[M]]
+    ) -> None:
+        if key in self._refreshing:
+            return  # one refresh per key at a time
+
+        async def refresh() -> None:
+            try:
+                started = time.time()
+                # Outside any activity, so bounded here by the tool's own timeout.
+                async with asyncio.timeout(spec.timeout.total_seconds()):
+                    await self._store(key, spec, args, await compute(args), started)
+            except Exception as exc:  # the stale value was served; the next call retries
+                log.warning("tool_cache_refresh_failed", tool=spec.name, error=str(exc))
+            finally:
+                self._refreshing.pop(key, None)
+
+        self._refreshing[key] = asyncio.get_running_loop().create_task(refresh())
+
+
+def cached_tool(
+    method: Callable[[Any], Awaitable[M]], spec: ToolSpec, cache: ToolResultCache
+) -> Any:
+    """The tool activity `method`, reading through `cache`; same activity name and types."""
+
+    @functools.wraps(method, updated=())  # not __dict__: it holds the activity definition
+    async def run(args: Any) -> M:
+        return await cache.get_or_compute(spec, args, method)
+
+    return activity.defn(name=spec.name)(run)
+
+
+def invalidating_tool(
+    method: Callable[[Any], Awaitable[M]], spec: ToolSpec, backend: CacheBackend
+) -> Any:
+    """The side-effecting tool activity `method`; after a change, what was cached about the
+    changed entities (tool results and whole paths alike) is deleted."""
+
+    @functools.wraps(method, updated=())  # not __dict__: it holds the activity definition
+    async def run(args: Any) -> M:
+        result = await method(args)
+        # Also when the effect was already there (a retry after a crash between the effect
+        # and this line): invalidating twice is harmless, not invalidating is not.
+        changed = entities_in(args.model_dump(mode="json"), result.model_dump(mode="json"))
+        try:
+            deleted = await backend.invalidate(changed)
+        except CacheUnavailable as exc:
+            # The effect stands and must be reported as done; what was cached about it
+            # ages out with its TTL. Loud, because until then it may be served.
+            log.error("cache_invalidation_failed", tool=spec.name, error=str(exc))
+        else:
+            log.info(
+                "cache_invalidated", tool=spec.name, entities=sorted(changed), keys=len(deleted)
+            )
+        return result
+
+    return activity.defn(name=spec.name)(run)

@@ -1,0 +1,1 @@
+"""Database setup: SQL migrations and the deterministic demo data."""

@@ -1,0 +1,54 @@
+"""What the cache warmer needs from the outside: the hot questions whose entries run out."""
+
+from __future__ import annotations
+
+import asyncpg
+from temporalio import activity
+
+from activities.cache.backend import CacheUnavailable
+from activities.cache.path_cache import PathCache, normalize_question
+from schemas.warming import HotQuestion, HotQuestionsInput, HotQuestionsResult
+
+# Most asked questions of the window, per tenant; runs that moved money are never replayed.
+HOT_QUESTIONS = """
+SELECT tenant, question, count(*) AS asked
+FROM agent_runs
+WHERE created_at > now() - make_interval(hours => $1)
+  AND tenant IS NOT NULL AND question IS NOT NULL
+  AND NOT coalesce(steps @> '[{"tool": "create_refund"}]'::jsonb, false)
+  -- The warmer's own runs bypass the lookup: counting them would keep a question hot forever.
+  AND cache_status IS DISTINCT FROM 'bypass'
+GROUP BY tenant, question
+ORDER BY asked DESC
+LIMIT $2
+"""
+
+
+class WarmingActivities:
+    def __init__(self, pool: asyncpg.Pool, paths: PathCache) -> None:
+        self._pool = pool
+        self._paths = paths
+
+    @activity.defn(name="hot_questions")
+    async def hot_questions(self, request: HotQuestionsInput) -> HotQuestionsResult:
+        # Over-fetch: spellings of one question count together once normalized.
+        rows = await self._pool.fetch(HOT_QUESTIONS, request.since_hours, request.top_n * 4)
+        merged: dict[tuple[str, str], HotQuestion] = {}
+        for row in rows:
+            key = (row["tenant"], normalize_question(row["question"]))
+            if key in merged:
+                merged[key].asked += row["asked"]
+            else:
+                merged[key] = HotQuestion(
+                    tenant=row["tenant"], question=row["question"], asked=row["asked"]
+                )
+        hottest = sorted(merged.values(), key=lambda q: -q.asked)[: request.top_n]
+        due: list[HotQuestion] = []
+        for hot in hottest:
+            try:
+                left_s = await self._paths.answer_fresh_for_s(hot.tenant, hot.question)
+            except CacheUnavailable:
+                left_s = -1.0  # cannot tell: warming costs one run, serving stale costs more
+            if left_s < request.renew_below_s:
+                due.append(hot)
+        return HotQuestionsResult(due=due, considered=len(hottest))

@@ -1,0 +1,76 @@
+"""The `store` step: the run record in Postgres and the path entry in the cache."""
+
+from __future__ import annotations
+
+import json
+
+import asyncpg
+import structlog
+from temporalio import activity
+
+from activities.cache.backend import CacheUnavailable
+from activities.cache.path_cache import PathCache
+from schemas.agent import StoreInput, StoreResult
+from schemas.result import AgentResult
+
+log = structlog.get_logger(__name__)
+
+INSERT_RUN = """
+INSERT INTO agent_runs (workflow_id, run_id, tenant, question, intent, tier, confidence,
+                        cache_status, plan, steps, timings, answer, conversation_id,
+                        route_reason, overridden_intent)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11::jsonb, $12, $13, $14, $15)
+ON CONFLICT (workflow_id, run_id) DO NOTHING
+"""
+
+
+class StoreActivities:
+    def __init__(self, pool: asyncpg.Pool, cache: PathCache) -> None:
+        self._pool = pool
+        self._cache = cache
+
+    @activity.defn(name="store")
+    async def store(self, request: StoreInput) -> StoreResult:
+        result = request.result
+        # ON CONFLICT makes a retried store a no-op: one record per run, never two.
+        await self._pool.execute(
+            INSERT_RUN,
+            *run_record_row(request.tenant, request.question, result),
+            request.conversation_id,
+            result.route.reason,
+            result.route.overridden_intent,
+        )
+        cached = False
+        ttl_s = None
+        if request.use_cache:
+            try:
+                ttl = await self._cache.store(
+                    request.tenant,
+                    request.question,
+                    result,
+                    conversation_id=request.conversation_id,
+                )
+            except CacheUnavailable as exc:
+                log.warning("cache_unavailable", error=str(exc), op="store")
+            else:
+                cached = ttl is not None
+                ttl_s = int(ttl.total_seconds()) if ttl else None
+        return StoreResult(recorded=True, cached=cached, cache_ttl_s=ttl_s)
+
+
+def run_record_row(tenant: str, question: str, result: AgentResult) -> tuple[object, ...]:
+    dump = result.model_dump(mode="json")
+    return (
+        result.workflow_id,
+        result.run_id,
+        tenant,
+        question,
+        result.route.intent,
+        result.route.tier.value,
+        result.route.confidence,
+        result.cache.value,
+        json.dumps(dump["plan"]),
+        json.dumps(dump["steps"]),
+        json.dumps(dump["timings_ms"]),
+        result.answer,
+    )

@@ -1,0 +1,1 @@
+"""The demo shop's tool activities and their SQL."""

@@ -1,0 +1,241 @@
+"""The tool activities: one per tool of `schemas.tools.TOOLS`, registered under the tool's name.
+
+Each activity takes the tool's `activity_input_model` and returns its `result_model`. A missing
+entity raises a non-retryable `ApplicationError` of type "NotFound"; a refund that may not be
+made raises "RefundRejected". Everything else (a database or carrier outage) raises a retryable
+error and Temporal retries it: the pool and the HTTP client have no retries of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+import asyncpg
+import httpx
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.tools import queries as q
+from schemas.tools import (
+    CheckInventoryArgs,
+    CreateRefundInput,
+    Customer,
+    FindCustomerArgs,
+    GetOrderArgs,
+    Inventory,
+    KbHit,
+    KbResult,
+    ListOrdersArgs,
+    Order,
+    OrderItem,
+    OrderList,
+    OrderSummary,
+    Refund,
+    SearchKbArgs,
+    Tracking,
+    TrackShipmentArgs,
+    WarehouseStock,
+)
+
+__all__ = ["ToolActivities"]
+
+
+class ToolActivities:
+    """Tool activities over the shop database and the carrier-tracking service.
+
+    Args:
+        pool: The shop database; shared by every activity of the worker.
+        http: A pooled client for the carrier service, built with its own retries off.
+        carrier_url: Base URL of the carrier service, e.g. `http://127.0.0.1:8787`.
+    """
+
+    def __init__(self, pool: asyncpg.Pool, http: httpx.AsyncClient, carrier_url: str) -> None:
+        self._pool = pool
+        self._http = http
+        self._carrier_url = carrier_url.rstrip("/")
+
+    def all_activities(self) -> list[Callable[..., Any]]:
+        """The bound activity methods, one per tool, for `Worker(activities=...)`."""
+        return [
+            self.find_customer,
+            self.list_orders,
+            self.get_order,
+            self.check_inventory,
+            self.track_shipment,
+            self.search_kb,
+            self.create_refund,
+        ]
+
+    @activity.defn(name="find_customer")
+    async def find_customer(self, args: FindCustomerArgs) -> Customer:
+        """Find a customer by email address (case-insensitive)."""
+        row = await self._pool.fetchrow(q.FIND_CUSTOMER, args.email.strip().lower())
+        if row is None:
+            raise _not_found(f"customer with email {args.email!r}")
+        return Customer.model_validate(dict(row))
+
+    @activity.defn(name="list_orders")
+    async def list_orders(self, args: ListOrdersArgs) -> OrderList:
+        """List a customer's most recent orders, newest first."""
+        rows = await self._pool.fetch(q.LIST_ORDERS, args.customer_id, args.limit)
+        if not rows:
+            raise _not_found(f"customer {args.customer_id}")
+        orders = [
+            OrderSummary(
+                order_id=row["order_id"],
+                status=row["status"],
+                total_cents=row["total_cents"],
+                placed_at=row["placed_at"].isoformat(),
+            )
+            for row in rows
+            if row["order_id"] is not None
+        ]
+        return OrderList(
+            customer_id=args.customer_id,
+            orders=orders,
+            order_ids=[order.order_id for order in orders],
+        )
+
+    @activity.defn(name="get_order")
+    async def get_order(self, args: GetOrderArgs) -> Order:
+        """Get an order with its items, the amount refunded so far and its tracking number."""
+        async with self._pool.acquire() as conn:
+            row = await conn.fetchrow(q.GET_ORDER, args.order_id)
+            if row is None:
+                raise _not_found(f"order {args.order_id}")
+            items = await conn.fetch(q.ORDER_ITEMS, args.order_id)
+        return Order(
+            order_id=row["order_id"],
+            customer_id=row["customer_id"],
+            status=row["status"],
+            total_cents=row["total_cents"],
+            refunded_cents=row["refunded_cents"],
+            placed_at=row["placed_at"].isoformat(),
+            items=[OrderItem.model_validate(dict(item)) for item in items],
+            tracking_number=row["tracking_number"],
+        )
+
+    @activity.defn(name="check_inventory")
+    async def check_inventory(self, args: CheckInventoryArgs) -> Inventory:
+        """Check a SKU's available stock in every warehouse."""
+        sku = args.sku.strip().upper()
+        rows = await self._pool.fetch(q.CHECK_INVENTORY, sku)
+        if not rows:
+            raise _not_found(f"product {sku}")
+        warehouses = [
+            WarehouseStock(warehouse=row["warehouse"], available=row["available"])
+            for row in rows
+            if row["warehouse"] is not None
+        ]
+        total = sum(stock.available for stock in warehouses)
+        return Inventory(
+            sku=sku,
+            product_name=rows[0]["product_name"],
+            total_available=total,
+            in_stock=total > 0,
+            warehouses=warehouses,
+        )
+
+    @activity.defn(name="track_shipment")
+    async def track_shipment(self, args: TrackShipmentArgs) -> Tracking:
+        """Get live tracking from the carrier service."""
+        number = args.tracking_number.strip()
+        url = f"{self._carrier_url}/v1/tracking/{quote(number, safe='')}"
+        # Connection errors and timeouts propagate as retryable errors.
+        response = await self._http.get(url)
+        if response.status_code == httpx.codes.NOT_FOUND:
+            raise _not_found(f"shipment with tracking number {number!r}")
+        if response.status_code == httpx.codes.TOO_MANY_REQUESTS or response.is_server_error:
+            raise ApplicationError(
+                f"carrier service answered {response.status_code} for {number!r}",
+                type="CarrierUnavailable",
+            )
+        if response.is_error:
+            raise ApplicationError(
+                f"carrier service rejected {number!r} with {response.status_code}",
+                type="CarrierRejected",
+                non_retryable=True,
+            )
+        return Tracking.model_validate(response.json())
+
+    @activity.defn(name="search_kb")
+    async def search_kb(self, args: SearchKbArgs) -> KbResult:
+        """Full-text search of the knowledge base, best matches first."""
+        async with self._pool.acquire() as conn:
+            rows = await conn.fetch(q.SEARCH_KB_ALL_WORDS, args.query, args.limit)
+            if not rows:
+                rows = await conn.fetch(q.SEARCH_KB_ANY_WORD, args.query, args.limit)
+        hits = [
+            KbHit(
+                article_id=row["article_id"],
+                title=row["title"],
+                snippet=row["snippet"],
+                rank=row["rank"],
+            )
+            for row in rows
+        ]
+        return KbResult(query=args.query, hits=hits)
+
+    @activity.defn(name="create_refund")
+    async def create_refund(self, args: CreateRefundInput) -> Refund:
+        """Refund part or all of an order, at most once per idempotency key.
+
+        The key's lookup, the checks and the insert share one transaction, under a lock on
+        the order, and the key is unique: an attempt retried after an earlier attempt's commit
+        (say its result was lost) finds that refund and returns it with `created=False`.
+        """
+        async with self._pool.acquire() as conn, conn.transaction():
+            order = await conn.fetchrow(q.LOCK_ORDER, args.order_id)
+            if order is None:
+                raise _not_found(f"order {args.order_id}")
+            earlier = await conn.fetchrow(q.REFUND_BY_KEY, args.idempotency_key)
+            if earlier is not None:
+                return _earlier_refund(earlier, args, order["customer_id"])
+            if order["status"] == "cancelled":
+                raise _rejected(f"order {args.order_id} is cancelled and was never charged")
+            refundable = order["total_cents"] - await conn.fetchval(q.REFUNDED_CENTS, args.order_id)
+            if args.amount_cents > refundable:
+                raise _rejected(
+                    f"refund of {args.amount_cents} cents exceeds the {refundable} cents"
+                    f" still refundable on order {args.order_id}"
+                )
+            row = await conn.fetchrow(
+                q.INSERT_REFUND, args.order_id, args.amount_cents, args.reason, args.idempotency_key
+            )
+            if row is None:
+                # The key was taken meanwhile by a refund of another order (which holds
+                # another lock); this statement sees it now that its transaction committed.
+                earlier = await conn.fetchrow(q.REFUND_BY_KEY, args.idempotency_key)
+                return _earlier_refund(earlier, args, order["customer_id"])
+        activity.logger.info("refund %s issued for order %s", row["refund_id"], args.order_id)
+        return _refund(row, order["customer_id"], created=True)
+
+
+def _earlier_refund(row: asyncpg.Record, args: CreateRefundInput, customer_id: int) -> Refund:
+    if row["order_id"] != args.order_id or row["amount_cents"] != args.amount_cents:
+        raise _rejected(
+            f"idempotency key {args.idempotency_key!r} was used for refund {row['refund_id']}"
+            f" of {row['amount_cents']} cents on order {row['order_id']}"
+        )
+    return _refund(row, customer_id, created=False)
+
+
+def _refund(row: asyncpg.Record, customer_id: int, *, created: bool) -> Refund:
+    return Refund(
+        refund_id=row["refund_id"],
+        order_id=row["order_id"],
+        customer_id=customer_id,
+        amount_cents=row["amount_cents"],
+        status=row["status"],
+        created=created,
+    )
+
+
+def _not_found(what: str) -> ApplicationError:
+    return ApplicationError(f"{what} not found", type="NotFound", non_retryable=True)
+
+
+def _rejected(message: str) -> ApplicationError:
+    return ApplicationError(message, type="RefundRejected", non_retryable=True)

@@ -1,0 +1,87 @@
+"""Plan templates of the rules policy: real multi-step DAGs with parallel and dependent steps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inference.rules.intents import Entities
+from schemas.plan.model import Plan, PlanStep
+
+REFUND_POLICY_QUERY = "refund policy"
+
+
+class PlanBuilder:
+    """Appends steps with fresh ids (`s1`, `s2`, ...) so templates compose into one DAG."""
+
+    def __init__(self) -> None:
+        self.steps: list[PlanStep] = []
+
+    def add(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        for_each: str | None = None,
+        after: list[str] | None = None,
+    ) -> str:
+        for existing in self.steps:
+            # Two intents may need the same lookup (refund + status both read the order).
+            if (existing.tool, existing.args, existing.for_each) == (tool, args, for_each):
+                return existing.id
+        step_id = f"s{len(self.steps) + 1}"
+        self.steps.append(
+            PlanStep(id=step_id, tool=tool, args=args, for_each=for_each, after=after or [])
+        )
+        return step_id
+
+    def build(self, rationale: str) -> Plan:
+        return Plan(steps=self.steps, rationale=rationale)
+
+
+def add_intent(builder: PlanBuilder, intent: str, entities: Entities, question: str) -> None:
+    """Append the steps of one recognised intent."""
+    if intent == "refund":
+        # `satisfied` guarantees an explicit amount: never default to the order's total.
+        amount = entities.amount_cents
+        for order_id in entities.orders[:1]:  # one refund per request: money moves carefully
+            order = builder.add("get_order", {"order_id": order_id})
+            builder.add("search_kb", {"query": REFUND_POLICY_QUERY})
+            builder.add(
+                "create_refund",
+                {"order_id": order_id, "amount_cents": amount, "reason": question[:200]},
+                after=[order],  # never move money before the order has been looked up
+            )
+    elif intent == "order_status":
+        for order_id in entities.orders:
+            order = builder.add("get_order", {"order_id": order_id})
+            builder.add("track_shipment", {"tracking_number": f"${order}.tracking_number"})
+        for tracking in entities.tracking:
+            builder.add("track_shipment", {"tracking_number": tracking})
+    elif intent == "order_stock":
+        for order_id in entities.orders:
+            order = builder.add("get_order", {"order_id": order_id})
+            builder.add("check_inventory", {"sku": "$item.sku"}, for_each=f"${order}.items")
+        for sku in entities.skus:
+            builder.add("check_inventory", {"sku": sku})
+    elif intent == "customer_orders":
+        for email in entities.emails:
+            customer = builder.add("find_customer", {"email": email})
+            builder.add("list_orders", {"customer_id": f"${customer}.customer_id"})
+    elif intent == "policy":
+        builder.add("search_kb", {"query": question[:500]})
+
+
+def exploratory_plan(entities: Entities, question: str) -> Plan:
+    """What the planner does when the router is unsure: look up every entity, and the KB."""
+    builder = PlanBuilder()
+    for email in entities.emails:
+        customer = builder.add("find_customer", {"email": email})
+        builder.add("list_orders", {"customer_id": f"${customer}.customer_id"})
+    for order_id in entities.orders:
+        builder.add("get_order", {"order_id": order_id})
+    for sku in entities.skus:
+        builder.add("check_inventory", {"sku": sku})
+    for tracking in entities.tracking:
+        builder.add("track_shipment", {"tracking_number": tracking})
+    builder.add("search_kb", {"query": question[:500]})
+    return builder.build("unsure of the intent: gather every entity mentioned and search the KB")

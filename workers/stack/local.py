@@ -1,0 +1,197 @@
+"""`LocalStack`: starts what the settings do not point at, in one process tree, and stops it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from dataclasses import asdict, dataclass, field, fields
+from functools import partial
+from pathlib import Path
+
+import structlog
+
+from workers.settings import ENV_PREFIX, Settings
+from workers.stack import services
+from workers.stack import temporal as stack_temporal
+from workers.stack.pids import kill_orphans, read_pid_file, record_children, write_pid_file
+from workers.stack.procs import (
+    StackError,
+    ensure_port_free,
+    find_temporal_binary,
+    port_answers,
+    split_host_port,
+)
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class StackEndpoints:
+    """What runs where. Written to `<state_dir>/endpoints.json` while a stack is up."""
+
+    temporal_address: str
+    ui_url: str | None
+    database_url: str
+    redis_url: str
+    carrier_url: str
+    log_dir: str = ""
+    pids: dict[str, int] = field(default_factory=dict)
+    """Child processes by name (`temporal`, `redis`, `carrier`, `worker cpu`, ...), plus
+    `supervisor`, the process that owns them."""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> StackEndpoints:
+        data = json.loads(text)
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+
+
+class LocalStack:
+    """Starts the services the settings do not point at, and stops them again.
+
+    Usable as `async with LocalStack(settings) as endpoints: ...`.
+    """
+
+    def __init__(self, settings: Settings, *, start_workers: bool = True) -> None:
+        self.settings = settings
+        self.start_workers = start_workers
+        self._exits: AsyncExitStack | None = None
+        self._endpoints: StackEndpoints | None = None
+
+    @property
+    def _pid_path(self) -> Path:
+        return self.settings.state_dir / "stack.pid"
+
+    @property
+    def _endpoints_path(self) -> Path:
+        return self.settings.state_dir / "endpoints.json"
+
+    async def start(self) -> StackEndpoints:
+        """Start or check every service; on any failure stop what was started and raise."""
+        if self._endpoints is not None:
+            return self._endpoints
+        s = self.settings
+        s.state_dir.mkdir(parents=True, exist_ok=True)
+        self._claim_state_dir()
+        self._exits = exits = AsyncExitStack()
+        exits.callback(self._release_state_dir)
+        children_path = s.state_dir / "children.json"
+        exits.callback(children_path.unlink, missing_ok=True)
+        launch = services.Launch(s, exits, on_child=partial(record_children, children_path))
+        try:
+            ended = await asyncio.to_thread(kill_orphans, children_path)
+            if ended:
+                log.warning("stack.orphans_stopped", children=ended)
+            _check_ports(s)
+            try:
+                async with asyncio.TaskGroup() as tg:
+                    temporal = tg.create_task(stack_temporal.temporal(launch))
+                    database = tg.create_task(services.postgres(launch))
+                    redis = tg.create_task(services.redis(launch))
+                    carrier = tg.create_task(services.carrier(launch, child_env(s)))
+            except BaseExceptionGroup as group:
+                raise _first_stack_error(group) from None
+            await services.migrate_and_seed(database.result())
+            address, ui_url = temporal.result()
+            endpoints = StackEndpoints(
+                address,
+                ui_url,
+                database.result(),
+                redis.result(),
+                carrier.result(),
+                log_dir=str(launch.log_dir),
+            )
+            if self.start_workers:
+                await stack_temporal.workers(launch, child_env(s, endpoints))
+        except BaseException:
+            self._exits = None
+            await exits.aclose()
+            raise
+        endpoints.pids = {c.name: c.pid for c in launch.children} | {"supervisor": os.getpid()}
+        _write_private(self._endpoints_path, endpoints.to_json())
+        exits.callback(self._endpoints_path.unlink, missing_ok=True)
+        self._endpoints = endpoints
+        log.info("stack.up", **{k: v for k, v in asdict(endpoints).items() if k != "pids"})
+        return endpoints
+
+    async def stop(self) -> None:
+        """Stop the children in reverse order (SIGTERM, then SIGKILL) and the embedded servers."""
+        exits, self._exits, self._endpoints = self._exits, None, None
+        if exits is not None:
+            await exits.aclose()
+            log.info("stack.down")
+
+    async def __aenter__(self) -> StackEndpoints:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def _claim_state_dir(self) -> None:
+        owner = read_pid_file(self._pid_path)
+        if owner is not None and owner != os.getpid():
+            raise StackError(
+                f"a stack already runs from {self.settings.state_dir} (pid {owner}); "
+                "stop it with `agentkeel down`"
+            )
+        write_pid_file(self._pid_path)
+
+    def _release_state_dir(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            if int(self._pid_path.read_text()) == os.getpid():
+                self._pid_path.unlink()
+
+
+def child_env(settings: Settings, endpoints: StackEndpoints | None = None) -> dict[str, str]:
+    """This process's environment with every setting (and the resolved URLs) as `AGENTKEEL_*`."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    for f in fields(Settings):
+        value, key = getattr(settings, f.name), ENV_PREFIX + f.name.upper()
+        if isinstance(value, Mapping):
+            # An option group (`AGENTKEEL_LIGHT_VLLM_*`): its variables pass through as they are.
+            continue
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = str(value)
+    if endpoints is not None:
+        env[ENV_PREFIX + "TEMPORAL_ADDRESS"] = endpoints.temporal_address
+        env[ENV_PREFIX + "DATABASE_URL"] = endpoints.database_url
+        env[ENV_PREFIX + "REDIS_URL"] = endpoints.redis_url
+        env[ENV_PREFIX + "CARRIER_URL"] = endpoints.carrier_url
+    return env
+
+
+def _check_ports(s: Settings) -> None:
+    # Before anything starts, so that a taken port costs nothing to undo.
+    host, port = split_host_port(s.temporal_address, 7233)
+    if not port_answers(host, port):
+        find_temporal_binary()
+        ensure_port_free(host, port, "Temporal gRPC")
+        ensure_port_free(host, s.temporal_ui_port, "Temporal Web UI")
+    if not s.carrier_url:
+        ensure_port_free("127.0.0.1", s.carrier_port, "carrier service")
+
+
+def _first_stack_error(group: BaseExceptionGroup) -> BaseException:
+    stack_errors, _ = group.split(StackError)
+    if stack_errors is None:
+        return group
+    first: BaseException = stack_errors
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    return first
+
+
+def _write_private(path: Path, text: str) -> None:
+    # The DSN may carry a password: owner-only, replaced atomically.
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.chmod(0o600)
+    tmp.replace(path)

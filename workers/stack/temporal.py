@@ -1,0 +1,137 @@
+"""Temporal for the local stack: reuse or start the dev server, start workers, wait for pollers."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from datetime import UTC
+from typing import Any
+
+import structlog
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, DescribeTaskQueueRequest
+from temporalio.client import Client
+
+from workers.policy_assembly import loads_model
+from workers.search_attributes import (
+    SearchAttributesError,
+    dev_server_flags,
+    ensure_search_attributes,
+)
+from workers.settings import Settings
+from workers.stack.procs import (
+    Child,
+    StackError,
+    ensure_port_free,
+    find_temporal_binary,
+    port_answers,
+    split_host_port,
+    wait_for,
+)
+from workers.stack.services import Launch
+
+log = structlog.get_logger(__name__)
+
+TEMPORAL_READY_S = 30.0
+WORKER_READY_S = 60.0
+MODEL_WORKER_READY_S = 900.0
+"""An inference worker loads its vLLM models before it polls: minutes for a large model."""
+
+
+async def temporal(launch: Launch) -> tuple[str, str | None]:
+    """Temporal address and Web UI URL: the server already at the address, or a new dev server."""
+    s = launch.settings
+    host, port = split_host_port(s.temporal_address, 7233)
+    if port_answers(host, port):
+        client = await _temporal_client(s)
+        await _ensure_search_attributes(client, s.temporal_namespace)
+        log.info("stack.temporal_reused", address=s.temporal_address)
+        return s.temporal_address, None
+    binary = find_temporal_binary()
+    ensure_port_free(host, port, "Temporal gRPC")
+    ensure_port_free(host, s.temporal_ui_port, "Temporal Web UI")
+    argv = [binary, "server", "start-dev", "--ip", host, "--port", str(port)]
+    argv += ["--ui-port", str(s.temporal_ui_port), "--ui-disable-news-fetch"]
+    argv += ["--db-filename", str(s.state_dir / "temporal.db"), "--log-level", "warn"]
+    if s.temporal_namespace != "default":
+        argv += ["--namespace", s.temporal_namespace]
+    argv += dev_server_flags()
+    child = await launch.child("temporal", argv)
+
+    async def ready() -> bool:
+        await _temporal_client(s)
+        return True
+
+    await wait_for(
+        f"Temporal dev server at {s.temporal_address}",
+        ready,
+        timeout_s=TEMPORAL_READY_S,
+        child=child,
+        interval_s=0.25,
+    )
+    ui_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    return s.temporal_address, f"http://{ui_host}:{s.temporal_ui_port}"
+
+
+async def _temporal_client(s: Settings) -> Client:
+    try:
+        client = await Client.connect(s.temporal_address, namespace=s.temporal_namespace)
+        await client.workflow_service.describe_namespace(
+            DescribeNamespaceRequest(namespace=s.temporal_namespace)
+        )
+    except Exception as exc:
+        raise StackError(
+            f"Temporal at {s.temporal_address} (namespace {s.temporal_namespace!r}) "
+            f"did not answer: {exc}"
+        ) from None
+    return client
+
+
+async def _ensure_search_attributes(client: Client, namespace: str) -> None:
+    # The workers register them too (and refuse to start if they can't); here it only warns.
+    try:
+        await ensure_search_attributes(client, namespace)
+    except SearchAttributesError as exc:
+        log.warning("stack.search_attributes_not_registered", error=str(exc))
+
+
+async def workers(launch: Launch, env: Mapping[str, str]) -> None:
+    """Start the CPU and inference workers and wait until each polls its task queues."""
+    s = launch.settings
+    client = await _temporal_client(s)
+    wf, act = TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY
+    plan = [("cpu", s.task_queue, (wf, act)), ("inference", s.inference_task_queue, (act,))]
+    started = []
+    for name, queue, kinds in plan:
+        argv = [sys.executable, "-m", "workers.cli", "worker", name]
+        started.append((await launch.child(f"worker {name}", argv, env), queue, kinds))
+    for child, queue, kinds in started:
+
+        async def polled(child: Child = child, queue: str = queue, kinds: Any = kinds) -> bool:
+            for kind in kinds:
+                resp = await client.workflow_service.describe_task_queue(
+                    DescribeTaskQueueRequest(
+                        namespace=s.temporal_namespace,
+                        task_queue=TaskQueue(name=queue),
+                        task_queue_type=kind,
+                    )
+                )
+                # Pollers of an earlier run linger for minutes: count only this child's.
+                if not any(
+                    p.identity.startswith(f"{child.pid}@")
+                    or p.last_access_time.ToDatetime(tzinfo=UTC) >= child.started_at
+                    for p in resp.pollers
+                ):
+                    return False
+            return True
+
+        await wait_for(
+            f"{child.name} (task queue {queue!r})",
+            polled,
+            timeout_s=MODEL_WORKER_READY_S
+            if queue == s.inference_task_queue and loads_model(s)
+            else WORKER_READY_S,
+            child=child,
+            interval_s=0.25,
+        )

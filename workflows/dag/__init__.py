@@ -1,0 +1,1 @@
+"""The DAG engine of the `execute` node: the scheduler and tool dispatch (workflow-safe)."""

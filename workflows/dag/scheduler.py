@@ -1,0 +1,279 @@
+"""The DAG scheduler: runs a validated plan with eager dispatch under caps.
+
+It is independent of Temporal: the workflow injects `dispatch` (a tool
+activity) and `now` (workflow time); the benchmark injects plain coroutines.
+Completion order is the only input that drives it, so inside a workflow it is
+as deterministic as the history that delivers those completions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from schemas.plan.model import Plan, PlanStep
+from schemas.plan.validation import INVALID_ARGUMENTS, Reference, critical_path_ms, validate_plan
+from schemas.result import StepError, StepOutcome, StepStatus
+from schemas.tools import ToolSpec
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One activity to run: a whole step, or one element of a `for_each` step."""
+
+    step_id: str
+    tool: str
+    args: dict[str, Any]
+    index: int | None = None
+    """Position in a `for_each` expansion; None for a plain step."""
+
+    @property
+    def call_id(self) -> str:
+        return self.step_id if self.index is None else f"{self.step_id}[{self.index}]"
+
+
+class _Abort(Exception):
+    """Carries an exception that must end the whole run, not one step."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(repr(cause))
+        self.cause = cause
+
+
+class ResolutionError(Exception):
+    """A reference could not be resolved against the actual outputs."""
+
+
+Dispatch = Callable[[ToolCall], Awaitable[Any]]
+DescribeError = Callable[[BaseException], StepError]
+
+
+@dataclass
+class SchedulerLimits:
+    max_concurrency: int = 5
+    per_tool: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # A cap below one would hold its steps back forever.
+        if self.max_concurrency < 1 or any(cap < 1 for cap in self.per_tool.values()):
+            raise ValueError("concurrency caps must be at least 1")
+
+
+def resolve(value: Any, outputs: Mapping[str, Any], item: Any = None) -> Any:
+    """Replace every reference in `value` with the value it points at."""
+    ref = Reference.parse(value)
+    if ref is not None:
+        root = item if ref.step is None else outputs[ref.step]
+        return _lookup(root, ref)
+    if isinstance(value, Mapping):
+        return {k: resolve(v, outputs, item) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve(v, outputs, item) for v in value]
+    return value
+
+
+def _lookup(root: Any, ref: Reference) -> Any:
+    current = root
+    for segment in ref.path:
+        if isinstance(current, list) and segment.isdigit() and int(segment) < len(current):
+            current = current[int(segment)]
+        elif isinstance(current, Mapping) and segment in current:
+            current = current[segment]
+        else:
+            raise ResolutionError(f"{ref} does not exist in the actual output")
+    return current
+
+
+class DagScheduler:
+    """Runs one plan. Call `run()` once; read outcomes from its result."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        tools: Mapping[str, ToolSpec],
+        *,
+        dispatch: Dispatch,
+        now: Callable[[], datetime],
+        describe_error: DescribeError,
+        limits: SchedulerLimits | None = None,
+        attempt: int = 0,
+        step_failures: tuple[type[BaseException], ...] = (Exception,),
+    ) -> None:
+        """`step_failures`: exceptions of `dispatch` that fail a step (inside a workflow,
+        `ActivityError`); anything else is a bug or a cancellation and ends `run()` with it."""
+        self._plan = plan
+        self._tools = tools
+        self._dispatch = dispatch
+        self._step_failures = step_failures
+        self._now = now
+        self._describe_error = describe_error
+        self._limits = limits or SchedulerLimits()
+        self._deps = validate_plan(plan, tools)
+        self._priority = critical_path_ms(plan, self._deps, tools)
+        self._order = {s.id: i for i, s in enumerate(plan.steps)}
+        self._steps = {s.id: s for s in plan.steps}
+        self.outcomes = {
+            s.id: StepOutcome(id=s.id, tool=s.tool, attempt=attempt) for s in plan.steps
+        }
+        self._outputs: dict[str, Any] = {}
+        self._item_results: dict[str, list[Any]] = {}
+        self._expanded: set[str] = set()
+        self._open_calls: dict[str, int] = {}
+        self._ready: list[tuple[int, int, int, ToolCall]] = []
+        self._in_flight_total = 0
+        self._in_flight_tool: dict[str, int] = {}
+        self._done: asyncio.Queue[tuple[ToolCall, Any, BaseException | None]] = asyncio.Queue()
+        self.max_observed_concurrency = 0
+
+    async def run(self) -> list[StepOutcome]:
+        self._release_ready_steps()
+        while self._in_flight_total or self._ready:
+            self._launch_within_caps()
+            call, output, error = await self._done.get()
+            if isinstance(error, _Abort):
+                raise error.cause
+            self._in_flight_total -= 1
+            self._in_flight_tool[call.tool] -= 1
+            self._record(call, output, error)
+            self._release_ready_steps()
+        return [self.outcomes[s.id] for s in self._plan.steps]
+
+    # -- readiness ----------------------------------------------------------------------------
+    def _release_ready_steps(self) -> None:
+        """Expand every pending step whose dependencies are all terminal (repeat to fixpoint)."""
+        changed = True
+        while changed:
+            changed = False
+            for step in self._plan.steps:
+                outcome = self.outcomes[step.id]
+                if outcome.status is not StepStatus.PENDING or step.id in self._expanded:
+                    continue
+                dep_states = [self.outcomes[d].status for d in self._deps[step.id]]
+                if any(s in (StepStatus.PENDING, StepStatus.RUNNING) for s in dep_states):
+                    continue
+                changed = True
+                blocked = [
+                    d
+                    for d in self._deps[step.id]
+                    if self.outcomes[d].status is not StepStatus.SUCCEEDED
+                ]
+                if blocked:
+                    outcome.status = StepStatus.SKIPPED
+                    outcome.error = StepError(
+                        type="DependencyFailed",
+                        message=f"skipped because {', '.join(blocked)} did not succeed",
+                        non_retryable=True,
+                    )
+                    continue
+                self._expand(step)
+
+    def _expand(self, step: PlanStep) -> None:
+        outcome = self.outcomes[step.id]
+        self._expanded.add(step.id)
+        try:
+            if step.for_each is None:
+                calls = [ToolCall(step.id, step.tool, self._resolve_args(step, None))]
+                outcome.args = calls[0].args
+            else:
+                items = resolve(step.for_each, self._outputs)
+                if not isinstance(items, list):
+                    raise ResolutionError(f"for_each {step.for_each} is not a list at runtime")
+                calls = [
+                    ToolCall(step.id, step.tool, self._resolve_args(step, item), index=i)
+                    for i, item in enumerate(items)
+                ]
+                outcome.args = [c.args for c in calls]
+        except (ResolutionError, ValueError) as exc:
+            outcome.status = StepStatus.FAILED
+            outcome.error = StepError(type=INVALID_ARGUMENTS, message=str(exc), non_retryable=True)
+            outcome.started_at = outcome.finished_at = self._now()
+            return
+        if not calls:  # an empty list expands to nothing: done at once
+            outcome.status = StepStatus.SUCCEEDED
+            outcome.output = []
+            outcome.started_at = outcome.finished_at = self._now()
+            self._outputs[step.id] = []
+            return
+        self._open_calls[step.id] = len(calls)
+        self._item_results[step.id] = [None] * len(calls)
+        for seq, call in enumerate(calls):
+            key = (-self._priority[step.id], self._order[step.id], seq, call)
+            heapq.heappush(self._ready, key)
+
+    def _resolve_args(self, step: PlanStep, item: Any) -> dict[str, Any]:
+        args = resolve(step.args, self._outputs, item)
+        spec = self._tools[step.tool]
+        for name, value in args.items():
+            if value is None and spec.args_model.model_fields[name].is_required():
+                raise ResolutionError(f"argument {name}: {step.args[name]} resolved to null")
+        # Validate now so a bad resolved value fails this step without a wasted activity.
+        spec.args_model.model_validate(args)
+        return args
+
+    # -- dispatch -----------------------------------------------------------------------------
+    def _launch_within_caps(self) -> None:
+        held: list[tuple[int, int, int, ToolCall]] = []
+        while self._ready and self._in_flight_total < self._limits.max_concurrency:
+            entry = heapq.heappop(self._ready)
+            call = entry[3]
+            cap = self._limits.per_tool.get(call.tool, self._tools[call.tool].max_concurrency)
+            if cap is not None and self._in_flight_tool.get(call.tool, 0) >= cap:
+                held.append(entry)
+                continue
+            self._start(call)
+        for entry in held:
+            heapq.heappush(self._ready, entry)
+
+    def _start(self, call: ToolCall) -> None:
+        outcome = self.outcomes[call.step_id]
+        if outcome.started_at is None:
+            # Pending until its first call holds a slot: a step queued behind a cap isn't running.
+            outcome.status = StepStatus.RUNNING
+            outcome.started_at = self._now()
+        self._in_flight_total += 1
+        self._in_flight_tool[call.tool] = self._in_flight_tool.get(call.tool, 0) + 1
+        self.max_observed_concurrency = max(self.max_observed_concurrency, self._in_flight_total)
+        asyncio.get_running_loop().create_task(self._run_call(call))
+
+    async def _run_call(self, call: ToolCall) -> None:
+        # Whatever happens, something reaches `_done`, so `run()` can never wait forever.
+        try:
+            output = await self._dispatch(call)
+        except self._step_failures as exc:
+            self._done.put_nowait((call, None, exc))
+        except BaseException as exc:  # a bug or a cancellation: run() re-raises it
+            self._done.put_nowait((call, None, _Abort(exc)))
+        else:
+            self._done.put_nowait((call, output, None))
+
+    def _drop_queued(self, step_id: str) -> None:
+        """One element of a for_each step failed: its calls still queued need not run."""
+        kept = [entry for entry in self._ready if entry[3].step_id != step_id]
+        self._open_calls[step_id] -= len(self._ready) - len(kept)
+        self._ready = kept
+        heapq.heapify(self._ready)
+
+    def _record(self, call: ToolCall, output: Any, error: BaseException | None) -> None:
+        outcome = self.outcomes[call.step_id]
+        if error is not None and outcome.error is None:
+            outcome.error = self._describe_error(error)
+            if call.index is not None:
+                outcome.error.message = f"{call.call_id}: {outcome.error.message}"
+                self._drop_queued(call.step_id)
+        self._item_results[call.step_id][call.index or 0] = output
+        self._open_calls[call.step_id] -= 1
+        if self._open_calls[call.step_id]:
+            return
+        outcome.finished_at = self._now()
+        if outcome.error is not None:
+            outcome.status = StepStatus.FAILED
+            return
+        step = self._steps[call.step_id]
+        results = self._item_results.pop(call.step_id)
+        outcome.output = results if step.for_each is not None else results[0]
+        outcome.status = StepStatus.SUCCEEDED
+        self._outputs[call.step_id] = outcome.output
