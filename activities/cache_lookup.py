@@ -7,6 +7,7 @@ from temporalio import activity
 
 from activities.cache.backend import CacheUnavailable
 from activities.cache.path_cache import PathCache
+from schemas import names
 from schemas.agent import LookupCacheInput, LookupCacheResult
 
 log = structlog.get_logger(__name__)
@@ -16,7 +17,7 @@ class CacheActivities:
     def __init__(self, cache: PathCache) -> None:
         self._cache = cache
 
-    @activity.defn(name="lookup_cache")
+    @activity.defn(name=names.LOOKUP_CACHE)
     async def lookup_cache(self, request: LookupCacheInput) -> LookupCacheResult:
         try:
             return await self._cache.lookup(

@@ -7,6 +7,7 @@ from temporalio import activity
 
 from activities.cache.backend import CacheUnavailable
 from activities.cache.path_cache import PathCache, normalize_question
+from schemas import names
 from schemas.warming import HotQuestion, HotQuestionsInput, HotQuestionsResult
 
 # Most asked questions of the window, per tenant; runs that moved money are never replayed.
@@ -29,7 +30,7 @@ class WarmingActivities:
         self._pool = pool
         self._paths = paths
 
-    @activity.defn(name="hot_questions")
+    @activity.defn(name=names.HOT_QUESTIONS)
     async def hot_questions(self, request: HotQuestionsInput) -> HotQuestionsResult:
         # Over-fetch: spellings of one question count together once normalized.
         rows = await self._pool.fetch(HOT_QUESTIONS, request.since_hours, request.top_n * 4)

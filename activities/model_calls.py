@@ -20,8 +20,8 @@ from temporalio.exceptions import ApplicationError
 from activities.conversations import ConversationStore
 from activities.token_stream import TokenStream
 from inference.engines.protocol import ConstraintViolationError, EngineRequestError
-from inference.llm.policy import INVALID_MODEL_OUTPUT
 from inference.policy import Policy
+from schemas import names
 from schemas.agent import (
     JoinInput,
     JoinResult,
@@ -32,12 +32,12 @@ from schemas.agent import (
     RouteInput,
     RouteResult,
 )
+from schemas.errors import INVALID_MODEL_OUTPUT, MODEL_REQUEST_REJECTED
 
 WithHistory = TypeVar("WithHistory", RouteInput, PlanInput, RespondInput)
 
 HEARTBEAT_EVERY_S = 1.0
 """Well inside the workflow's model heartbeat timeout (`workflows.timeouts`)."""
-MODEL_REQUEST_REJECTED = "ModelRequestRejected"
 
 T = TypeVar("T")
 
@@ -90,19 +90,19 @@ class InferenceActivities:
         self._redis = redis
         self._conversations = conversations
 
-    @activity.defn(name="route")
+    @activity.defn(name=names.ROUTE)
     async def route(self, request: RouteInput) -> RouteResult:
         return await model_call(self._policy.route(await self._with_history(request)))
 
-    @activity.defn(name="plan")
+    @activity.defn(name=names.PLAN)
     async def plan(self, request: PlanInput) -> PlanResult:
         return await model_call(self._policy.plan(await self._with_history(request)))
 
-    @activity.defn(name="join")
+    @activity.defn(name=names.JOIN)
     async def join(self, request: JoinInput) -> JoinResult:
         return await model_call(self._policy.join(request))
 
-    @activity.defn(name="respond")
+    @activity.defn(name=names.RESPOND)
     async def respond(self, request: RespondInput) -> RespondResult:
         request = await self._with_history(request)
         info = activity.info()

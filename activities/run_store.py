@@ -10,6 +10,7 @@ from temporalio import activity
 
 from activities.cache.backend import CacheUnavailable
 from activities.cache.path_cache import PathCache
+from schemas import names
 from schemas.agent import StoreInput, StoreResult
 from schemas.result import AgentResult
 
@@ -29,7 +30,7 @@ class StoreActivities:
         self._pool = pool
         self._cache = cache
 
-    @activity.defn(name="store")
+    @activity.defn(name=names.STORE)
     async def store(self, request: StoreInput) -> StoreResult:
         result = request.result
         # ON CONFLICT makes a retried store a no-op: one record per run, never two.

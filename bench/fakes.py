@@ -19,6 +19,12 @@ from inference.rules.policy import RulesPolicy
 from schemas.agent import PlanInput, PlanResult, RouteInput, RouteResult
 from schemas.route import Route, Tier
 from schemas.tools import (
+    CHECK_INVENTORY,
+    FIND_CUSTOMER,
+    GET_ORDER,
+    LIST_ORDERS,
+    SEARCH_KB,
+    TRACK_SHIPMENT,
     CheckInventoryArgs,
     Customer,
     FindCustomerArgs,
@@ -120,27 +126,27 @@ class StandInTools:
         await asyncio.sleep(self.latency_s)
         return stand_in_result(tool, args.model_dump())
 
-    @activity.defn(name="search_kb")
+    @activity.defn(name=SEARCH_KB.name)
     async def search_kb(self, args: SearchKbArgs) -> KbResult:
         return await self._call("search_kb", args)
 
-    @activity.defn(name="get_order")
+    @activity.defn(name=GET_ORDER.name)
     async def get_order(self, args: GetOrderArgs) -> Order:
         return await self._call("get_order", args)
 
-    @activity.defn(name="check_inventory")
+    @activity.defn(name=CHECK_INVENTORY.name)
     async def check_inventory(self, args: CheckInventoryArgs) -> Inventory:
         return await self._call("check_inventory", args)
 
-    @activity.defn(name="track_shipment")
+    @activity.defn(name=TRACK_SHIPMENT.name)
     async def track_shipment(self, args: TrackShipmentArgs) -> Tracking:
         return await self._call("track_shipment", args)
 
-    @activity.defn(name="find_customer")
+    @activity.defn(name=FIND_CUSTOMER.name)
     async def find_customer(self, args: FindCustomerArgs) -> Customer:
         return await self._call("find_customer", args)
 
-    @activity.defn(name="list_orders")
+    @activity.defn(name=LIST_ORDERS.name)
     async def list_orders(self, args: ListOrdersArgs) -> OrderList:
         return await self._call("list_orders", args)
 

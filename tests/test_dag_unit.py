@@ -8,14 +8,16 @@ from typing import Any
 
 import pytest
 
-from schemas.plan.model import Plan
-from schemas.plan.validation import (
+from schemas.errors import (
     DEPENDENCY_CYCLE,
     DUPLICATE_STEP,
     EMPTY_PLAN,
     INVALID_ARGUMENTS,
     MISSING_REFERENCE,
     UNKNOWN_TOOL,
+)
+from schemas.plan.model import Plan
+from schemas.plan.validation import (
     PlanValidationError,
     critical_path_ms,
     topological_order,

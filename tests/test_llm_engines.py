@@ -26,12 +26,12 @@ from inference.engines.protocol import (
 from inference.llm.cascade import CascadePolicy
 from inference.llm.context import ContextBuilder
 from inference.llm.plan_schema import plan_json_schema
-from inference.llm.policy import INVALID_MODEL_OUTPUT, LlmPolicy
+from inference.llm.policy import LlmPolicy
 from inference.llm.prompts import ROUTE_LABELS, system_prefix
 from inference.policy import TokenSink
 from inference.rules.policy import RulesPolicy
 from schemas.agent import PlanInput, RespondInput, RespondResult, RouteInput
-from schemas.plan.references import PLAN_ERROR_KINDS
+from schemas.errors import INVALID_MODEL_OUTPUT, PLAN_ERROR_KINDS
 from schemas.route import Route, Tier
 from schemas.tokens import token_stream_key
 from tests.conftest import StackFactory

@@ -19,10 +19,11 @@ from inference.llm.cascade import CascadePolicy
 from inference.llm.confidence import NO_LOGPROBS, label_confidence
 from inference.llm.context import ContextBuilder, approx_tokens
 from inference.llm.plan_schema import plan_json_schema
-from inference.llm.policy import INVALID_MODEL_OUTPUT, LlmPolicy
+from inference.llm.policy import LlmPolicy
 from inference.llm.prompts import INTENTS, system_prefix
 from inference.rules.policy import RulesPolicy
 from schemas.agent import ConversationTurn, PlanInput, RespondInput, RouteInput
+from schemas.errors import INVALID_MODEL_OUTPUT
 from schemas.result import StepOutcome, StepStatus
 from schemas.route import Route, Tier
 from tests.fakes import FakeEngine

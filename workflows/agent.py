@@ -9,6 +9,8 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 from temporalio.langgraph import graph
 
+from schemas.errors import INVALID_REQUEST
+from schemas.names import AGENT_WORKFLOW, PROGRESS_QUERY
 from schemas.progress import RunProgress
 from schemas.queues import inference_queue
 from schemas.request import AgentRequest
@@ -16,12 +18,9 @@ from schemas.result import AgentResult
 from workflows.graph import AGENT_GRAPH
 from workflows.state import AgentState
 
-WORKFLOW_NAME = "AgentWorkflow"
+WORKFLOW_NAME = AGENT_WORKFLOW
 # Each run may loop plan → execute → join a few times; LangGraph counts every node.
 RECURSION_LIMIT = 64
-
-
-INVALID_REQUEST = "InvalidRequest"
 
 
 def parse_request(raw: Any) -> AgentRequest:
@@ -50,7 +49,7 @@ class AgentWorkflow:
     def __init__(self) -> None:
         self._progress = RunProgress()
 
-    @workflow.query(name="progress")
+    @workflow.query(name=PROGRESS_QUERY)
     def progress(self) -> RunProgress:
         """Stage, route and live step outcomes of the run, for ops and dashboards."""
         return self._progress

@@ -6,6 +6,8 @@ from datetime import timedelta
 
 from temporalio.common import RetryPolicy
 
+from schemas.errors import MODEL_ERRORS_NOT_RETRIED
+
 CACHE_TIMEOUT = timedelta(seconds=2)
 ROUTE_TIMEOUT = timedelta(seconds=60)
 """A confident route includes the light model's draft plan: as long as a plan may take."""
@@ -23,6 +25,6 @@ MODEL_RETRY = RetryPolicy(
     maximum_attempts=3,
     initial_interval=timedelta(milliseconds=200),
     # Raised by the inference activities for what a greedy retry would only repeat.
-    non_retryable_error_types=["InvalidModelOutput", "ModelRequestRejected"],
+    non_retryable_error_types=list(MODEL_ERRORS_NOT_RETRIED),
 )
 STORE_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=10)

@@ -12,6 +12,7 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError
 
+from schemas.names import CACHE_WARMER_WORKFLOW, HOT_QUESTIONS
 from schemas.request import AgentRequest, RunOptions
 from schemas.warming import (
     HotQuestion,
@@ -23,7 +24,7 @@ from schemas.warming import (
 from workflows import timeouts
 from workflows.agent import AgentWorkflow
 
-WARMER_NAME = "CacheWarmerWorkflow"
+WARMER_NAME = CACHE_WARMER_WORKFLOW
 HOT_QUESTIONS_TIMEOUT = timedelta(seconds=30)
 WARM_RUN_TIMEOUT = timedelta(minutes=5)
 
@@ -33,7 +34,7 @@ class CacheWarmerWorkflow:
     @workflow.run
     async def run(self, request: WarmInput) -> WarmResult:
         hot: HotQuestionsResult = await workflow.execute_activity(
-            "hot_questions",
+            HOT_QUESTIONS,
             HotQuestionsInput(
                 top_n=request.top_n,
                 since_hours=request.since_hours,

@@ -18,7 +18,15 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.tools import queries as q
+from schemas import errors
 from schemas.tools import (
+    CHECK_INVENTORY,
+    CREATE_REFUND,
+    FIND_CUSTOMER,
+    GET_ORDER,
+    LIST_ORDERS,
+    SEARCH_KB,
+    TRACK_SHIPMENT,
     CheckInventoryArgs,
     CreateRefundInput,
     Customer,
@@ -68,7 +76,7 @@ class ToolActivities:
             self.create_refund,
         ]
 
-    @activity.defn(name="find_customer")
+    @activity.defn(name=FIND_CUSTOMER.name)
     async def find_customer(self, args: FindCustomerArgs) -> Customer:
         """Find a customer by email address (case-insensitive)."""
         row = await self._pool.fetchrow(q.FIND_CUSTOMER, args.email.strip().lower())
@@ -76,7 +84,7 @@ class ToolActivities:
             raise _not_found(f"customer with email {args.email!r}")
         return Customer.model_validate(dict(row))
 
-    @activity.defn(name="list_orders")
+    @activity.defn(name=LIST_ORDERS.name)
     async def list_orders(self, args: ListOrdersArgs) -> OrderList:
         """List a customer's most recent orders, newest first."""
         rows = await self._pool.fetch(q.LIST_ORDERS, args.customer_id, args.limit)
@@ -98,7 +106,7 @@ class ToolActivities:
             order_ids=[order.order_id for order in orders],
         )
 
-    @activity.defn(name="get_order")
+    @activity.defn(name=GET_ORDER.name)
     async def get_order(self, args: GetOrderArgs) -> Order:
         """Get an order with its items, the amount refunded so far and its tracking number."""
         async with self._pool.acquire() as conn:
@@ -117,7 +125,7 @@ class ToolActivities:
             tracking_number=row["tracking_number"],
         )
 
-    @activity.defn(name="check_inventory")
+    @activity.defn(name=CHECK_INVENTORY.name)
     async def check_inventory(self, args: CheckInventoryArgs) -> Inventory:
         """Check a SKU's available stock in every warehouse."""
         sku = args.sku.strip().upper()
@@ -138,7 +146,7 @@ class ToolActivities:
             warehouses=warehouses,
         )
 
-    @activity.defn(name="track_shipment")
+    @activity.defn(name=TRACK_SHIPMENT.name)
     async def track_shipment(self, args: TrackShipmentArgs) -> Tracking:
         """Get live tracking from the carrier service."""
         number = args.tracking_number.strip()
@@ -160,7 +168,7 @@ class ToolActivities:
             )
         return Tracking.model_validate(response.json())
 
-    @activity.defn(name="search_kb")
+    @activity.defn(name=SEARCH_KB.name)
     async def search_kb(self, args: SearchKbArgs) -> KbResult:
         """Full-text search of the knowledge base, best matches first."""
         async with self._pool.acquire() as conn:
@@ -178,7 +186,7 @@ class ToolActivities:
         ]
         return KbResult(query=args.query, hits=hits)
 
-    @activity.defn(name="create_refund")
+    @activity.defn(name=CREATE_REFUND.name)
     async def create_refund(self, args: CreateRefundInput) -> Refund:
         """Refund part or all of an order, at most once per idempotency key.
 
@@ -234,8 +242,8 @@ def _refund(row: asyncpg.Record, customer_id: int, *, created: bool) -> Refund:
 
 
 def _not_found(what: str) -> ApplicationError:
-    return ApplicationError(f"{what} not found", type="NotFound", non_retryable=True)
+    return ApplicationError(f"{what} not found", type=errors.NOT_FOUND, non_retryable=True)
 
 
 def _rejected(message: str) -> ApplicationError:
-    return ApplicationError(message, type="RefundRejected", non_retryable=True)
+    return ApplicationError(message, type=errors.REFUND_REJECTED, non_retryable=True)

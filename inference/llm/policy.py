@@ -46,6 +46,7 @@ from schemas.agent import (
     RouteInput,
     RouteResult,
 )
+from schemas.errors import INVALID_MODEL_OUTPUT
 from schemas.plan.model import Plan
 from schemas.plan.validation import PlanValidationError, validate_plan
 from schemas.result import StepError
@@ -54,7 +55,6 @@ from schemas.tools import TOOLS
 
 log = structlog.get_logger(__name__)
 
-INVALID_MODEL_OUTPUT = "InvalidModelOutput"
 """The plan error of a round whose every decode was unusable."""
 LABEL_LOGPROBS = 20
 """Alternatives per position: enough to see the other labels' first tokens."""

@@ -12,28 +12,14 @@ import json
 from functools import cache
 
 from schemas.tools import TOOLS
+from schemas.tools.domain import EXAMPLE_PLAN, GROUND_RULES, INTENT_TOOLS, INTENTS, PERSONA
 
-INTENT_TOOLS: dict[str, tuple[str, ...]] = {
-    "order_status": ("get_order", "track_shipment"),
-    "refund": ("get_order", "search_kb", "create_refund"),
-    "order_stock": ("get_order", "check_inventory"),
-    "customer_orders": ("find_customer", "list_orders", "get_order"),
-    "policy": ("search_kb",),
-}
-"""What each intent the router may pick usually needs; the route reports these tools."""
 UNCERTAIN = "uncertain"
 """The router's way to say it cannot tell; always escalated."""
-INTENTS: tuple[str, ...] = tuple(INTENT_TOOLS)
 ROUTE_LABELS: tuple[str, ...] = (*INTENTS, UNCERTAIN)
 JOIN_LABELS: tuple[str, ...] = ("finish", "replan")
 
-_EXAMPLE_PLAN = {
-    "rationale": "look up the order, then track its parcel",
-    "steps": [
-        {"id": "s1", "tool": "get_order", "args": {"order_id": 1002}},
-        {"id": "s2", "tool": "track_shipment", "args": {"tracking_number": "$s1.tracking_number"}},
-    ],
-}
+__all__ = ["INTENTS", "INTENT_TOOLS", "JOIN_LABELS", "ROUTE_LABELS", "UNCERTAIN", "system_prefix"]
 
 
 @cache
@@ -44,14 +30,14 @@ def system_prefix() -> str:
         f"- {name}: uses {', '.join(tools_)}" for name, tools_ in INTENT_TOOLS.items()
     )
     return (
-        "You are the support agent of an online shop. You answer customers' questions "
-        "about their orders, shipments, stock and the shop's policies, using tools.\n\n"
+        f"{PERSONA}\n\n"
         f"Intents:\n{intents}\n- {UNCERTAIN}: none of these, or you cannot tell\n\n"
         f"Tools (name(arguments): what it does):\n{tools}\n\n"
         "A plan is JSON: a list of steps, each calling one tool. An argument may be a "
         'reference to an earlier step\'s output, like "$s1.customer_id". Independent '
-        "steps run in parallel. Never refund without an explicit amount.\n"
-        f"Example plan: {json.dumps(_EXAMPLE_PLAN)}\n\n"
+        "steps run in parallel.\n"
+        f"{GROUND_RULES}\n"
+        f"Example plan: {json.dumps(EXAMPLE_PLAN)}\n\n"
     )
 
 
@@ -59,7 +45,7 @@ def _tool_line(name: str) -> str:
     spec = TOOLS[name]
     fields = spec.args_model.model_fields
     args = ", ".join(f"{field}: {_type_name(info.annotation)}" for field, info in fields.items())
-    effect = "" if spec.idempotent else " (moves money)"
+    effect = "" if spec.idempotent else " (side effect)"
     return f"- {name}({args}): {spec.description}{effect}"
 
 

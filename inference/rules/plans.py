@@ -6,6 +6,15 @@ from typing import Any
 
 from inference.rules.intents import Entities
 from schemas.plan.model import Plan, PlanStep
+from schemas.tools import (
+    CHECK_INVENTORY,
+    CREATE_REFUND,
+    FIND_CUSTOMER,
+    GET_ORDER,
+    LIST_ORDERS,
+    SEARCH_KB,
+    TRACK_SHIPMENT,
+)
 
 REFUND_POLICY_QUERY = "refund policy"
 
@@ -44,44 +53,44 @@ def add_intent(builder: PlanBuilder, intent: str, entities: Entities, question: 
         # `satisfied` guarantees an explicit amount: never default to the order's total.
         amount = entities.amount_cents
         for order_id in entities.orders[:1]:  # one refund per request: money moves carefully
-            order = builder.add("get_order", {"order_id": order_id})
-            builder.add("search_kb", {"query": REFUND_POLICY_QUERY})
+            order = builder.add(GET_ORDER.name, {"order_id": order_id})
+            builder.add(SEARCH_KB.name, {"query": REFUND_POLICY_QUERY})
             builder.add(
-                "create_refund",
+                CREATE_REFUND.name,
                 {"order_id": order_id, "amount_cents": amount, "reason": question[:200]},
                 after=[order],  # never move money before the order has been looked up
             )
     elif intent == "order_status":
         for order_id in entities.orders:
-            order = builder.add("get_order", {"order_id": order_id})
-            builder.add("track_shipment", {"tracking_number": f"${order}.tracking_number"})
+            order = builder.add(GET_ORDER.name, {"order_id": order_id})
+            builder.add(TRACK_SHIPMENT.name, {"tracking_number": f"${order}.tracking_number"})
         for tracking in entities.tracking:
-            builder.add("track_shipment", {"tracking_number": tracking})
+            builder.add(TRACK_SHIPMENT.name, {"tracking_number": tracking})
     elif intent == "order_stock":
         for order_id in entities.orders:
-            order = builder.add("get_order", {"order_id": order_id})
-            builder.add("check_inventory", {"sku": "$item.sku"}, for_each=f"${order}.items")
+            order = builder.add(GET_ORDER.name, {"order_id": order_id})
+            builder.add(CHECK_INVENTORY.name, {"sku": "$item.sku"}, for_each=f"${order}.items")
         for sku in entities.skus:
-            builder.add("check_inventory", {"sku": sku})
+            builder.add(CHECK_INVENTORY.name, {"sku": sku})
     elif intent == "customer_orders":
         for email in entities.emails:
-            customer = builder.add("find_customer", {"email": email})
-            builder.add("list_orders", {"customer_id": f"${customer}.customer_id"})
+            customer = builder.add(FIND_CUSTOMER.name, {"email": email})
+            builder.add(LIST_ORDERS.name, {"customer_id": f"${customer}.customer_id"})
     elif intent == "policy":
-        builder.add("search_kb", {"query": question[:500]})
+        builder.add(SEARCH_KB.name, {"query": question[:500]})
 
 
 def exploratory_plan(entities: Entities, question: str) -> Plan:
     """What the planner does when the router is unsure: look up every entity, and the KB."""
     builder = PlanBuilder()
     for email in entities.emails:
-        customer = builder.add("find_customer", {"email": email})
-        builder.add("list_orders", {"customer_id": f"${customer}.customer_id"})
+        customer = builder.add(FIND_CUSTOMER.name, {"email": email})
+        builder.add(LIST_ORDERS.name, {"customer_id": f"${customer}.customer_id"})
     for order_id in entities.orders:
-        builder.add("get_order", {"order_id": order_id})
+        builder.add(GET_ORDER.name, {"order_id": order_id})
     for sku in entities.skus:
-        builder.add("check_inventory", {"sku": sku})
+        builder.add(CHECK_INVENTORY.name, {"sku": sku})
     for tracking in entities.tracking:
-        builder.add("track_shipment", {"tracking_number": tracking})
-    builder.add("search_kb", {"query": question[:500]})
+        builder.add(TRACK_SHIPMENT.name, {"tracking_number": tracking})
+    builder.add(SEARCH_KB.name, {"query": question[:500]})
     return builder.build("unsure of the intent: gather every entity mentioned and search the KB")

@@ -10,14 +10,9 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from schemas.errors import INVALID_ARGUMENTS, MISSING_REFERENCE
 from schemas.plan.model import PlanStep
-from schemas.plan.references import (
-    INVALID_ARGUMENTS,
-    MISSING_REFERENCE,
-    PlanValidationError,
-    Reference,
-    iter_references,
-)
+from schemas.plan.references import PlanValidationError, Reference, iter_references
 from schemas.tools import ToolSpec
 
 

@@ -8,24 +8,9 @@ from typing import Any
 
 from schemas.plan.model import ITEM_REF, REF_PREFIX, REFERENCE
 
-UNKNOWN_TOOL = "UnknownTool"
-INVALID_ARGUMENTS = "InvalidArguments"
-MISSING_REFERENCE = "MissingReference"
-DEPENDENCY_CYCLE = "DependencyCycle"
-DUPLICATE_STEP = "DuplicateStep"
-EMPTY_PLAN = "EmptyPlan"
-PLAN_ERROR_KINDS = (
-    UNKNOWN_TOOL,
-    INVALID_ARGUMENTS,
-    MISSING_REFERENCE,
-    DEPENDENCY_CYCLE,
-    DUPLICATE_STEP,
-    EMPTY_PLAN,
-)
-
 
 class PlanValidationError(Exception):
-    """A plan that cannot run. `kind` is one of `PLAN_ERROR_KINDS`."""
+    """A plan that cannot run. `kind` is one of `schemas.errors.PLAN_ERROR_KINDS`."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)

@@ -10,30 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from schemas.plan.arguments import check_arguments
-from schemas.plan.model import Plan, PlanStep
-from schemas.plan.references import (
+from schemas.errors import (
     DEPENDENCY_CYCLE,
     DUPLICATE_STEP,
     EMPTY_PLAN,
-    INVALID_ARGUMENTS,
     MISSING_REFERENCE,
-    PLAN_ERROR_KINDS,
     UNKNOWN_TOOL,
-    PlanValidationError,
-    Reference,
-    iter_references,
 )
+from schemas.plan.arguments import check_arguments
+from schemas.plan.model import Plan, PlanStep
+from schemas.plan.references import PlanValidationError, Reference, iter_references
 from schemas.tools import ToolSpec
 
 __all__ = [
-    "DEPENDENCY_CYCLE",
-    "DUPLICATE_STEP",
-    "EMPTY_PLAN",
-    "INVALID_ARGUMENTS",
-    "MISSING_REFERENCE",
-    "PLAN_ERROR_KINDS",
-    "UNKNOWN_TOOL",
     "PlanValidationError",
     "Reference",
     "critical_path_ms",

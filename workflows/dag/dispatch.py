@@ -9,6 +9,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
+from schemas import errors
 from schemas.plan.model import Plan
 from schemas.plan.validation import PlanValidationError
 from schemas.result import StepError, StepOutcome
@@ -16,7 +17,6 @@ from schemas.tools import TOOLS
 from workflows.dag.scheduler import DagScheduler, SchedulerLimits, ToolCall
 
 _SUMMARY_CHARS = 120
-SIDE_EFFECT_NOT_ALLOWED = "SideEffectNotAllowed"
 
 
 async def run_plan(
@@ -33,7 +33,9 @@ async def run_plan(
         effects = [s.id for s in plan.steps if s.tool in TOOLS and not TOOLS[s.tool].idempotent]
         if effects:
             message = f"steps {', '.join(effects)} have side effects; this run is read-only"
-            return [], StepError(type=SIDE_EFFECT_NOT_ALLOWED, message=message, non_retryable=True)
+            return [], StepError(
+                type=errors.SIDE_EFFECT_NOT_ALLOWED, message=message, non_retryable=True
+            )
     try:
         scheduler = DagScheduler(
             plan,
@@ -96,10 +98,12 @@ def describe_error(error: BaseException) -> StepError:
     cause = error.cause if isinstance(error, ActivityError) and error.cause else error
     if isinstance(cause, ApplicationError):
         return StepError(
-            type=cause.type or "ApplicationError",
+            type=cause.type or errors.APPLICATION_ERROR,
             message=cause.message,
             non_retryable=cause.non_retryable,
         )
     if isinstance(cause, TimeoutError):
-        return StepError(type="Timeout", message=f"{cause.type.name if cause.type else ''} timeout")
+        return StepError(
+            type=errors.TIMEOUT, message=f"{cause.type.name if cause.type else ''} timeout"
+        )
     return StepError(type=type(cause).__name__, message=str(cause))

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from schemas.errors import DEPENDENCY_FAILED, INVALID_ARGUMENTS
 from schemas.plan.model import Plan, PlanStep
-from schemas.plan.validation import INVALID_ARGUMENTS, Reference, critical_path_ms, validate_plan
+from schemas.plan.validation import Reference, critical_path_ms, validate_plan
 from schemas.result import StepError, StepOutcome, StepStatus
 from schemas.tools import ToolSpec
 
@@ -164,7 +165,7 @@ class DagScheduler:
                 if blocked:
                     outcome.status = StepStatus.SKIPPED
                     outcome.error = StepError(
-                        type="DependencyFailed",
+                        type=DEPENDENCY_FAILED,
                         message=f"skipped because {', '.join(blocked)} did not succeed",
                         non_retryable=True,
                     )

@@ -12,6 +12,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
+from schemas import names
 from schemas.agent import (
     JoinDecision,
     LookupCacheInput,
@@ -40,7 +41,7 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
         # A local activity: the CPU worker that runs this workflow also owns the Redis
         # client, so the lookup skips a task-queue round trip (the hit path is ~ms).
         found: LookupCacheResult = await workflow.execute_local_activity(
-            "lookup_cache",
+            names.LOOKUP_CACHE,
             LookupCacheInput(
                 question=request.question,
                 tenant=request.tenant,
@@ -151,7 +152,7 @@ async def _record(state: AgentState, result: AgentResult, *, update_cache: bool)
     warnings = list(result.warnings)
     try:
         await workflow.execute_local_activity(
-            "store",
+            names.STORE,
             StoreInput(
                 tenant=request.tenant,
                 question=request.question,

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 from temporalio import workflow
 
+from schemas import names
 from schemas.agent import (
     JoinDecision,
     JoinInput,
@@ -63,7 +64,7 @@ async def route(state: AgentState) -> dict[str, Any]:
     started = workflow.now()
     routed: RouteResult = await _call_model(
         state,
-        "route",
+        names.ROUTE,
         RouteInput(
             question=request.question,
             tenant=request.tenant,
@@ -91,7 +92,7 @@ async def plan(state: AgentState) -> dict[str, Any]:
     started = workflow.now()
     planned: PlanResult = await _call_model(
         state,
-        "plan",
+        names.PLAN,
         PlanInput(
             question=request.question,
             route=state["route"],
@@ -127,7 +128,7 @@ async def join(state: AgentState) -> dict[str, Any]:
     started = workflow.now()
     joined: JoinResult = await _call_model(
         state,
-        "join",
+        names.JOIN,
         JoinInput(
             question=request.question,
             plan=state["plan"],
@@ -159,7 +160,7 @@ async def respond(state: AgentState) -> dict[str, Any]:
     replans = state.get("replans", 0)
     answered: RespondResult = await _call_model(
         state,
-        "respond",
+        names.RESPOND,
         RespondInput(
             question=request.question,
             route=state["route"],

@@ -1,0 +1,28 @@
+"""Names that appear in every run's history: workflow, activity and query types.
+
+Defined once and used at both ends (the workflow that calls, the worker that registers):
+renaming one breaks every run in flight, so each change here needs a `workflow.patched()`
+gate. A tool's activity name is its catalog name (`schemas.tools`).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Workflows.
+AGENT_WORKFLOW: Final = "AgentWorkflow"
+CACHE_WARMER_WORKFLOW: Final = "CacheWarmerWorkflow"
+
+# Queries.
+PROGRESS_QUERY: Final = "progress"
+
+# Activities of the CPU worker (besides the tools).
+LOOKUP_CACHE: Final = "lookup_cache"
+STORE: Final = "store"
+HOT_QUESTIONS: Final = "hot_questions"
+
+# Activities of the inference worker pool.
+ROUTE: Final = "route"
+PLAN: Final = "plan"
+JOIN: Final = "join"
+RESPOND: Final = "respond"

@@ -1,0 +1,45 @@
+"""The catalog: every tool by name, and a digest of what its results mean."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cache
+
+from schemas.tools.customers import FIND_CUSTOMER, LIST_ORDERS
+from schemas.tools.inventory import CHECK_INVENTORY
+from schemas.tools.knowledge import SEARCH_KB
+from schemas.tools.orders import GET_ORDER
+from schemas.tools.refunds import CREATE_REFUND
+from schemas.tools.shipping import TRACK_SHIPMENT
+from schemas.tools.spec import ToolSpec
+
+TOOLS: dict[str, ToolSpec] = {
+    spec.name: spec
+    for spec in (
+        FIND_CUSTOMER,
+        LIST_ORDERS,
+        GET_ORDER,
+        CHECK_INVENTORY,
+        TRACK_SHIPMENT,
+        SEARCH_KB,
+        CREATE_REFUND,
+    )
+}
+"""A tool's name is its activity type name: a contract, in every run's history."""
+
+
+@cache
+def catalog_version() -> str:
+    """A short digest of everything about the tools that changes what a cached result means."""
+    described = [
+        {
+            "name": spec.name,
+            "args": spec.args_model.model_json_schema(),
+            "result": spec.result_model.model_json_schema(),
+            "idempotent": spec.idempotent,
+            "ttl": spec.cache_ttl.total_seconds() if spec.cache_ttl else None,
+        }
+        for spec in TOOLS.values()
+    ]
+    return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()[:12]

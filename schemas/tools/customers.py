@@ -1,0 +1,75 @@
+"""Customers and their orders: `find_customer`, `list_orders`."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from schemas.tools.spec import ToolArgs, ToolSpec, money
+
+
+class FindCustomerArgs(ToolArgs):
+    email: str = Field(min_length=3, max_length=254)
+
+
+class Customer(BaseModel):
+    customer_id: int
+    name: str
+    email: str
+    tier: str
+    city: str
+
+
+class ListOrdersArgs(ToolArgs):
+    customer_id: int = Field(ge=1)
+    limit: int = Field(default=5, ge=1, le=50)
+
+
+class OrderSummary(BaseModel):
+    order_id: int
+    status: str
+    total_cents: int
+    placed_at: str
+
+
+class OrderList(BaseModel):
+    customer_id: int
+    orders: list[OrderSummary]
+    order_ids: list[int]
+
+
+def _customer(out: dict[str, Any]) -> str:
+    return (
+        f"Customer {out['name']} ({out['email']}, {out['tier']} tier, {out['city']}), "
+        f"id {out['customer_id']}."
+    )
+
+
+def _orders(out: dict[str, Any]) -> str:
+    if not out["orders"]:
+        return f"Customer {out['customer_id']} has no orders."
+    listed = "; ".join(
+        f"#{o['order_id']} {o['status']} {money(o['total_cents'])} ({o['placed_at'][:10]})"
+        for o in out["orders"]
+    )
+    return f"Recent orders of customer {out['customer_id']}: {listed}."
+
+
+FIND_CUSTOMER = ToolSpec(
+    name="find_customer",
+    description="Find a customer by email address.",
+    args_model=FindCustomerArgs,
+    result_model=Customer,
+    cache_ttl=timedelta(minutes=5),
+    render=_customer,
+)
+LIST_ORDERS = ToolSpec(
+    name="list_orders",
+    description="List a customer's most recent orders.",
+    args_model=ListOrdersArgs,
+    result_model=OrderList,
+    cache_ttl=timedelta(seconds=30),
+    render=_orders,
+)

@@ -1,0 +1,35 @@
+"""The demo domain in words: the agent's persona and the intents it serves, with their tools.
+
+Policies read these instead of naming the shop themselves: the LLM policy builds its
+prompt from them, the rules policy reports the tools of the intent it recognised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PERSONA = (
+    "You are the support agent of an online shop. You answer customers' questions "
+    "about their orders, shipments, stock and the shop's policies, using tools."
+)
+GROUND_RULES = "Never refund without an explicit amount."
+"""What the agent must never do, whatever the request says (the tools enforce it too)."""
+
+INTENT_TOOLS: dict[str, tuple[str, ...]] = {
+    "order_status": ("get_order", "track_shipment"),
+    "refund": ("get_order", "search_kb", "create_refund"),
+    "order_stock": ("get_order", "check_inventory"),
+    "customer_orders": ("find_customer", "list_orders", "get_order"),
+    "policy": ("search_kb",),
+}
+"""What each intent the router may pick usually needs; the route reports these tools."""
+INTENTS: tuple[str, ...] = tuple(INTENT_TOOLS)
+
+EXAMPLE_PLAN: dict[str, Any] = {
+    "rationale": "look up the order, then track its parcel",
+    "steps": [
+        {"id": "s1", "tool": "get_order", "args": {"order_id": 1002}},
+        {"id": "s2", "tool": "track_shipment", "args": {"tracking_number": "$s1.tracking_number"}},
+    ],
+}
+"""One valid plan in the catalog's own tools, shown to models as the plan format."""

@@ -1,0 +1,56 @@
+"""What the catalog says about each tool: `ToolSpec`, and the base of every tool's arguments."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from schemas.errors import NOT_FOUND
+
+Render = Callable[[dict[str, Any]], str]
+"""Plain-language sentence(s) for one result of a tool (as JSON), in the domain's words."""
+
+
+class ToolArgs(BaseModel):
+    """Base of every tool's arguments: unknown arguments are an error, not ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def money(cents: int) -> str:
+    return f"${cents / 100:,.2f}"
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """Everything the scheduler, the activities and the policies need to know about a tool."""
+
+    name: str
+    description: str
+    args_model: type[BaseModel]
+    result_model: type[BaseModel]
+    timeout: timedelta = timedelta(seconds=10)
+    max_attempts: int = 3
+    idempotent: bool = True
+    """Safe to retry and to cache; false means side-effecting (needs an idempotency key)."""
+    cache_ttl: timedelta | None = None
+    max_concurrency: int | None = None
+    """Per-tool cap within one run, on top of the run's cap."""
+    expected_ms: int = 20
+    """Typical latency, used to weigh the critical path when a cap holds steps back."""
+    input_model: type[BaseModel] | None = None
+    non_retryable_errors: tuple[str, ...] = field(default=(NOT_FOUND,))
+    render: Render | None = field(default=None, compare=False)
+    """How answers describe one result of this tool; None: its JSON as it is."""
+
+    def __post_init__(self) -> None:
+        if self.max_concurrency is not None and self.max_concurrency < 1:
+            raise ValueError(f"{self.name}: max_concurrency must be at least 1")
+
+    @property
+    def activity_input_model(self) -> type[BaseModel]:
+        return self.input_model or self.args_model
