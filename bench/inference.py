@@ -45,8 +45,8 @@ from inference.llm.policy import LlmPolicy
 from schemas.agent import RespondInput
 from schemas.result import StepOutcome, StepStatus
 from schemas.route import Route, Tier
-from workers.plugin import agentkeel_plugins
 from workers.stack.procs import find_temporal_binary
+from workers.temporal_client import agentkeel_plugins
 from workers.worker import inference_worker
 
 DEFAULT_MODEL_DIR = Path.home() / ".cache" / "agentkeel" / "models" / "gemma3-270m"

@@ -21,13 +21,13 @@ from activities.database.migrate import apply_migrations
 from activities.model_calls import InferenceActivities
 from bench.react import BenchReactWorkflow
 from inference.policy import Policy
-from workers.plugin import agentkeel_plugins
 from workers.registration import with_stand_ins
 from workers.resources import cpu_activities
 from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
 from workers.stack.databases import throwaway_database
 from workers.stack.procs import find_temporal_binary
+from workers.temporal_client import agentkeel_plugins
 from workers.worker import cpu_worker, inference_worker
 
 DEFAULT_ADMIN_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"

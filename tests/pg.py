@@ -30,8 +30,8 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 
+from workers.connections import redact
 from workers.stack.databases import throwaway_database
-from workers.stack.procs import redact
 
 ADMIN_DSN_ENV = "AGENTKEEL_TEST_ADMIN_DSN"
 EMBEDDED_ENV = "AGENTKEEL_TEST_EMBEDDED"

@@ -15,7 +15,7 @@ from activities.cache.breaker import CircuitBreaker
 from activities.cache.entities import entities_in
 from activities.cache.tool_results import ToolResultCache
 from schemas.tools import TOOLS, KbResult, SearchKbArgs
-from workers.resources import redis_client
+from workers.connections import redis_client
 
 
 class FakeClock:

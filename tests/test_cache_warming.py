@@ -12,8 +12,8 @@ from activities.cache.path_cache import path_key
 from schemas.result import CacheStatus
 from schemas.warming import WarmInput
 from tests.conftest import AgentStack
-from workers.cache_assembly import effective_cache_version
-from workers.resources import redis_client
+from workers.connections import redis_client
+from workers.model_tiers import effective_cache_version
 from workers.warming_schedule import SCHEDULE_ID, ensure_warming_schedule
 from workflows.warmer import CacheWarmerWorkflow
 

@@ -12,8 +12,8 @@ from inference.llm.cascade import CascadePolicy
 from inference.llm.policy import LlmPolicy
 from inference.rules.policy import RulesPolicy
 from schemas.route import Tier
-from workers.cache_assembly import effective_cache_version
-from workers.policy_assembly import EngineKind, build_policy, engine_config, policy_version
+from workers.model_tiers import EngineKind, effective_cache_version, engine_config, policy_version
+from workers.policy_assembly import build_policy
 from workers.settings import Settings, SettingsError, StartupError
 
 

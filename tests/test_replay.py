@@ -17,7 +17,7 @@ from temporalio.worker import Replayer
 from tests.conftest import AgentStack, StackFactory
 from tests.fakes import FakeScriptedPolicy
 from tests.test_invalid_plans import INVALID_PLANS
-from workers.plugin import agentkeel_plugins
+from workers.temporal_client import agentkeel_plugins
 from workflows.agent import AgentWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"

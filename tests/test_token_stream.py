@@ -24,7 +24,7 @@ from workers.client.token_follow import (
     follow_tokens,
     relay_until,
 )
-from workers.resources import redis_client
+from workers.connections import redis_client
 
 RESET, TOKEN, DONE = TokenEventType.RESET, TokenEventType.TOKEN, TokenEventType.DONE
 BOUND_S = 5.0

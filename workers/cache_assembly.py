@@ -13,11 +13,11 @@ import redis.asyncio as aioredis
 import structlog
 
 from activities.cache.backend import CacheBackend
-from activities.cache.path_cache import PathCache, SemanticTier, cache_version
+from activities.cache.path_cache import PathCache, SemanticTier
 from activities.cache.tool_results import ToolResultCache, cached_tool, invalidating_tool
 from activities.tools.shop import ToolActivities
 from schemas.tools import TOOLS
-from workers.policy_assembly import policy_version
+from workers.model_tiers import effective_cache_version
 from workers.registration import activity_name
 from workers.settings import Settings, SettingsError
 
@@ -29,11 +29,6 @@ class Caches:
     backend: CacheBackend
     paths: PathCache
     tool_results: ToolResultCache
-
-
-def effective_cache_version(settings: Settings) -> str:
-    """What workers and clients must agree on: tool catalog digest + policy version."""
-    return cache_version(policy_version(settings))
 
 
 def semantic_wanted(settings: Settings) -> bool:

@@ -1,16 +1,17 @@
-"""The one place that decides the data converter, sandbox pass-throughs and the graph plugin."""
+"""The one place that decides the data converter and the sandbox pass-throughs.
+
+The graph plugin is added for workers by `workers.temporal_client`; clients that only
+start runs need this plugin alone.
+"""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.langgraph import LangGraphPlugin
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
-
-from workflows.graph import AGENT_GRAPH, build_agent_graph
 
 PASSTHROUGH_MODULES = (
     "pydantic",  # immutable validation code; re-importing it per run costs ~100 ms
@@ -34,13 +35,10 @@ def _passthrough(runner: WorkflowRunner | None) -> WorkflowRunner:
     return runner
 
 
-def agentkeel_plugins() -> list[SimplePlugin]:
-    """Plugins for the client (and every worker built from it)."""
-    return [
-        SimplePlugin(
-            "agentkeel",
-            data_converter=pydantic_data_converter,
-            workflow_runner=_passthrough,
-        ),
-        LangGraphPlugin(graphs={AGENT_GRAPH: build_agent_graph()}),
-    ]
+def agentkeel_plugin() -> SimplePlugin:
+    """The pydantic JSON data converter and the workflow sandbox's pass-throughs."""
+    return SimplePlugin(
+        "agentkeel",
+        data_converter=pydantic_data_converter,
+        workflow_runner=_passthrough,
+    )

@@ -7,12 +7,9 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
-import httpx
 import redis.asyncio as aioredis
 import structlog
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
-from redis.retry import Retry
 
 from activities.cache_lookup import CacheActivities
 from activities.conversations import ConversationStore
@@ -20,33 +17,10 @@ from activities.hot_questions import WarmingActivities
 from activities.run_store import StoreActivities
 from activities.tools.shop import ToolActivities
 from workers.cache_assembly import build_caches, tool_activities
+from workers.connections import http_client, redact, redis_client
 from workers.settings import Settings, SettingsError, StartupError
-from workers.stack.procs import redact
 
 log = structlog.get_logger(__name__)
-
-# Redis must never add its timeout to a run: fail fast and let the cache miss.
-REDIS_CONNECT_TIMEOUT_S = 0.25
-REDIS_SOCKET_TIMEOUT_S = 0.5
-
-
-def redis_client(url: str) -> aioredis.Redis:
-    return aioredis.from_url(
-        url,
-        socket_connect_timeout=REDIS_CONNECT_TIMEOUT_S,
-        socket_timeout=REDIS_SOCKET_TIMEOUT_S,
-        retry=Retry(NoBackoff(), 0),  # Temporal and the cache's miss path own retries
-        health_check_interval=10,
-    )
-
-
-def http_client() -> httpx.AsyncClient:
-    """One keep-alive pool for every outbound HTTP call of the process."""
-    return httpx.AsyncClient(
-        timeout=httpx.Timeout(5.0, connect=1.0),
-        limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
-        transport=httpx.AsyncHTTPTransport(retries=0),
-    )
 
 
 @asynccontextmanager

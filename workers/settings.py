@@ -7,10 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
+from typing import TypeVar
 
 from schemas.queues import TASK_QUEUE, inference_queue
 
 ENV_PREFIX = "AGENTKEEL_"
+T = TypeVar("T")
 
 
 class SettingsError(ValueError):
@@ -19,6 +21,33 @@ class SettingsError(ValueError):
 
 class StartupError(RuntimeError):
     """A process cannot start (a server unreachable, ...); the message says which and why."""
+
+
+def _no_options() -> Mapping[str, str]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class ModelTierSettings:
+    """One model tier. Each field maps to `AGENTKEEL_<TIER>_<FIELD>` (`LIGHT` or `HEAVY`)."""
+
+    engine: str = ""
+    """`rules`, `openai` or `vllm`. Empty: `openai` when `url` is set; else rules for the
+    light tier and no heavy tier."""
+    url: str | None = None
+    """Base URL of an OpenAI-compatible server (`.../v1`)."""
+    model: str | None = None
+    """Its served name (`openai`) or its directory / hub name (`vllm`)."""
+    prompt_prefix: str = ""
+    """Text put before every prompt sent to an `openai` engine, e.g. `<bos>` for a model
+    whose tokenizer does not add its BOS token (the server maps it to the token)."""
+    vllm: Mapping[str, str] = field(default_factory=_no_options)
+    """In-process vLLM options, from `AGENTKEEL_<TIER>_VLLM_<OPTION>` (`<OPTION>`: a field
+    of `inference.engines.vllm_settings.VllmSettings`, upper case)."""
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.engine or self.url or self.model or self.vllm)
 
 
 @dataclass(frozen=True)
@@ -60,21 +89,11 @@ class Settings:
     warm_top_n: int = 20
     """How many of the last day's most asked questions the warmer renews."""
     db_pool_max: int = 10
-    light_engine: str = ""
-    """`rules`, `openai` or `vllm`. Empty: `openai` when `light_url` is set, else `rules`."""
-    light_url: str | None = None
-    """Base URL of an OpenAI-compatible server for the light router model (`.../v1`)."""
-    light_model: str | None = None
-    """Light model: its served name (`openai`) or its directory / hub name (`vllm`)."""
-    heavy_engine: str = ""
-    """As `light_engine`, for the heavy model that plans when the router is not confident.
-    Empty and no `heavy_url`: the light tier plans too (no escalation)."""
-    heavy_url: str | None = None
-    heavy_model: str | None = None
-    light_prompt_prefix: str = ""
-    """Text put before every prompt sent to the light `openai` engine, e.g. `<bos>` for a
-    model whose tokenizer does not add its BOS token (the server maps it to the token)."""
-    heavy_prompt_prefix: str = ""
+    light: ModelTierSettings = field(default_factory=lambda: ModelTierSettings())
+    """The light router model, from `AGENTKEEL_LIGHT_<FIELD>`. Unset: the rules policy routes."""
+    heavy: ModelTierSettings = field(default_factory=lambda: ModelTierSettings())
+    """The heavy model that plans when the router is not confident, from
+    `AGENTKEEL_HEAVY_<FIELD>`. Unset: the light tier plans too (no escalation)."""
     model_api_key: str = "EMPTY"
     """Bearer token for the OpenAI-compatible servers (vLLM without `--api-key` ignores it)."""
     router_threshold: float = 0.7
@@ -92,11 +111,6 @@ class Settings:
     """Prompt tokens a model call may use; older turns and tool output give way first."""
     context_recent_turns: int = 3
     """Conversation turns kept verbatim in prompts; older ones are summarized."""
-    light_vllm: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    """In-process vLLM options of the light engine, from `AGENTKEEL_LIGHT_VLLM_<OPTION>`
-    (`<OPTION>`: a field of `inference.engines.vllm_settings.VllmSettings`, upper case)."""
-    heavy_vllm: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    """As `light_vllm`, from `AGENTKEEL_HEAVY_VLLM_<OPTION>`."""
     log_format: str = "auto"
     """`json`, `console`, or `auto` (console on a TTY, JSON otherwise)."""
     log_level: str = "info"
@@ -110,30 +124,42 @@ class Settings:
         """
         return inference_queue(self.task_queue)
 
+    def model_tier(self, tier: str) -> ModelTierSettings:
+        """The settings of model tier `light` or `heavy`."""
+        if tier not in _TIERS:
+            raise ValueError(f"no model tier {tier!r} (tiers: {', '.join(_TIERS)})")
+        tier_settings: ModelTierSettings = self.light if tier == "light" else self.heavy
+        return tier_settings
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        env = os.environ if environ is None else environ
-        values: dict[str, object] = {}
-        for f in fields(cls):
-            if f.name in _OPTION_GROUPS:
-                prefix = ENV_PREFIX + f.name.upper() + "_"
-                values[f.name] = MappingProxyType(
-                    {k[len(prefix) :].lower(): v for k, v in env.items() if k.startswith(prefix)}
-                )
-                continue
-            raw = env.get(ENV_PREFIX + f.name.upper())
-            if raw is None or raw == "":
-                continue
-            values[f.name] = _coerce(f.name, str(f.type), raw)
-        return cls(**values)  # type: ignore[arg-type]
+        return _read(cls, os.environ if environ is None else environ, ENV_PREFIX)
 
 
-_OPTION_GROUPS = ("light_vllm", "heavy_vllm")
+_TIERS = ("light", "heavy")
+_NESTED: dict[str, type] = {"light": ModelTierSettings, "heavy": ModelTierSettings}
+"""Fields that are settings of their own, read under `<PREFIX><FIELD>_`."""
+_OPTION_GROUPS = ("vllm",)
 """Fields read from every variable under their prefix, not from one variable."""
 
 
-def _coerce(name: str, type_name: str, raw: str) -> object:
-    var = ENV_PREFIX + name.upper()
+def _read(cls: type[T], env: Mapping[str, str], prefix: str) -> T:
+    values: dict[str, object] = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        var = prefix + f.name.upper()
+        if f.name in _NESTED:
+            values[f.name] = _read(_NESTED[f.name], env, var + "_")
+        elif f.name in _OPTION_GROUPS:
+            group = var + "_"
+            values[f.name] = MappingProxyType(
+                {k[len(group) :].lower(): v for k, v in env.items() if k.startswith(group)}
+            )
+        elif env.get(var):
+            values[f.name] = _coerce(var, str(f.type), env[var])
+    return cls(**values)
+
+
+def _coerce(var: str, type_name: str, raw: str) -> object:
     if type_name.startswith("int"):
         try:
             return int(raw)

@@ -1,23 +1,25 @@
-"""Connecting to Temporal with agentkeel's plugins (pydantic JSON converter, LangGraph)."""
+"""The workers' Temporal client: the agentkeel plugin plus LangGraph's, which carries the graph.
+
+Workers inherit the client's plugins, so the graph is registered once, here. Services that
+only start runs use `workers.client`, which connects without LangGraph.
+"""
 
 from __future__ import annotations
 
 from temporalio.client import Client
-from temporalio.service import RPCError
+from temporalio.langgraph import LangGraphPlugin
+from temporalio.plugin import SimplePlugin
 
-from workers.plugin import agentkeel_plugins
-from workers.settings import Settings, StartupError
+from workers.connections import connect_temporal
+from workers.plugin import agentkeel_plugin
+from workers.settings import Settings
+from workflows.graph import AGENT_GRAPH, build_agent_graph
+
+
+def agentkeel_plugins() -> list[SimplePlugin]:
+    """Plugins for a worker's client (and every worker built from it)."""
+    return [agentkeel_plugin(), LangGraphPlugin(graphs={AGENT_GRAPH: build_agent_graph()})]
 
 
 async def connect(settings: Settings) -> Client:
-    try:
-        return await Client.connect(
-            settings.temporal_address,
-            namespace=settings.temporal_namespace,
-            plugins=agentkeel_plugins(),
-        )
-    except (RuntimeError, RPCError) as exc:
-        raise StartupError(
-            f"cannot reach Temporal at {settings.temporal_address} ({exc}); "
-            "start the stack with `agentkeel up --detach`"
-        ) from None
+    return await connect_temporal(settings, agentkeel_plugins())

@@ -12,6 +12,7 @@ import hashlib
 import time
 import uuid
 from datetime import timedelta
+from typing import Any
 
 import redis.asyncio as aioredis
 from temporalio.client import Client, WorkflowHandle
@@ -19,15 +20,15 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
 from activities.cache.backend import CacheBackend, CacheUnavailable
 from activities.cache.path_cache import PathCache, normalize_question
+from schemas.names import AGENT_WORKFLOW
 from schemas.request import AgentRequest
 from schemas.result import AgentResult, CacheStatus, Timings
 from schemas.tokens import token_stream_key
-from workers.cache_assembly import effective_cache_version
 from workers.client.token_follow import OnEvent, TokenReader, relay_until
-from workers.resources import redis_client
+from workers.connections import connect_temporal, redis_client
+from workers.model_tiers import effective_cache_version
+from workers.plugin import agentkeel_plugin
 from workers.settings import Settings
-from workers.temporal_client import connect
-from workflows.agent import AgentWorkflow
 
 
 def new_workflow_id(prefix: str = "ask") -> str:
@@ -83,7 +84,8 @@ class AgentClient:
 
     @classmethod
     async def connect(cls, settings: Settings, *, redis_url: str | None = None) -> AgentClient:
-        return cls.from_settings(await connect(settings), settings, redis_url=redis_url)
+        temporal = await connect_temporal(settings, [agentkeel_plugin()])
+        return cls.from_settings(temporal, settings, redis_url=redis_url)
 
     async def close(self) -> None:
         if self._redis is not None:
@@ -155,24 +157,31 @@ class AgentClient:
 
     async def start(
         self, request: AgentRequest, *, coalesce: bool = True, workflow_id: str | None = None
-    ) -> WorkflowHandle[AgentWorkflow, AgentResult]:
+    ) -> WorkflowHandle[Any, AgentResult]:
+        """Start `AgentWorkflow` by its public name (this side never imports the workflow)."""
         if workflow_id is not None:
             # The caller's own id: Temporal's defaults apply (a duplicate start fails).
-            return await self.temporal.start_workflow(
-                AgentWorkflow.run, request, id=workflow_id, task_queue=self._task_queue
-            )
+            return await self._start(request, workflow_id)
         if not coalesce:
-            return await self.temporal.start_workflow(
-                AgentWorkflow.run, request, id=new_workflow_id(), task_queue=self._task_queue
-            )
-        return await self.temporal.start_workflow(
-            AgentWorkflow.run,
+            return await self._start(request, new_workflow_id())
+        return await self._start(
             request,
-            id=coalesced_workflow_id(request, self._version),
-            task_queue=self._task_queue,
+            coalesced_workflow_id(request, self._version),
             # A second identical request while the first runs attaches to it (two identical
             # refund requests in flight are one refund); once it has finished, the same id
             # may run again, so a later ask gets a fresh run.
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        )
+
+    async def _start(
+        self, request: AgentRequest, workflow_id: str, **policies: Any
+    ) -> WorkflowHandle[Any, AgentResult]:
+        return await self.temporal.start_workflow(
+            AGENT_WORKFLOW,
+            request,
+            id=workflow_id,
+            task_queue=self._task_queue,
+            result_type=AgentResult,
+            **policies,
         )

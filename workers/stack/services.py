@@ -18,12 +18,12 @@ import httpx
 import redis.asyncio as aioredis
 import structlog
 
+from workers.connections import redact
 from workers.settings import Settings
 from workers.stack.procs import (
     Child,
     StackError,
     ensure_port_free,
-    redact,
     start_child,
     stop_child,
     wait_for,

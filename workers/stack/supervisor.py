@@ -16,10 +16,11 @@ import subprocess
 import sys
 import time
 
+from workers.connections import redact
 from workers.settings import Settings
 from workers.stack.local import LocalStack, StackEndpoints, child_env
 from workers.stack.pids import pid_alive, read_pid_file, write_pid_file
-from workers.stack.procs import StackError, log_tail, redact
+from workers.stack.procs import StackError, log_tail
 
 __all__ = [
     "LocalStack",

@@ -13,7 +13,7 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, DescribeTaskQueueRequest
 from temporalio.client import Client
 
-from workers.policy_assembly import loads_model
+from workers.model_tiers import loads_model
 from workers.search_attributes import (
     SearchAttributesError,
     dev_server_flags,

@@ -1,0 +1,67 @@
+"""Connections every agentkeel process opens the same way: Temporal, Redis, outbound HTTP.
+
+Each client is built once per process with its own retries off: Temporal owns retries.
+Nothing here imports LangGraph, policies or activities, so the client side can use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import redis.asyncio as aioredis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+from temporalio.client import Client, Plugin
+from temporalio.service import RPCError
+
+from workers.settings import Settings, StartupError
+
+
+async def connect_temporal(settings: Settings, plugins: Sequence[Plugin]) -> Client:
+    """A Temporal client, or a `StartupError` that says where Temporal was expected."""
+    try:
+        return await Client.connect(
+            settings.temporal_address,
+            namespace=settings.temporal_namespace,
+            plugins=list(plugins),
+        )
+    except (RuntimeError, RPCError) as exc:
+        raise StartupError(
+            f"cannot reach Temporal at {settings.temporal_address} ({exc}); "
+            "start the stack with `agentkeel up --detach`"
+        ) from None
+
+
+# Redis must never add its timeout to a run: fail fast and let the cache miss.
+REDIS_CONNECT_TIMEOUT_S = 0.25
+REDIS_SOCKET_TIMEOUT_S = 0.5
+
+
+def redis_client(url: str) -> aioredis.Redis:
+    return aioredis.from_url(
+        url,
+        socket_connect_timeout=REDIS_CONNECT_TIMEOUT_S,
+        socket_timeout=REDIS_SOCKET_TIMEOUT_S,
+        retry=Retry(NoBackoff(), 0),  # Temporal and the cache's miss path own retries
+        health_check_interval=10,
+    )
+
+
+def http_client() -> httpx.AsyncClient:
+    """One keep-alive pool for every outbound HTTP call of the process."""
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(5.0, connect=1.0),
+        limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
+        transport=httpx.AsyncHTTPTransport(retries=0),
+    )
+
+
+def redact(url: str) -> str:
+    """The URL with any password replaced, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
