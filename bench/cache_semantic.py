@@ -35,7 +35,7 @@ from activities.cache.path_cache import normalize_question
 from activities.cache.semantic.embedder import MiniLmEmbedder
 from activities.cache.semantic.guard import guard
 from activities.cache.semantic.index import THREADED_SEARCH_MIN, VectorIndex
-from activities.cache.semantic.tier import DEFAULT_THRESHOLD
+from activities.cache.semantic.lookup import DEFAULT_THRESHOLD
 
 PAIRS = Path(__file__).with_name("cache_pairs.jsonl")
 SIZES = (1_000, 10_000, 100_000)

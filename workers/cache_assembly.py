@@ -13,7 +13,8 @@ import redis.asyncio as aioredis
 import structlog
 
 from activities.cache.backend import CacheBackend
-from activities.cache.path_cache import PathCache, SemanticTier
+from activities.cache.path_cache import PathCache
+from activities.cache.tiers import ExactTier, PathTier, SemanticTier
 from activities.cache.tool_results import ToolResultCache, cached_tool, invalidating_tool
 from activities.tools.shop import ToolActivities
 from schemas.tools import TOOLS
@@ -48,19 +49,17 @@ def semantic_wanted(settings: Settings) -> bool:
 async def build_caches(settings: Settings, redis: aioredis.Redis, pool: asyncpg.Pool) -> Caches:
     plan_ttl = timedelta(seconds=settings.cache_ttl_s)
     backend = CacheBackend(redis, index_ttl=plan_ttl)
-    semantic: SemanticTier | None = None
+    # The path cache's tiers, asked in this order: one key read, then a guarded paraphrase.
+    tiers: list[PathTier] = [ExactTier()]
     if semantic_wanted(settings):
         from activities.cache.semantic.setup import build_semantic_cache  # heavy: torch, faiss
 
-        semantic = await build_semantic_cache(pool, threshold=settings.semantic_threshold)
+        index = await build_semantic_cache(pool, threshold=settings.semantic_threshold)
+        tiers.append(SemanticTier(index, deadline_s=settings.semantic_deadline_ms / 1000))
     paths = PathCache(
-        backend,
-        version=effective_cache_version(settings),
-        plan_ttl=plan_ttl,
-        semantic=semantic,
-        semantic_deadline_s=settings.semantic_deadline_ms / 1000,
+        backend, version=effective_cache_version(settings), plan_ttl=plan_ttl, tiers=tiers
     )
-    log.info("caches_ready", semantic=semantic is not None, version=paths.version)
+    log.info("caches_ready", tiers=[type(t).__name__ for t in tiers], version=paths.version)
     return Caches(backend=backend, paths=paths, tool_results=ToolResultCache(backend))
 
 

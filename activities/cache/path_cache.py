@@ -10,20 +10,20 @@ starts from an empty cache instead of serving stale paths.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import re
 import time
 import unicodedata
+from collections.abc import Sequence
 from datetime import timedelta
-from typing import Protocol
 
 import structlog
 from pydantic import BaseModel, ValidationError
 
 from activities.cache.backend import CacheBackend
 from activities.cache.entities import entities_in
+from activities.cache.tiers import ExactTier, PathEntry, PathTier, TierMatch, TierQuery
 from activities.cache.tool_results import tool_key
 from schemas.agent import LookupCacheResult
 from schemas.result import AgentResult, CacheStatus, StepOutcome, StepStatus
@@ -33,7 +33,6 @@ log = structlog.get_logger(__name__)
 
 KEY_PREFIX = "agentkeel:path:v2"
 CLOCK_SKEW_MARGIN_S = 2.0
-SEMANTIC_CANDIDATES = 3
 _SPACE = re.compile(r"\s+")
 _TRAILING = re.compile(r"[\s?!.]+$")
 
@@ -84,54 +83,42 @@ def cacheable(result: AgentResult) -> bool:
     )
 
 
-class PathEntry(BaseModel):
-    question: str
-    result: AgentResult
-    answer_fresh_until: float | None = None
-    """Epoch seconds until which the answer may be served; after it, only the plan."""
-
-
-class SemanticMatch(Protocol):
-    @property
-    def path_key(self) -> str: ...
-
-    @property
-    def score(self) -> float: ...
-
-    @property
-    def matched_question(self) -> str: ...
-
-
-class SemanticTier(Protocol):
-    async def lookup(self, tenant: str, question: str) -> SemanticMatch | None: ...
-
-    async def remember(self, tenant: str, question: str, path_key: str) -> None: ...
-
-    async def forget(self, path_keys: list[str]) -> int: ...
-
-
 class PathCache:
+    """Whole runs by question: found through `tiers` in order, stored under the exact key.
+
+    Args:
+        backend: Redis, with the entity index that invalidation uses.
+        version: tool catalog + policy digest; part of every key and tier scope.
+        plan_ttl: how long a stored plan may be reused.
+        tiers: asked in order on lookup; every one remembers each stored path. Default:
+            the exact tier alone.
+    """
+
     def __init__(
         self,
         backend: CacheBackend,
         *,
         version: str,
         plan_ttl: timedelta,
-        semantic: SemanticTier | None = None,
-        semantic_deadline_s: float = 0.5,
+        tiers: Sequence[PathTier] = (),
     ) -> None:
         self._backend = backend
         self.version = version
         self.plan_ttl = plan_ttl
-        self._semantic = semantic
-        self._semantic_deadline_s = semantic_deadline_s
+        self.tiers: tuple[PathTier, ...] = tuple(tiers) or (ExactTier(),)
 
     def key(self, tenant: str, question: str, conversation_id: str | None = None) -> str:
         return path_key(tenant, question, self.version, conversation_id)
 
-    def _scope(self, tenant: str) -> str:
-        """The semantic index's namespace: per tenant and per version, like the exact keys."""
-        return f"{tenant}@{self.version}"
+    def _query(self, tenant: str, question: str, conversation_id: str | None) -> TierQuery:
+        return TierQuery(
+            tenant=tenant,
+            question=question,
+            conversation_id=conversation_id,
+            key=self.key(tenant, question, conversation_id),
+            # A tier's own index is namespaced per tenant and per version, like the keys.
+            scope=f"{tenant}@{self.version}",
+        )
 
     async def lookup(
         self,
@@ -141,48 +128,33 @@ class PathCache:
         conversation_id: str | None = None,
         semantic: bool = True,
     ) -> LookupCacheResult:
-        """Raises `CacheUnavailable` when Redis cannot answer."""
-        entry = await self._entry(self.key(tenant, question, conversation_id))
-        status, similarity, matched = CacheStatus.EXACT, None, None
-        if entry is None and semantic and self._semantic is not None and not conversation_id:
-            found = await self._semantic_entry(tenant, question)
-            if found is not None:
-                entry, similarity, matched = found
-                status = CacheStatus.SEMANTIC
-        if entry is None:
+        """The first tier's match; `semantic=False` asks only the quick tiers.
+
+        Raises `CacheUnavailable` when Redis cannot answer."""
+        query = self._query(tenant, question, conversation_id)
+        match: TierMatch | None = None
+        for tier in self.tiers:
+            if semantic or tier.quick:
+                match = await tier.find(query, self._entry)
+                if match is not None:
+                    break
+        if match is None:
             return LookupCacheResult(status=CacheStatus.MISS)
-        fresh = entry.answer_fresh_until is not None and time.time() < entry.answer_fresh_until
-        if fresh:
+        entry = match.entry
+        if entry.answer_fresh_until is not None and time.time() < entry.answer_fresh_until:
             return LookupCacheResult(
-                status=status, hit=entry.result, similarity=similarity, matched_question=matched
+                status=match.status,
+                hit=entry.result,
+                similarity=match.similarity,
+                matched_question=match.matched_question,
             )
         return LookupCacheResult(
             status=CacheStatus.PLAN,
             plan=entry.result.plan,
             route=entry.result.route,
-            similarity=similarity,
-            matched_question=matched or entry.question,
+            similarity=match.similarity,
+            matched_question=match.matched_question or entry.question,
         )
-
-    async def _semantic_entry(
-        self, tenant: str, question: str
-    ) -> tuple[PathEntry, float, str] | None:
-        assert self._semantic is not None
-        try:
-            # The semantic tier may never make a run slow: past its deadline it is a miss.
-            async with asyncio.timeout(self._semantic_deadline_s):
-                for _ in range(SEMANTIC_CANDIDATES):
-                    match = await self._semantic.lookup(self._scope(tenant), question)
-                    if match is None:
-                        return None
-                    entry = await self._entry(match.path_key)
-                    if entry is not None:
-                        return entry, match.score, match.matched_question
-                    # Expired or invalidated: forget it, so a live neighbour can answer.
-                    await self._semantic.forget([match.path_key])
-        except TimeoutError:
-            log.warning("semantic_lookup_deadline", deadline_s=self._semantic_deadline_s)
-        return None
 
     async def answer_fresh_for_s(self, tenant: str, question: str) -> float:
         """Seconds the exact entry's answer stays servable; negative when it is not."""
@@ -206,7 +178,8 @@ class PathCache:
         fresh_until = await self._answer_fresh_until(result)
         entry = PathEntry(question=question, result=result, answer_fresh_until=fresh_until)
         touched = entities_in([s.args for s in result.steps], [s.output for s in result.steps])
-        key = self.key(tenant, question, conversation_id)
+        query = self._query(tenant, question, conversation_id)
+        key = query.key
         first_read = min(s.started_at for s in result.steps if s.started_at is not None)
         stored = await self._backend.put(
             key,
@@ -219,8 +192,8 @@ class PathCache:
         if not stored:
             log.info("path_not_cached_entity_changed", key=key)
             return None
-        if self._semantic is not None and not conversation_id:
-            await self._semantic.remember(self._scope(tenant), question, key)
+        for tier in self.tiers:
+            await tier.remember(query)
         return timedelta(seconds=fresh_until - time.time()) if fresh_until else None
 
     async def _answer_fresh_until(self, result: AgentResult) -> float | None:

@@ -49,34 +49,19 @@ _NEXT_MODE = {"json_schema": "json_object", "json_object": "none"}
 400 is about the request (a schema its grammar backend refuses), and stepping down would
 weaken every later request for one bad schema."""
 
-_CLIENTS: dict[tuple[str, str, float], AsyncOpenAI] = {}
 
-
-def pooled_client(
-    base_url: str, *, api_key: str = "EMPTY", timeout_s: float = 120.0
-) -> AsyncOpenAI:
-    """The process's client for `base_url`: one connection pool, no client-side retries."""
-    key = (base_url.rstrip("/"), api_key, timeout_s)
-    client = _CLIENTS.get(key)
-    if client is None:
-        try:
-            from openai import AsyncOpenAI
-        except ImportError as exc:
-            raise EngineUnavailableError(
-                "the `openai` package is not installed: pip install 'agentkeel[gpu]' "
-                "or 'agentkeel[llm-cpu]'"
-            ) from exc
-        client = AsyncOpenAI(base_url=key[0], api_key=api_key, timeout=timeout_s, max_retries=0)
-        _CLIENTS[key] = client
-    return client
-
-
-async def close_pooled_clients() -> None:
-    """Close every pooled client; call once at process shutdown."""
-    clients = list(_CLIENTS.values())
-    _CLIENTS.clear()
-    for client in clients:
-        await client.close()
+def new_client(base_url: str, *, api_key: str = "EMPTY", timeout_s: float = 120.0) -> AsyncOpenAI:
+    """A client with one connection pool and no client-side retries (Temporal owns them)."""
+    try:
+        from openai import AsyncOpenAI
+    except ImportError as exc:
+        raise EngineUnavailableError(
+            "the `openai` package is not installed: pip install 'agentkeel[gpu]' "
+            "or 'agentkeel[llm-cpu]'"
+        ) from exc
+    return AsyncOpenAI(
+        base_url=base_url.rstrip("/"), api_key=api_key, timeout=timeout_s, max_retries=0
+    )
 
 
 class OpenAICompatEngine:
@@ -107,11 +92,14 @@ class OpenAICompatEngine:
             prompt_prefix: text put before every prompt, e.g. `"<bos>"` for a model whose
                 tokenizer does not add BOS (the Gemma GGUF conversion); servers turn a
                 special token's text into its id.
-            client: an `AsyncOpenAI` to use instead of the pooled one (tests).
+            client: an `AsyncOpenAI` to use instead of the engine's own (tests); the
+                caller then owns it and closes it.
         """
         self.name = model
         self._base_url = base_url
-        self._client = client or pooled_client(base_url, api_key=api_key, timeout_s=timeout_s)
+        # The engine owns its client (one pool per engine, closed with it) unless one is given.
+        self._owns_client = client is None
+        self._client = client or new_client(base_url, api_key=api_key, timeout_s=timeout_s)
         self._check_timeout_s = check_timeout_s
         self._mode: str = structured_output
         self._prompt_prefix = prompt_prefix
@@ -149,7 +137,9 @@ class OpenAICompatEngine:
             self._mode = "vllm" if owner == "vllm" else "json_schema"
 
     async def close(self) -> None:
-        """Nothing to release: the pooled client outlives engines (`close_pooled_clients`)."""
+        """Close the engine's own connection pool (the worker calls this on shutdown)."""
+        if self._owns_client:
+            await self._client.close()
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         response, mode = await self._create(request, stream=False)

@@ -9,7 +9,7 @@ import asyncpg
 
 from activities.cache.semantic.embedder import MiniLmEmbedder
 from activities.cache.semantic.index import SemanticIndex
-from activities.cache.semantic.tier import SemanticCache
+from activities.cache.semantic.lookup import SemanticCache
 
 
 @cache
