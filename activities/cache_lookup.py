@@ -8,7 +8,7 @@ from temporalio import activity
 from activities.cache.backend import CacheUnavailable
 from activities.cache.path_cache import PathCache
 from schemas import names
-from schemas.agent import LookupCacheInput, LookupCacheResult
+from schemas.cache_lookup import LookupCacheInput, LookupCacheResult
 
 log = structlog.get_logger(__name__)
 

@@ -13,7 +13,7 @@ import asyncpg
 import structlog
 
 from inference.llm.context import facts_of
-from schemas.agent import ConversationTurn
+from schemas.model_calls import ConversationTurn
 from schemas.result import StepOutcome
 
 log = structlog.get_logger(__name__)

@@ -22,7 +22,8 @@ from activities.token_stream import TokenStream
 from inference.engines.protocol import ConstraintViolationError, EngineRequestError
 from inference.policy import Policy
 from schemas import names
-from schemas.agent import (
+from schemas.errors import INVALID_MODEL_OUTPUT, MODEL_REQUEST_REJECTED
+from schemas.model_calls import (
     JoinInput,
     JoinResult,
     PlanInput,
@@ -32,7 +33,6 @@ from schemas.agent import (
     RouteInput,
     RouteResult,
 )
-from schemas.errors import INVALID_MODEL_OUTPUT, MODEL_REQUEST_REJECTED
 
 WithHistory = TypeVar("WithHistory", RouteInput, PlanInput, RespondInput)
 

@@ -11,8 +11,8 @@ from temporalio import activity
 from activities.cache.backend import CacheUnavailable
 from activities.cache.path_cache import PathCache
 from schemas import names
-from schemas.agent import StoreInput, StoreResult
 from schemas.result import AgentResult
+from schemas.run_record import StoreInput, StoreResult
 
 log = structlog.get_logger(__name__)
 

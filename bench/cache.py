@@ -31,7 +31,7 @@ from bench.fakes import StandInTools
 from bench.stack import BenchStack, StackConfig, bench_stack
 from inference.policy import TokenSink
 from inference.rules.policy import RulesPolicy
-from schemas.agent import RespondInput, RespondResult, RouteInput, RouteResult
+from schemas.model_calls import RespondInput, RespondResult, RouteInput, RouteResult
 from schemas.request import AgentRequest
 from schemas.result import AgentResult, CacheStatus
 from workers.cache_assembly import semantic_wanted

@@ -16,7 +16,7 @@ from temporalio import activity
 
 from bench.plans import shape_named_in
 from inference.rules.policy import RulesPolicy
-from schemas.agent import PlanInput, PlanResult, RouteInput, RouteResult
+from schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
 from schemas.route import Route, Tier
 from schemas.tools import (
     CHECK_INVENTORY,

@@ -42,7 +42,7 @@ from bench.inference_workflow import BenchRespondWorkflow
 from inference.engines.metered import MeteredEngine
 from inference.engines.vllm_settings import SpeculativeSettings, VllmSettings
 from inference.llm.policy import LlmPolicy
-from schemas.agent import RespondInput
+from schemas.model_calls import RespondInput
 from schemas.result import StepOutcome, StepStatus
 from schemas.route import Route, Tier
 from workers.stack.procs import find_temporal_binary

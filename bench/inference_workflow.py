@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from temporalio import workflow
 
-from schemas.agent import RespondInput, RespondResult
+from schemas.model_calls import RespondInput, RespondResult
 from workflows import timeouts
 
 

@@ -25,7 +25,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
-from schemas.agent import PlanInput, PlanResult, RespondInput, RespondResult
+from schemas.model_calls import PlanInput, PlanResult, RespondInput, RespondResult
 from schemas.plan.model import Plan
 from schemas.plan.validation import PlanValidationError, topological_order, validate_plan
 from schemas.queues import inference_queue

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
-from schemas.agent import (
+from schemas.model_calls import (
     JoinDecision,
     JoinInput,
     JoinResult,

@@ -18,7 +18,7 @@ from inference.engines.protocol import (
     TokenLogprob,
 )
 from inference.rules.policy import RulesPolicy
-from schemas.agent import PlanInput, PlanResult, RouteInput, RouteResult
+from schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
 from schemas.plan.model import Plan
 from schemas.route import Route, Tier
 

@@ -30,8 +30,8 @@ from inference.llm.policy import LlmPolicy
 from inference.llm.prompts import ROUTE_LABELS, system_prefix
 from inference.policy import TokenSink
 from inference.rules.policy import RulesPolicy
-from schemas.agent import PlanInput, RespondInput, RespondResult, RouteInput
 from schemas.errors import INVALID_MODEL_OUTPUT, PLAN_ERROR_KINDS
+from schemas.model_calls import PlanInput, RespondInput, RespondResult, RouteInput
 from schemas.route import Route, Tier
 from schemas.tokens import token_stream_key
 from tests.conftest import StackFactory

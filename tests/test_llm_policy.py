@@ -22,8 +22,8 @@ from inference.llm.plan_schema import plan_json_schema
 from inference.llm.policy import LlmPolicy
 from inference.llm.prompts import INTENTS, system_prefix
 from inference.rules.policy import RulesPolicy
-from schemas.agent import ConversationTurn, PlanInput, RespondInput, RouteInput
 from schemas.errors import INVALID_MODEL_OUTPUT
+from schemas.model_calls import ConversationTurn, PlanInput, RespondInput, RouteInput
 from schemas.result import StepOutcome, StepStatus
 from schemas.route import Route, Tier
 from tests.fakes import FakeEngine

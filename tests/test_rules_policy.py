@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from inference.rules.policy import RulesPolicy
-from schemas.agent import JoinDecision, JoinInput, PlanInput, RouteInput
+from schemas.model_calls import JoinDecision, JoinInput, PlanInput, RouteInput
 from schemas.plan.model import Plan
 from schemas.plan.validation import validate_plan
 from schemas.result import StepError

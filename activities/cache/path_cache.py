@@ -25,7 +25,7 @@ from activities.cache.backend import CacheBackend
 from activities.cache.entities import entities_in
 from activities.cache.tiers import ExactTier, PathEntry, PathTier, TierMatch, TierQuery
 from activities.cache.tool_results import tool_key
-from schemas.agent import LookupCacheResult
+from schemas.cache_lookup import LookupCacheResult
 from schemas.result import AgentResult, CacheStatus, StepOutcome, StepStatus
 from schemas.tools import TOOLS, catalog_version
 

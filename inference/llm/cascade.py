@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from opentelemetry import metrics
 
 from inference.policy import Policy, TokenSink
-from schemas.agent import (
+from schemas.model_calls import (
     JoinInput,
     JoinResult,
     PlanInput,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.agent import ConversationTurn
+from schemas.model_calls import ConversationTurn
 from schemas.result import StepError, StepOutcome, StepStatus
 
 TokenCounter = Callable[[str], int]

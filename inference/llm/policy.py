@@ -35,7 +35,8 @@ from inference.llm.prompts import (
     system_prefix,
 )
 from inference.policy import DEFAULT_ROUTER_THRESHOLD, TokenSink, join_rejected_plan
-from schemas.agent import (
+from schemas.errors import INVALID_MODEL_OUTPUT
+from schemas.model_calls import (
     JoinDecision,
     JoinInput,
     JoinResult,
@@ -46,7 +47,6 @@ from schemas.agent import (
     RouteInput,
     RouteResult,
 )
-from schemas.errors import INVALID_MODEL_OUTPUT
 from schemas.plan.model import Plan
 from schemas.plan.validation import PlanValidationError, validate_plan
 from schemas.result import StepError

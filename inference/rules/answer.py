@@ -6,7 +6,7 @@ module names no tool: a new tool is described by its catalog entry.
 
 from __future__ import annotations
 
-from schemas.agent import RespondInput
+from schemas.model_calls import RespondInput
 from schemas.result import StepOutcome, StepStatus
 from schemas.tools import TOOLS
 

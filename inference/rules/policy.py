@@ -8,7 +8,7 @@ from inference.policy import DEFAULT_ROUTER_THRESHOLD, TokenSink, join_rejected_
 from inference.rules.answer import render_answer
 from inference.rules.intents import extract_entities, matched_intents, satisfied
 from inference.rules.plans import PlanBuilder, add_intent, exploratory_plan
-from schemas.agent import (
+from schemas.model_calls import (
     JoinDecision,
     JoinInput,
     JoinResult,

@@ -1,17 +1,15 @@
-"""The agent graph's nodes (each runs inline in the workflow) and its conditional edges."""
+"""The agent graph's nodes (each runs inline in the workflow) and its conditional edges.
 
-from workflows.nodes.graph_nodes import (
-    after_cache,
-    after_join,
-    after_route,
-    execute,
-    join,
-    lookup_cache,
-    plan,
-    respond,
-    route,
-    store,
-)
+`cache_lookup`, `model_calls` (route, plan, join, respond), `plan_execution` and
+`run_record` hold the nodes; `edges` the routing between them. A new node is a module
+here plus its line in `workflows.graph`.
+"""
+
+from workflows.nodes.cache_lookup import lookup_cache
+from workflows.nodes.edges import after_cache, after_join, after_route
+from workflows.nodes.model_calls import join, plan, respond, route
+from workflows.nodes.plan_execution import execute
+from workflows.nodes.run_record import store
 
 __all__ = [
     "after_cache",

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from temporalio import workflow
 
 from schemas import names
-from schemas.agent import (
+from schemas.model_calls import (
     JoinDecision,
     JoinInput,
     JoinResult,

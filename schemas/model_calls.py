@@ -1,7 +1,8 @@
-"""Inputs and results of the agent's graph activities (one model each, new fields with defaults).
+"""Inputs and results of the model activities: route, plan, join, respond (inference pool).
 
-These cross the Temporal boundary between the workflow and the CPU or inference
-workers, so their field names are a contract visible in every run's history.
+They cross the Temporal boundary between the workflow and the inference workers, so
+their field names are a contract visible in every run's history: new fields only with
+defaults.
 """
 
 from __future__ import annotations
@@ -13,30 +14,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from schemas.plan.model import Plan
-from schemas.result import AgentResult, CacheStatus, StepError, StepOutcome
+from schemas.result import StepError, StepOutcome
 from schemas.route import Route, Tier
-
-
-class LookupCacheInput(BaseModel):
-    question: str
-    tenant: str
-    conversation_id: str | None = None
-    semantic: bool = True
-    """Also look for a guarded semantic match when the exact key misses."""
-
-
-class LookupCacheResult(BaseModel):
-    status: CacheStatus = CacheStatus.MISS
-    hit: AgentResult | None = None
-    """The cached run, when its answer may be served (`exact` or `semantic`)."""
-    plan: Plan | None = None
-    route: Route | None = None
-    """The cached plan and route, when only the plan may be reused (`plan`)."""
-    similarity: float | None = None
-    matched_question: str | None = None
-    """For a semantic match: the stored question it matched, and how closely."""
-    available: bool = True
-    """False when the cache could not be reached; the lookup then counts as a miss."""
 
 
 class ConversationTurn(BaseModel):
@@ -49,13 +28,19 @@ class ConversationTurn(BaseModel):
     summary of older turns keeps when their text no longer fits the token budget."""
 
 
-class RouteInput(BaseModel):
+class ModelCallInput(BaseModel):
+    """What every model call that reads the conversation gets: the question and whose it is."""
+
     question: str
     tenant: str = "default"
     conversation_id: str | None = None
     history: list[ConversationTurn] = Field(default_factory=list)
     """Filled on the inference worker from the run records (never sent by the workflow:
     conversations stay out of workflow history)."""
+
+
+class RouteInput(ModelCallInput):
+    """The router reads the question (and the conversation) alone."""
 
 
 class RouteResult(BaseModel):
@@ -65,18 +50,12 @@ class RouteResult(BaseModel):
     draft_plan: Plan | None = None
 
 
-class PlanInput(BaseModel):
-    question: str
+class PlanInput(ModelCallInput):
     route: Route
     attempt: int = 0
     previous_steps: list[StepOutcome] = Field(default_factory=list)
     plan_error: StepError | None = None
     """Why the previous plan was rejected, so the planner can correct it."""
-    tenant: str = "default"
-    conversation_id: str | None = None
-    history: list[ConversationTurn] = Field(default_factory=list)
-    """Filled on the inference worker from the run records (never sent by the workflow:
-    conversations stay out of workflow history)."""
 
 
 class PlanResult(BaseModel):
@@ -110,17 +89,11 @@ class JoinResult(BaseModel):
     reason: str = ""
 
 
-class RespondInput(BaseModel):
-    question: str
+class RespondInput(ModelCallInput):
     route: Route
     steps: list[StepOutcome]
     plan_error: StepError | None = None
     run_id: str = ""
-    tenant: str = "default"
-    conversation_id: str | None = None
-    history: list[ConversationTurn] = Field(default_factory=list)
-    """Filled on the inference worker from the run records (never sent by the workflow:
-    conversations stay out of workflow history)."""
 
 
 class RespondResult(BaseModel):
@@ -128,17 +101,3 @@ class RespondResult(BaseModel):
     first_token_at: datetime | None = None
     """When the first piece of the answer existed (and was published to the run's token
     stream): the run's time to first token is measured to here."""
-
-
-class StoreInput(BaseModel):
-    tenant: str
-    question: str
-    conversation_id: str | None = None
-    result: AgentResult
-    use_cache: bool = True
-
-
-class StoreResult(BaseModel):
-    recorded: bool
-    cached: bool
-    cache_ttl_s: int | None = None

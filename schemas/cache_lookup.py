@@ -1,0 +1,31 @@
+"""Input and result of the `lookup_cache` activity (a local activity of the CPU worker)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from schemas.plan.model import Plan
+from schemas.result import AgentResult, CacheStatus
+from schemas.route import Route
+
+
+class LookupCacheInput(BaseModel):
+    question: str
+    tenant: str
+    conversation_id: str | None = None
+    semantic: bool = True
+    """Also look for a guarded semantic match when the exact key misses."""
+
+
+class LookupCacheResult(BaseModel):
+    status: CacheStatus = CacheStatus.MISS
+    hit: AgentResult | None = None
+    """The cached run, when its answer may be served (`exact` or `semantic`)."""
+    plan: Plan | None = None
+    route: Route | None = None
+    """The cached plan and route, when only the plan may be reused (`plan`)."""
+    similarity: float | None = None
+    matched_question: str | None = None
+    """For a semantic match: the stored question it matched, and how closely."""
+    available: bool = True
+    """False when the cache could not be reached; the lookup then counts as a miss."""

@@ -1,0 +1,21 @@
+"""Input and result of the `store` activity: the run record, and the path for the cache."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from schemas.result import AgentResult
+
+
+class StoreInput(BaseModel):
+    tenant: str
+    question: str
+    conversation_id: str | None = None
+    result: AgentResult
+    use_cache: bool = True
+
+
+class StoreResult(BaseModel):
+    recorded: bool
+    cached: bool
+    cache_ttl_s: int | None = None

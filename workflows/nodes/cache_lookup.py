@@ -1,0 +1,75 @@
+"""The `lookup_cache` node: a whole path from the cache, or a plan to reuse, or a miss."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+from schemas import names
+from schemas.cache_lookup import LookupCacheInput, LookupCacheResult
+from schemas.result import CacheMatch, CacheStatus
+from schemas.route import Tier
+from workflows import timeouts
+from workflows.state import AgentState
+from workflows.visibility import add_timing, elapsed_ms, publish_cache, publish_route, stage
+
+
+async def lookup_cache(state: AgentState) -> dict[str, Any]:
+    request = state["request"]
+    if not request.options.use_cache or request.options.refresh_cache:
+        return {"cache": CacheStatus.BYPASS}
+    stage(state, "looking up the path cache")
+    started = workflow.now()
+    try:
+        # A local activity: the CPU worker that runs this workflow also owns the Redis
+        # client, so the lookup skips a task-queue round trip (the hit path is ~ms).
+        found: LookupCacheResult = await workflow.execute_local_activity(
+            names.LOOKUP_CACHE,
+            LookupCacheInput(
+                question=request.question,
+                tenant=request.tenant,
+                conversation_id=request.conversation_id,
+            ),
+            result_type=LookupCacheResult,
+            start_to_close_timeout=timeouts.CACHE_TIMEOUT,
+            retry_policy=timeouts.CACHE_RETRY,
+        )
+    except ActivityError as exc:
+        # The cache only accelerates: whatever went wrong, this run is a miss.
+        workflow.logger.warning("cache lookup failed, continuing as a miss: %s", exc.cause)
+        found = LookupCacheResult(available=False)
+    update: dict[str, Any] = {"timings": add_timing(state, "cache", started), "cache": found.status}
+    publish_cache(found.status)
+    if not found.available:
+        update["warnings"] = [*state.get("warnings", []), "cache unavailable: treated as a miss"]
+    if found.matched_question is not None:
+        update["cache_match"] = CacheMatch(
+            question=found.matched_question, similarity=found.similarity
+        )
+    if found.status == CacheStatus.PLAN and found.plan is not None and found.route is not None:
+        # Reuse the plan, run the tools fresh: route and planning are skipped.
+        route = found.route.model_copy(update={"tier": Tier.CACHE})
+        publish_route(state, route)
+        return {**update, "route": route, "plan": found.plan, "confident": True}
+    if found.hit is None:
+        return {**update, "cache": CacheStatus.MISS}
+    timings = update["timings"]
+    timings.total = elapsed_ms(state["started_at"])
+    timings.ttft = timings.total  # a cached answer arrives whole
+    info = workflow.info()
+    cached_route = found.hit.route.model_copy(update={"tier": Tier.CACHE})
+    publish_route(state, cached_route)
+    hit = found.hit.model_copy(
+        update={
+            "cache": found.status,
+            "cache_match": update.get("cache_match"),
+            "timings_ms": timings,
+            "route": cached_route,
+            "workflow_id": info.workflow_id,
+            "run_id": info.run_id,
+            "warnings": [],
+        }
+    )
+    return {**update, "result": hit}

@@ -1,0 +1,23 @@
+"""The graph's conditional edges: where a run goes after the cache, the route and join."""
+
+from __future__ import annotations
+
+from schemas.model_calls import JoinDecision
+from schemas.result import CacheStatus
+from workflows.state import AgentState
+
+
+# Conditional edges. LangGraph runs sync callables in an executor, which the
+# workflow event loop refuses, so every edge function is `async def`.
+async def after_cache(state: AgentState) -> str:
+    if state.get("result") is not None:
+        return "hit"
+    return "plan" if state.get("cache") == CacheStatus.PLAN else "miss"
+
+
+async def after_route(state: AgentState) -> str:
+    return "confident" if state.get("confident") else "unsure"
+
+
+async def after_join(state: AgentState) -> str:
+    return "replan" if state.get("decision") == JoinDecision.REPLAN else "finish"
