@@ -8,21 +8,30 @@ from temporalio import activity
 from activities.cache.backend import CacheUnavailable
 from activities.cache.path_cache import PathCache, normalize_question
 from schemas import names
+from schemas.tools import TOOLS
 from schemas.warming import HotQuestion, HotQuestionsInput, HotQuestionsResult
 
-# Most asked questions of the window, per tenant; runs that moved money are never replayed.
-HOT_QUESTIONS = """
+# Most asked questions of the window, per tenant; runs with a side effect (a step of a tool
+# that is not idempotent, $3) are never replayed.
+_HOT_QUESTIONS_SQL = """
 SELECT tenant, question, count(*) AS asked
 FROM agent_runs
 WHERE created_at > now() - make_interval(hours => $1)
   AND tenant IS NOT NULL AND question IS NOT NULL
-  AND NOT coalesce(steps @> '[{"tool": "create_refund"}]'::jsonb, false)
+  AND NOT EXISTS (
+    SELECT 1 FROM jsonb_array_elements(
+      CASE WHEN jsonb_typeof(steps) = 'array' THEN steps ELSE '[]'::jsonb END) AS step
+    WHERE step->>'tool' = ANY($3::text[])
+  )
   -- The warmer's own runs bypass the lookup: counting them would keep a question hot forever.
   AND cache_status IS DISTINCT FROM 'bypass'
 GROUP BY tenant, question
 ORDER BY asked DESC
 LIMIT $2
 """
+
+
+_SIDE_EFFECT_TOOLS = [spec.name for spec in TOOLS.values() if not spec.idempotent]
 
 
 class WarmingActivities:
@@ -33,7 +42,9 @@ class WarmingActivities:
     @activity.defn(name=names.HOT_QUESTIONS)
     async def hot_questions(self, request: HotQuestionsInput) -> HotQuestionsResult:
         # Over-fetch: spellings of one question count together once normalized.
-        rows = await self._pool.fetch(HOT_QUESTIONS, request.since_hours, request.top_n * 4)
+        rows = await self._pool.fetch(
+            _HOT_QUESTIONS_SQL, request.since_hours, request.top_n * 4, _SIDE_EFFECT_TOOLS
+        )
         merged: dict[tuple[str, str], HotQuestion] = {}
         for row in rows:
             key = (row["tenant"], normalize_question(row["question"]))

@@ -21,12 +21,12 @@ from activities.database.migrate import apply_migrations
 from activities.model_calls import InferenceActivities
 from bench.react import BenchReactWorkflow
 from inference.policy import Policy
-from workers.registration import with_stand_ins
 from workers.resources import cpu_activities
 from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
 from workers.stack.databases import throwaway_database
 from workers.stack.procs import find_temporal_binary
+from workers.stand_ins import with_stand_ins
 from workers.temporal_client import agentkeel_plugins
 from workers.worker import cpu_worker, inference_worker
 

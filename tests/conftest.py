@@ -48,12 +48,12 @@ from tests.pg import (
 from tests.redis_server import embedded_redis, redis_probe
 from workers.client.agent_client import AgentClient
 from workers.connections import redact
-from workers.registration import with_stand_ins
 from workers.resources import cpu_activities, inference_resources
 from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
 from workers.stack.carrier import build_app
 from workers.stack.procs import StackError, find_temporal_binary
+from workers.stand_ins import with_stand_ins
 from workers.temporal_client import agentkeel_plugins
 from workers.worker import cpu_worker, inference_worker
 from workflows.agent import AgentWorkflow

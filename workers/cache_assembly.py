@@ -19,8 +19,8 @@ from activities.cache.tool_results import ToolResultCache, cached_tool, invalida
 from activities.tools.shop import ToolActivities
 from schemas.tools import TOOLS
 from workers.model_tiers import effective_cache_version
-from workers.registration import activity_name
 from workers.settings import Settings, SettingsError
+from workers.stand_ins import activity_name
 
 log = structlog.get_logger(__name__)
 

@@ -1,4 +1,8 @@
-"""Which activity a registered function is, and swapping activities by name."""
+"""Activities by their registered names: which one a function is, and swapping in stand-ins.
+
+Tests and benchmarks replace tools or model activities with stand-ins registered under the
+real names; the cache assembly wraps tools by name.
+"""
 
 from __future__ import annotations
 
