@@ -21,20 +21,11 @@ from activities.conversations import ConversationStore
 from activities.token_stream import TokenStream
 from inference.engines.protocol import ConstraintViolationError, EngineRequestError
 from inference.policy import Policy
+from schemas import model_calls as calls
 from schemas import names
 from schemas.errors import INVALID_MODEL_OUTPUT, MODEL_REQUEST_REJECTED
-from schemas.model_calls import (
-    JoinInput,
-    JoinResult,
-    PlanInput,
-    PlanResult,
-    RespondInput,
-    RespondResult,
-    RouteInput,
-    RouteResult,
-)
 
-WithHistory = TypeVar("WithHistory", RouteInput, PlanInput, RespondInput)
+WithHistory = TypeVar("WithHistory", calls.RouteInput, calls.PlanInput, calls.RespondInput)
 
 HEARTBEAT_EVERY_S = 1.0
 """Well inside the workflow's model heartbeat timeout (`workflows.timeouts`)."""
@@ -91,19 +82,19 @@ class InferenceActivities:
         self._conversations = conversations
 
     @activity.defn(name=names.ROUTE)
-    async def route(self, request: RouteInput) -> RouteResult:
+    async def route(self, request: calls.RouteInput) -> calls.RouteResult:
         return await model_call(self._policy.route(await self._with_history(request)))
 
     @activity.defn(name=names.PLAN)
-    async def plan(self, request: PlanInput) -> PlanResult:
+    async def plan(self, request: calls.PlanInput) -> calls.PlanResult:
         return await model_call(self._policy.plan(await self._with_history(request)))
 
     @activity.defn(name=names.JOIN)
-    async def join(self, request: JoinInput) -> JoinResult:
+    async def join(self, request: calls.JoinInput) -> calls.JoinResult:
         return await model_call(self._policy.join(request))
 
     @activity.defn(name=names.RESPOND)
-    async def respond(self, request: RespondInput) -> RespondResult:
+    async def respond(self, request: calls.RespondInput) -> calls.RespondResult:
         request = await self._with_history(request)
         info = activity.info()
         # Each attempt opens with a reset marked with its number: a reader drops what an

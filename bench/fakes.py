@@ -77,10 +77,10 @@ class BenchPlanPolicy(RulesPolicy):
 
 def stand_in_result(tool: str, args: dict[str, Any]) -> BaseModel:
     """A valid result of `tool` for `args` (also used by the in-process modes)."""
-    if tool == "search_kb":
+    if tool == SEARCH_KB.name:
         hit = KbHit(article_id=1, title="Returns", snippet="Returns within 30 days.", rank=1.0)
         return KbResult(query=args["query"], hits=[hit])
-    if tool == "get_order":
+    if tool == GET_ORDER.name:
         item = OrderItem(sku="SKU-00001", product_name="Widget", quantity=1, unit_price_cents=999)
         return Order(
             order_id=args["order_id"],
@@ -92,7 +92,7 @@ def stand_in_result(tool: str, args: dict[str, Any]) -> BaseModel:
             items=[item],
             tracking_number=f"TRK{args['order_id']:010d}",
         )
-    if tool == "check_inventory":
+    if tool == CHECK_INVENTORY.name:
         stock = [WarehouseStock(warehouse="AMS", available=3)]
         return Inventory(
             sku=args["sku"],
@@ -101,12 +101,12 @@ def stand_in_result(tool: str, args: dict[str, Any]) -> BaseModel:
             in_stock=True,
             warehouses=stock,
         )
-    if tool == "track_shipment":
+    if tool == TRACK_SHIPMENT.name:
         number = args["tracking_number"]
         return Tracking(tracking_number=number, carrier="bench", status="in_transit")
-    if tool == "find_customer":
+    if tool == FIND_CUSTOMER.name:
         return Customer(customer_id=1, name="Bench", email=args["email"], tier="gold", city="AMS")
-    if tool == "list_orders":
+    if tool == LIST_ORDERS.name:
         summary = OrderSummary(
             order_id=1001, status="shipped", total_cents=999, placed_at=_PLACED_AT
         )
@@ -128,27 +128,27 @@ class StandInTools:
 
     @activity.defn(name=SEARCH_KB.name)
     async def search_kb(self, args: SearchKbArgs) -> KbResult:
-        return await self._call("search_kb", args)
+        return await self._call(SEARCH_KB.name, args)
 
     @activity.defn(name=GET_ORDER.name)
     async def get_order(self, args: GetOrderArgs) -> Order:
-        return await self._call("get_order", args)
+        return await self._call(GET_ORDER.name, args)
 
     @activity.defn(name=CHECK_INVENTORY.name)
     async def check_inventory(self, args: CheckInventoryArgs) -> Inventory:
-        return await self._call("check_inventory", args)
+        return await self._call(CHECK_INVENTORY.name, args)
 
     @activity.defn(name=TRACK_SHIPMENT.name)
     async def track_shipment(self, args: TrackShipmentArgs) -> Tracking:
-        return await self._call("track_shipment", args)
+        return await self._call(TRACK_SHIPMENT.name, args)
 
     @activity.defn(name=FIND_CUSTOMER.name)
     async def find_customer(self, args: FindCustomerArgs) -> Customer:
-        return await self._call("find_customer", args)
+        return await self._call(FIND_CUSTOMER.name, args)
 
     @activity.defn(name=LIST_ORDERS.name)
     async def list_orders(self, args: ListOrdersArgs) -> OrderList:
-        return await self._call("list_orders", args)
+        return await self._call(LIST_ORDERS.name, args)
 
     def all(self) -> list[Callable[..., Any]]:
         """Every stand-in; `create_refund` keeps its real activity (no shape uses it)."""

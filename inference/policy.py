@@ -10,17 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
-from schemas.model_calls import (
-    JoinDecision,
-    JoinInput,
-    JoinResult,
-    PlanInput,
-    PlanResult,
-    RespondInput,
-    RespondResult,
-    RouteInput,
-    RouteResult,
-)
+from schemas import model_calls as calls
 
 DEFAULT_ROUTER_THRESHOLD = 0.7
 """Below this confidence the route is not trusted and the planner writes the plan."""
@@ -36,18 +26,20 @@ class Policy(Protocol):
 
     name: str
 
-    async def route(self, request: RouteInput) -> RouteResult: ...
+    async def route(self, request: calls.RouteInput) -> calls.RouteResult: ...
 
-    async def plan(self, request: PlanInput) -> PlanResult: ...
+    async def plan(self, request: calls.PlanInput) -> calls.PlanResult: ...
 
-    async def join(self, request: JoinInput) -> JoinResult: ...
+    async def join(self, request: calls.JoinInput) -> calls.JoinResult: ...
 
-    async def respond(self, request: RespondInput, sink: TokenSink | None = None) -> RespondResult:
+    async def respond(
+        self, request: calls.RespondInput, sink: TokenSink | None = None
+    ) -> calls.RespondResult:
         """The answer; each piece goes to `sink` as soon as it exists (the token stream)."""
         ...
 
 
-def join_rejected_plan(request: JoinInput) -> JoinResult | None:
+def join_rejected_plan(request: calls.JoinInput) -> calls.JoinResult | None:
     """Every policy's join for a plan the scheduler rejected; None when none was rejected.
 
     A rejected plan ran nothing, so there is nothing to judge: replan while the budget
@@ -56,11 +48,11 @@ def join_rejected_plan(request: JoinInput) -> JoinResult | None:
     if request.plan_error is None:
         return None
     if request.replans < request.max_replans:
-        return JoinResult(
-            decision=JoinDecision.REPLAN,
+        return calls.JoinResult(
+            decision=calls.JoinDecision.REPLAN,
             reason=f"plan rejected ({request.plan_error.type}); planning again",
         )
-    return JoinResult(
-        decision=JoinDecision.FINISH,
+    return calls.JoinResult(
+        decision=calls.JoinDecision.FINISH,
         reason=f"plan rejected and {request.replans} replans used",
     )

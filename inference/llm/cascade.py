@@ -17,16 +17,7 @@ from dataclasses import dataclass
 from opentelemetry import metrics
 
 from inference.policy import Policy, TokenSink
-from schemas.model_calls import (
-    JoinInput,
-    JoinResult,
-    PlanInput,
-    PlanResult,
-    RespondInput,
-    RespondResult,
-    RouteInput,
-    RouteResult,
-)
+from schemas import model_calls as calls
 from schemas.route import Route, Tier
 
 _meter = metrics.get_meter("agentkeel.router")
@@ -60,7 +51,7 @@ class CascadePolicy:
         self.name = f"cascade({light.name} -> {heavy.name})"
         self.stats = CascadeStats()
 
-    async def route(self, request: RouteInput) -> RouteResult:
+    async def route(self, request: calls.RouteInput) -> calls.RouteResult:
         routed = await self.light.route(request)
         self.stats.routes += 1
         if routed.confident:
@@ -74,7 +65,7 @@ class CascadePolicy:
         routed.route.reason = f"escalated to the heavy model: {routed.route.reason}"
         return routed
 
-    async def plan(self, request: PlanInput) -> PlanResult:
+    async def plan(self, request: calls.PlanInput) -> calls.PlanResult:
         planned = await self._tier(request.route).plan(request)
         first_reading = request.route.router_intent is None
         if first_reading and planned.route is not None:
@@ -84,10 +75,12 @@ class CascadePolicy:
             planned.route.reason = f"{request.route.reason}; {planned.route.reason}"
         return planned
 
-    async def join(self, request: JoinInput) -> JoinResult:
+    async def join(self, request: calls.JoinInput) -> calls.JoinResult:
         return await self._tier(request.route).join(request)
 
-    async def respond(self, request: RespondInput, sink: TokenSink | None = None) -> RespondResult:
+    async def respond(
+        self, request: calls.RespondInput, sink: TokenSink | None = None
+    ) -> calls.RespondResult:
         return await self._tier(request.route).respond(request, sink)
 
     def _tier(self, route: Route | None) -> Policy:

@@ -35,18 +35,8 @@ from inference.llm.prompts import (
     system_prefix,
 )
 from inference.policy import DEFAULT_ROUTER_THRESHOLD, TokenSink, join_rejected_plan
+from schemas import model_calls as calls
 from schemas.errors import INVALID_MODEL_OUTPUT
-from schemas.model_calls import (
-    JoinDecision,
-    JoinInput,
-    JoinResult,
-    PlanInput,
-    PlanResult,
-    RespondInput,
-    RespondResult,
-    RouteInput,
-    RouteResult,
-)
 from schemas.plan.model import Plan
 from schemas.plan.validation import PlanValidationError, validate_plan
 from schemas.result import StepError
@@ -87,7 +77,7 @@ class LlmPolicy:
         self.plan_max_tokens = plan_max_tokens
         self.answer_max_tokens = answer_max_tokens
 
-    async def route(self, request: RouteInput) -> RouteResult:
+    async def route(self, request: calls.RouteInput) -> calls.RouteResult:
         prompt = self.context.build(
             system_prefix(),
             f"Customer: {request.question}\nIntent:",
@@ -103,7 +93,7 @@ class LlmPolicy:
                 tier=self.tier,
                 reason=f"{self.engine.name} gave no label: {exc}",
             )
-            return RouteResult(route=route, confident=False)
+            return calls.RouteResult(route=route, confident=False)
         if label == UNCERTAIN:
             route = Route(
                 intent="unknown",
@@ -111,7 +101,7 @@ class LlmPolicy:
                 tier=self.tier,
                 reason=f"{self.engine.name} said uncertain (p={confidence:.2f})",
             )
-            return RouteResult(route=route, confident=False)
+            return calls.RouteResult(route=route, confident=False)
         confident = confidence >= self.threshold
         reason = (
             f"{self.engine.name}: {label} with p={confidence:.2f} "
@@ -125,23 +115,24 @@ class LlmPolicy:
             reason=reason,
         )
         if not confident:
-            return RouteResult(route=route, confident=False)
+            return calls.RouteResult(route=route, confident=False)
         # One decode only: a draft that needs correcting is the planner's job.
         planned = await self._plan(
-            PlanInput(question=request.question, route=route, history=request.history), attempts=1
+            calls.PlanInput(question=request.question, route=route, history=request.history),
+            attempts=1,
         )
         if planned.error is not None:
             # The router was sure of the intent but could not write a plan: let the planner.
             route.reason += f"; draft plan unusable ({planned.error.message[:80]})"
-            return RouteResult(route=route, confident=False)
+            return calls.RouteResult(route=route, confident=False)
         route.tools = sorted({s.tool for s in planned.plan.steps})
-        return RouteResult(route=route, confident=True, draft_plan=planned.plan)
+        return calls.RouteResult(route=route, confident=True, draft_plan=planned.plan)
 
-    async def plan(self, request: PlanInput) -> PlanResult:
+    async def plan(self, request: calls.PlanInput) -> calls.PlanResult:
         """A plan valid against the catalog; the heavy tier also re-reads the intent."""
         return await self._plan(request, attempts=self.plan_attempts)
 
-    async def _plan(self, request: PlanInput, *, attempts: int) -> PlanResult:
+    async def _plan(self, request: calls.PlanInput, *, attempts: int) -> calls.PlanResult:
         # The heavy tier always reads the intent afresh; any tier does when the router
         # could not tell (no heavy tier configured: the light model plans its own "unknown").
         rerouting = self.tier == Tier.HEAVY or request.route.intent not in INTENTS
@@ -176,20 +167,20 @@ class LlmPolicy:
             except PlanValidationError as exc:
                 last_error = StepError(type=exc.kind, message=exc.message)
             else:
-                return PlanResult(
+                return calls.PlanResult(
                     plan=plan, tier=self.tier, route=self._reroute(request, intent, plan)
                 )
             log.info(
                 "plan_rejected", tier=self.tier.value, attempt=attempt, error=last_error.message
             )
         assert last_error is not None
-        return PlanResult(
+        return calls.PlanResult(
             plan=Plan(rationale=f"no usable plan after {attempts} decodes"),
             tier=self.tier,
             error=last_error.model_copy(update={"non_retryable": True}),
         )
 
-    def _reroute(self, request: PlanInput, intent: str | None, plan: Plan) -> Route | None:
+    def _reroute(self, request: calls.PlanInput, intent: str | None, plan: Plan) -> Route | None:
         if intent is None:
             return None
         previous = request.route
@@ -212,7 +203,7 @@ class LlmPolicy:
             overridden_intent=overridden,
         )
 
-    async def join(self, request: JoinInput) -> JoinResult:
+    async def join(self, request: calls.JoinInput) -> calls.JoinResult:
         rejected = join_rejected_plan(request)
         if rejected is not None:
             return rejected
@@ -227,9 +218,11 @@ class LlmPolicy:
         try:
             label, confidence = await self._choose(prompt, JOIN_LABELS)
         except ConstraintViolationError as exc:
-            return JoinResult(decision=JoinDecision.FINISH, reason=f"{why}no decision: {exc}")
-        return JoinResult(
-            decision=JoinDecision.REPLAN if label == "replan" else JoinDecision.FINISH,
+            return calls.JoinResult(
+                decision=calls.JoinDecision.FINISH, reason=f"{why}no decision: {exc}"
+            )
+        return calls.JoinResult(
+            decision=calls.JoinDecision.REPLAN if label == "replan" else calls.JoinDecision.FINISH,
             reason=f"{why}{self.engine.name} chose {label} (p={confidence:.2f})",
         )
 
@@ -249,7 +242,9 @@ class LlmPolicy:
         )
         return result.text.strip().strip('"'), label_confidence(result.logprobs, labels)
 
-    async def respond(self, request: RespondInput, sink: TokenSink | None = None) -> RespondResult:
+    async def respond(
+        self, request: calls.RespondInput, sink: TokenSink | None = None
+    ) -> calls.RespondResult:
         problem = ""
         if request.plan_error is not None:
             problem = (
@@ -273,7 +268,7 @@ class LlmPolicy:
             parts.append(delta.text)
             if sink is not None:
                 await sink(delta.text)
-        return RespondResult(answer="".join(parts).strip(), first_token_at=first_at)
+        return calls.RespondResult(answer="".join(parts).strip(), first_token_at=first_at)
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -8,17 +8,7 @@ from inference.policy import DEFAULT_ROUTER_THRESHOLD, TokenSink, join_rejected_
 from inference.rules.answer import render_answer
 from inference.rules.intents import extract_entities, matched_intents, satisfied
 from inference.rules.plans import PlanBuilder, add_intent, exploratory_plan
-from schemas.model_calls import (
-    JoinDecision,
-    JoinInput,
-    JoinResult,
-    PlanInput,
-    PlanResult,
-    RespondInput,
-    RespondResult,
-    RouteInput,
-    RouteResult,
-)
+from schemas import model_calls as calls
 from schemas.route import Route, Tier
 
 # Confidence levels. They mimic a calibrated router: sure when the keywords and
@@ -38,7 +28,7 @@ class RulesPolicy:
     def __init__(self, *, threshold: float = DEFAULT_ROUTER_THRESHOLD) -> None:
         self.threshold = threshold
 
-    async def route(self, request: RouteInput) -> RouteResult:
+    async def route(self, request: calls.RouteInput) -> calls.RouteResult:
         question = request.question
         entities = extract_entities(question)
         intents = matched_intents(question)
@@ -78,28 +68,30 @@ class RulesPolicy:
             tools=sorted({s.tool for s in draft.steps}) if draft else [],
             reason=reason,
         )
-        return RouteResult(route=route, confident=confident, draft_plan=draft)
+        return calls.RouteResult(route=route, confident=confident, draft_plan=draft)
 
-    async def plan(self, request: PlanInput) -> PlanResult:
+    async def plan(self, request: calls.PlanInput) -> calls.PlanResult:
         entities = extract_entities(request.question)
-        return PlanResult(plan=exploratory_plan(entities, request.question), tier=Tier.RULES)
+        return calls.PlanResult(plan=exploratory_plan(entities, request.question), tier=Tier.RULES)
 
-    async def join(self, request: JoinInput) -> JoinResult:
+    async def join(self, request: calls.JoinInput) -> calls.JoinResult:
         rejected = join_rejected_plan(request)
         if rejected is not None:
             return rejected
         failed = [s.id for s in request.steps if s.status == "failed"]
         if failed:
-            return JoinResult(
-                decision=JoinDecision.FINISH,
+            return calls.JoinResult(
+                decision=calls.JoinDecision.FINISH,
                 reason=f"{', '.join(failed)} failed; answering with what is known",
             )
-        return JoinResult(decision=JoinDecision.FINISH, reason="all steps succeeded")
+        return calls.JoinResult(decision=calls.JoinDecision.FINISH, reason="all steps succeeded")
 
-    async def respond(self, request: RespondInput, sink: TokenSink | None = None) -> RespondResult:
+    async def respond(
+        self, request: calls.RespondInput, sink: TokenSink | None = None
+    ) -> calls.RespondResult:
         # Rendered whole in microseconds: one piece on the stream, like a one-token answer.
         answer = render_answer(request)
         first_at = datetime.now(UTC)
         if sink is not None:
             await sink(answer)
-        return RespondResult(answer=answer, first_token_at=first_at)
+        return calls.RespondResult(answer=answer, first_token_at=first_at)

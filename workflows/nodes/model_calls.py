@@ -58,17 +58,24 @@ async def _call_model(
     return result
 
 
-async def route(state: AgentState) -> dict[str, Any]:
+def _asked(state: AgentState) -> dict[str, Any]:
+    """The fields of `ModelCallInput`: the question and whose conversation it belongs to."""
     request = state["request"]
+    return {
+        "question": request.question,
+        "tenant": request.tenant,
+        "conversation_id": request.conversation_id,
+    }
+
+
+async def route(state: AgentState) -> dict[str, Any]:
     stage(state, "routing")
     started = workflow.now()
     routed: RouteResult = await _call_model(
         state,
         names.ROUTE,
         RouteInput(
-            question=request.question,
-            tenant=request.tenant,
-            conversation_id=request.conversation_id,
+            **_asked(state),
         ),
         RouteResult,
         timeouts.ROUTE_TIMEOUT,
@@ -86,7 +93,6 @@ async def route(state: AgentState) -> dict[str, Any]:
 
 
 async def plan(state: AgentState) -> dict[str, Any]:
-    request = state["request"]
     attempt = state.get("replans", 0)
     stage(state, f"planning (round {attempt})")
     started = workflow.now()
@@ -94,13 +100,11 @@ async def plan(state: AgentState) -> dict[str, Any]:
         state,
         names.PLAN,
         PlanInput(
-            question=request.question,
+            **_asked(state),
             route=state["route"],
             attempt=attempt,
             previous_steps=[s for s in state.get("steps", []) if s.attempt == attempt - 1],
             plan_error=state.get("plan_error"),
-            tenant=request.tenant,
-            conversation_id=request.conversation_id,
         ),
         PlanResult,
         timeouts.PLAN_TIMEOUT,
@@ -154,7 +158,6 @@ async def join(state: AgentState) -> dict[str, Any]:
 
 
 async def respond(state: AgentState) -> dict[str, Any]:
-    request = state["request"]
     stage(state, "writing the answer")
     started = workflow.now()
     replans = state.get("replans", 0)
@@ -162,13 +165,11 @@ async def respond(state: AgentState) -> dict[str, Any]:
         state,
         names.RESPOND,
         RespondInput(
-            question=request.question,
+            **_asked(state),
             route=state["route"],
             steps=[s for s in state.get("steps", []) if s.attempt == replans],
             plan_error=state.get("plan_error"),
             run_id=workflow.info().run_id,
-            tenant=request.tenant,
-            conversation_id=request.conversation_id,
         ),
         RespondResult,
         timeouts.RESPOND_TIMEOUT,
