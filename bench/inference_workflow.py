@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from temporalio import workflow
 
+from schemas import names
 from schemas.model_calls import RespondInput, RespondResult
 from workflows import timeouts
 
@@ -17,7 +18,7 @@ class BenchRespondWorkflow:
     @workflow.run
     async def run(self, request: RespondInput, inference_queue: str) -> RespondResult:
         result: RespondResult = await workflow.execute_activity(
-            "respond",
+            names.RESPOND,
             request,
             result_type=RespondResult,
             task_queue=inference_queue,

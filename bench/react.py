@@ -25,6 +25,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
+from schemas import names
 from schemas.model_calls import PlanInput, PlanResult, RespondInput, RespondResult
 from schemas.plan.model import Plan
 from schemas.plan.validation import PlanValidationError, topological_order, validate_plan
@@ -88,7 +89,7 @@ class BenchReactWorkflow:
             if request.per_turn_model:
                 think = workflow.now()
                 await workflow.execute_activity(
-                    "plan",
+                    names.PLAN,
                     PlanInput(
                         question=request.question,
                         route=_ROUTE,
@@ -120,7 +121,7 @@ class BenchReactWorkflow:
         loop_ms = _ms(started)
         respond = workflow.now()
         answered: RespondResult = await workflow.execute_activity(
-            "respond",
+            names.RESPOND,
             RespondInput(
                 question=request.question,
                 route=_ROUTE,
