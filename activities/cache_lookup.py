@@ -25,6 +25,7 @@ class CacheActivities:
                 request.question,
                 conversation_id=request.conversation_id,
                 semantic=request.semantic,
+                audience=request.audience,
             )
         except CacheUnavailable as exc:
             log.warning("cache_unavailable", error=str(exc), op="lookup")

@@ -20,9 +20,9 @@ log = structlog.get_logger(__name__)
 
 RECENT_TURNS = """
 SELECT question, answer, steps FROM agent_runs
-WHERE tenant = $1 AND conversation_id = $2
+WHERE tenant = $1 AND conversation_id = $2 AND audience = $3
 ORDER BY created_at DESC
-LIMIT $3
+LIMIT $4
 """
 DEFAULT_TURNS = 8
 """The builder keeps a few verbatim and summarizes the rest; older ones add little."""
@@ -35,10 +35,14 @@ class ConversationStore:
         self._pool = pool
         self._limit = limit
 
-    async def recent_turns(self, tenant: str, conversation_id: str) -> list[ConversationTurn]:
-        """Oldest first, as a conversation reads."""
+    async def recent_turns(
+        self, tenant: str, conversation_id: str, audience: str = "all"
+    ) -> list[ConversationTurn]:
+        """Oldest first, as a conversation reads; only turns of runs the audience may see."""
         try:
-            rows = await self._pool.fetch(RECENT_TURNS, tenant, conversation_id, self._limit)
+            rows = await self._pool.fetch(
+                RECENT_TURNS, tenant, conversation_id, audience, self._limit
+            )
         except (asyncpg.PostgresError, OSError) as exc:
             log.warning("conversation_unavailable", conversation_id=conversation_id, error=str(exc))
             return []

@@ -113,7 +113,9 @@ class InferenceActivities:
         """The request with its conversation's earlier turns, read here by reference."""
         if self._conversations is None or request.conversation_id is None or request.history:
             return request
-        turns = await self._conversations.recent_turns(request.tenant, request.conversation_id)
+        turns = await self._conversations.recent_turns(
+            request.tenant, request.conversation_id, request.audience
+        )
         return request.model_copy(update={"history": turns})
 
     def all(self) -> list[Callable[..., Any]]:

@@ -19,8 +19,10 @@ log = structlog.get_logger(__name__)
 INSERT_RUN = """
 INSERT INTO agent_runs (workflow_id, run_id, tenant, question, intent, tier, confidence,
                         cache_status, plan, steps, timings, answer, conversation_id,
-                        route_reason, overridden_intent)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11::jsonb, $12, $13, $14, $15)
+                        route_reason, overridden_intent, actor_role, actor_customer_id,
+                        actor_name, audience, request_id, approvals)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11::jsonb, $12, $13, $14, $15,
+        $16, $17, $18, $19, $20, $21::jsonb)
 ON CONFLICT (workflow_id, run_id) DO NOTHING
 """
 
@@ -40,6 +42,12 @@ class StoreActivities:
             request.conversation_id,
             result.route.reason,
             result.route.overridden_intent,
+            request.actor.role.value,
+            request.actor.customer_id,
+            request.actor.name,
+            request.actor.audience,
+            request.request_id,
+            json.dumps([a.model_dump(mode="json") for a in result.approvals]),
         )
         cached = False
         ttl_s = None
@@ -50,6 +58,7 @@ class StoreActivities:
                     request.question,
                     result,
                     conversation_id=request.conversation_id,
+                    actor=request.actor,
                 )
             except CacheUnavailable as exc:
                 log.warning("cache_unavailable", error=str(exc), op="store")

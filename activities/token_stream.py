@@ -15,6 +15,7 @@ import structlog
 from redis.exceptions import RedisError
 
 from schemas.tokens import (
+    CANCELLED_TEXT,
     TOKEN_STREAM_MAXLEN,
     TOKEN_STREAM_TTL_S,
     TokenEvent,
@@ -78,6 +79,10 @@ class TokenStream:
     async def finish(self) -> None:
         """Close the stream; the TTL is renewed so late readers get the full hour."""
         await self._send([self._event(TokenEventType.DONE)], expire=True)
+
+    async def cancelled(self) -> None:
+        """Tell readers the run was cancelled: no (further) answer will come."""
+        await self._send([self._event(TokenEventType.CANCELLED, CANCELLED_TEXT)], expire=True)
 
     def _event(self, kind: TokenEventType, text: str = "") -> TokenEvent:
         return TokenEvent(type=kind, attempt=self._attempt, text=text)

@@ -29,16 +29,34 @@ PLAN_ERROR_KINDS: Final = (
 )
 SIDE_EFFECT_NOT_ALLOWED: Final = "SideEffectNotAllowed"
 """A read-only run (the cache warmer's) was handed a plan with a side effect."""
+SIDE_EFFECT_NOT_REQUESTED: Final = "SideEffectNotRequested"
+"""The plan has a side effect the request did not ask for (by the router's reading of the
+request itself, never of tool output)."""
+PLAN_TOO_LARGE: Final = "PlanTooLarge"
+"""More steps than the run's `max_plan_steps`."""
 
 # Steps.
 DEPENDENCY_FAILED: Final = "DependencyFailed"
 """A step was skipped because a step it needs did not succeed."""
+FAN_OUT_TOO_LARGE: Final = "FanOutTooLarge"
+"""A `for_each` list longer than the run's `max_fan_out`."""
+TOOL_CALL_LIMIT: Final = "ToolCallLimit"
+"""The run has started `max_tool_calls` tool activities already."""
+APPROVAL_DECLINED: Final = "ApprovalDeclined"
+"""An approver rejected the side effect; it was not made."""
+APPROVAL_TIMED_OUT: Final = "ApprovalTimedOut"
+"""Nobody decided within the approval timeout; the side effect was declined."""
 TIMEOUT: Final = "Timeout"
 APPLICATION_ERROR: Final = "ApplicationError"
 """An application error raised without a type of its own."""
 
 # Tools (raised by the tool activities, non-retryable).
 NOT_FOUND: Final = "NotFound"
+NOT_AUTHORIZED: Final = "NotAuthorized"
+"""The run's actor may not read or change that row; the message names what was refused."""
+
+DECISIONS_THAT_STAND: Final = (APPROVAL_DECLINED, APPROVAL_TIMED_OUT, NOT_AUTHORIZED)
+"""Step failures a replan must not try to get around: the run finishes with them."""
 REFUND_REJECTED: Final = "RefundRejected"
 
 # Models (raised by the inference activities for what a greedy retry would only repeat).

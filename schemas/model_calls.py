@@ -34,6 +34,8 @@ class ModelCallInput(BaseModel):
     question: str
     tenant: str = "default"
     conversation_id: str | None = None
+    audience: str = "all"
+    """Whose conversation turns the model may read: only runs of the same audience."""
     history: list[ConversationTurn] = Field(default_factory=list)
     """Filled on the inference worker from the run records (never sent by the workflow:
     conversations stay out of workflow history)."""

@@ -13,13 +13,16 @@ from typing import Final
 AGENT_WORKFLOW: Final = "AgentWorkflow"
 CACHE_WARMER_WORKFLOW: Final = "CacheWarmerWorkflow"
 
-# Queries.
+# Queries and updates.
 PROGRESS_QUERY: Final = "progress"
+APPROVE_UPDATE: Final = "approve"
 
 # Activities of the CPU worker (besides the tools).
 LOOKUP_CACHE: Final = "lookup_cache"
 STORE: Final = "store"
 HOT_QUESTIONS: Final = "hot_questions"
+APPROVAL_POLICY: Final = "approval_policy"
+ANNOUNCE_CANCELLATION: Final = "announce_cancellation"
 
 # Activities of the inference worker pool.
 ROUTE: Final = "route"

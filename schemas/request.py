@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from schemas.actor import SYSTEM_ACTOR, Actor
+from schemas.text import FreeText, Identifier
+
 MAX_QUESTION_CHARS = 4000
 
 
@@ -22,6 +25,13 @@ class RunOptions(BaseModel):
     """Most tool activities of this run in flight at once."""
     max_replans: int = Field(default=2, ge=0, le=5)
     """How often `join` may send the run back to planning."""
+    max_plan_steps: int = Field(default=16, ge=1, le=64)
+    """A plan with more steps is rejected (`PlanTooLarge`) before anything runs."""
+    max_fan_out: int = Field(default=50, ge=1, le=200)
+    """A `for_each` step over a longer list fails (`FanOutTooLarge`) without running."""
+    max_tool_calls: int = Field(default=100, ge=1, le=500)
+    """Tool activities the whole run may start, over every planning round; calls past it
+    fail (`ToolCallLimit`). Keeps a run's history well inside Temporal's limits."""
 
 
 class AgentRequest(BaseModel):
@@ -29,9 +39,14 @@ class AgentRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
-    conversation_id: str | None = None
-    tenant: str = "default"
+    question: FreeText = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    conversation_id: Identifier | None = None
+    tenant: Identifier = "default"
+    actor: Actor = SYSTEM_ACTOR
+    """Whose authority the run's tools act with. Absent: a trusted service (`system`)."""
+    request_id: Identifier | None = None
+    """The caller's id for this request: every side effect's idempotency key derives from
+    it, so the same request sent again never repeats a side effect."""
     options: RunOptions = Field(default_factory=RunOptions)
 
     @field_validator("question")

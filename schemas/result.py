@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from schemas.approvals import ApprovalRecord
 from schemas.plan.model import Plan
 from schemas.route import Route
 
@@ -85,5 +86,7 @@ class AgentResult(BaseModel):
     """Which stored question a semantic or plan hit came from."""
     warnings: list[str] = Field(default_factory=list)
     """Degradations that did not stop the run (e.g. the cache was unreachable)."""
+    approvals: list[ApprovalRecord] = Field(default_factory=list)
+    """Every side effect that waited for approval: who decided, what, and why."""
     workflow_id: str = ""
     run_id: str = ""

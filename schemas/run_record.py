@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from schemas.actor import SYSTEM_ACTOR, Actor
 from schemas.result import AgentResult
 
 
@@ -13,6 +14,8 @@ class StoreInput(BaseModel):
     conversation_id: str | None = None
     result: AgentResult
     use_cache: bool = True
+    actor: Actor = SYSTEM_ACTOR
+    request_id: str | None = None
 
 
 class StoreResult(BaseModel):

@@ -25,6 +25,10 @@ TOKEN_STREAM_MAXLEN = 10_000
 """Approximate cap on entries per stream (an answer is far shorter)."""
 
 
+CANCELLED_TEXT = "the run was cancelled"
+"""The text of a `cancelled` entry."""
+
+
 class TokenEventType(StrEnum):
     RESET = "reset"
     """An attempt starts: discard any text of earlier attempts."""
@@ -32,12 +36,21 @@ class TokenEventType(StrEnum):
     """New text, to append."""
     DONE = "done"
     """The attempt finished; `text` is empty."""
+    CANCELLED = "cancelled"
+    """The run was cancelled: no (further) answer will come; `text` says so."""
 
 
 class TokenEvent(BaseModel):
     type: TokenEventType
     attempt: int
     text: str = ""
+
+
+class CancellationNotice(BaseModel):
+    """Input of the `announce_cancellation` local activity: which run's stream to close."""
+
+    workflow_id: str
+    run_id: str
 
 
 def token_stream_key(workflow_id: str, run_id: str) -> str:

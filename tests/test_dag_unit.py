@@ -307,7 +307,7 @@ def test_caps_below_one_are_rejected() -> None:
 
 
 def test_idempotency_key_names_the_run_chain_and_the_call() -> None:
-    from workflows.dag.dispatch import idempotency_key
+    from workflows.dag.run_context import idempotency_key
 
     run = "01a22b65-4f7d-70c5-a9b8-f91985fd56f4"
     assert idempotency_key(run, "s3[2]") == f"{run}/s3[2]"

@@ -13,6 +13,7 @@ import pytest
 from activities.cache_lookup import CacheActivities
 from activities.hot_questions import WarmingActivities
 from activities.model_calls import InferenceActivities
+from activities.run_control import RunControlActivities
 from activities.run_store import StoreActivities
 from activities.tools.shop import ToolActivities
 from schemas import names
@@ -87,10 +88,14 @@ def test_every_activity_name_is_defined_once_in_schemas() -> None:
     declared = {
         value
         for key, value in vars(names).items()
-        if key.isupper() and not key.endswith(("_WORKFLOW", "_QUERY"))
+        if key.isupper() and not key.endswith(("_WORKFLOW", "_QUERY", "_UPDATE"))
     }
     agent_side = _registered_names(
-        CacheActivities, StoreActivities, WarmingActivities, InferenceActivities
+        CacheActivities,
+        StoreActivities,
+        WarmingActivities,
+        InferenceActivities,
+        RunControlActivities,
     )
     assert agent_side == declared
     assert _registered_names(ToolActivities) == set(TOOLS)

@@ -10,12 +10,17 @@ import sys
 from collections.abc import Sequence
 
 from pydantic import ValidationError
-from temporalio.client import WorkflowFailureError
+from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.service import RPCError
 
+from schemas.actor import SYSTEM_ACTOR, Actor, Role
+from schemas.approvals import ApprovalDecision
 from schemas.request import AgentRequest, RunOptions
-from workers.client.agent_client import AgentClient
+from workers.client.agent_client import AgentClient, decide_approval
 from workers.client.report import StreamedAnswer, format_result
+from workers.connections import connect_temporal
 from workers.logging import configure_logging
+from workers.plugin import agentkeel_plugin
 from workers.settings import Settings, SettingsError, StartupError
 from workers.stack.demo import run_demo
 from workers.stack.supervisor import (
@@ -44,6 +49,15 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="always start a run of its own, even if the same question is being answered",
     )
+    who = ask.add_mutually_exclusive_group()
+    who.add_argument("--customer", type=int, metavar="ID", help="act as this customer")
+    who.add_argument("--staff", metavar="NAME", help="act as this staff member")
+    ask.add_argument("--request-id", help="your id for this request: side effects happen once")
+    approve = sub.add_parser("approve", help="approve (or --reject) a run's pending side effect")
+    approve.add_argument("workflow_id")
+    approve.add_argument("--reject", action="store_true", help="reject instead of approve")
+    approve.add_argument("--as", dest="approver", required=True, metavar="NAME")
+    approve.add_argument("--reason", default="")
     sub.add_parser("demo", help="start the stack and run sample questions")
     worker = sub.add_parser("worker", help="run one worker process")
     worker.add_argument("kind", choices=["cpu", "inference"])
@@ -67,6 +81,8 @@ async def _ask(settings: Settings, args: argparse.Namespace) -> int:
         question=args.question,
         tenant=args.tenant,
         conversation_id=args.conversation_id,
+        actor=_actor(args),
+        request_id=args.request_id,
         options=RunOptions(use_cache=not args.no_cache),
     )
     client = await AgentClient.connect(settings)
@@ -91,6 +107,32 @@ async def _ask(settings: Settings, args: argparse.Namespace) -> int:
         print(result.model_dump_json(indent=2))
     else:
         print(format_result(result, answer_shown=streamed.close(result.answer)))
+    return 0
+
+
+def _actor(args: argparse.Namespace) -> Actor:
+    if args.customer is not None:
+        return Actor(role=Role.CUSTOMER, customer_id=args.customer)
+    if args.staff is not None:
+        return Actor(role=Role.STAFF, name=args.staff)
+    return SYSTEM_ACTOR
+
+
+async def _approve(settings: Settings, args: argparse.Namespace) -> int:
+    decision = ApprovalDecision(
+        approved=not args.reject, approver=args.approver, reason=args.reason
+    )
+    temporal = await connect_temporal(settings, [agentkeel_plugin()])
+    try:
+        answer = await decide_approval(temporal, args.workflow_id, decision)
+    except WorkflowUpdateFailedError as exc:
+        print(f"agentkeel approve: refused: {exc.cause}", file=sys.stderr)
+        return 1
+    except RPCError as exc:
+        print(f"agentkeel approve: {args.workflow_id}: {exc.message}", file=sys.stderr)
+        return 1
+    verdict = "approved" if answer.approved else "rejected"
+    print(f"{answer.tool} {answer.call_id} {verdict} by {answer.approver}")
     return 0
 
 
@@ -125,6 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "ask":
             return _exit_skipping_teardown(asyncio.run(_ask(with_running_stack(settings), args)))
+        if args.command == "approve":
+            return _exit_skipping_teardown(
+                asyncio.run(_approve(with_running_stack(settings), args))
+            )
         if args.command == "demo":
             return _exit_skipping_teardown(asyncio.run(run_demo(settings)))
         if args.command == "worker":

@@ -14,8 +14,10 @@ from redis.exceptions import RedisError
 from activities.cache_lookup import CacheActivities
 from activities.conversations import ConversationStore
 from activities.hot_questions import WarmingActivities
+from activities.run_control import RunControlActivities
 from activities.run_store import StoreActivities
 from activities.tools.shop import ToolActivities
+from schemas.approvals import ApprovalPolicy
 from workers.cache_assembly import build_caches, tool_activities
 from workers.connections import http_client, redact, redis_client
 from workers.settings import Settings, SettingsError, StartupError
@@ -51,6 +53,7 @@ async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[...,
         # Redis only accelerates; the worker serves runs without it (every lookup misses).
         log.warning("redis_unavailable_at_start", url=redact(redis_url), error=str(exc))
     http = http_client()
+    run_control = RunControlActivities(approval_policy(settings), redis)
     caches = None
     try:
         caches = await build_caches(settings, redis, pool)
@@ -60,6 +63,7 @@ async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[...,
             CacheActivities(caches.paths).lookup_cache,
             StoreActivities(pool, caches.paths).store,
             WarmingActivities(pool, caches.paths).hot_questions,
+            *run_control.all_activities(),
         ]
     finally:
         if caches is not None:
@@ -67,6 +71,15 @@ async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[...,
         await http.aclose()
         await redis.aclose()
         await pool.close()
+
+
+def approval_policy(settings: Settings) -> ApprovalPolicy:
+    """The thresholds every run of this worker reads (once, recorded in its history)."""
+    return ApprovalPolicy(
+        threshold_cents=settings.approval_threshold_cents,
+        self_service_cents=settings.self_service_cents,
+        timeout_s=settings.approval_timeout_s,
+    )
 
 
 @asynccontextmanager

@@ -89,6 +89,13 @@ class Settings:
     warm_top_n: int = 20
     """How many of the last day's most asked questions the warmer renews."""
     db_pool_max: int = 10
+    approval_threshold_cents: int = 10_000
+    """A side effect moving more than this (from any actor) waits for a staff approval."""
+    self_service_cents: int = 2_000
+    """A side effect a customer asks for, moving more than this, waits for approval."""
+    approval_timeout: str = "24h"
+    """How long a run waits for a decision before it declines the side effect: seconds, or
+    a number with `s`, `m`, `h` or `d`."""
     light: ModelTierSettings = field(default_factory=lambda: ModelTierSettings())
     """The light router model, from `AGENTKEEL_LIGHT_<FIELD>`. Unset: the rules policy routes."""
     heavy: ModelTierSettings = field(default_factory=lambda: ModelTierSettings())
@@ -114,6 +121,10 @@ class Settings:
     log_format: str = "auto"
     """`json`, `console`, or `auto` (console on a TTY, JSON otherwise)."""
     log_level: str = "info"
+
+    @property
+    def approval_timeout_s(self) -> float:
+        return parse_duration(self.approval_timeout, ENV_PREFIX + "APPROVAL_TIMEOUT")
 
     @property
     def inference_task_queue(self) -> str:
@@ -157,6 +168,23 @@ def _read(cls: type[T], env: Mapping[str, str], prefix: str) -> T:
         elif env.get(var):
             values[f.name] = _coerce(var, str(f.type), env[var])
     return cls(**values)
+
+
+_DURATION_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(raw: str, var: str) -> float:
+    """Seconds from `90`, `90s`, `15m`, `24h` or `2d`; a `SettingsError` naming `var` else."""
+    text = raw.strip().lower()
+    unit = text[-1:] if text[-1:].isalpha() else ""
+    number = text[: len(text) - len(unit)]
+    try:
+        seconds = float(number) * _DURATION_UNITS[unit]
+    except (KeyError, ValueError):
+        raise SettingsError(f"{var} must be a duration like 90s, 15m or 24h, got {raw!r}") from None
+    if seconds <= 0:
+        raise SettingsError(f"{var} must be positive, got {raw!r}")
+    return seconds
 
 
 def _coerce(var: str, type_name: str, raw: str) -> object:

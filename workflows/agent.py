@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, is_cancelled_exception
 from temporalio.langgraph import graph
 
+from schemas.approvals import ApprovalAnswer, ApprovalDecision
 from schemas.errors import INVALID_REQUEST
-from schemas.names import AGENT_WORKFLOW, PROGRESS_QUERY
+from schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE, PROGRESS_QUERY
 from schemas.progress import RunProgress
 from schemas.queues import inference_queue
 from schemas.request import AgentRequest
 from schemas.result import AgentResult
+from workflows.approvals import ApprovalGate
+from workflows.cancellation import announce_cancellation
+from workflows.dag.run_context import RunContext
 from workflows.graph import AGENT_GRAPH
 from workflows.state import AgentState
 
@@ -23,23 +28,35 @@ WORKFLOW_NAME = AGENT_WORKFLOW
 RECURSION_LIMIT = 64
 
 
-def parse_request(raw: Any) -> AgentRequest:
+MAX_ERROR_CHARS = 2000
+"""An error message names every bad field, but never grows with a hostile input's size."""
+
+
+def parse_request(inputs: Sequence[Any]) -> AgentRequest:
     """Validate the JSON input; a bad one fails the run at once, naming every bad field.
 
-    The input is decoded as plain JSON and validated here, rather than typed as
+    The inputs are decoded as plain JSON and validated here, rather than typed as
     `AgentRequest` in the signature: a decode failure there would leave the workflow task
     retrying forever, and widening `failure_exception_types` to pydantic errors would also
-    fail runs in flight permanently on any later validation bug.
+    fail runs in flight permanently on any later validation bug. For the same reason the
+    run takes any number of inputs and refuses all but exactly one.
     """
+    if len(inputs) != 1:
+        raise _invalid(f"AgentWorkflow takes one input (the request JSON), got {len(inputs)}")
     try:
-        return AgentRequest.model_validate(raw)
+        return AgentRequest.model_validate(inputs[0])
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()
+            f"{'.'.join(str(p)[:64] for p in e['loc']) or 'input'}: {e['msg']}"
+            for e in exc.errors()
         )
-        raise ApplicationError(
-            f"invalid AgentWorkflow input: {problems}", type=INVALID_REQUEST, non_retryable=True
-        ) from None
+        raise _invalid(f"invalid AgentWorkflow input: {problems}") from None
+
+
+def _invalid(message: str) -> ApplicationError:
+    if len(message) > MAX_ERROR_CHARS:
+        message = message[: MAX_ERROR_CHARS - 1] + "…"
+    return ApplicationError(message, type=INVALID_REQUEST, non_retryable=True)
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -48,29 +65,54 @@ class AgentWorkflow:
 
     def __init__(self) -> None:
         self._progress = RunProgress()
+        self._gate = ApprovalGate(self._progress)
 
     @workflow.query(name=PROGRESS_QUERY)
     def progress(self) -> RunProgress:
-        """Stage, route and live step outcomes of the run, for ops and dashboards."""
+        """Stage, route, live step outcomes and any pending approval, for ops and dashboards."""
         return self._progress
 
+    @workflow.update(name=APPROVE_UPDATE)
+    async def approve(self, decision: ApprovalDecision) -> ApprovalAnswer:
+        """Approve or reject the side effect this run waits for (see `progress.awaiting`)."""
+        return self._gate.decide(decision)
+
+    @approve.validator
+    def _validate_approve(self, decision: ApprovalDecision) -> None:
+        # Rejected updates never reach history: a second decision, or one with nothing
+        # pending, is refused here with the reason.
+        self._gate.check(decision)
+
     @workflow.run
-    async def run(self, request: Any) -> AgentResult:
-        """`request` is `AgentRequest` JSON (a model instance from Python callers works too)."""
-        request = parse_request(request)
+    async def run(self, *inputs: Any) -> AgentResult:
+        """One input: `AgentRequest` JSON (a model instance from Python callers works too)."""
+        request = parse_request(inputs)
         queue = workflow.info().task_queue
         state: AgentState = {
             "request": request,
             "started_at": workflow.now(),
-            "tool_queue": queue,
             # Derived, so a deployment on queue X pairs with inference queue X-inference.
             "inference_queue": inference_queue(queue),
             "steps": [],
             "replans": 0,
             "warnings": [],
             "progress": self._progress,
+            "context": RunContext(
+                tool_queue=queue,
+                tenant=request.tenant,
+                actor=request.actor,
+                request_id=request.request_id,
+                options=request.options,
+                gate=self._gate,
+            ),
         }
         app = graph(AGENT_GRAPH).compile()
-        final = await app.ainvoke(state, config={"recursion_limit": RECURSION_LIMIT})
+        try:
+            final = await app.ainvoke(state, config={"recursion_limit": RECURSION_LIMIT})
+        except BaseException as exc:
+            if is_cancelled_exception(exc):
+                self._progress.stage = "cancelled"
+                await announce_cancellation()
+            raise
         self._progress.stage = "done"
         return final["result"]

@@ -13,4 +13,6 @@ from temporalio.common import SearchAttributeKey
 AGENT_INTENT = SearchAttributeKey.for_keyword("AgentIntent")
 AGENT_TIER = SearchAttributeKey.for_keyword("AgentTier")
 AGENT_CACHE = SearchAttributeKey.for_keyword("AgentCache")
-ALL_KEYS = (AGENT_INTENT, AGENT_TIER, AGENT_CACHE)
+AGENT_AWAITING = SearchAttributeKey.for_keyword("AgentAwaiting")
+"""What a run waits for (`approval`), while it waits; unset otherwise."""
+ALL_KEYS = (AGENT_INTENT, AGENT_TIER, AGENT_CACHE, AGENT_AWAITING)

@@ -10,12 +10,12 @@ from schemas.progress import RunProgress
 from schemas.request import AgentRequest
 from schemas.result import AgentResult, CacheMatch, CacheStatus, StepError, StepOutcome, Timings
 from schemas.route import Route
+from workflows.dag.run_context import RunContext
 
 
 class AgentState(TypedDict, total=False):
     request: AgentRequest
     started_at: datetime
-    tool_queue: str
     inference_queue: str
     cache: CacheStatus
     cache_match: CacheMatch | None
@@ -35,3 +35,5 @@ class AgentState(TypedDict, total=False):
     result: AgentResult
     progress: RunProgress
     """Owned by the workflow (answers the `progress` query); nodes update it in place."""
+    context: RunContext
+    """Owned by the workflow: actor, request id, limits, approvals, allowed side effects."""

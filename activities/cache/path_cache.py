@@ -25,13 +25,14 @@ from activities.cache.backend import CacheBackend
 from activities.cache.entities import entities_in
 from activities.cache.tiers import ExactTier, PathEntry, PathTier, TierMatch, TierQuery
 from activities.cache.tool_results import tool_key
+from schemas.actor import SYSTEM_ACTOR, Actor
 from schemas.cache_lookup import LookupCacheResult
 from schemas.result import AgentResult, CacheStatus, StepOutcome, StepStatus
 from schemas.tools import TOOLS, catalog_version
 
 log = structlog.get_logger(__name__)
 
-KEY_PREFIX = "agentkeel:path:v2"
+KEY_PREFIX = "agentkeel:path:v3"
 CLOCK_SKEW_MARGIN_S = 2.0
 _SPACE = re.compile(r"\s+")
 _TRAILING = re.compile(r"[\s?!.]+$")
@@ -47,17 +48,25 @@ def cache_version(policy_version: str) -> str:
     return f"{catalog_version()}.{policy_version}"
 
 
-def path_key(tenant: str, question: str, version: str, conversation_id: str | None = None) -> str:
-    """Within a conversation the same words may mean something else: it is part of the key."""
+def path_key(
+    tenant: str,
+    question: str,
+    version: str,
+    conversation_id: str | None = None,
+    audience: str = SYSTEM_ACTOR.audience,
+) -> str:
+    """Within a conversation the same words may mean something else: it is part of the key.
+    So is the audience: a run is served only to actors who may see what it saw."""
     asked = normalize_question(question) + ("\x1f" + conversation_id if conversation_id else "")
     digest = hashlib.sha256(asked.encode()).hexdigest()[:32]
-    return f"{KEY_PREFIX}:{version}:{tenant}:{digest}"
+    return f"{KEY_PREFIX}:{version}:{tenant}:{audience}:{digest}"
 
 
-def _call_args(step: StepOutcome) -> list[BaseModel]:
+def _call_inputs(step: StepOutcome, actor: Actor) -> list[BaseModel]:
+    """The inputs the tool activity received (arguments and actor): the tool cache's keys."""
     spec = TOOLS[step.tool]
     calls = step.args if isinstance(step.args, list) else [step.args]
-    return [spec.args_model.model_validate(args) for args in calls]
+    return [spec.activity_input_model.model_validate({**args, "actor": actor}) for args in calls]
 
 
 def answer_ttl(result: AgentResult, plan_ttl: timedelta) -> timedelta | None:
@@ -107,17 +116,25 @@ class PathCache:
         self.plan_ttl = plan_ttl
         self.tiers: tuple[PathTier, ...] = tuple(tiers) or (ExactTier(),)
 
-    def key(self, tenant: str, question: str, conversation_id: str | None = None) -> str:
-        return path_key(tenant, question, self.version, conversation_id)
+    def key(
+        self,
+        tenant: str,
+        question: str,
+        conversation_id: str | None = None,
+        audience: str = SYSTEM_ACTOR.audience,
+    ) -> str:
+        return path_key(tenant, question, self.version, conversation_id, audience)
 
-    def _query(self, tenant: str, question: str, conversation_id: str | None) -> TierQuery:
+    def _query(
+        self, tenant: str, question: str, conversation_id: str | None, audience: str
+    ) -> TierQuery:
         return TierQuery(
             tenant=tenant,
             question=question,
             conversation_id=conversation_id,
-            key=self.key(tenant, question, conversation_id),
-            # A tier's own index is namespaced per tenant and per version, like the keys.
-            scope=f"{tenant}@{self.version}",
+            key=self.key(tenant, question, conversation_id, audience),
+            # A tier's own index is namespaced like the keys: tenant, version, audience.
+            scope=f"{tenant}@{self.version}@{audience}",
         )
 
     async def lookup(
@@ -127,11 +144,12 @@ class PathCache:
         *,
         conversation_id: str | None = None,
         semantic: bool = True,
+        audience: str = SYSTEM_ACTOR.audience,
     ) -> LookupCacheResult:
         """The first tier's match; `semantic=False` asks only the quick tiers.
 
         Raises `CacheUnavailable` when Redis cannot answer."""
-        query = self._query(tenant, question, conversation_id)
+        query = self._query(tenant, question, conversation_id, audience)
         match: TierMatch | None = None
         for tier in self.tiers:
             if semantic or tier.quick:
@@ -170,15 +188,16 @@ class PathCache:
         result: AgentResult,
         *,
         conversation_id: str | None = None,
+        actor: Actor = SYSTEM_ACTOR,
     ) -> timedelta | None:
         """Cache the run if it may be; returns how long its answer is served (None: plan only
         or not cached). Raises `CacheUnavailable`."""
         if not cacheable(result):
             return None
-        fresh_until = await self._answer_fresh_until(result)
+        fresh_until = await self._answer_fresh_until(result, actor)
         entry = PathEntry(question=question, result=result, answer_fresh_until=fresh_until)
         touched = entities_in([s.args for s in result.steps], [s.output for s in result.steps])
-        query = self._query(tenant, question, conversation_id)
+        query = self._query(tenant, question, conversation_id, actor.audience)
         key = query.key
         first_read = min(s.started_at for s in result.steps if s.started_at is not None)
         stored = await self._backend.put(
@@ -196,14 +215,16 @@ class PathCache:
             await tier.remember(query)
         return timedelta(seconds=fresh_until - time.time()) if fresh_until else None
 
-    async def _answer_fresh_until(self, result: AgentResult) -> float | None:
+    async def _answer_fresh_until(self, result: AgentResult, actor: Actor) -> float | None:
         """When the first tool result on the path goes stale. A result the tool cache served
         may already be old, so its own freshness counts, not the time of this run."""
         ttl = answer_ttl(result, self.plan_ttl)
         if ttl is None:
             return None
         until = time.time() + ttl.total_seconds()
-        keys = [tool_key(TOOLS[s.tool], args) for s in result.steps for args in _call_args(s)]
+        keys = [
+            tool_key(TOOLS[s.tool], args) for s in result.steps for args in _call_inputs(s, actor)
+        ]
         for raw in await self._backend.mget(keys) if keys else []:
             if raw is not None:
                 until = min(until, float(json.loads(raw)["fresh_until"]))

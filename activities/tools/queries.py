@@ -78,6 +78,13 @@ SEARCH_KB_ANY_WORD = _SEARCH_KB.format(
     tsquery="replace(plainto_tsquery('english', $1)::text, ' & ', ' | ')::tsquery"
 )
 
+SHIPMENT_OWNER = """
+SELECT o.customer_id
+FROM shipments s
+JOIN orders o USING (order_id)
+WHERE s.tracking_number = $1
+"""
+
 LOCK_ORDER = """
 SELECT order_id, customer_id, status, total_cents
 FROM orders

@@ -18,6 +18,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.tools import queries as q
+from activities.tools.access import is_customer, require_owner
+from activities.tools.heartbeat import heartbeating
 from schemas import errors
 from schemas.tools import (
     CHECK_INVENTORY,
@@ -27,23 +29,23 @@ from schemas.tools import (
     LIST_ORDERS,
     SEARCH_KB,
     TRACK_SHIPMENT,
-    CheckInventoryArgs,
+    CheckInventoryInput,
     CreateRefundInput,
     Customer,
-    FindCustomerArgs,
-    GetOrderArgs,
+    FindCustomerInput,
+    GetOrderInput,
     Inventory,
     KbHit,
     KbResult,
-    ListOrdersArgs,
+    ListOrdersInput,
     Order,
     OrderItem,
     OrderList,
     OrderSummary,
     Refund,
-    SearchKbArgs,
+    SearchKbInput,
     Tracking,
-    TrackShipmentArgs,
+    TrackShipmentInput,
     WarehouseStock,
 )
 
@@ -77,16 +79,18 @@ class ToolActivities:
         ]
 
     @activity.defn(name=FIND_CUSTOMER.name)
-    async def find_customer(self, args: FindCustomerArgs) -> Customer:
+    async def find_customer(self, args: FindCustomerInput) -> Customer:
         """Find a customer by email address (case-insensitive)."""
         row = await self._pool.fetchrow(q.FIND_CUSTOMER, args.email.strip().lower())
+        require_owner(args.actor, row and row["customer_id"], f"the customer {args.email!r}")
         if row is None:
             raise _not_found(f"customer with email {args.email!r}")
         return Customer.model_validate(dict(row))
 
     @activity.defn(name=LIST_ORDERS.name)
-    async def list_orders(self, args: ListOrdersArgs) -> OrderList:
+    async def list_orders(self, args: ListOrdersInput) -> OrderList:
         """List a customer's most recent orders, newest first."""
+        require_owner(args.actor, args.customer_id, f"the orders of customer {args.customer_id}")
         rows = await self._pool.fetch(q.LIST_ORDERS, args.customer_id, args.limit)
         if not rows:
             raise _not_found(f"customer {args.customer_id}")
@@ -107,10 +111,11 @@ class ToolActivities:
         )
 
     @activity.defn(name=GET_ORDER.name)
-    async def get_order(self, args: GetOrderArgs) -> Order:
+    async def get_order(self, args: GetOrderInput) -> Order:
         """Get an order with its items, the amount refunded so far and its tracking number."""
         async with self._pool.acquire() as conn:
             row = await conn.fetchrow(q.GET_ORDER, args.order_id)
+            require_owner(args.actor, row and row["customer_id"], f"order {args.order_id}")
             if row is None:
                 raise _not_found(f"order {args.order_id}")
             items = await conn.fetch(q.ORDER_ITEMS, args.order_id)
@@ -126,7 +131,7 @@ class ToolActivities:
         )
 
     @activity.defn(name=CHECK_INVENTORY.name)
-    async def check_inventory(self, args: CheckInventoryArgs) -> Inventory:
+    async def check_inventory(self, args: CheckInventoryInput) -> Inventory:
         """Check a SKU's available stock in every warehouse."""
         sku = args.sku.strip().upper()
         rows = await self._pool.fetch(q.CHECK_INVENTORY, sku)
@@ -147,9 +152,12 @@ class ToolActivities:
         )
 
     @activity.defn(name=TRACK_SHIPMENT.name)
-    async def track_shipment(self, args: TrackShipmentArgs) -> Tracking:
+    async def track_shipment(self, args: TrackShipmentInput) -> Tracking:
         """Get live tracking from the carrier service."""
         number = args.tracking_number.strip()
+        if is_customer(args.actor):
+            owner = await self._pool.fetchval(q.SHIPMENT_OWNER, number)
+            require_owner(args.actor, owner, f"shipment {number!r}")
         url = f"{self._carrier_url}/v1/tracking/{quote(number, safe='')}"
         # Connection errors and timeouts propagate as retryable errors.
         response = await self._http.get(url)
@@ -169,7 +177,7 @@ class ToolActivities:
         return Tracking.model_validate(response.json())
 
     @activity.defn(name=SEARCH_KB.name)
-    async def search_kb(self, args: SearchKbArgs) -> KbResult:
+    async def search_kb(self, args: SearchKbInput) -> KbResult:
         """Full-text search of the knowledge base, best matches first."""
         async with self._pool.acquire() as conn:
             rows = await conn.fetch(q.SEARCH_KB_ALL_WORDS, args.query, args.limit)
@@ -194,8 +202,9 @@ class ToolActivities:
         the order, and the key is unique: an attempt retried after an earlier attempt's commit
         (say its result was lost) finds that refund and returns it with `created=False`.
         """
-        async with self._pool.acquire() as conn, conn.transaction():
+        async with heartbeating(), self._pool.acquire() as conn, conn.transaction():
             order = await conn.fetchrow(q.LOCK_ORDER, args.order_id)
+            require_owner(args.actor, order and order["customer_id"], f"order {args.order_id}")
             if order is None:
                 raise _not_found(f"order {args.order_id}")
             earlier = await conn.fetchrow(q.REFUND_BY_KEY, args.idempotency_key)

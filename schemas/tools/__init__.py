@@ -6,22 +6,36 @@ describe them to models. Each area module holds its tools' models, their
 rendering in words and their `ToolSpec`; `catalog` collects them into `TOOLS`.
 """
 
-from schemas.tools.catalog import TOOLS, catalog_version
+from schemas.tools.catalog import SIDE_EFFECT_TOOLS, TOOLS, catalog_version, has_side_effect
 from schemas.tools.customers import (
     FIND_CUSTOMER,
     LIST_ORDERS,
     Customer,
     FindCustomerArgs,
+    FindCustomerInput,
     ListOrdersArgs,
+    ListOrdersInput,
     OrderList,
     OrderSummary,
 )
-from schemas.tools.inventory import CHECK_INVENTORY, CheckInventoryArgs, Inventory, WarehouseStock
-from schemas.tools.knowledge import SEARCH_KB, KbHit, KbResult, SearchKbArgs
-from schemas.tools.orders import GET_ORDER, GetOrderArgs, Order, OrderItem
+from schemas.tools.inventory import (
+    CHECK_INVENTORY,
+    CheckInventoryArgs,
+    CheckInventoryInput,
+    Inventory,
+    WarehouseStock,
+)
+from schemas.tools.knowledge import SEARCH_KB, KbHit, KbResult, SearchKbArgs, SearchKbInput
+from schemas.tools.orders import GET_ORDER, GetOrderArgs, GetOrderInput, Order, OrderItem
 from schemas.tools.refunds import CREATE_REFUND, CreateRefundArgs, CreateRefundInput, Refund
-from schemas.tools.shipping import TRACK_SHIPMENT, Tracking, TrackingEvent, TrackShipmentArgs
-from schemas.tools.spec import Render, ToolArgs, ToolSpec, money
+from schemas.tools.shipping import (
+    TRACK_SHIPMENT,
+    Tracking,
+    TrackingEvent,
+    TrackShipmentArgs,
+    TrackShipmentInput,
+)
+from schemas.tools.spec import ActorScoped, Render, ToolArgs, ToolSpec, money
 
 __all__ = [
     "CHECK_INVENTORY",
@@ -30,18 +44,24 @@ __all__ = [
     "GET_ORDER",
     "LIST_ORDERS",
     "SEARCH_KB",
+    "SIDE_EFFECT_TOOLS",
     "TOOLS",
     "TRACK_SHIPMENT",
+    "ActorScoped",
     "CheckInventoryArgs",
+    "CheckInventoryInput",
     "CreateRefundArgs",
     "CreateRefundInput",
     "Customer",
     "FindCustomerArgs",
+    "FindCustomerInput",
     "GetOrderArgs",
+    "GetOrderInput",
     "Inventory",
     "KbHit",
     "KbResult",
     "ListOrdersArgs",
+    "ListOrdersInput",
     "Order",
     "OrderItem",
     "OrderList",
@@ -49,12 +69,15 @@ __all__ = [
     "Refund",
     "Render",
     "SearchKbArgs",
+    "SearchKbInput",
     "ToolArgs",
     "ToolSpec",
     "TrackShipmentArgs",
+    "TrackShipmentInput",
     "Tracking",
     "TrackingEvent",
     "WarehouseStock",
     "catalog_version",
+    "has_side_effect",
     "money",
 ]

@@ -29,6 +29,17 @@ TOOLS: dict[str, ToolSpec] = {
 """A tool's name is its activity type name: a contract, in every run's history."""
 
 
+SIDE_EFFECT_TOOLS: frozenset[str] = frozenset(
+    name for name, spec in TOOLS.items() if not spec.idempotent
+)
+"""Tools that change something: never cached, never replayed, idempotency keys, approval."""
+
+
+def has_side_effect(tool: str) -> bool:
+    """True for a side-effecting tool, and for a name the catalog does not know (unsafe)."""
+    return tool in SIDE_EFFECT_TOOLS or tool not in TOOLS
+
+
 @cache
 def catalog_version() -> str:
     """A short digest of everything about the tools that changes what a cached result means."""

@@ -7,11 +7,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from schemas.tools.spec import ToolArgs, ToolSpec, money
+from schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec, money
 
 
 class FindCustomerArgs(ToolArgs):
     email: str = Field(min_length=3, max_length=254)
+
+
+class FindCustomerInput(FindCustomerArgs, ActorScoped):
+    """What the activity receives."""
 
 
 class Customer(BaseModel):
@@ -25,6 +29,10 @@ class Customer(BaseModel):
 class ListOrdersArgs(ToolArgs):
     customer_id: int = Field(ge=1)
     limit: int = Field(default=5, ge=1, le=50)
+
+
+class ListOrdersInput(ListOrdersArgs, ActorScoped):
+    """What the activity receives."""
 
 
 class OrderSummary(BaseModel):
@@ -61,6 +69,7 @@ FIND_CUSTOMER = ToolSpec(
     name="find_customer",
     description="Find a customer by email address.",
     args_model=FindCustomerArgs,
+    input_model=FindCustomerInput,
     result_model=Customer,
     cache_ttl=timedelta(minutes=5),
     render=_customer,
@@ -69,6 +78,7 @@ LIST_ORDERS = ToolSpec(
     name="list_orders",
     description="List a customer's most recent orders.",
     args_model=ListOrdersArgs,
+    input_model=ListOrdersInput,
     result_model=OrderList,
     cache_ttl=timedelta(seconds=30),
     render=_orders,

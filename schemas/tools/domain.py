@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from schemas.tools.catalog import SIDE_EFFECT_TOOLS
+
 PERSONA = (
     "You are the support agent of an online shop. You answer customers' questions "
     "about their orders, shipments, stock and the shop's policies, using tools."
@@ -24,6 +26,16 @@ INTENT_TOOLS: dict[str, tuple[str, ...]] = {
 }
 """What each intent the router may pick usually needs; the route reports these tools."""
 INTENTS: tuple[str, ...] = tuple(INTENT_TOOLS)
+
+
+def requested_side_effects(intent: str) -> frozenset[str]:
+    """The side-effecting tools a request of `intent` asks for: a plan may use these only.
+
+    Decided from the router's reading of the request itself, before any tool has run, so
+    text inside tool output (a carrier event, an article) can never ask for an effect.
+    """
+    return frozenset(INTENT_TOOLS.get(intent, ())) & SIDE_EFFECT_TOOLS
+
 
 EXAMPLE_PLAN: dict[str, Any] = {
     "rationale": "look up the order, then track its parcel",

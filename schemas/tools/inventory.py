@@ -7,11 +7,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from schemas.tools.spec import ToolArgs, ToolSpec
+from schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec
 
 
 class CheckInventoryArgs(ToolArgs):
     sku: str = Field(min_length=1, max_length=32)
+
+
+class CheckInventoryInput(CheckInventoryArgs, ActorScoped):
+    """What the activity receives."""
 
 
 class WarehouseStock(BaseModel):
@@ -38,6 +42,7 @@ CHECK_INVENTORY = ToolSpec(
     name="check_inventory",
     description="Check the available stock of a SKU across warehouses.",
     args_model=CheckInventoryArgs,
+    input_model=CheckInventoryInput,
     result_model=Inventory,
     cache_ttl=timedelta(seconds=5),
     max_concurrency=4,

@@ -7,12 +7,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from schemas.tools.spec import ToolArgs, ToolSpec
+from schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec
 
 
 class SearchKbArgs(ToolArgs):
     query: str = Field(min_length=1, max_length=500)
     limit: int = Field(default=3, ge=1, le=10)
+
+
+class SearchKbInput(SearchKbArgs, ActorScoped):
+    """What the activity receives."""
 
 
 class KbHit(BaseModel):
@@ -41,6 +45,7 @@ SEARCH_KB = ToolSpec(
     name="search_kb",
     description="Search the knowledge base of policy articles.",
     args_model=SearchKbArgs,
+    input_model=SearchKbInput,
     result_model=KbResult,
     cache_ttl=timedelta(hours=1),
     render=_kb,

@@ -7,11 +7,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from schemas.tools.spec import ToolArgs, ToolSpec, money
+from schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec, money
 
 
 class GetOrderArgs(ToolArgs):
     order_id: int = Field(ge=1)
+
+
+class GetOrderInput(GetOrderArgs, ActorScoped):
+    """What the activity receives."""
 
 
 class OrderItem(BaseModel):
@@ -45,6 +49,7 @@ GET_ORDER = ToolSpec(
     name="get_order",
     description="Get an order with its items, totals and tracking number.",
     args_model=GetOrderArgs,
+    input_model=GetOrderInput,
     result_model=Order,
     cache_ttl=timedelta(seconds=30),
     render=_order,

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from schemas.errors import NOT_FOUND, REFUND_REJECTED
-from schemas.tools.spec import ToolArgs, ToolSpec, money
+from schemas.errors import NOT_AUTHORIZED, NOT_FOUND, REFUND_REJECTED
+from schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec, money
 
 
 class CreateRefundArgs(ToolArgs):
@@ -16,7 +16,7 @@ class CreateRefundArgs(ToolArgs):
     reason: str = Field(min_length=1, max_length=500)
 
 
-class CreateRefundInput(CreateRefundArgs):
+class CreateRefundInput(CreateRefundArgs, ActorScoped):
     """What the activity receives: the plan's arguments plus the scheduler's idempotency key."""
 
     idempotency_key: str = Field(min_length=1, max_length=200)
@@ -52,6 +52,7 @@ CREATE_REFUND = ToolSpec(
     input_model=CreateRefundInput,
     idempotent=False,
     max_concurrency=1,
-    non_retryable_errors=(NOT_FOUND, REFUND_REJECTED),
+    non_retryable_errors=(NOT_FOUND, NOT_AUTHORIZED, REFUND_REJECTED),
+    amount_arg="amount_cents",
     render=_refund,
 )

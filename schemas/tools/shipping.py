@@ -6,11 +6,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from schemas.tools.spec import ToolArgs, ToolSpec
+from schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec
 
 
 class TrackShipmentArgs(ToolArgs):
     tracking_number: str = Field(min_length=1, max_length=64)
+
+
+class TrackShipmentInput(TrackShipmentArgs, ActorScoped):
+    """What the activity receives."""
 
 
 class TrackingEvent(BaseModel):
@@ -38,6 +42,7 @@ TRACK_SHIPMENT = ToolSpec(
     name="track_shipment",
     description="Get live tracking of a shipment from the carrier.",
     args_model=TrackShipmentArgs,
+    input_model=TrackShipmentInput,
     result_model=Tracking,
     expected_ms=60,
     max_concurrency=3,

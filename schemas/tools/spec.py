@@ -9,7 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from schemas.errors import NOT_FOUND
+from schemas.actor import Actor
+from schemas.errors import NOT_AUTHORIZED, NOT_FOUND
 
 Render = Callable[[dict[str, Any]], str]
 """Plain-language sentence(s) for one result of a tool (as JSON), in the domain's words."""
@@ -19,6 +20,14 @@ class ToolArgs(BaseModel):
     """Base of every tool's arguments: unknown arguments are an error, not ignored."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class ActorScoped(BaseModel):
+    """What every tool activity receives besides the plan's arguments."""
+
+    actor: Actor | None = None
+    """Whose authority the call carries, set by the workflow from the request and never by a
+    plan (plan arguments forbid it). None: a trusted caller (histories from before actors)."""
 
 
 def money(cents: int) -> str:
@@ -43,7 +52,12 @@ class ToolSpec:
     expected_ms: int = 20
     """Typical latency, used to weigh the critical path when a cap holds steps back."""
     input_model: type[BaseModel] | None = None
-    non_retryable_errors: tuple[str, ...] = field(default=(NOT_FOUND,))
+    """What the activity receives: the arguments plus `ActorScoped` (and, for a side effect,
+    its idempotency key)."""
+    amount_arg: str | None = None
+    """The argument holding money this tool moves, in cents: above the approval thresholds
+    the run waits for an approver before the call."""
+    non_retryable_errors: tuple[str, ...] = field(default=(NOT_FOUND, NOT_AUTHORIZED))
     render: Render | None = field(default=None, compare=False)
     """How answers describe one result of this tool; None: its JSON as it is."""
 

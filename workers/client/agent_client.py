@@ -20,7 +20,8 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
 from activities.cache.backend import CacheBackend, CacheUnavailable
 from activities.cache.path_cache import PathCache, normalize_question
-from schemas.names import AGENT_WORKFLOW
+from schemas.approvals import ApprovalAnswer, ApprovalDecision
+from schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE
 from schemas.request import AgentRequest
 from schemas.result import AgentResult, CacheStatus, Timings
 from schemas.tokens import token_stream_key
@@ -44,6 +45,10 @@ def coalesced_workflow_id(request: AgentRequest, version: str) -> str:
             normalize_question(request.question),
             request.conversation_id or "",
             request.options.model_dump_json(),
+            # Two actors never share a run (they may see different rows); one request id
+            # shares it, whatever else is equal.
+            request.actor.model_dump_json(),
+            request.request_id or "",
         )
     )
     return "agent-" + hashlib.sha256(identity.encode()).hexdigest()[:32]
@@ -139,6 +144,7 @@ class AgentClient:
                 request.question,
                 conversation_id=request.conversation_id,
                 semantic=False,
+                audience=request.actor.audience,
             )
         except CacheUnavailable:
             return None  # the workflow's own lookup will say so in the result
@@ -185,3 +191,15 @@ class AgentClient:
             result_type=AgentResult,
             **policies,
         )
+
+
+async def decide_approval(
+    temporal: Client, workflow_id: str, decision: ApprovalDecision
+) -> ApprovalAnswer:
+    """Send the `approve` update to the run waiting at `workflow_id`. A run that waits for
+    nothing, or was decided already, rejects it (`WorkflowUpdateFailedError`)."""
+    handle = temporal.get_workflow_handle(workflow_id)
+    answer: ApprovalAnswer = await handle.execute_update(
+        APPROVE_UPDATE, decision, result_type=ApprovalAnswer
+    )
+    return answer

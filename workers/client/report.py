@@ -6,7 +6,7 @@ from typing import TextIO
 
 from schemas.result import AgentResult, StepStatus
 from schemas.route import Tier
-from schemas.tokens import TokenEvent
+from schemas.tokens import CANCELLED_TEXT, TokenEvent
 from workers.client.token_follow import AnswerView, ViewChange
 
 RESTARTED_MARK = "[answer restarted: model retried]"
@@ -35,6 +35,9 @@ class StreamedAnswer:
             self._write(f"\n  {RESTARTED_MARK}\n  {self.view.text}")
         elif change is ViewChange.APPENDED:
             self._write(event.text if self._shown else f"  {event.text}")
+            self._shown = True
+        elif change is ViewChange.CANCELLED:
+            self._write(f"{chr(10) if self._shown else ''}  [{CANCELLED_TEXT}]")
             self._shown = True
 
     def close(self, answer: str | None) -> bool:

@@ -76,6 +76,8 @@ class TokenReader:
                 self.last_id = entry_id
                 self._attempt = max(self._attempt, event.attempt)
                 yield event
+                if event.type is TokenEventType.CANCELLED:
+                    return  # the run is over, whatever attempt wrote last
                 if event.type is TokenEventType.DONE and event.attempt >= self._attempt:
                     return
             idle = time.monotonic() - last_seen
@@ -173,6 +175,8 @@ class ViewChange(Enum):
     """`event.text` was appended."""
     DONE = "done"
     """The current attempt finished."""
+    CANCELLED = "cancelled"
+    """The run was cancelled: no (further) answer will come."""
 
 
 @dataclass
@@ -182,8 +186,13 @@ class AnswerView:
     text: str = ""
     attempt: int = 0
     done: bool = False
+    cancelled: bool = False
 
     def apply(self, event: TokenEvent) -> ViewChange:
+        if event.type is TokenEventType.CANCELLED:
+            # The run's own end, not an attempt's: it applies whatever attempt is shown.
+            self.done = self.cancelled = True
+            return ViewChange.CANCELLED
         if event.attempt < self.attempt:
             return ViewChange.IGNORED
         if event.attempt > self.attempt:

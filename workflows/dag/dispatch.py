@@ -1,90 +1,168 @@
-"""The `execute` node's engine: validates a plan and runs it as tool activities."""
+"""The `execute` node's engine: admits a plan, then runs it as tool activities.
+
+Every call carries the run's actor (the tools enforce row-level access with it); a side
+effect also carries its idempotency key, waits for approval above the thresholds, and is
+cancelled and waited for if the run is cancelled while it is in flight.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+from temporalio.workflow import ActivityCancellationType
 
 from schemas import errors
+from schemas.approvals import ApprovalRequest
 from schemas.plan.model import Plan
 from schemas.plan.validation import PlanValidationError
 from schemas.result import StepError, StepOutcome
-from schemas.tools import TOOLS
+from schemas.tools import TOOLS, ToolSpec
+from workflows.dag.admission import refuse_plan
+from workflows.dag.run_context import RunContext
 from workflows.dag.scheduler import DagScheduler, SchedulerLimits, ToolCall
 
 _SUMMARY_CHARS = 120
+APPROVALS_PATCH = "approvals-v1"
+"""Runs recorded before approvals existed replay without the approval-policy read."""
+SIDE_EFFECT_HEARTBEAT = timedelta(seconds=3)
+"""A side-effecting activity heartbeats: how a cancellation reaches it before it commits."""
+
+
+class StepRefused(Exception):
+    """A call the run itself declined to make (a side effect without approval)."""
+
+    def __init__(self, error: StepError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 async def run_plan(
     plan: Plan,
+    ctx: RunContext,
     *,
-    tool_queue: str,
-    max_concurrency: int,
     attempt: int,
-    read_only: bool = False,
     on_start: Callable[[list[StepOutcome]], None] | None = None,
 ) -> tuple[list[StepOutcome], StepError | None]:
     """Outcomes of every step, or no outcomes and the reason the plan was rejected."""
-    if read_only:
-        effects = [s.id for s in plan.steps if s.tool in TOOLS and not TOOLS[s.tool].idempotent]
-        if effects:
-            message = f"steps {', '.join(effects)} have side effects; this run is read-only"
-            return [], StepError(
-                type=errors.SIDE_EFFECT_NOT_ALLOWED, message=message, non_retryable=True
-            )
+    refused = refuse_plan(plan, ctx.options, ctx.allowed_effects)
+    if refused is not None:
+        workflow.logger.info("plan refused: %s %s", refused.type, refused.message)
+        return [], refused
+    roles = _roles(plan)
     try:
         scheduler = DagScheduler(
             plan,
             TOOLS,
-            dispatch=lambda call: _dispatch(call, tool_queue),
+            dispatch=lambda call: _dispatch(call, ctx, roles[call.step_id]),
             now=workflow.now,
             describe_error=describe_error,
-            limits=SchedulerLimits(max_concurrency=max_concurrency),
+            limits=SchedulerLimits(
+                max_concurrency=ctx.options.max_concurrency,
+                max_fan_out=ctx.options.max_fan_out,
+                max_calls=max(ctx.options.max_tool_calls - ctx.calls_used, 0),
+            ),
             attempt=attempt,
-            step_failures=(ActivityError,),
+            step_failures=(ActivityError, StepRefused),
         )
     except PlanValidationError as exc:
         workflow.logger.info("plan rejected: %s %s", exc.kind, exc.message)
         return [], StepError(type=exc.kind, message=exc.message, non_retryable=True)
     if on_start is not None:
         on_start(list(scheduler.outcomes.values()))
-    return await scheduler.run(), None
+    try:
+        return await scheduler.run(), None
+    finally:
+        ctx.calls_used += scheduler.calls_started
 
 
-async def _dispatch(call: ToolCall, tool_queue: str) -> Any:
+def _roles(plan: Plan) -> dict[str, str]:
+    """Each step's role in the plan: its tool and its place among that tool's steps."""
+    seen: dict[str, int] = {}
+    roles: dict[str, str] = {}
+    for step in plan.steps:
+        roles[step.id] = f"{step.tool}#{seen.get(step.tool, 0)}"
+        seen[step.tool] = seen.get(step.tool, 0) + 1
+    return roles
+
+
+async def _dispatch(call: ToolCall, ctx: RunContext, role: str) -> Any:
     spec = TOOLS[call.tool]
-    payload = dict(call.args)
+    payload: dict[str, Any] = {**call.args, "actor": ctx.actor.model_dump(mode="json")}
+    options: dict[str, Any] = {}
     if not spec.idempotent:
-        payload["idempotency_key"] = idempotency_key(
-            workflow.info().first_execution_run_id, call.call_id
-        )
+        element = "" if call.index is None else f"[{call.index}]"
+        payload["idempotency_key"] = ctx.idempotency_key(role + element, call.call_id)
+        await _await_approval(call, spec, ctx)
+        # Cancelled with the run, and waited for: a refund not yet committed never commits
+        # after the cancel (the activity heartbeats, sees it, and rolls back).
+        options = {
+            "cancellation_type": ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            "heartbeat_timeout": SIDE_EFFECT_HEARTBEAT,
+        }
     result = await workflow.execute_activity(
         spec.name,
         payload,
         result_type=spec.result_model,
-        task_queue=tool_queue,
+        task_queue=ctx.tool_queue,
         start_to_close_timeout=spec.timeout,
         retry_policy=RetryPolicy(
             maximum_attempts=spec.max_attempts,
             non_retryable_error_types=list(spec.non_retryable_errors),
         ),
         summary=_summary(call),
+        **options,
     )
     return result.model_dump(mode="json")
 
 
-def idempotency_key(first_run_id: str, call_id: str) -> str:
-    """The key a side-effecting tool enforces: the same for every retry of one call.
-
-    It names the run chain (the first run id survives retries, continue-as-new and reset)
-    and the call, not the workflow id: with coalescing, workflow ids are derived from the
-    question, and the same question asked again tomorrow must refund again.
-    """
-    return f"{first_run_id}/{call_id}"
+async def _await_approval(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> None:
+    """Wait for a decision when the amount is above the run's thresholds; raise if declined."""
+    if spec.amount_arg is None or not workflow.patched(APPROVALS_PATCH):
+        return
+    amount = call.args.get(spec.amount_arg)
+    if not isinstance(amount, int):
+        return  # the tool's own validation refuses it
+    policy = await ctx.approval_policy()
+    why = policy.required_for(ctx.actor, amount)
+    if why is None:
+        return
+    timeout = timedelta(seconds=policy.timeout_s)
+    now = workflow.now()
+    request = ApprovalRequest(
+        step_id=call.step_id,
+        call_id=call.call_id,
+        tool=call.tool,
+        args=call.args,
+        amount_cents=amount,
+        actor=ctx.actor,
+        why=why,
+        requested_at=now,
+        deadline=now + timeout,
+    )
+    record = await ctx.gate.wait_for(request, timeout)
+    if record.approved:
+        return
+    if record.timed_out:
+        raise StepRefused(
+            StepError(
+                type=errors.APPROVAL_TIMED_OUT,
+                message=f"{call.tool} {call.call_id} was declined: no approval within {timeout}",
+                non_retryable=True,
+            )
+        )
+    reason = f": {record.reason}" if record.reason else ""
+    raise StepRefused(
+        StepError(
+            type=errors.APPROVAL_DECLINED,
+            message=f"{call.tool} {call.call_id} was rejected by {record.approver}{reason}",
+            non_retryable=True,
+        )
+    )
 
 
 def _summary(call: ToolCall) -> str:
@@ -95,6 +173,8 @@ def _summary(call: ToolCall) -> str:
 
 def describe_error(error: BaseException) -> StepError:
     """The root cause of a failed tool call, as the run result reports it."""
+    if isinstance(error, StepRefused):
+        return error.error
     cause = error.cause if isinstance(error, ActivityError) and error.cause else error
     if isinstance(cause, ApplicationError):
         return StepError(

@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from schemas.errors import DEPENDENCY_FAILED, INVALID_ARGUMENTS
+from schemas.errors import (
+    DEPENDENCY_FAILED,
+    FAN_OUT_TOO_LARGE,
+    INVALID_ARGUMENTS,
+    TOOL_CALL_LIMIT,
+)
 from schemas.plan.model import Plan, PlanStep
 from schemas.plan.validation import Reference, critical_path_ms, validate_plan
 from schemas.result import StepError, StepOutcome, StepStatus
@@ -57,6 +62,10 @@ DescribeError = Callable[[BaseException], StepError]
 class SchedulerLimits:
     max_concurrency: int = 5
     per_tool: Mapping[str, int] = field(default_factory=dict)
+    max_fan_out: int | None = None
+    """Longest list a `for_each` step may expand over; a longer one fails the step."""
+    max_calls: int | None = None
+    """Tool calls this plan may still start (the run's budget less earlier rounds')."""
 
     def __post_init__(self) -> None:
         # A cap below one would hold its steps back forever.
@@ -128,20 +137,36 @@ class DagScheduler:
         self._in_flight_total = 0
         self._in_flight_tool: dict[str, int] = {}
         self._done: asyncio.Queue[tuple[ToolCall, Any, BaseException | None]] = asyncio.Queue()
+        self._tasks: set[asyncio.Task[None]] = set()
         self.max_observed_concurrency = 0
+        self.calls_started = 0
+        """Tool calls expanded so far (each counts against `limits.max_calls`)."""
 
     async def run(self) -> list[StepOutcome]:
-        self._release_ready_steps()
-        while self._in_flight_total or self._ready:
-            self._launch_within_caps()
-            call, output, error = await self._done.get()
-            if isinstance(error, _Abort):
-                raise error.cause
-            self._in_flight_total -= 1
-            self._in_flight_tool[call.tool] -= 1
-            self._record(call, output, error)
+        try:
             self._release_ready_steps()
+            while self._in_flight_total or self._ready:
+                self._launch_within_caps()
+                call, output, error = await self._done.get()
+                if isinstance(error, _Abort):
+                    raise error.cause
+                self._in_flight_total -= 1
+                self._in_flight_tool[call.tool] -= 1
+                self._record(call, output, error)
+                self._release_ready_steps()
+        except BaseException:
+            # A cancellation (or a bug) ends the run: calls in flight are cancelled and
+            # waited for, so no side effect is still on its way when the run is over.
+            await self._cancel_in_flight()
+            raise
         return [self.outcomes[s.id] for s in self._plan.steps]
+
+    async def _cancel_in_flight(self) -> None:
+        pending = [task for task in self._tasks if not task.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
 
     # -- readiness ----------------------------------------------------------------------------
     def _release_ready_steps(self) -> None:
@@ -189,10 +214,25 @@ class DagScheduler:
                 ]
                 outcome.args = [c.args for c in calls]
         except (ResolutionError, ValueError) as exc:
-            outcome.status = StepStatus.FAILED
-            outcome.error = StepError(type=INVALID_ARGUMENTS, message=str(exc), non_retryable=True)
-            outcome.started_at = outcome.finished_at = self._now()
+            self._fail_unstarted(outcome, INVALID_ARGUMENTS, str(exc))
             return
+        limits = self._limits
+        if step.for_each is not None and limits.max_fan_out is not None:
+            if len(calls) > limits.max_fan_out:
+                message = (
+                    f"step {step.id}: for_each expands to {len(calls)} calls, "
+                    f"more than this run's limit of {limits.max_fan_out}"
+                )
+                self._fail_unstarted(outcome, FAN_OUT_TOO_LARGE, message)
+                return
+        if limits.max_calls is not None and self.calls_started + len(calls) > limits.max_calls:
+            message = (
+                f"step {step.id}: {len(calls)} more tool calls would pass the run's limit "
+                f"({limits.max_calls - self.calls_started} left)"
+            )
+            self._fail_unstarted(outcome, TOOL_CALL_LIMIT, message)
+            return
+        self.calls_started += len(calls)
         if not calls:  # an empty list expands to nothing: done at once
             outcome.status = StepStatus.SUCCEEDED
             outcome.output = []
@@ -204,6 +244,11 @@ class DagScheduler:
         for seq, call in enumerate(calls):
             key = (-self._priority[step.id], self._order[step.id], seq, call)
             heapq.heappush(self._ready, key)
+
+    def _fail_unstarted(self, outcome: StepOutcome, error_type: str, message: str) -> None:
+        outcome.status = StepStatus.FAILED
+        outcome.error = StepError(type=error_type, message=message, non_retryable=True)
+        outcome.started_at = outcome.finished_at = self._now()
 
     def _resolve_args(self, step: PlanStep, item: Any) -> dict[str, Any]:
         args = resolve(step.args, self._outputs, item)
@@ -238,7 +283,9 @@ class DagScheduler:
         self._in_flight_total += 1
         self._in_flight_tool[call.tool] = self._in_flight_tool.get(call.tool, 0) + 1
         self.max_observed_concurrency = max(self.max_observed_concurrency, self._in_flight_total)
-        asyncio.get_running_loop().create_task(self._run_call(call))
+        task = asyncio.get_running_loop().create_task(self._run_call(call))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _run_call(self, call: ToolCall) -> None:
         # Whatever happens, something reaches `_done`, so `run()` can never wait forever.

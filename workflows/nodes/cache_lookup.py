@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, is_cancelled_exception
 
 from schemas import names
 from schemas.cache_lookup import LookupCacheInput, LookupCacheResult
 from schemas.result import CacheMatch, CacheStatus
 from schemas.route import Tier
+from schemas.tools import has_side_effect
 from workflows import timeouts
 from workflows.state import AgentState
 from workflows.visibility import add_timing, elapsed_ms, publish_cache, publish_route, stage
@@ -31,19 +32,30 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
                 question=request.question,
                 tenant=request.tenant,
                 conversation_id=request.conversation_id,
+                audience=request.actor.audience,
             ),
             result_type=LookupCacheResult,
             start_to_close_timeout=timeouts.CACHE_TIMEOUT,
             retry_policy=timeouts.CACHE_RETRY,
         )
     except ActivityError as exc:
+        if is_cancelled_exception(exc):
+            raise
         # The cache only accelerates: whatever went wrong, this run is a miss.
         workflow.logger.warning("cache lookup failed, continuing as a miss: %s", exc.cause)
         found = LookupCacheResult(available=False)
+    warnings = list(state.get("warnings", []))
+    if _has_side_effect(found):
+        # Never cached by this code: whoever wrote it, a path that moves money is not replayed.
+        workflow.logger.warning("cached path with a side effect ignored")
+        warnings.append("a cached path with a side effect was ignored: treated as a miss")
+        found = LookupCacheResult(available=found.available)
     update: dict[str, Any] = {"timings": add_timing(state, "cache", started), "cache": found.status}
     publish_cache(found.status)
     if not found.available:
-        update["warnings"] = [*state.get("warnings", []), "cache unavailable: treated as a miss"]
+        warnings.append("cache unavailable: treated as a miss")
+    if warnings:
+        update["warnings"] = warnings
     if found.matched_question is not None:
         update["cache_match"] = CacheMatch(
             question=found.matched_question, similarity=found.similarity
@@ -73,3 +85,8 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
         }
     )
     return {**update, "result": hit}
+
+
+def _has_side_effect(found: LookupCacheResult) -> bool:
+    plans = [found.plan, found.hit.plan if found.hit is not None else None]
+    return any(has_side_effect(step.tool) for plan in plans if plan for step in plan.steps)

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 from temporalio import workflow
 
-from schemas import names
+from schemas import errors, names
 from schemas.model_calls import (
     JoinDecision,
     JoinInput,
@@ -28,6 +28,8 @@ from schemas.model_calls import (
     RouteResult,
 )
 from schemas.result import StepStatus
+from schemas.route import Route
+from schemas.tools.domain import requested_side_effects
 from workflows import timeouts
 from workflows.state import AgentState
 from workflows.visibility import add_timing, elapsed_ms, publish_route, stage
@@ -65,7 +67,18 @@ def _asked(state: AgentState) -> dict[str, Any]:
         "question": request.question,
         "tenant": request.tenant,
         "conversation_id": request.conversation_id,
+        "audience": request.actor.audience,
     }
+
+
+def _allow_effects_of(state: AgentState, route: Route) -> None:
+    """Which side effects the request asked for, by this reading of the request itself.
+
+    Only a reading made before any tool ran counts (the router's, or the first plan's when
+    it re-routes): later rounds see tool output, and text in tool output must never be able
+    to ask for a side effect.
+    """
+    state["context"].allowed_effects = requested_side_effects(route.intent)
 
 
 async def route(state: AgentState) -> dict[str, Any]:
@@ -82,6 +95,7 @@ async def route(state: AgentState) -> dict[str, Any]:
         summary="route",
     )
     publish_route(state, routed.route)
+    _allow_effects_of(state, routed.route)
     update: dict[str, Any] = {
         "route": routed.route,
         "confident": routed.confident and routed.draft_plan is not None,
@@ -118,6 +132,8 @@ async def plan(state: AgentState) -> dict[str, Any]:
     if planned.route is not None:
         # The heavy tier read the request itself: its route is the run's from now on.
         publish_route(state, planned.route)
+        if attempt == 0:
+            _allow_effects_of(state, planned.route)
         update["route"] = planned.route
     return update
 
@@ -128,6 +144,9 @@ async def join(state: AgentState) -> dict[str, Any]:
     current = [s for s in state.get("steps", []) if s.attempt == replans]
     if state.get("plan_error") is None and all(s.status == StepStatus.SUCCEEDED for s in current):
         # Nothing to judge: every step succeeded. Asking a model would only add latency.
+        return {"decision": JoinDecision.FINISH}
+    if any(s.error is not None and s.error.type in errors.DECISIONS_THAT_STAND for s in current):
+        # An approver said no, or the actor may not: another plan must not get around it.
         return {"decision": JoinDecision.FINISH}
     started = workflow.now()
     joined: JoinResult = await _call_model(

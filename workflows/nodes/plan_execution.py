@@ -23,10 +23,8 @@ async def execute(state: AgentState) -> dict[str, Any]:
         return {"steps": state.get("steps", []), "plan_error": planner_error}
     outcomes, plan_error = await run_plan(
         state["plan"],
-        tool_queue=state["tool_queue"],
-        max_concurrency=state["request"].options.max_concurrency,
+        state["context"],
         attempt=attempt,
-        read_only=state["request"].options.read_only,
         # The scheduler updates these outcome objects in place: the query sees them live.
         on_start=lambda live: setattr(progress, "steps", [*state.get("steps", []), *live]),
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, is_cancelled_exception
 
 from schemas import names
 from schemas.result import AgentResult, CacheStatus, StepError, Timings
@@ -37,6 +37,7 @@ async def store(state: AgentState) -> dict[str, Any]:
         plan_error=plan_error,
         warnings=state.get("warnings", []),
         cache_match=state.get("cache_match"),
+        approvals=list(state["context"].gate.records),
         workflow_id=info.workflow_id,
         run_id=info.run_id,
     )
@@ -58,6 +59,8 @@ async def _record(state: AgentState, result: AgentResult, *, update_cache: bool)
                 conversation_id=request.conversation_id,
                 result=result,
                 use_cache=update_cache,
+                actor=request.actor,
+                request_id=request.request_id,
             ),
             result_type=StoreResult,
             start_to_close_timeout=timeouts.STORE_TIMEOUT,
@@ -65,6 +68,8 @@ async def _record(state: AgentState, result: AgentResult, *, update_cache: bool)
             summary="store run",
         )
     except ActivityError as exc:
+        if is_cancelled_exception(exc):
+            raise
         # The answer exists (and a refund may have been issued): losing the record must
         # not turn a done run into a failed one. Say so in the result and the logs.
         workflow.logger.error("run record not stored: %s", exc.cause)

@@ -1,0 +1,89 @@
+"""Approval of side effects: what a run asks before it moves money, and the answer it got.
+
+A run that reaches a side effect above its thresholds waits before the call, with the
+request in the `progress` query and search attribute `AgentAwaiting = "approval"`. The
+Temporal Update `approve` (`ApprovalDecision`) resumes it; past the timeout the side
+effect is declined. The record of every decision is in the result and the run record.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from schemas.actor import Actor, Role
+from schemas.text import FreeText, SafeName
+
+
+class ApprovalPolicyInput(BaseModel):
+    """Input of the `approval_policy` local activity."""
+
+    tenant: str = "default"
+
+
+class ApprovalPolicy(BaseModel):
+    """The thresholds in force for a run (worker settings, recorded in the run's history)."""
+
+    threshold_cents: int = 10_000
+    """Above this, a side effect from any actor waits for approval."""
+    self_service_cents: int = 2_000
+    """Above this, a side effect a customer asked for waits for approval."""
+    timeout_s: float = 86_400.0
+    """How long a run waits for a decision before it declines the side effect."""
+
+    def required_for(self, actor: Actor, amount_cents: int) -> str | None:
+        """Why `actor` moving `amount_cents` needs approval, or None when it does not."""
+        if amount_cents > self.threshold_cents:
+            return f"above the approval threshold of {self.threshold_cents} cents"
+        if actor.role is Role.CUSTOMER and amount_cents > self.self_service_cents:
+            return f"above the self-service limit of {self.self_service_cents} cents"
+        return None
+
+
+class ApprovalRequest(BaseModel):
+    """A side effect waiting for a decision."""
+
+    step_id: str
+    call_id: str
+    tool: str
+    args: dict[str, object]
+    amount_cents: int
+    actor: Actor
+    """Who asked for the side effect."""
+    approver_role: Role = Role.STAFF
+    """Who must decide: staff."""
+    why: str
+    requested_at: datetime
+    deadline: datetime
+
+
+class ApprovalDecision(BaseModel):
+    """Input of the `approve` update."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    approved: bool
+    approver: SafeName
+    reason: FreeText = Field(default="", max_length=1000)
+
+
+class ApprovalRecord(BaseModel):
+    """One request and how it ended: approved, rejected, or declined at its deadline."""
+
+    request: ApprovalRequest
+    approved: bool
+    approver: str | None = None
+    reason: str = ""
+    timed_out: bool = False
+    decided_at: datetime
+
+
+class ApprovalAnswer(BaseModel):
+    """Result of the `approve` update: the decision as recorded."""
+
+    step_id: str
+    call_id: str
+    tool: str
+    approved: bool
+    approver: str

@@ -1,0 +1,100 @@
+"""The approval gate: a side effect above its thresholds waits here for a decision.
+
+Owned by `AgentWorkflow` (its `approve` update decides) and handed to the DAG dispatch in
+the graph's state. While a request waits, ops see it in the `progress` query, in the
+run's current details and as `AgentAwaiting = "approval"`; nothing else of the run is
+held back but the side effect itself (and what depends on it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+
+from schemas.approvals import ApprovalAnswer, ApprovalDecision, ApprovalRecord, ApprovalRequest
+from schemas.progress import RunProgress
+from schemas.tools.spec import money
+from workflows.search_attributes import AGENT_AWAITING
+
+AWAITING_APPROVAL = "approval"
+
+
+class ApprovalGate:
+    def __init__(self, progress: RunProgress) -> None:
+        self._progress = progress
+        self._decision: ApprovalDecision | None = None
+        self._lock = asyncio.Lock()
+        """One request at a time: a decision always answers the request it was made for."""
+
+    @property
+    def records(self) -> list[ApprovalRecord]:
+        return self._progress.approvals
+
+    def check(self, decision: ApprovalDecision) -> None:
+        """The `approve` update's validator: reject what cannot be applied, before history."""
+        if self._progress.awaiting is None:
+            raise ValueError("this run is not waiting for an approval")
+        if self._decision is not None:
+            raise ValueError("the pending approval has already been decided")
+
+    def decide(self, decision: ApprovalDecision) -> ApprovalAnswer:
+        self.check(decision)
+        pending = self._progress.awaiting
+        assert pending is not None
+        self._decision = decision
+        return ApprovalAnswer(
+            step_id=pending.step_id,
+            call_id=pending.call_id,
+            tool=pending.tool,
+            approved=decision.approved,
+            approver=decision.approver,
+        )
+
+    async def wait_for(self, request: ApprovalRequest, decide_within: timedelta) -> ApprovalRecord:
+        """Publish `request`, wait for a decision or the timeout, and record the outcome."""
+        async with self._lock:
+            self._decision = None
+            self._progress.awaiting = request
+            previous_stage = self._progress.stage
+            self._show(
+                f"awaiting approval by {request.approver_role.value}: {request.tool} "
+                f"{request.call_id} ({money(request.amount_cents)}), {request.why}"
+            )
+            workflow.upsert_search_attributes([AGENT_AWAITING.value_set(AWAITING_APPROVAL)])
+            try:
+                await workflow.wait_condition(
+                    lambda: self._decision is not None, timeout=decide_within
+                )
+            except TimeoutError:
+                pass
+            finally:
+                self._progress.awaiting = None
+                workflow.upsert_search_attributes([AGENT_AWAITING.value_unset()])
+                self._show(previous_stage)
+            record = self._record(request)
+            self._progress.approvals.append(record)
+            return record
+
+    def _record(self, request: ApprovalRequest) -> ApprovalRecord:
+        decision = self._decision
+        if decision is None:
+            return ApprovalRecord(
+                request=request,
+                approved=False,
+                timed_out=True,
+                reason="no decision before the approval deadline",
+                decided_at=workflow.now(),
+            )
+        return ApprovalRecord(
+            request=request,
+            approved=decision.approved,
+            approver=decision.approver,
+            reason=decision.reason,
+            decided_at=workflow.now(),
+        )
+
+    def _show(self, text: str) -> None:
+        workflow.set_current_details(text)
+        self._progress.stage = text

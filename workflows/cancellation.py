@@ -1,0 +1,28 @@
+"""What a cancelled run leaves behind: its token stream says so, for readers still waiting."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
+
+from schemas import names
+from schemas.tokens import CancellationNotice
+
+ANNOUNCE_TIMEOUT = timedelta(seconds=2)
+
+
+async def announce_cancellation() -> None:
+    """Best effort: a reader that misses it learns the run's end from Temporal all the same."""
+    info = workflow.info()
+    try:
+        await workflow.execute_local_activity(
+            names.ANNOUNCE_CANCELLATION,
+            CancellationNotice(workflow_id=info.workflow_id, run_id=info.run_id),
+            start_to_close_timeout=ANNOUNCE_TIMEOUT,
+            retry_policy=RetryPolicy(maximum_attempts=2),
+        )
+    except ActivityError as exc:
+        workflow.logger.warning("cancellation not announced on the stream: %s", exc.cause)

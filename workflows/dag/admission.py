@@ -1,0 +1,45 @@
+"""Whether a plan may run at all, decided before the scheduler sees it.
+
+Each rule is checked in workflow code against the run's own facts (its options, its
+actor's request as the router read it), never against anything a model or a cache wrote.
+A plan that fails one is rejected whole with a named, non-retryable error that `join`
+sees: nothing of it runs.
+"""
+
+from __future__ import annotations
+
+from schemas import errors
+from schemas.plan.model import Plan
+from schemas.request import RunOptions
+from schemas.result import StepError
+from schemas.tools import has_side_effect
+
+
+def refuse_plan(
+    plan: Plan, options: RunOptions, allowed_effects: frozenset[str]
+) -> StepError | None:
+    """The reason this run may not run `plan`, or None."""
+    if len(plan.steps) > options.max_plan_steps:
+        return _refused(
+            errors.PLAN_TOO_LARGE,
+            f"the plan has {len(plan.steps)} steps; this run allows {options.max_plan_steps}",
+        )
+    effects = [s for s in plan.steps if has_side_effect(s.tool)]
+    if effects and options.read_only:
+        ids = ", ".join(s.id for s in effects)
+        return _refused(
+            errors.SIDE_EFFECT_NOT_ALLOWED,
+            f"steps {ids} have side effects; this run is read-only",
+        )
+    unasked = [s for s in effects if s.tool not in allowed_effects]
+    if unasked:
+        listed = ", ".join(f"{s.id} ({s.tool})" for s in unasked)
+        return _refused(
+            errors.SIDE_EFFECT_NOT_REQUESTED,
+            f"steps {listed} have side effects the request did not ask for",
+        )
+    return None
+
+
+def _refused(error_type: str, message: str) -> StepError:
+    return StepError(type=error_type, message=message, non_retryable=True)

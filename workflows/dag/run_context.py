@@ -1,0 +1,76 @@
+"""What every tool call of a run carries besides its arguments: authority, keys, limits.
+
+Built once per run by `AgentWorkflow` and kept in the graph's state (workflow memory):
+the actor whose authority the tools enforce, the request id side effects are keyed by,
+the side effects the request asked for, the run's limits and tool-call budget, and the
+approval gate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from temporalio import workflow
+
+from schemas import names
+from schemas.actor import Actor
+from schemas.approvals import ApprovalPolicy, ApprovalPolicyInput
+from schemas.request import RunOptions
+from workflows import timeouts
+from workflows.approvals import ApprovalGate
+
+APPROVAL_POLICY_TIMEOUT = timedelta(seconds=5)
+
+
+@dataclass
+class RunContext:
+    tool_queue: str
+    tenant: str
+    actor: Actor
+    request_id: str | None
+    options: RunOptions
+    gate: ApprovalGate
+    allowed_effects: frozenset[str] = frozenset()
+    """Side-effecting tools the request asked for, by the router's reading of it."""
+    calls_used: int = 0
+    """Tool calls started by earlier planning rounds (against `options.max_tool_calls`)."""
+    _policy: ApprovalPolicy | None = field(default=None, repr=False)
+
+    async def approval_policy(self) -> ApprovalPolicy:
+        """The worker's approval thresholds, read once per run and recorded in its history."""
+        if self._policy is None:
+            self._policy = await workflow.execute_local_activity(
+                names.APPROVAL_POLICY,
+                ApprovalPolicyInput(tenant=self.tenant),
+                result_type=ApprovalPolicy,
+                start_to_close_timeout=APPROVAL_POLICY_TIMEOUT,
+                retry_policy=timeouts.STORE_RETRY,
+            )
+        return self._policy
+
+    def idempotency_key(self, role: str, call_id: str) -> str:
+        """The key of a side effect with role `role` in the plan and id `call_id`."""
+        if self.request_id is not None:
+            return request_idempotency_key(self.tenant, self.request_id, role)
+        return idempotency_key(workflow.info().first_execution_run_id, call_id)
+
+
+def idempotency_key(first_run_id: str, call_id: str) -> str:
+    """Without a request id: the same for every retry of one call of one run chain.
+
+    It names the run chain (the first run id survives retries, continue-as-new and reset)
+    and the call, not the workflow id: with coalescing, workflow ids are derived from the
+    question, and the same question asked again tomorrow must refund again.
+    """
+    return f"{first_run_id}/{call_id}"
+
+
+def request_idempotency_key(tenant: str, request_id: str, role: str) -> str:
+    """With a request id: the same for every run of the same request.
+
+    It names the request and the call's role in the plan (its tool and its place among
+    that tool's calls, `create_refund#0`), not step ids or runs, so a replan or the same
+    request sent again finds the effect already made.
+    """
+    return f"req/{tenant}/{request_id}/{role}"
