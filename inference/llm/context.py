@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from inference.llm.prompts import quoted
 from schemas.model_calls import ConversationTurn
 from schemas.result import StepError, StepOutcome, StepStatus
 
@@ -83,6 +84,10 @@ class ContextBuilder:
         older = list(history[: -self.recent_turns]) if self.recent_turns else list(history)
         recent = list(history[-self.recent_turns :]) if self.recent_turns else []
         for conversation, results in self._candidates(older, recent, steps):
+            if conversation:
+                conversation = quoted("conversation", conversation)
+            if results:
+                results = quoted("tools", results)
             if self.count(conversation + results) <= room:
                 return prefix + conversation + results + self._error(plan_error) + task
         return fixed  # even the task alone is over budget: send it, the engine will say so

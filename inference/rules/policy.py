@@ -10,6 +10,7 @@ from inference.rules.intents import extract_entities, matched_intents, satisfied
 from inference.rules.plans import PlanBuilder, add_intent, exploratory_plan
 from schemas import model_calls as calls
 from schemas.route import Route, Tier
+from schemas.tools.domain import INTENT_JOINER
 
 # Confidence levels. They mimic a calibrated router: sure when the keywords and
 # the entities they need agree, unsure when either is missing.
@@ -53,7 +54,7 @@ class RulesPolicy:
             confidence, reason = ENTITIES_ONLY, "entities but no recognisable intent"
         else:
             confidence, reason = NOTHING, "no intent keyword and no entity"
-        intent = "+".join(ready) if ready else (intents[0] if intents else "unknown")
+        intent = INTENT_JOINER.join(ready) if ready else (intents[0] if intents else "unknown")
         confident = confidence >= self.threshold
         draft = None
         if confident:

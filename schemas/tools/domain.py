@@ -26,6 +26,8 @@ INTENT_TOOLS: dict[str, tuple[str, ...]] = {
 }
 """What each intent the router may pick usually needs; the route reports these tools."""
 INTENTS: tuple[str, ...] = tuple(INTENT_TOOLS)
+INTENT_JOINER = "+"
+"""How a route names a request with several intents: `refund+order_status`."""
 
 
 def requested_side_effects(intent: str) -> frozenset[str]:
@@ -34,7 +36,9 @@ def requested_side_effects(intent: str) -> frozenset[str]:
     Decided from the router's reading of the request itself, before any tool has run, so
     text inside tool output (a carrier event, an article) can never ask for an effect.
     """
-    return frozenset(INTENT_TOOLS.get(intent, ())) & SIDE_EFFECT_TOOLS
+    # A request may carry several intents at once ("refund+order_status").
+    tools = {tool for part in intent.split(INTENT_JOINER) for tool in INTENT_TOOLS.get(part, ())}
+    return frozenset(tools) & SIDE_EFFECT_TOOLS
 
 
 EXAMPLE_PLAN: dict[str, Any] = {
