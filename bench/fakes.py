@@ -25,21 +25,21 @@ from schemas.tools import (
     LIST_ORDERS,
     SEARCH_KB,
     TRACK_SHIPMENT,
-    CheckInventoryArgs,
+    CheckInventoryInput,
     Customer,
-    FindCustomerArgs,
-    GetOrderArgs,
+    FindCustomerInput,
+    GetOrderInput,
     Inventory,
     KbHit,
     KbResult,
-    ListOrdersArgs,
+    ListOrdersInput,
     Order,
     OrderItem,
     OrderList,
     OrderSummary,
-    SearchKbArgs,
+    SearchKbInput,
     Tracking,
-    TrackShipmentArgs,
+    TrackShipmentInput,
     WarehouseStock,
 )
 
@@ -127,27 +127,27 @@ class StandInTools:
         return stand_in_result(tool, args.model_dump())
 
     @activity.defn(name=SEARCH_KB.name)
-    async def search_kb(self, args: SearchKbArgs) -> KbResult:
+    async def search_kb(self, args: SearchKbInput) -> KbResult:
         return await self._call(SEARCH_KB.name, args)
 
     @activity.defn(name=GET_ORDER.name)
-    async def get_order(self, args: GetOrderArgs) -> Order:
+    async def get_order(self, args: GetOrderInput) -> Order:
         return await self._call(GET_ORDER.name, args)
 
     @activity.defn(name=CHECK_INVENTORY.name)
-    async def check_inventory(self, args: CheckInventoryArgs) -> Inventory:
+    async def check_inventory(self, args: CheckInventoryInput) -> Inventory:
         return await self._call(CHECK_INVENTORY.name, args)
 
     @activity.defn(name=TRACK_SHIPMENT.name)
-    async def track_shipment(self, args: TrackShipmentArgs) -> Tracking:
+    async def track_shipment(self, args: TrackShipmentInput) -> Tracking:
         return await self._call(TRACK_SHIPMENT.name, args)
 
     @activity.defn(name=FIND_CUSTOMER.name)
-    async def find_customer(self, args: FindCustomerArgs) -> Customer:
+    async def find_customer(self, args: FindCustomerInput) -> Customer:
         return await self._call(FIND_CUSTOMER.name, args)
 
     @activity.defn(name=LIST_ORDERS.name)
-    async def list_orders(self, args: ListOrdersArgs) -> OrderList:
+    async def list_orders(self, args: ListOrdersInput) -> OrderList:
         return await self._call(LIST_ORDERS.name, args)
 
     def all(self) -> list[Callable[..., Any]]:

@@ -10,7 +10,7 @@ from temporalio import activity
 from schemas.progress import RunProgress
 from schemas.request import RunOptions
 from schemas.result import AgentResult, StepOutcome, StepStatus
-from schemas.tools import CheckInventoryArgs, Inventory, WarehouseStock
+from schemas.tools import CheckInventoryInput, Inventory, WarehouseStock
 from tests.conftest import AgentStack, StackFactory
 from tests.fakes import FakeScriptedPolicy
 from tests.history import scheduled_activities
@@ -49,7 +49,7 @@ class SlowInventory:
         self.calls: list[str] = []
 
     @activity.defn(name="check_inventory")
-    async def check_inventory(self, args: CheckInventoryArgs) -> Inventory:
+    async def check_inventory(self, args: CheckInventoryInput) -> Inventory:
         self.calls.append(args.sku)
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)

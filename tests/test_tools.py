@@ -23,13 +23,13 @@ from activities.database.seed import carrier_for, seed_demo_data
 from activities.tools.shop import ToolActivities
 from schemas.tools import (
     TOOLS,
-    CheckInventoryArgs,
+    CheckInventoryInput,
     CreateRefundInput,
-    FindCustomerArgs,
-    GetOrderArgs,
-    ListOrdersArgs,
-    SearchKbArgs,
-    TrackShipmentArgs,
+    FindCustomerInput,
+    GetOrderInput,
+    ListOrdersInput,
+    SearchKbInput,
+    TrackShipmentInput,
 )
 from tests.pg import fresh_database
 from workers.stack.carrier import serve
@@ -224,7 +224,7 @@ def test_activities_match_the_catalog(acts: ToolActivities) -> None:
 
 
 async def test_find_customer(acts: ToolActivities) -> None:
-    alice = await run(acts.find_customer, FindCustomerArgs(email=" Alice@Example.com "))
+    alice = await run(acts.find_customer, FindCustomerInput(email=" Alice@Example.com "))
     assert alice.model_dump() == {
         "customer_id": 1,
         "name": "Alice Martin",
@@ -232,24 +232,26 @@ async def test_find_customer(acts: ToolActivities) -> None:
         "tier": "gold",
         "city": "Amsterdam",
     }
-    bob = await run(acts.find_customer, FindCustomerArgs(email="bob@example.com"))
+    bob = await run(acts.find_customer, FindCustomerInput(email="bob@example.com"))
     assert (bob.customer_id, bob.name) == (2, "Bob Chen")
 
 
 async def test_list_orders_newest_first(acts: ToolActivities) -> None:
-    alice = await run(acts.list_orders, ListOrdersArgs(customer_id=1))
+    alice = await run(acts.list_orders, ListOrdersInput(customer_id=1))
     assert alice.order_ids == [1002, 1001, 1003]
     assert [o.status for o in alice.orders] == ["processing", "shipped", "delivered"]
-    bob = await run(acts.list_orders, ListOrdersArgs(customer_id=2, limit=2))
+    bob = await run(acts.list_orders, ListOrdersInput(customer_id=2, limit=2))
     assert len(bob.orders) == len(bob.order_ids) >= 1
     assert [o.placed_at for o in bob.orders] == sorted(
         (o.placed_at for o in bob.orders), reverse=True
     )
-    assert (await run(acts.list_orders, ListOrdersArgs(customer_id=1, limit=1))).order_ids == [1002]
+    assert (await run(acts.list_orders, ListOrdersInput(customer_id=1, limit=1))).order_ids == [
+        1002
+    ]
 
 
 async def test_get_order_shipped(acts: ToolActivities) -> None:
-    order = await run(acts.get_order, GetOrderArgs(order_id=1001))
+    order = await run(acts.get_order, GetOrderInput(order_id=1001))
     assert (order.customer_id, order.status, order.refunded_cents) == (1, "shipped", 0)
     assert len({item.sku for item in order.items}) == len(order.items) == 3
     assert order.total_cents == sum(i.quantity * i.unit_price_cents for i in order.items) > 0
@@ -259,21 +261,21 @@ async def test_get_order_shipped(acts: ToolActivities) -> None:
 
 
 async def test_get_order_processing_with_an_out_of_stock_item(acts: ToolActivities) -> None:
-    order = await run(acts.get_order, GetOrderArgs(order_id=1002))
+    order = await run(acts.get_order, GetOrderInput(order_id=1002))
     assert (order.status, order.tracking_number, len(order.items)) == ("processing", None, 2)
-    stock = [await run(acts.check_inventory, CheckInventoryArgs(sku=i.sku)) for i in order.items]
+    stock = [await run(acts.check_inventory, CheckInventoryInput(sku=i.sku)) for i in order.items]
     assert sorted(s.in_stock for s in stock) == [False, True]
     out = next(s for s in stock if not s.in_stock)
     assert [w.available for w in out.warehouses] == [0, 0, 0]
 
 
 async def test_get_order_delivered(acts: ToolActivities) -> None:
-    order = await run(acts.get_order, GetOrderArgs(order_id=1003))
+    order = await run(acts.get_order, GetOrderInput(order_id=1003))
     assert (order.status, order.tracking_number) == ("delivered", "TRK0000001003")
 
 
 async def test_check_inventory(acts: ToolActivities) -> None:
-    stock = await run(acts.check_inventory, CheckInventoryArgs(sku="sku-00001"))
+    stock = await run(acts.check_inventory, CheckInventoryInput(sku="sku-00001"))
     assert stock.sku == "SKU-00001"
     assert [w.warehouse for w in stock.warehouses] == ["AMS", "CHI", "SIN"]
     assert stock.total_available == sum(w.available for w in stock.warehouses) > 0
@@ -281,40 +283,40 @@ async def test_check_inventory(acts: ToolActivities) -> None:
 
 
 async def test_search_kb(acts: ToolActivities) -> None:
-    result = await run(acts.search_kb, SearchKbArgs(query="how do refunds work"))
+    result = await run(acts.search_kb, SearchKbInput(query="how do refunds work"))
     assert result.query == "how do refunds work"
     assert result.hits[0].title == "Refund policy"
     assert "30 days" in result.hits[0].snippet
     assert [h.rank for h in result.hits] == sorted((h.rank for h in result.hits), reverse=True)
     # No article holds every word: the any-word fallback still answers.
     loose = await run(
-        acts.search_kb, SearchKbArgs(query="my headphones broke, money back?", limit=5)
+        acts.search_kb, SearchKbInput(query="my headphones broke, money back?", limit=5)
     )
     assert loose.hits and len(loose.hits) <= 5
-    nothing = await run(acts.search_kb, SearchKbArgs(query="zyxwvut qqqq"))
+    nothing = await run(acts.search_kb, SearchKbInput(query="zyxwvut qqqq"))
     assert nothing.hits == []
 
 
 async def test_track_shipment(acts: ToolActivities, pool: asyncpg.Pool) -> None:
-    tracking = await run(acts.track_shipment, TrackShipmentArgs(tracking_number="TRK0000001001"))
+    tracking = await run(acts.track_shipment, TrackShipmentInput(tracking_number="TRK0000001001"))
     assert tracking.tracking_number == "TRK0000001001"
     assert tracking.carrier == carrier_for("TRK0000001001")
     assert tracking.carrier == await pool.fetchval(
         "SELECT carrier FROM shipments WHERE tracking_number = 'TRK0000001001'"
     )
     assert tracking.events and tracking.status in ("in_transit", "out_for_delivery", "delivered")
-    again = await run(acts.track_shipment, TrackShipmentArgs(tracking_number="TRK0000001001"))
+    again = await run(acts.track_shipment, TrackShipmentInput(tracking_number="TRK0000001001"))
     assert again == tracking
 
 
 @pytest.mark.parametrize(
     ("tool", "arg", "message"),
     [
-        ("find_customer", FindCustomerArgs(email="nobody@example.com"), "nobody@example.com"),
-        ("list_orders", ListOrdersArgs(customer_id=99999), "customer 99999 not found"),
-        ("get_order", GetOrderArgs(order_id=9999999), "order 9999999 not found"),
-        ("check_inventory", CheckInventoryArgs(sku="SKU-99999"), "SKU-99999"),
-        ("track_shipment", TrackShipmentArgs(tracking_number="TRK123"), "TRK123"),
+        ("find_customer", FindCustomerInput(email="nobody@example.com"), "nobody@example.com"),
+        ("list_orders", ListOrdersInput(customer_id=99999), "customer 99999 not found"),
+        ("get_order", GetOrderInput(order_id=9999999), "order 9999999 not found"),
+        ("check_inventory", CheckInventoryInput(sku="SKU-99999"), "SKU-99999"),
+        ("track_shipment", TrackShipmentInput(tracking_number="TRK123"), "TRK123"),
         (
             "create_refund",
             CreateRefundInput(order_id=9999999, amount_cents=1, reason="x", idempotency_key="k"),
@@ -335,7 +337,7 @@ async def test_track_shipment_with_the_carrier_down_is_retryable(pool: asyncpg.P
     async with httpx.AsyncClient(timeout=2) as client:
         acts = ToolActivities(pool, client, f"http://127.0.0.1:{_free_port()}")
         with pytest.raises(httpx.ConnectError):
-            await run(acts.track_shipment, TrackShipmentArgs(tracking_number="TRK0000001001"))
+            await run(acts.track_shipment, TrackShipmentInput(tracking_number="TRK0000001001"))
 
 
 async def test_carrier_cli_reports_a_port_in_use() -> None:
@@ -378,7 +380,7 @@ async def test_retried_create_refund_refunds_once(
     assert retry.refund_id == first.refund_id
     assert (retry.order_id, retry.amount_cents, retry.status) == (1001, 500, "issued")
     assert await _refund_rows(fresh_pool, "wf-1:step-3") == 1
-    order = await run(fresh_acts.get_order, GetOrderArgs(order_id=1001))
+    order = await run(fresh_acts.get_order, GetOrderInput(order_id=1001))
     assert order.refunded_cents == 500
 
 
@@ -396,7 +398,7 @@ async def test_concurrent_create_refund_with_one_key_refunds_once(
 async def test_over_refund_is_rejected(
     fresh_acts: ToolActivities, fresh_pool: asyncpg.Pool
 ) -> None:
-    total = (await run(fresh_acts.get_order, GetOrderArgs(order_id=1001))).total_cents
+    total = (await run(fresh_acts.get_order, GetOrderInput(order_id=1001))).total_cents
     with pytest.raises(ApplicationError) as caught:
         await run(fresh_acts.create_refund, _refund(1001, total + 1, "over"))
     assert (caught.value.type, caught.value.non_retryable) == ("RefundRejected", True)

@@ -12,7 +12,7 @@ from schemas import errors
 from schemas.plan.model import Plan
 from schemas.request import RunOptions
 from schemas.result import StepError
-from schemas.tools import has_side_effect
+from schemas.tools import SIDE_EFFECT_TOOLS
 
 
 def refuse_plan(
@@ -24,7 +24,8 @@ def refuse_plan(
             errors.PLAN_TOO_LARGE,
             f"the plan has {len(plan.steps)} steps; this run allows {options.max_plan_steps}",
         )
-    effects = [s for s in plan.steps if has_side_effect(s.tool)]
+    # Unknown tools are left to validation, which names them (`UnknownTool`).
+    effects = [s for s in plan.steps if s.tool in SIDE_EFFECT_TOOLS]
     if effects and options.read_only:
         ids = ", ".join(s.id for s in effects)
         return _refused(

@@ -1,0 +1,303 @@
+"""Authority on the real stack: actors and row-level access, approvals, request ids, cancellation.
+
+Every test runs `AgentWorkflow` on the real dev server against real Postgres and Redis; the
+only stand-ins are scripted planners at the model boundary (`tests.fakes`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import pytest
+import redis.asyncio as aioredis
+from temporalio.client import (
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.exceptions import CancelledError
+
+from schemas import errors, names
+from schemas.actor import Actor, Role
+from schemas.approvals import ApprovalAnswer, ApprovalDecision, ApprovalRequest
+from schemas.progress import RunProgress
+from schemas.result import AgentResult, StepOutcome, StepStatus
+from schemas.tokens import TokenEventType, token_stream_key
+from tests.conftest import AgentStack, StackFactory
+from workers.client.token_follow import parse_event
+from workflows.search_attributes import AGENT_AWAITING
+
+
+def step_of(result: AgentResult, tool: str) -> StepOutcome:
+    return next(s for s in result.steps if s.tool == tool)
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[asyncpg.Pool]:
+    pool = await asyncpg.create_pool(database_url, min_size=1, max_size=3)
+    try:
+        yield pool
+    finally:
+        await pool.close()
+
+
+async def refundable_order(db: asyncpg.Pool, *, at_least_cents: int) -> tuple[int, int]:
+    """An order (id, customer) with at least this much still refundable."""
+    row = await db.fetchrow(
+        """
+        SELECT o.order_id, o.customer_id FROM orders o
+        WHERE o.status <> 'cancelled'
+          AND o.total_cents - (SELECT coalesce(sum(amount_cents), 0) FROM refunds r
+                               WHERE r.order_id = o.order_id) >= $1
+        ORDER BY o.order_id LIMIT 1
+        """,
+        at_least_cents,
+    )
+    assert row is not None
+    return row["order_id"], row["customer_id"]
+
+
+async def another_customer(db: asyncpg.Pool, than: int) -> int:
+    other = await db.fetchval(
+        "SELECT customer_id FROM customers WHERE customer_id <> $1 ORDER BY customer_id LIMIT 1",
+        than,
+    )
+    assert other is not None
+    return int(other)
+
+
+async def refunds_of(db: asyncpg.Pool, order_id: int) -> list[asyncpg.Record]:
+    return await db.fetch(
+        "SELECT amount_cents, idempotency_key FROM refunds WHERE order_id = $1 "
+        "AND idempotency_key IS NOT NULL ORDER BY refund_id",
+        order_id,
+    )
+
+
+async def until_awaiting(
+    handle: WorkflowHandle[Any, AgentResult], timeout_s: float = 30.0
+) -> ApprovalRequest:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        progress = await handle.query(names.PROGRESS_QUERY, result_type=RunProgress)
+        if progress.awaiting is not None:
+            return progress.awaiting
+        await asyncio.sleep(0.2)
+    raise AssertionError("the run never waited for an approval")
+
+
+def staff(name: str = "ann") -> Actor:
+    return Actor(role=Role.STAFF, name=name)
+
+
+# --- row-level access ------------------------------------------------------------------------
+async def test_a_customer_cannot_read_another_customers_order(
+    stack: AgentStack, db: asyncpg.Pool
+) -> None:
+    order_id, owner = await refundable_order(db, at_least_cents=1)
+    intruder = await another_customer(db, owner)
+    question = f"Where is order {order_id}?"
+
+    theirs = await stack.ask(question, actor=Actor(role=Role.CUSTOMER, customer_id=owner))
+    assert step_of(theirs, "get_order").status == StepStatus.SUCCEEDED
+
+    result = await stack.ask(question, actor=Actor(role=Role.CUSTOMER, customer_id=intruder))
+    refused = step_of(result, "get_order")
+    assert refused.status == StepStatus.FAILED and refused.output is None
+    assert refused.error is not None and refused.error.type == errors.NOT_AUTHORIZED
+    assert f"order {order_id}" in refused.error.message
+    assert result.cache.value == "miss", "the owner's cached answer must not reach another actor"
+    assert all(s.status != StepStatus.SUCCEEDED for s in result.steps)
+    # Nothing of the owner's order reaches the answer: not its tracking number, not its items.
+    owned = step_of(theirs, "get_order").output
+    assert owned["tracking_number"] is None or owned["tracking_number"] not in result.answer
+    assert all(item["product_name"] not in result.answer for item in owned["items"])
+    assert "may not access" in result.answer
+
+
+async def test_a_customer_refunds_only_its_own_orders(stack: AgentStack, db: asyncpg.Pool) -> None:
+    order_id, owner = await refundable_order(db, at_least_cents=500)
+    intruder = await another_customer(db, owner)
+    result = await stack.ask(
+        f"Please refund $5.00 for order {order_id}, it arrived damaged",
+        actor=Actor(role=Role.CUSTOMER, customer_id=intruder),
+    )
+    assert step_of(result, "get_order").error.type == errors.NOT_AUTHORIZED  # type: ignore[union-attr]
+    assert step_of(result, "create_refund").status == StepStatus.SKIPPED
+    assert await refunds_of(db, order_id) == []
+
+
+# --- approvals -------------------------------------------------------------------------------
+async def test_a_large_refund_waits_for_approval_then_is_made(
+    stack: AgentStack, db: asyncpg.Pool
+) -> None:
+    order_id, _ = await refundable_order(db, at_least_cents=15_000)
+    handle = await stack.start(
+        f"Please refund $150.00 for order {order_id}, it arrived damaged", actor=staff("ann")
+    )
+    awaiting = await until_awaiting(handle)
+    assert (awaiting.tool, awaiting.amount_cents) == ("create_refund", 15_000)
+    assert awaiting.actor.name == "ann" and awaiting.approver_role == Role.STAFF
+    described = await handle.describe()
+    assert described.typed_search_attributes.get(AGENT_AWAITING) == "approval"
+    assert await refunds_of(db, order_id) == [], "nothing moves before the decision"
+
+    answer = await handle.execute_update(
+        names.APPROVE_UPDATE,
+        ApprovalDecision(approved=True, approver="bob", reason="damage confirmed"),
+        result_type=ApprovalAnswer,
+    )
+    assert (answer.approved, answer.approver, answer.tool) == (True, "bob", "create_refund")
+    with pytest.raises(WorkflowUpdateFailedError):  # a second decision is refused
+        await handle.execute_update(
+            names.APPROVE_UPDATE, ApprovalDecision(approved=False, approver="eve")
+        )
+
+    result = await handle.result()
+    refund = step_of(result, "create_refund")
+    assert refund.status == StepStatus.SUCCEEDED and refund.output["created"] is True
+    [record] = result.approvals
+    assert (record.approved, record.approver, record.reason) == (True, "bob", "damage confirmed")
+    assert [r["amount_cents"] for r in await refunds_of(db, order_id)] == [15_000]
+    stored = await db.fetchval("SELECT approvals FROM agent_runs WHERE workflow_id = $1", handle.id)
+    assert json.loads(stored)[0]["approver"] == "bob"
+    described = await handle.describe()
+    assert described.typed_search_attributes.get(AGENT_AWAITING) is None
+
+
+async def test_a_rejected_refund_is_not_made_and_the_answer_says_so(
+    stack: AgentStack, db: asyncpg.Pool
+) -> None:
+    order_id, _ = await refundable_order(db, at_least_cents=15_000)
+    handle = await stack.start(
+        f"Please refund $150.00 for order {order_id}, it arrived damaged", actor=staff()
+    )
+    await until_awaiting(handle)
+    await handle.execute_update(
+        names.APPROVE_UPDATE,
+        ApprovalDecision(approved=False, approver="bob", reason="no damage on the photos"),
+    )
+    result = await handle.result()
+    refund = step_of(result, "create_refund")
+    assert refund.error is not None and refund.error.type == errors.APPROVAL_DECLINED
+    assert "bob" in refund.error.message
+    assert result.replans == 0, "a rejection stands: no replan tries again"
+    assert "rejected by bob" in result.answer
+    assert result.approvals[0].approved is False
+    assert await refunds_of(db, order_id) == []
+
+
+async def test_an_undecided_refund_is_declined_at_the_deadline(
+    make_stack: StackFactory, db: asyncpg.Pool
+) -> None:
+    stack = await make_stack(approval_timeout="2s")
+    order_id, _ = await refundable_order(db, at_least_cents=15_000)
+    result = await asyncio.wait_for(
+        stack.ask(f"Please refund $150.00 for order {order_id}, it arrived damaged"), timeout=60
+    )
+    refund = step_of(result, "create_refund")
+    assert refund.error is not None and refund.error.type == errors.APPROVAL_TIMED_OUT
+    assert result.approvals[0].timed_out is True
+    assert await refunds_of(db, order_id) == []
+
+
+async def test_a_customers_refund_above_self_service_waits_below_does_not(
+    stack: AgentStack, db: asyncpg.Pool
+) -> None:
+    order_id, owner = await refundable_order(db, at_least_cents=3_000)
+    customer = Actor(role=Role.CUSTOMER, customer_id=owner)
+    small = await stack.ask(
+        f"Please refund $5.00 for order {order_id}, it arrived damaged", actor=customer
+    )
+    assert step_of(small, "create_refund").status == StepStatus.SUCCEEDED
+    assert small.approvals == []
+    handle = await stack.start(
+        f"Please refund $25.00 for order {order_id}, it arrived damaged", actor=customer
+    )
+    awaiting = await until_awaiting(handle)
+    assert "self-service" in awaiting.why
+    with pytest.raises(WorkflowUpdateFailedError):  # the update's input is validated
+        await handle.execute_update(names.APPROVE_UPDATE, {"approved": "maybe"})
+    await handle.execute_update(
+        names.APPROVE_UPDATE, ApprovalDecision(approved=True, approver="bob")
+    )
+    assert step_of(await handle.result(), "create_refund").status == StepStatus.SUCCEEDED
+
+
+async def test_an_approval_for_a_run_that_waits_for_nothing_is_refused(
+    stack: AgentStack,
+) -> None:
+    handle = await stack.start("What is your return policy?")
+    await handle.result()
+    with pytest.raises((WorkflowUpdateFailedError, Exception)):
+        await handle.execute_update(
+            names.APPROVE_UPDATE, ApprovalDecision(approved=True, approver="bob")
+        )
+
+
+# --- request ids -----------------------------------------------------------------------------
+async def test_the_same_request_sent_twice_refunds_once(
+    stack: AgentStack, db: asyncpg.Pool
+) -> None:
+    order_id, _ = await refundable_order(db, at_least_cents=500)
+    question = f"Please refund $5.00 for order {order_id}, it arrived damaged"
+    first = await stack.ask(question, request_id="order-desk-42")
+    second = await stack.ask(question, request_id="order-desk-42")  # a new run of its own
+    assert first.workflow_id != second.workflow_id
+    assert step_of(first, "create_refund").output["created"] is True
+    assert step_of(second, "create_refund").output["created"] is False
+    rows = await refunds_of(db, order_id)
+    assert [(r["amount_cents"], r["idempotency_key"]) for r in rows] == [
+        (500, f"req/{stack.tenant}/order-desk-42/create_refund#0")
+    ]
+    third = await stack.ask(question, request_id="order-desk-43")  # another request
+    assert step_of(third, "create_refund").output["created"] is True
+
+
+# --- cancellation ----------------------------------------------------------------------------
+async def test_cancelling_a_run_cancels_its_refund_in_flight(
+    stack: AgentStack, db: asyncpg.Pool, database_url: str, redis_url: str
+) -> None:
+    order_id, _ = await refundable_order(db, at_least_cents=500)
+    blocker = await asyncpg.connect(database_url)
+    transaction = blocker.transaction()
+    await transaction.start()
+    # The refund's transaction waits for this row lock: it is in flight, not committed.
+    await blocker.execute("SELECT 1 FROM orders WHERE order_id = $1 FOR UPDATE", order_id)
+    try:
+        handle = await stack.start(f"Please refund $5.00 for order {order_id}, it arrived damaged")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            progress = await handle.query(names.PROGRESS_QUERY, result_type=RunProgress)
+            if any(
+                s.tool == "create_refund" and s.status == StepStatus.RUNNING for s in progress.steps
+            ):
+                break
+            await asyncio.sleep(0.2)
+        else:
+            raise AssertionError("the refund never started")
+        await asyncio.sleep(1.0)  # the activity is blocked on the lock, heartbeating
+        await handle.cancel()
+        with pytest.raises(WorkflowFailureError) as failed:
+            await asyncio.wait_for(handle.result(), timeout=30)
+        assert isinstance(failed.value.cause, CancelledError)
+        assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
+    finally:
+        await transaction.rollback()
+        await blocker.close()
+    await asyncio.sleep(1.0)  # had the refund survived the cancel, it would commit now
+    assert await refunds_of(db, order_id) == []
+    redis = aioredis.from_url(redis_url)
+    try:
+        run_id = handle.result_run_id or ""
+        entries = await redis.xrange(token_stream_key(handle.id, run_id)) or []
+        events = [parse_event(dict(fields or {})) for _, fields in entries]
+        assert events and events[-1].type is TokenEventType.CANCELLED
+    finally:
+        await redis.aclose()
