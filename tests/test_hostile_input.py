@@ -162,8 +162,8 @@ async def test_bad_fields_fail_the_first_workflow_task_with_the_field_named(
 async def test_a_question_naming_hundreds_of_orders_is_refused_before_anything_runs(
     stack: AgentStack,
 ) -> None:
-    orders = ", ".join(f"order {1000 + i}" for i in range(400))
-    result = await stack.ask(f"Where are {orders}?")
+    orders = " ".join(f"#{1000 + i}" for i in range(400))
+    result = await stack.ask(f"Where are my orders {orders}?")
     assert result.plan_error is not None and result.plan_error.type == errors.PLAN_TOO_LARGE
     assert result.steps == []
     history = await stack.client.get_workflow_handle(result.workflow_id).fetch_history()
