@@ -16,7 +16,7 @@ from typing import Any
 
 import asyncpg
 import pytest
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
 from schemas import errors, names
