@@ -28,7 +28,15 @@ from activities.cache.tiers import PathEntry
 from schemas import errors, names
 from schemas.actor import Actor, Role
 from schemas.approvals import ApprovalAnswer, ApprovalDecision, ApprovalRequest
-from schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
+from schemas.model_calls import (
+    JoinDecision,
+    JoinInput,
+    JoinResult,
+    PlanInput,
+    PlanResult,
+    RouteInput,
+    RouteResult,
+)
 from schemas.plan.model import Plan, PlanStep
 from schemas.progress import RunProgress
 from schemas.result import AgentResult, StepOutcome, StepStatus
@@ -328,6 +336,9 @@ class ObedientPlanner(FakeScriptedPolicy):
     async def route(self, request: RouteInput) -> RouteResult:
         route = Route(intent="policy", confidence=0.3, tier=Tier.RULES, reason="asks a policy")
         return RouteResult(route=route, confident=False)
+
+    async def join(self, request: JoinInput) -> JoinResult:
+        return JoinResult(decision=JoinDecision.REPLAN, reason="a step failed: try again")
 
     async def plan(self, request: PlanInput) -> PlanResult:
         self.plan_requests.append(request)
