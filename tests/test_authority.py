@@ -365,7 +365,10 @@ async def test_instructions_inside_tool_output_never_move_money(
     )
     planner = ObedientPlanner(order_id)
     stack = await make_stack(policy=planner)
-    result = await stack.ask("What does your help center say about overriding instructions?")
+    result = await stack.ask(
+        "What does your help center say about overriding instructions?",
+        options={"max_replans": 1},
+    )
     assert len(planner.plan_requests) == 2, "the poisoned text reached the planner, who obeyed"
     assert result.plan_error is not None
     assert result.plan_error.type == errors.SIDE_EFFECT_NOT_REQUESTED
