@@ -25,6 +25,8 @@ WHERE created_at > now() - make_interval(hours => $1)
   )
   -- The warmer's own runs bypass the lookup: counting them would keep a question hot forever.
   AND cache_status IS DISTINCT FROM 'bypass'
+  -- The warmer runs as a trusted service: it renews what that audience may be served.
+  AND audience = 'all'
 GROUP BY tenant, question
 ORDER BY asked DESC
 LIMIT $2
