@@ -8,6 +8,7 @@ import asyncpg
 import pytest
 import redis.asyncio as aioredis
 
+from activities.cache.tool_results import KEY_PREFIX as TOOL_KEY_PREFIX
 from schemas.request import AgentRequest, RunOptions
 from schemas.result import CacheStatus, StepStatus
 from tests.conftest import AgentStack, StackFactory
@@ -78,7 +79,7 @@ async def test_tool_results_are_served_from_cache_within_ttl(
     assert step_output(other, "get_order")["status"] == "delivered"
     client = aioredis.from_url(redis_url)
     try:
-        keys = [k async for k in client.scan_iter(match="agentkeel:tool:v1:*:get_order:*")]
+        keys = [k async for k in client.scan_iter(match=f"{TOOL_KEY_PREFIX}:*:get_order:*")]
     finally:
         await client.aclose()
     assert keys
