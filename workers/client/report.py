@@ -86,6 +86,15 @@ def format_result(result: AgentResult, *, answer_shown: bool = False) -> str:
         lines.append(f"    {step.id:<4} {step.tool}{width:<4} {_MARK[step.status]}{took}")
     if result.plan_error:
         lines.append(f"  plan rejected: {result.plan_error.type}: {result.plan_error.message}")
+    for record in result.approvals:
+        asked = record.request
+        verdict = (
+            "declined: nobody decided in time"
+            if record.timed_out
+            else f"{'approved' if record.approved else 'rejected'} by {record.approver}"
+        )
+        why = f" ({record.reason})" if record.reason and not record.timed_out else ""
+        lines.append(f"  approval: {asked.tool} {asked.call_id} {verdict}{why}")
     for warning in result.warnings:
         lines.append(f"  warning: {warning}")
     t = result.timings_ms
