@@ -83,7 +83,15 @@ class InferenceActivities:
 
     @activity.defn(name=names.ROUTE)
     async def route(self, request: calls.RouteInput) -> calls.RouteResult:
-        return await model_call(self._policy.route(await self._with_history(request)))
+        request = await self._with_history(request)
+        # The route decides which side effects the run may have: it reads the customer's
+        # own earlier questions, never earlier answers or tool results (untrusted text).
+        asked_only = [
+            calls.ConversationTurn(question=t.question, answer="") for t in request.history
+        ]
+        return await model_call(
+            self._policy.route(request.model_copy(update={"history": asked_only}))
+        )
 
     @activity.defn(name=names.PLAN)
     async def plan(self, request: calls.PlanInput) -> calls.PlanResult:

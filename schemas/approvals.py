@@ -32,12 +32,18 @@ class ApprovalPolicy(BaseModel):
     timeout_s: float = 86_400.0
     """How long a run waits for a decision before it declines the side effect."""
 
-    def required_for(self, actor: Actor, amount_cents: int) -> str | None:
-        """Why `actor` moving `amount_cents` needs approval, or None when it does not."""
-        if amount_cents > self.threshold_cents:
-            return f"above the approval threshold of {self.threshold_cents} cents"
-        if actor.role is Role.CUSTOMER and amount_cents > self.self_service_cents:
-            return f"above the self-service limit of {self.self_service_cents} cents"
+    def required_for(self, actor: Actor, amount_cents: int, *, already: int = 0) -> str | None:
+        """Why `actor` moving `amount_cents` needs approval, or None when it does not.
+
+        `already`: what the run has moved before; thresholds apply to the total, so a
+        refund split into small parts waits like the whole would.
+        """
+        total = already + amount_cents
+        so_far = f" (with {already} cents earlier in this run)" if already else ""
+        if total > self.threshold_cents:
+            return f"above the approval threshold of {self.threshold_cents} cents{so_far}"
+        if actor.role is Role.CUSTOMER and total > self.self_service_cents:
+            return f"above the self-service limit of {self.self_service_cents} cents{so_far}"
         return None
 
 
@@ -54,8 +60,9 @@ class ApprovalRequest(BaseModel):
     approver_role: Role = Role.STAFF
     """Who must decide: staff."""
     why: str
-    requested_at: datetime
-    deadline: datetime
+    requested_at: datetime | None = None
+    deadline: datetime | None = None
+    """Set by the gate when the request starts waiting (after any request before it)."""
 
 
 class ApprovalDecision(BaseModel):
@@ -66,6 +73,9 @@ class ApprovalDecision(BaseModel):
     approved: bool
     approver: SafeName
     reason: FreeText = Field(default="", max_length=1000)
+    call_id: str | None = None
+    """The call the approver saw (`progress.awaiting.call_id`): when given, a decision for
+    any other call is refused, so a decision never lands on a request it was not made for."""
 
 
 class ApprovalRecord(BaseModel):

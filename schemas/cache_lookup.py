@@ -14,9 +14,9 @@ class LookupCacheInput(BaseModel):
     tenant: str
     conversation_id: str | None = None
     semantic: bool = True
+    """Also look for a guarded semantic match when the exact key misses."""
     audience: str = "all"
     """Whose runs may answer: the actor's audience (`schemas.actor.Actor.audience`)."""
-    """Also look for a guarded semantic match when the exact key misses."""
 
 
 class LookupCacheResult(BaseModel):

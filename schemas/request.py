@@ -55,3 +55,29 @@ class AgentRequest(BaseModel):
         if not value.strip():
             raise ValueError("question must not be blank")
         return value
+
+
+class LegacyAgentRequest(BaseModel):
+    """The request as runs started before actors and strict identifiers validated it.
+
+    Used only to replay those runs (see `workflows.agent.AUTHORITY_PATCH`): a run in flight
+    must decode its input as it did when it started, or its history no longer replays.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    conversation_id: str | None = None
+    tenant: str = "default"
+    options: RunOptions = Field(default_factory=RunOptions)
+
+    def upgraded(self) -> AgentRequest:
+        """The same request in today's model, unvalidated (it was accepted as it is)."""
+        return AgentRequest.model_construct(
+            question=self.question,
+            conversation_id=self.conversation_id,
+            tenant=self.tenant,
+            actor=SYSTEM_ACTOR,
+            request_id=None,
+            options=self.options,
+        )

@@ -269,7 +269,7 @@ async def test_the_same_request_sent_twice_refunds_once(
     assert step_of(second, "create_refund").output["created"] is False
     rows = await refunds_of(db, order_id)
     assert [(r["amount_cents"], r["idempotency_key"]) for r in rows] == [
-        (500, f"req/{stack.tenant}/order-desk-42/create_refund#0")
+        (500, f"req/{stack.tenant}/all/order-desk-42/create_refund:order_id={order_id}#0")
     ]
     third = await stack.ask(question, request_id="order-desk-43")  # another request
     assert step_of(third, "create_refund").output["created"] is True
@@ -316,6 +316,11 @@ async def test_cancelling_a_run_cancels_its_refund_in_flight(
         assert events and events[-1].type is TokenEventType.CANCELLED
     finally:
         await redis.aclose()
+    record = await db.fetchrow(
+        "SELECT answer, steps FROM agent_runs WHERE workflow_id = $1", handle.id
+    )
+    assert record is not None and record["answer"] == "the run was cancelled"
+    assert any(s["tool"] == "create_refund" for s in json.loads(record["steps"]))
 
 
 # --- untrusted text ---------------------------------------------------------------------------
@@ -406,3 +411,66 @@ async def test_a_cached_plan_with_a_side_effect_is_never_replayed(
     assert any("side effect was ignored" in w for w in result.warnings)
     assert all(s.tool != "create_refund" for s in result.steps)
     assert await refunds_of(db, order_id) == []
+
+
+class RefundScript(FakeScriptedPolicy):
+    """A planner for requests the router read as refunds: the scripted plans, in order."""
+
+    async def route(self, request: RouteInput) -> RouteResult:
+        route = Route(intent="refund", confidence=0.3, tier=Tier.RULES, reason="asks a refund")
+        return RouteResult(route=route, confident=False)
+
+
+def refunds_plan(order_id: int, *amounts: object) -> dict[str, object]:
+    steps = [
+        {
+            "id": f"r{i}",
+            "tool": "create_refund",
+            "args": {"order_id": order_id, "amount_cents": amount, "reason": "split"},
+        }
+        for i, amount in enumerate(amounts)
+    ]
+    return {"steps": steps}
+
+
+async def test_a_refund_split_into_parts_waits_like_the_whole(
+    make_stack: StackFactory, db: asyncpg.Pool
+) -> None:
+    order_id, owner = await refundable_order(db, at_least_cents=6_000)
+    stack = await make_stack(policy=RefundScript([refunds_plan(order_id, 1999, 1999, 1999)]))
+    handle = await stack.start(
+        "refund it in parts", actor=Actor(role=Role.CUSTOMER, customer_id=owner)
+    )
+    awaiting = await until_awaiting(handle)
+    assert awaiting.call_id == "r1" and "1999 cents earlier in this run" in awaiting.why
+    await handle.execute_update(
+        names.APPROVE_UPDATE, ApprovalDecision(approved=False, approver="bob")
+    )
+    result = await handle.result()
+    statuses = {s.id: s.status for s in result.steps}
+    assert statuses["r0"] == StepStatus.SUCCEEDED and statuses["r1"] == StepStatus.FAILED
+    assert sum(r["amount_cents"] for r in await refunds_of(db, order_id)) <= 2 * 1999
+
+
+async def test_an_amount_written_as_text_is_checked_as_the_number_it_is(
+    make_stack: StackFactory, db: asyncpg.Pool
+) -> None:
+    order_id, _ = await refundable_order(db, at_least_cents=15_000)
+    stack = await make_stack(policy=RefundScript([refunds_plan(order_id, "15000")]))
+    handle = await stack.start("refund", actor=staff("ann"))
+    awaiting = await until_awaiting(handle)
+    assert awaiting.amount_cents == 15_000
+    with pytest.raises(WorkflowUpdateFailedError):  # who asked may not approve
+        await handle.execute_update(
+            names.APPROVE_UPDATE, ApprovalDecision(approved=True, approver="ANN")
+        )
+    with pytest.raises(WorkflowUpdateFailedError):  # a decision for another call
+        await handle.execute_update(
+            names.APPROVE_UPDATE,
+            ApprovalDecision(approved=True, approver="bob", call_id="r9"),
+        )
+    await handle.execute_update(
+        names.APPROVE_UPDATE, ApprovalDecision(approved=True, approver="bob", call_id="r0")
+    )
+    refund = step_of(await handle.result(), "create_refund")
+    assert refund.status == StepStatus.SUCCEEDED and refund.output["amount_cents"] == 15_000

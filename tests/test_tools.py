@@ -420,7 +420,7 @@ async def test_refund_of_cancelled_order_or_reused_key_is_rejected(
         await run(fresh_acts.create_refund, _refund(cancelled, 100, "cancelled"))
     assert (caught.value.type, caught.value.non_retryable) == ("RefundRejected", True)
     await run(fresh_acts.create_refund, _refund(1001, 100, "reused"))
-    with pytest.raises(ApplicationError, match="was used for refund") as caught:
+    with pytest.raises(ApplicationError, match="already used for a different refund") as caught:
         await run(fresh_acts.create_refund, _refund(1003, 100, "reused"))
     assert caught.value.non_retryable
     assert await _refund_rows(fresh_pool, "reused") == 1
@@ -451,7 +451,7 @@ async def test_key_taken_by_a_concurrent_transaction_refunds_once(
             assert waiting == 1, "create_refund did not wait on the uncommitted key"
         finally:
             await tx.commit()
-    with pytest.raises(ApplicationError, match="was used for refund") as caught:
+    with pytest.raises(ApplicationError, match="already used for a different refund") as caught:
         await attempt
     assert (caught.value.type, caught.value.non_retryable) == ("RefundRejected", True)
     assert await _refund_rows(fresh_pool, "shared") == 1

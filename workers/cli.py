@@ -16,7 +16,7 @@ from temporalio.service import RPCError
 from schemas.actor import SYSTEM_ACTOR, Actor, Role
 from schemas.approvals import ApprovalDecision
 from schemas.request import AgentRequest, RunOptions
-from workers.client.agent_client import AgentClient, decide_approval
+from workers.client.agent_client import AgentClient, NothingAwaiting, decide_approval
 from workers.client.report import StreamedAnswer, format_result
 from workers.connections import connect_temporal
 from workers.logging import configure_logging
@@ -127,6 +127,9 @@ async def _approve(settings: Settings, args: argparse.Namespace) -> int:
         answer = await decide_approval(temporal, args.workflow_id, decision)
     except WorkflowUpdateFailedError as exc:
         print(f"agentkeel approve: refused: {exc.cause}", file=sys.stderr)
+        return 1
+    except NothingAwaiting as exc:
+        print(f"agentkeel approve: {exc}", file=sys.stderr)
         return 1
     except RPCError as exc:
         print(f"agentkeel approve: {args.workflow_id}: {exc.message}", file=sys.stderr)

@@ -15,12 +15,13 @@ from schemas.errors import INVALID_REQUEST
 from schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE, PROGRESS_QUERY
 from schemas.progress import RunProgress
 from schemas.queues import inference_queue
-from schemas.request import AgentRequest
+from schemas.request import AgentRequest, LegacyAgentRequest
 from schemas.result import AgentResult
 from workflows.approvals import ApprovalGate
 from workflows.cancellation import announce_cancellation
 from workflows.dag.run_context import RunContext
 from workflows.graph import AGENT_GRAPH
+from workflows.nodes.run_record import record_cancelled_run
 from workflows.state import AgentState
 
 WORKFLOW_NAME = AGENT_WORKFLOW
@@ -32,7 +33,12 @@ MAX_ERROR_CHARS = 2000
 """An error message names every bad field, but never grows with a hostile input's size."""
 
 
-def parse_request(inputs: Sequence[Any]) -> AgentRequest:
+AUTHORITY_PATCH = "authority-v1"
+"""Actors, strict input checks, plan limits, side effects only when asked, approvals and
+cancellation of calls in flight. A run whose history predates it replays as it ran."""
+
+
+def parse_request(inputs: Sequence[Any], *, strict: bool = True) -> AgentRequest:
     """Validate the JSON input; a bad one fails the run at once, naming every bad field.
 
     The inputs are decoded as plain JSON and validated here, rather than typed as
@@ -44,6 +50,8 @@ def parse_request(inputs: Sequence[Any]) -> AgentRequest:
     if len(inputs) != 1:
         raise _invalid(f"AgentWorkflow takes one input (the request JSON), got {len(inputs)}")
     try:
+        if not strict:
+            return LegacyAgentRequest.model_validate(inputs[0]).upgraded()
         return AgentRequest.model_validate(inputs[0])
     except ValidationError as exc:
         problems = "; ".join(
@@ -86,7 +94,8 @@ class AgentWorkflow:
     @workflow.run
     async def run(self, *inputs: Any) -> AgentResult:
         """One input: `AgentRequest` JSON (a model instance from Python callers works too)."""
-        request = parse_request(inputs)
+        authority = workflow.patched(AUTHORITY_PATCH)
+        request = parse_request(inputs, strict=authority)
         queue = workflow.info().task_queue
         state: AgentState = {
             "request": request,
@@ -104,14 +113,18 @@ class AgentWorkflow:
                 request_id=request.request_id,
                 options=request.options,
                 gate=self._gate,
+                authority=authority,
             ),
         }
         app = graph(AGENT_GRAPH).compile()
         try:
             final = await app.ainvoke(state, config={"recursion_limit": RECURSION_LIMIT})
         except BaseException as exc:
-            if is_cancelled_exception(exc):
+            if authority and is_cancelled_exception(exc):
                 self._progress.stage = "cancelled"
+                # What ran before the cancel is recorded (a refund that had committed,
+                # its approval), and the token stream tells readers to stop waiting.
+                await record_cancelled_run(state, self._progress)
                 await announce_cancellation()
             raise
         self._progress.stage = "done"

@@ -34,10 +34,19 @@ class ApprovalGate:
 
     def check(self, decision: ApprovalDecision) -> None:
         """The `approve` update's validator: reject what cannot be applied, before history."""
-        if self._progress.awaiting is None:
+        pending = self._progress.awaiting
+        if pending is None:
             raise ValueError("this run is not waiting for an approval")
         if self._decision is not None:
             raise ValueError("the pending approval has already been decided")
+        if decision.call_id is not None and decision.call_id != pending.call_id:
+            raise ValueError(
+                f"the pending approval is for {pending.tool} {pending.call_id}, "
+                f"not {decision.call_id}"
+            )
+        requester = pending.actor.name
+        if requester and decision.approver.casefold() == requester.casefold():
+            raise ValueError(f"{decision.approver} asked for this and may not approve it")
 
     def decide(self, decision: ApprovalDecision) -> ApprovalAnswer:
         self.check(decision)
@@ -56,6 +65,10 @@ class ApprovalGate:
         """Publish `request`, wait for a decision or the timeout, and record the outcome."""
         async with self._lock:
             self._decision = None
+            now = workflow.now()
+            request = request.model_copy(
+                update={"requested_at": now, "deadline": now + decide_within}
+            )
             self._progress.awaiting = request
             previous_stage = self._progress.stage
             self._show(

@@ -232,9 +232,9 @@ class ToolActivities:
 
 def _earlier_refund(row: asyncpg.Record, args: CreateRefundInput, customer_id: int) -> Refund:
     if row["order_id"] != args.order_id or row["amount_cents"] != args.amount_cents:
+        # Names nothing of that refund: it may belong to someone else.
         raise _rejected(
-            f"idempotency key {args.idempotency_key!r} was used for refund {row['refund_id']}"
-            f" of {row['amount_cents']} cents on order {row['order_id']}"
+            f"idempotency key {args.idempotency_key!r} was already used for a different refund"
         )
     return _refund(row, customer_id, created=False)
 

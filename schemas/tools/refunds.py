@@ -54,5 +54,6 @@ CREATE_REFUND = ToolSpec(
     max_concurrency=1,
     non_retryable_errors=(NOT_FOUND, NOT_AUTHORIZED, REFUND_REJECTED),
     amount_arg="amount_cents",
+    identity_args=("order_id",),
     render=_refund,
 )

@@ -54,6 +54,9 @@ class ToolSpec:
     input_model: type[BaseModel] | None = None
     """What the activity receives: the arguments plus `ActorScoped` (and, for a side effect,
     its idempotency key)."""
+    identity_args: tuple[str, ...] = ()
+    """For a side effect: the arguments that say which row it changes (`order_id`); with a
+    request id, its idempotency key names them instead of the step's place in the plan."""
     amount_arg: str | None = None
     """The argument holding money this tool moves, in cents: above the approval thresholds
     the run waits for an approver before the call."""

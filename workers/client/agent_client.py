@@ -21,7 +21,8 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from activities.cache.backend import CacheBackend, CacheUnavailable
 from activities.cache.path_cache import PathCache, normalize_question
 from schemas.approvals import ApprovalAnswer, ApprovalDecision
-from schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE
+from schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE, PROGRESS_QUERY
+from schemas.progress import RunProgress
 from schemas.request import AgentRequest
 from schemas.result import AgentResult, CacheStatus, Timings
 from schemas.tokens import token_stream_key
@@ -193,12 +194,26 @@ class AgentClient:
         )
 
 
+class NothingAwaiting(Exception):
+    """The run does not wait for an approval."""
+
+
 async def decide_approval(
     temporal: Client, workflow_id: str, decision: ApprovalDecision
 ) -> ApprovalAnswer:
-    """Send the `approve` update to the run waiting at `workflow_id`. A run that waits for
-    nothing, or was decided already, rejects it (`WorkflowUpdateFailedError`)."""
-    handle = temporal.get_workflow_handle(workflow_id)
+    """Decide the side effect the run at `workflow_id` waits for, as it is now.
+
+    The decision names the call the run shows as awaiting and goes to that run (not to a
+    later run under the same id), so it can only land on the request it was made for. A run
+    that waits for nothing, or was decided already, refuses it.
+    """
+    run_id = (await temporal.get_workflow_handle(workflow_id).describe()).run_id
+    handle = temporal.get_workflow_handle(workflow_id, run_id=run_id)
+    progress = await handle.query(PROGRESS_QUERY, result_type=RunProgress)
+    if progress.awaiting is None:
+        raise NothingAwaiting(f"{workflow_id} is not waiting for an approval")
+    if decision.call_id is None:
+        decision = decision.model_copy(update={"call_id": progress.awaiting.call_id})
     answer: ApprovalAnswer = await handle.execute_update(
         APPROVE_UPDATE, decision, result_type=ApprovalAnswer
     )

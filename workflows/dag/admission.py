@@ -16,10 +16,14 @@ from schemas.tools import SIDE_EFFECT_TOOLS
 
 
 def refuse_plan(
-    plan: Plan, options: RunOptions, allowed_effects: frozenset[str]
+    plan: Plan, options: RunOptions, allowed_effects: frozenset[str], *, limits: bool = True
 ) -> StepError | None:
-    """The reason this run may not run `plan`, or None."""
-    if len(plan.steps) > options.max_plan_steps:
+    """The reason this run may not run `plan`, or None.
+
+    `limits=False` replays a run recorded before the size and side-effect rules: only the
+    read-only rule, which it had, applies.
+    """
+    if limits and len(plan.steps) > options.max_plan_steps:
         return _refused(
             errors.PLAN_TOO_LARGE,
             f"the plan has {len(plan.steps)} steps; this run allows {options.max_plan_steps}",
@@ -33,7 +37,7 @@ def refuse_plan(
             f"steps {ids} have side effects; this run is read-only",
         )
     unasked = [s for s in effects if s.tool not in allowed_effects]
-    if unasked:
+    if limits and unasked:
         listed = ", ".join(f"{s.id} ({s.tool})" for s in unasked)
         return _refused(
             errors.SIDE_EFFECT_NOT_REQUESTED,

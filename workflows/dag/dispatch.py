@@ -27,8 +27,6 @@ from workflows.dag.run_context import RunContext
 from workflows.dag.scheduler import DagScheduler, SchedulerLimits, ToolCall
 
 _SUMMARY_CHARS = 120
-APPROVALS_PATCH = "approvals-v1"
-"""Runs recorded before approvals existed replay without the approval-policy read."""
 SIDE_EFFECT_HEARTBEAT = timedelta(seconds=3)
 """A side-effecting activity heartbeats: how a cancellation reaches it before it commits."""
 
@@ -49,25 +47,22 @@ async def run_plan(
     on_start: Callable[[list[StepOutcome]], None] | None = None,
 ) -> tuple[list[StepOutcome], StepError | None]:
     """Outcomes of every step, or no outcomes and the reason the plan was rejected."""
-    refused = refuse_plan(plan, ctx.options, ctx.allowed_effects)
+    refused = refuse_plan(plan, ctx.options, ctx.allowed_effects, limits=ctx.authority)
     if refused is not None:
         workflow.logger.info("plan refused: %s %s", refused.type, refused.message)
         return [], refused
-    roles = _roles(plan)
+    effects = EffectRoles()
     try:
         scheduler = DagScheduler(
             plan,
             TOOLS,
-            dispatch=lambda call: _dispatch(call, ctx, roles[call.step_id]),
+            dispatch=lambda call: _dispatch(call, ctx, effects),
             now=workflow.now,
             describe_error=describe_error,
-            limits=SchedulerLimits(
-                max_concurrency=ctx.options.max_concurrency,
-                max_fan_out=ctx.options.max_fan_out,
-                max_calls=max(ctx.options.max_tool_calls - ctx.calls_used, 0),
-            ),
+            limits=_limits(ctx),
             attempt=attempt,
             step_failures=(ActivityError, StepRefused),
+            cancel_in_flight=ctx.authority,
         )
     except PlanValidationError as exc:
         workflow.logger.info("plan rejected: %s %s", exc.kind, exc.message)
@@ -80,24 +75,43 @@ async def run_plan(
         ctx.calls_used += scheduler.calls_started
 
 
-def _roles(plan: Plan) -> dict[str, str]:
-    """Each step's role in the plan: its tool and its place among that tool's steps."""
-    seen: dict[str, int] = {}
-    roles: dict[str, str] = {}
-    for step in plan.steps:
-        roles[step.id] = f"{step.tool}#{seen.get(step.tool, 0)}"
-        seen[step.tool] = seen.get(step.tool, 0) + 1
-    return roles
+def _limits(ctx: RunContext) -> SchedulerLimits:
+    if not ctx.authority:  # a run recorded before the limits existed replays without them
+        return SchedulerLimits(max_concurrency=ctx.options.max_concurrency)
+    return SchedulerLimits(
+        max_concurrency=ctx.options.max_concurrency,
+        max_fan_out=ctx.options.max_fan_out,
+        max_calls=max(ctx.options.max_tool_calls - ctx.calls_used, 0),
+    )
 
 
-async def _dispatch(call: ToolCall, ctx: RunContext, role: str) -> Any:
+class EffectRoles:
+    """What each side-effecting call of one plan does, as its idempotency key names it.
+
+    `create_refund:order_id=1001#0` is the first refund of order 1001 in the plan, whatever
+    the step is called or where it sits: the same request planned again gets the same keys.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[str, int] = {}
+
+    def role(self, spec: ToolSpec, args: dict[str, Any]) -> str:
+        identity = ",".join(f"{name}={args.get(name)}" for name in spec.identity_args)
+        what = f"{spec.name}:{identity}" if identity else spec.name
+        count = self._seen.get(what, 0)
+        self._seen[what] = count + 1
+        return f"{what}#{count}"
+
+
+async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> Any:
     spec = TOOLS[call.tool]
     payload: dict[str, Any] = {**call.args, "actor": ctx.actor.model_dump(mode="json")}
     options: dict[str, Any] = {}
     if not spec.idempotent:
-        element = "" if call.index is None else f"[{call.index}]"
-        payload["idempotency_key"] = ctx.idempotency_key(role + element, call.call_id)
-        await _await_approval(call, spec, ctx)
+        role = effects.role(spec, call.args)
+        payload["idempotency_key"] = ctx.idempotency_key(role, call.call_id)
+        if ctx.authority:
+            await _await_approval(call, spec, ctx)
         # Cancelled with the run, and waited for: a refund not yet committed never commits
         # after the cancel (the activity heartbeats, sees it, and rolls back).
         options = {
@@ -121,18 +135,24 @@ async def _dispatch(call: ToolCall, ctx: RunContext, role: str) -> Any:
 
 
 async def _await_approval(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> None:
-    """Wait for a decision when the amount is above the run's thresholds; raise if declined."""
-    if spec.amount_arg is None or not workflow.patched(APPROVALS_PATCH):
+    """Wait for a decision when the run's total is above its thresholds; raise if declined."""
+    if spec.amount_arg is None:
         return
+    # The scheduler hands over validated, coerced arguments: an amount is an int here.
     amount = call.args.get(spec.amount_arg)
-    if not isinstance(amount, int):
-        return  # the tool's own validation refuses it
+    if not isinstance(amount, int) or isinstance(amount, bool):
+        raise StepRefused(
+            StepError(
+                type=errors.INVALID_ARGUMENTS,
+                message=f"{call.tool} {call.call_id}: {spec.amount_arg} must be whole cents",
+                non_retryable=True,
+            )
+        )
     policy = await ctx.approval_policy()
-    why = policy.required_for(ctx.actor, amount)
+    why = policy.required_for(ctx.actor, amount, already=ctx.moved_cents)
     if why is None:
+        ctx.moved_cents += amount
         return
-    timeout = timedelta(seconds=policy.timeout_s)
-    now = workflow.now()
     request = ApprovalRequest(
         step_id=call.step_id,
         call_id=call.call_id,
@@ -141,17 +161,16 @@ async def _await_approval(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> No
         amount_cents=amount,
         actor=ctx.actor,
         why=why,
-        requested_at=now,
-        deadline=now + timeout,
     )
-    record = await ctx.gate.wait_for(request, timeout)
+    record = await ctx.gate.wait_for(request, timedelta(seconds=policy.timeout_s))
     if record.approved:
+        ctx.moved_cents += amount
         return
     if record.timed_out:
         raise StepRefused(
             StepError(
                 type=errors.APPROVAL_TIMED_OUT,
-                message=f"{call.tool} {call.call_id} was declined: no approval within {timeout}",
+                message=f"{call.tool} {call.call_id} was declined: no decision in time",
                 non_retryable=True,
             )
         )

@@ -31,10 +31,16 @@ class RunContext:
     request_id: str | None
     options: RunOptions
     gate: ApprovalGate
+    authority: bool = True
+    """The rules of `AUTHORITY_PATCH` are in force: false only when replaying a run that
+    started before them (it keeps the behaviour it was recorded with)."""
     allowed_effects: frozenset[str] = frozenset()
     """Side-effecting tools the request asked for, by the router's reading of it."""
     calls_used: int = 0
     """Tool calls started by earlier planning rounds (against `options.max_tool_calls`)."""
+    moved_cents: int = 0
+    """Money the run's side effects have been cleared to move so far: thresholds apply to
+    the run's total, so splitting a refund into parts never avoids an approval."""
     _policy: ApprovalPolicy | None = field(default=None, repr=False)
 
     async def approval_policy(self) -> ApprovalPolicy:
@@ -52,7 +58,7 @@ class RunContext:
     def idempotency_key(self, role: str, call_id: str) -> str:
         """The key of a side effect with role `role` in the plan and id `call_id`."""
         if self.request_id is not None:
-            return request_idempotency_key(self.tenant, self.request_id, role)
+            return request_idempotency_key(self.tenant, self.actor.audience, self.request_id, role)
         return idempotency_key(workflow.info().first_execution_run_id, call_id)
 
 
@@ -66,11 +72,12 @@ def idempotency_key(first_run_id: str, call_id: str) -> str:
     return f"{first_run_id}/{call_id}"
 
 
-def request_idempotency_key(tenant: str, request_id: str, role: str) -> str:
-    """With a request id: the same for every run of the same request.
+def request_idempotency_key(tenant: str, audience: str, request_id: str, role: str) -> str:
+    """With a request id: the same for every run of the same request by the same audience.
 
-    It names the request and the call's role in the plan (its tool and its place among
-    that tool's calls, `create_refund#0`), not step ids or runs, so a replan or the same
-    request sent again finds the effect already made.
+    It names the request and what the call does (`create_refund:order_id=1001#0`: the tool,
+    the row it changes, and how many such calls came before it in the plan), not step ids,
+    plan order or runs, so a replan or the same request sent again finds the effect already
+    made. The audience is part of it: another customer reusing the id is another request.
     """
-    return f"req/{tenant}/{request_id}/{role}"
+    return f"req/{tenant}/{audience}/{request_id}/{role}"

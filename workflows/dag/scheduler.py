@@ -112,6 +112,7 @@ class DagScheduler:
         limits: SchedulerLimits | None = None,
         attempt: int = 0,
         step_failures: tuple[type[BaseException], ...] = (Exception,),
+        cancel_in_flight: bool = True,
     ) -> None:
         """`step_failures`: exceptions of `dispatch` that fail a step (inside a workflow,
         `ActivityError`); anything else is a bug or a cancellation and ends `run()` with it."""
@@ -119,6 +120,7 @@ class DagScheduler:
         self._tools = tools
         self._dispatch = dispatch
         self._step_failures = step_failures
+        self._cancel_on_abort = cancel_in_flight
         self._now = now
         self._describe_error = describe_error
         self._limits = limits or SchedulerLimits()
@@ -157,7 +159,8 @@ class DagScheduler:
         except BaseException:
             # A cancellation (or a bug) ends the run: calls in flight are cancelled and
             # waited for, so no side effect is still on its way when the run is over.
-            await self._cancel_in_flight()
+            if self._cancel_on_abort:
+                await self._cancel_in_flight()
             raise
         return [self.outcomes[s.id] for s in self._plan.steps]
 
@@ -256,9 +259,12 @@ class DagScheduler:
         for name, value in args.items():
             if value is None and spec.args_model.model_fields[name].is_required():
                 raise ResolutionError(f"argument {name}: {step.args[name]} resolved to null")
-        # Validate now so a bad resolved value fails this step without a wasted activity.
-        spec.args_model.model_validate(args)
-        return args
+        # Validate now so a bad resolved value fails this step without a wasted activity,
+        # and hand on the validated values ("15000" is 15000 from here on).
+        checked: dict[str, Any] = spec.args_model.model_validate(args).model_dump(
+            mode="json", exclude_unset=True
+        )
+        return checked
 
     # -- dispatch -----------------------------------------------------------------------------
     def _launch_within_caps(self) -> None:

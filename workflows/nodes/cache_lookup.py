@@ -45,7 +45,7 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
         workflow.logger.warning("cache lookup failed, continuing as a miss: %s", exc.cause)
         found = LookupCacheResult(available=False)
     warnings = list(state.get("warnings", []))
-    if _has_side_effect(found):
+    if state["context"].authority and _has_side_effect(found):
         # Never cached by this code: whoever wrote it, a path that moves money is not replayed.
         workflow.logger.warning("cached path with a side effect ignored")
         warnings.append("a cached path with a side effect was ignored: treated as a miss")

@@ -8,8 +8,12 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, is_cancelled_exception
 
 from schemas import names
+from schemas.plan.model import Plan
+from schemas.progress import RunProgress
 from schemas.result import AgentResult, CacheStatus, StepError, Timings
+from schemas.route import Route
 from schemas.run_record import StoreInput, StoreResult
+from schemas.tokens import CANCELLED_TEXT
 from workflows import timeouts
 from workflows.state import AgentState
 from workflows.visibility import elapsed_ms, stage
@@ -44,12 +48,43 @@ async def store(state: AgentState) -> dict[str, Any]:
     return await _record(state, result, update_cache=request.options.use_cache)
 
 
+async def record_cancelled_run(state: AgentState, progress: RunProgress) -> None:
+    """Record what a cancelled run did before the cancel: its steps so far (a side effect
+    that committed included) and its approvals. Nothing of it is cached."""
+    info = workflow.info()
+    result = AgentResult(
+        answer=CANCELLED_TEXT,
+        route=progress.route or Route(intent="unknown", confidence=0.0),
+        cache=CacheStatus.BYPASS,
+        plan=Plan(),
+        steps=progress.steps,
+        timings_ms=Timings(total=elapsed_ms(state["started_at"])),
+        replans=progress.replans,
+        warnings=["the run was cancelled"],
+        approvals=list(progress.approvals),
+        workflow_id=info.workflow_id,
+        run_id=info.run_id,
+    )
+    await _write_record(state, result, update_cache=False)
+
+
 async def _record(state: AgentState, result: AgentResult, *, update_cache: bool) -> dict[str, Any]:
-    request = state["request"]
     stage(state, "recording the run")
-    # Local for the same reason as the lookup; it is durable all the same (a marker
-    # in history) and idempotent, so a retry after a crash records the run once.
-    warnings = list(result.warnings)
+    warnings = [*result.warnings, *await _write_record(state, result, update_cache=update_cache)]
+    total = elapsed_ms(state["started_at"])
+    final_timings = result.timings_ms.model_copy(update={"total": total})
+    if result.cache in (CacheStatus.EXACT, CacheStatus.SEMANTIC):
+        final_timings.ttft = total
+    return {"result": result.model_copy(update={"timings_ms": final_timings, "warnings": warnings})}
+
+
+async def _write_record(state: AgentState, result: AgentResult, *, update_cache: bool) -> list[str]:
+    """The run record (and, if asked, the path cache); the warnings to add if it failed.
+
+    Local for the same reason as the lookup; it is durable all the same (a marker in
+    history) and idempotent, so a retry after a crash records the run once.
+    """
+    request = state["request"]
     try:
         await workflow.execute_local_activity(
             names.STORE,
@@ -73,9 +108,5 @@ async def _record(state: AgentState, result: AgentResult, *, update_cache: bool)
         # The answer exists (and a refund may have been issued): losing the record must
         # not turn a done run into a failed one. Say so in the result and the logs.
         workflow.logger.error("run record not stored: %s", exc.cause)
-        warnings.append(f"run record not stored: {exc.cause}")
-    total = elapsed_ms(state["started_at"])
-    final_timings = result.timings_ms.model_copy(update={"total": total})
-    if result.cache in (CacheStatus.EXACT, CacheStatus.SEMANTIC):
-        final_timings.ttft = total
-    return {"result": result.model_copy(update={"timings_ms": final_timings, "warnings": warnings})}
+        return [f"run record not stored: {exc.cause}"]
+    return []
