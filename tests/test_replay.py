@@ -14,8 +14,12 @@ import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
+from schemas import names
+from schemas.actor import Actor, Role
+from schemas.approvals import ApprovalDecision
 from tests.conftest import AgentStack, StackFactory
 from tests.fakes import FakeScriptedPolicy
+from tests.test_authority import until_awaiting
 from tests.test_invalid_plans import INVALID_PLANS
 from workers.temporal_client import agentkeel_plugins
 from workflows.agent import AgentWorkflow
@@ -57,6 +61,26 @@ async def test_record_histories(stack: AgentStack, make_stack: StackFactory) -> 
     await _save("replan_after_invalid_plan", await handle.fetch_history())
 
 
+@pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
+async def test_record_authority_histories(stack: AgentStack) -> None:
+    """Runs under `authority-v1`: an approved refund, and a customer refused another's order."""
+    handle = await stack.start(
+        "Please refund $150.00 for order 1002, it arrived damaged",
+        actor=Actor(role=Role.STAFF, name="ann"),
+    )
+    await until_awaiting(handle)
+    await handle.execute_update(
+        names.APPROVE_UPDATE, ApprovalDecision(approved=True, approver="bob", reason="ok")
+    )
+    await handle.result()
+    await _save("approved_refund", await handle.fetch_history())
+    handle = await stack.start(
+        "Where is order 1001?", actor=Actor(role=Role.CUSTOMER, customer_id=2)
+    )
+    await handle.result()
+    await _save("customer_refused", await handle.fetch_history())
+
+
 async def _save(name: str, history: WorkflowHistory) -> None:
     (HISTORIES / f"{name}.json").write_text(history.to_json())
 
@@ -66,7 +90,7 @@ def _recorded() -> list[Path]:
 
 
 def test_histories_are_committed() -> None:
-    assert len(_recorded()) >= 7, "recorded histories are missing from tests/histories"
+    assert len(_recorded()) >= 14, "recorded histories are missing from tests/histories"
 
 
 @pytest.mark.parametrize("path", _recorded(), ids=lambda p: p.stem)
