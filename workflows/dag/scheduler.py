@@ -22,9 +22,10 @@ from schemas.errors import (
     TOOL_CALL_LIMIT,
 )
 from schemas.plan.model import Plan, PlanStep
-from schemas.plan.validation import Reference, critical_path_ms, validate_plan
+from schemas.plan.validation import critical_path_ms, validate_plan
 from schemas.result import StepError, StepOutcome, StepStatus
 from schemas.tools import ToolSpec
+from workflows.dag.resolve import ResolutionError, resolve
 
 
 @dataclass(frozen=True)
@@ -50,10 +51,6 @@ class _Abort(Exception):
         self.cause = cause
 
 
-class ResolutionError(Exception):
-    """A reference could not be resolved against the actual outputs."""
-
-
 Dispatch = Callable[[ToolCall], Awaitable[Any]]
 DescribeError = Callable[[BaseException], StepError]
 
@@ -71,31 +68,6 @@ class SchedulerLimits:
         # A cap below one would hold its steps back forever.
         if self.max_concurrency < 1 or any(cap < 1 for cap in self.per_tool.values()):
             raise ValueError("concurrency caps must be at least 1")
-
-
-def resolve(value: Any, outputs: Mapping[str, Any], item: Any = None) -> Any:
-    """Replace every reference in `value` with the value it points at."""
-    ref = Reference.parse(value)
-    if ref is not None:
-        root = item if ref.step is None else outputs[ref.step]
-        return _lookup(root, ref)
-    if isinstance(value, Mapping):
-        return {k: resolve(v, outputs, item) for k, v in value.items()}
-    if isinstance(value, list):
-        return [resolve(v, outputs, item) for v in value]
-    return value
-
-
-def _lookup(root: Any, ref: Reference) -> Any:
-    current = root
-    for segment in ref.path:
-        if isinstance(current, list) and segment.isdigit() and int(segment) < len(current):
-            current = current[int(segment)]
-        elif isinstance(current, Mapping) and segment in current:
-            current = current[segment]
-        else:
-            raise ResolutionError(f"{ref} does not exist in the actual output")
-    return current
 
 
 class DagScheduler:
