@@ -95,6 +95,25 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
         await env.shutdown()
 
 
+TIME_SKIPPING_FLAGS = ["--dynamic-config-value", "frontend.WorkflowTimeSkippingEnabled=true"]
+
+
+@pytest.fixture(scope="session")
+async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
+    """A second dev server whose workflows skip ahead whenever they only wait on timers:
+    a day-long wait ends in about a second (time-skipping V2, enabled by dynamic config)."""
+    env = await WorkflowEnvironment.start_time_skipping_v2(
+        dev_server_existing_path=temporal_binary(),
+        dev_server_extra_args=TIME_SKIPPING_FLAGS,
+        plugins=agentkeel_plugins(),
+    )
+    await ensure_search_attributes(env.client, env.client.namespace)
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
 @pytest.fixture(scope="session")
 def client(temporal_env: WorkflowEnvironment) -> Client:
     return temporal_env.client
@@ -223,8 +242,11 @@ async def make_stack(
             policy: Policy | None = None,
             semantic: bool = False,
             inference_concurrency: int = 8,
+            on: Client | None = None,
             **settings_overrides: Any,
         ) -> AgentStack:
+            """`on`: another Temporal client (the time-skipping server's) than the session's."""
+            temporal = on or client
             queue = f"t-{uuid.uuid4().hex[:12]}"
             settings = Settings(
                 database_url=database_url,
@@ -242,9 +264,9 @@ async def make_stack(
             # The inference worker's own clients: token streams and conversations.
             streams, conversations = await exits.enter_async_context(inference_resources(settings))
             for worker in (
-                cpu_worker(client, queue, activities),
+                cpu_worker(temporal, queue, activities),
                 inference_worker(
-                    client,
+                    temporal,
                     settings.inference_task_queue,
                     InferenceActivities(
                         policy or RulesPolicy(), redis=streams, conversations=conversations
@@ -253,7 +275,7 @@ async def make_stack(
                 ),
             ):
                 await exits.enter_async_context(worker)
-            stack = AgentStack(client=client, settings=settings, tenant=f"tenant-{queue}")
+            stack = AgentStack(client=temporal, settings=settings, tenant=f"tenant-{queue}")
             stacks.append(stack)
             return stack
 

@@ -10,6 +10,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import asyncpg
@@ -22,6 +23,7 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
 )
 from temporalio.exceptions import CancelledError
+from temporalio.testing import WorkflowEnvironment
 
 from activities.cache.path_cache import path_key
 from activities.cache.tiers import PathEntry
@@ -219,6 +221,27 @@ async def test_an_undecided_refund_is_declined_at_the_deadline(
     refund = step_of(result, "create_refund")
     assert refund.error is not None and refund.error.type == errors.APPROVAL_TIMED_OUT
     assert result.approvals[0].timed_out is True
+    assert await refunds_of(db, order_id) == []
+
+
+async def test_a_day_long_approval_window_runs_out_on_skipped_time(
+    make_stack: StackFactory, db: asyncpg.Pool, time_skipping_env: WorkflowEnvironment
+) -> None:
+    """The default 24 h deadline, on a server that skips time while the run only waits."""
+    stack = await make_stack(on=time_skipping_env.client)
+    order_id, _ = await refundable_order(db, at_least_cents=15_000)
+    started = time.monotonic()
+    result = await asyncio.wait_for(
+        stack.ask(f"Please refund $150.00 for order {order_id}, it arrived damaged"), timeout=60
+    )
+    refund = step_of(result, "create_refund")
+    assert refund.error is not None and refund.error.type == errors.APPROVAL_TIMED_OUT
+    [record] = result.approvals
+    asked, deadline = record.request.requested_at, record.request.deadline
+    assert record.timed_out and asked is not None and deadline is not None
+    assert record.decided_at - deadline < timedelta(seconds=5)
+    assert record.decided_at - asked >= timedelta(hours=24)
+    assert time.monotonic() - started < 30, "a day of waiting took a day"
     assert await refunds_of(db, order_id) == []
 
 
