@@ -60,6 +60,8 @@ class ApprovalRequest(BaseModel):
     approver_role: Role = Role.STAFF
     """Who must decide: staff."""
     why: str
+    approval_id: int = 0
+    """Unique within the run: numbered by the gate in the order requests start waiting."""
     requested_at: datetime | None = None
     deadline: datetime | None = None
     """Set by the gate when the request starts waiting (after any request before it)."""
@@ -73,9 +75,10 @@ class ApprovalDecision(BaseModel):
     approved: bool
     approver: SafeName
     reason: FreeText = Field(default="", max_length=1000)
-    call_id: str | None = None
-    """The call the approver saw (`progress.awaiting.call_id`): when given, a decision for
-    any other call is refused, so a decision never lands on a request it was not made for."""
+    approval_id: int | None = None
+    """The request the approver saw (`progress.awaiting.approval_id`): when given, a
+    decision for any other request is refused, so it never lands on one it was not made for
+    (a later request of the same step, in another planning round, say)."""
 
 
 class ApprovalRecord(BaseModel):
@@ -92,6 +95,7 @@ class ApprovalRecord(BaseModel):
 class ApprovalAnswer(BaseModel):
     """Result of the `approve` update: the decision as recorded."""
 
+    approval_id: int
     step_id: str
     call_id: str
     tool: str

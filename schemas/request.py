@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from schemas.actor import SYSTEM_ACTOR, Actor
 from schemas.text import FreeText, Identifier
 
 MAX_QUESTION_CHARS = 4000
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("question must not be blank")
+    return value
+
+
+NOT_BLANK = AfterValidator(_not_blank)
 
 
 class RunOptions(BaseModel):
@@ -39,7 +50,7 @@ class AgentRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    question: FreeText = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    question: Annotated[FreeText, NOT_BLANK] = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     conversation_id: Identifier | None = None
     tenant: Identifier = "default"
     actor: Actor = SYSTEM_ACTOR
@@ -48,13 +59,6 @@ class AgentRequest(BaseModel):
     """The caller's id for this request: every side effect's idempotency key derives from
     it, so the same request sent again never repeats a side effect."""
     options: RunOptions = Field(default_factory=RunOptions)
-
-    @field_validator("question")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("question must not be blank")
-        return value
 
 
 class LegacyAgentRequest(BaseModel):
@@ -66,7 +70,7 @@ class LegacyAgentRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    question: Annotated[str, NOT_BLANK] = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     conversation_id: str | None = None
     tenant: str = "default"
     options: RunOptions = Field(default_factory=RunOptions)

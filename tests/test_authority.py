@@ -343,7 +343,8 @@ async def test_cancelling_a_run_cancels_its_refund_in_flight(
         "SELECT answer, steps FROM agent_runs WHERE workflow_id = $1", handle.id
     )
     assert record is not None and record["answer"] == "the run was cancelled"
-    assert any(s["tool"] == "create_refund" for s in json.loads(record["steps"]))
+    [refund] = [s for s in json.loads(record["steps"]) if s["tool"] == "create_refund"]
+    assert (refund["status"], refund["error"]["type"]) == ("failed", errors.CANCELLED)
 
 
 # --- untrusted text ---------------------------------------------------------------------------
@@ -492,10 +493,11 @@ async def test_an_amount_written_as_text_is_checked_as_the_number_it_is(
     with pytest.raises(WorkflowUpdateFailedError):  # a decision for another call
         await handle.execute_update(
             names.APPROVE_UPDATE,
-            ApprovalDecision(approved=True, approver="bob", call_id="r9"),
+            ApprovalDecision(approved=True, approver="bob", approval_id=awaiting.approval_id + 1),
         )
     await handle.execute_update(
-        names.APPROVE_UPDATE, ApprovalDecision(approved=True, approver="bob", call_id="r0")
+        names.APPROVE_UPDATE,
+        ApprovalDecision(approved=True, approver="bob", approval_id=awaiting.approval_id),
     )
     refund = step_of(await asyncio.wait_for(handle.result(), timeout=60), "create_refund")
     assert refund.status == StepStatus.SUCCEEDED and refund.output["amount_cents"] == 15_000

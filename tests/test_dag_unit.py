@@ -317,3 +317,32 @@ def test_idempotency_key_names_the_run_chain_and_the_call() -> None:
 def test_dollar_strings_are_literals_not_references() -> None:
     p = plan({"id": "a", "tool": "search_kb", "args": {"query": "$20 restocking fee?"}})
     assert validate_plan(p, TOOLS) == {"a": []}
+
+
+async def test_a_cancelled_run_cancels_calls_in_flight_and_keeps_what_finished() -> None:
+    """A call that completes while its cancel is on the way (a refund that had committed)
+    is recorded as done; one that was cancelled fails as `Cancelled`."""
+
+    async def dispatch(call: ToolCall) -> Any:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            if call.step_id == "committed":
+                return {"order_id": 1, "tracking_number": None, "items": []}
+            raise
+        raise AssertionError("never released")
+
+    p = plan(
+        {"id": "committed", "tool": "get_order", "args": {"order_id": 1}},
+        {"id": "cut", "tool": "search_kb", "args": {"query": "slow"}},
+    )
+    scheduler = DagScheduler(p, TOOLS, dispatch=dispatch, now=Clock(), describe_error=_describe)
+    run = asyncio.create_task(scheduler.run())
+    await settle()
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    done, cut = scheduler.outcomes["committed"], scheduler.outcomes["cut"]
+    assert done.status == StepStatus.SUCCEEDED and done.output["order_id"] == 1
+    assert cut.status == StepStatus.FAILED and cut.error is not None
+    assert cut.error.type == "Cancelled"

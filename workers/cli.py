@@ -58,6 +58,12 @@ def _parser() -> argparse.ArgumentParser:
     approve.add_argument("--reject", action="store_true", help="reject instead of approve")
     approve.add_argument("--as", dest="approver", required=True, metavar="NAME")
     approve.add_argument("--reason", default="")
+    approve.add_argument(
+        "--approval",
+        type=int,
+        metavar="N",
+        help="decide only if request N is the one pending (see the progress query)",
+    )
     sub.add_parser("demo", help="start the stack and run sample questions")
     worker = sub.add_parser("worker", help="run one worker process")
     worker.add_argument("kind", choices=["cpu", "inference"])
@@ -120,7 +126,10 @@ def _actor(args: argparse.Namespace) -> Actor:
 
 async def _approve(settings: Settings, args: argparse.Namespace) -> int:
     decision = ApprovalDecision(
-        approved=not args.reject, approver=args.approver, reason=args.reason
+        approved=not args.reject,
+        approver=args.approver,
+        reason=args.reason,
+        approval_id=args.approval,
     )
     temporal = await connect_temporal(settings, [agentkeel_plugin()])
     try:
@@ -135,7 +144,8 @@ async def _approve(settings: Settings, args: argparse.Namespace) -> int:
         print(f"agentkeel approve: {args.workflow_id}: {exc.message}", file=sys.stderr)
         return 1
     verdict = "approved" if answer.approved else "rejected"
-    print(f"{answer.tool} {answer.call_id} {verdict} by {answer.approver}")
+    what = f"approval {answer.approval_id}: {answer.tool} {answer.call_id}"
+    print(f"{what} {verdict} by {answer.approver}")
     return 0
 
 

@@ -39,10 +39,10 @@ class ApprovalGate:
             raise ValueError("this run is not waiting for an approval")
         if self._decision is not None:
             raise ValueError("the pending approval has already been decided")
-        if decision.call_id is not None and decision.call_id != pending.call_id:
+        if decision.approval_id is not None and decision.approval_id != pending.approval_id:
             raise ValueError(
-                f"the pending approval is for {pending.tool} {pending.call_id}, "
-                f"not {decision.call_id}"
+                f"approval {decision.approval_id} is not pending; approval "
+                f"{pending.approval_id} ({pending.tool} {pending.call_id}) is"
             )
         requester = pending.actor.name
         if requester and decision.approver.casefold() == requester.casefold():
@@ -54,6 +54,7 @@ class ApprovalGate:
         assert pending is not None
         self._decision = decision
         return ApprovalAnswer(
+            approval_id=pending.approval_id,
             step_id=pending.step_id,
             call_id=pending.call_id,
             tool=pending.tool,
@@ -67,7 +68,11 @@ class ApprovalGate:
             self._decision = None
             now = workflow.now()
             request = request.model_copy(
-                update={"requested_at": now, "deadline": now + decide_within}
+                update={
+                    "approval_id": len(self._progress.approvals) + 1,
+                    "requested_at": now,
+                    "deadline": now + decide_within,
+                }
             )
             self._progress.awaiting = request
             previous_stage = self._progress.stage

@@ -212,8 +212,10 @@ async def decide_approval(
     progress = await handle.query(PROGRESS_QUERY, result_type=RunProgress)
     if progress.awaiting is None:
         raise NothingAwaiting(f"{workflow_id} is not waiting for an approval")
-    if decision.call_id is None:
-        decision = decision.model_copy(update={"call_id": progress.awaiting.call_id})
+    if decision.approval_id is None:
+        # Pinned to what is pending now: if it changes before the update lands (a deadline
+        # passed, the next request began), the run refuses the decision.
+        decision = decision.model_copy(update={"approval_id": progress.awaiting.approval_id})
     answer: ApprovalAnswer = await handle.execute_update(
         APPROVE_UPDATE, decision, result_type=ApprovalAnswer
     )

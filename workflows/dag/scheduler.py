@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from schemas.errors import (
+    CANCELLED,
     DEPENDENCY_FAILED,
     FAN_OUT_TOO_LARGE,
     INVALID_ARGUMENTS,
@@ -142,6 +143,19 @@ class DagScheduler:
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+        # What finished meanwhile is recorded (a side effect that committed before its
+        # cancel arrived is a fact the run's record must keep); the rest was cancelled.
+        while not self._done.empty():
+            call, output, error = self._done.get_nowait()
+            if not isinstance(error, _Abort):
+                self._record(call, output, error)
+        for outcome in self.outcomes.values():
+            if outcome.status is StepStatus.RUNNING:
+                outcome.status = StepStatus.FAILED
+                outcome.error = StepError(
+                    type=CANCELLED, message="cancelled with the run", non_retryable=True
+                )
+                outcome.finished_at = self._now()
 
     # -- readiness ----------------------------------------------------------------------------
     def _release_ready_steps(self) -> None:

@@ -39,7 +39,7 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
             retry_policy=timeouts.CACHE_RETRY,
         )
     except ActivityError as exc:
-        if is_cancelled_exception(exc):
+        if state["context"].authority and is_cancelled_exception(exc):
             raise
         # The cache only accelerates: whatever went wrong, this run is a miss.
         workflow.logger.warning("cache lookup failed, continuing as a miss: %s", exc.cause)

@@ -103,7 +103,7 @@ async def _write_record(state: AgentState, result: AgentResult, *, update_cache:
             summary="store run",
         )
     except ActivityError as exc:
-        if is_cancelled_exception(exc):
+        if state["context"].authority and is_cancelled_exception(exc):
             raise
         # The answer exists (and a refund may have been issued): losing the record must
         # not turn a done run into a failed one. Say so in the result and the logs.
