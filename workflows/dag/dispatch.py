@@ -13,7 +13,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
 from temporalio.workflow import ActivityCancellationType
 
 from schemas import errors
@@ -200,6 +200,10 @@ def describe_error(error: BaseException) -> StepError:
             type=cause.type or errors.APPLICATION_ERROR,
             message=cause.message,
             non_retryable=cause.non_retryable,
+        )
+    if isinstance(cause, CancelledError):
+        return StepError(
+            type=errors.CANCELLED, message="cancelled with the run", non_retryable=True
         )
     if isinstance(cause, TimeoutError):
         return StepError(
