@@ -20,9 +20,14 @@ def tool_activities_scheduled(history: WorkflowHistory) -> list[str]:
     return [name for name in scheduled_activities(history) if name not in AGENT_ACTIVITIES]
 
 
+LOCAL_ACTIVITY_MARKER = "core_local_activity"
+"""Markers of local activities; a `workflow.patched()` records another kind (`core_patch`)."""
+
+
 def local_activity_markers(history: WorkflowHistory) -> list[bytes]:
     return [
         e.SerializeToString()
         for e in history.events
         if e.HasField("marker_recorded_event_attributes")
+        and e.marker_recorded_event_attributes.marker_name == LOCAL_ACTIVITY_MARKER
     ]

@@ -113,7 +113,10 @@ class ContextBuilder:
 
     @staticmethod
     def _turns(turns: Sequence[ConversationTurn]) -> str:
-        return "".join(f"Customer: {t.question}\nAgent: {t.answer}\n" for t in turns)
+        return "".join(
+            f"Customer: {t.question}\n" + (f"Agent: {t.answer}\n" if t.answer else "")
+            for t in turns
+        )
 
     @staticmethod
     def _summary(turns: Sequence[ConversationTurn]) -> str:
