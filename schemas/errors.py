@@ -19,6 +19,8 @@ MISSING_REFERENCE: Final = "MissingReference"
 DEPENDENCY_CYCLE: Final = "DependencyCycle"
 DUPLICATE_STEP: Final = "DuplicateStep"
 EMPTY_PLAN: Final = "EmptyPlan"
+INVALID_CONDITION: Final = "InvalidCondition"
+"""A step's `when` does not test an earlier step's output."""
 PLAN_ERROR_KINDS: Final = (
     UNKNOWN_TOOL,
     INVALID_ARGUMENTS,
@@ -26,6 +28,7 @@ PLAN_ERROR_KINDS: Final = (
     DEPENDENCY_CYCLE,
     DUPLICATE_STEP,
     EMPTY_PLAN,
+    INVALID_CONDITION,
 )
 SIDE_EFFECT_NOT_ALLOWED: Final = "SideEffectNotAllowed"
 """A read-only run (the cache warmer's) was handed a plan with a side effect."""

@@ -38,8 +38,18 @@ class StepOutcome(BaseModel):
     finished_at: datetime | None = None
     output: Any = None
     error: StepError | None = None
+    skipped_because: str | None = None
+    """Why a step was skipped that did not fail: its `when` was false, or a step it needs
+    was skipped so. (A step skipped for a failure says so in `error`.)"""
     attempt: int = 0
     """Planning round (0 = first plan) in which this outcome was produced."""
+
+    @property
+    def as_planned(self) -> bool:
+        """It succeeded, or the plan's own condition passed it over: nothing went wrong."""
+        return self.status is StepStatus.SUCCEEDED or (
+            self.status is StepStatus.SKIPPED and self.error is None
+        )
 
 
 class CacheStatus(StrEnum):

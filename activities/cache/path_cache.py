@@ -65,6 +65,8 @@ def path_key(
 def _call_inputs(step: StepOutcome, actor: Actor) -> list[BaseModel]:
     """The inputs the tool activity received (arguments and actor): the tool cache's keys."""
     spec = TOOLS[step.tool]
+    if step.status is not StepStatus.SUCCEEDED:
+        return []  # passed over by a condition: it read nothing
     calls = step.args if isinstance(step.args, list) else [step.args]
     return [spec.activity_input_model.model_validate({**args, "actor": actor}) for args in calls]
 
@@ -85,10 +87,7 @@ def cacheable(result: AgentResult) -> bool:
     return (
         result.plan_error is None
         and bool(result.steps)
-        and all(
-            s.status == StepStatus.SUCCEEDED and s.tool in TOOLS and TOOLS[s.tool].idempotent
-            for s in result.steps
-        )
+        and all(s.as_planned and s.tool in TOOLS and TOOLS[s.tool].idempotent for s in result.steps)
     )
 
 

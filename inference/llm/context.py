@@ -138,6 +138,8 @@ class ContextBuilder:
             if step.status == StepStatus.SUCCEEDED:
                 shown: Any = project(step.output, max_items=max_items)
                 body = json.dumps(shown, separators=(",", ":"), default=str)
+            elif step.skipped_because:
+                body = f"not run: {step.skipped_because}"
             elif step.error is not None:
                 body = f"FAILED {step.error.type}: {step.error.message[:160]}"
             else:

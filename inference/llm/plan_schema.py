@@ -23,6 +23,27 @@ REFERENCE_PATTERN = r"^\$[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$"
 """`schemas.plan.model.REFERENCE` without its capture groups (grammar backends ignore them)."""
 
 _REFERENCE: dict[str, Any] = {"type": "string", "pattern": REFERENCE_PATTERN}
+_SCALAR: dict[str, Any] = {"type": ["string", "integer", "number", "boolean"]}
+_CONDITION: dict[str, Any] = {
+    "anyOf": [
+        {
+            "type": "object",
+            "properties": {"ref": _REFERENCE, "is": {"enum": ["present", "absent"]}},
+            "required": ["ref", "is"],
+            "additionalProperties": False,
+        },
+        {
+            "type": "object",
+            "properties": {
+                "ref": _REFERENCE,
+                "in": {"type": "array", "items": _SCALAR, "minItems": 1, "maxItems": 50},
+            },
+            "required": ["ref", "in"],
+            "additionalProperties": False,
+        },
+    ]
+}
+"""`schemas.plan.model.Condition`: run the step only when an earlier output passes a test."""
 
 
 def plan_json_schema(intents: Sequence[str] | None = None) -> dict[str, Any]:
@@ -68,6 +89,7 @@ def step_schema(spec: ToolSpec) -> dict[str, Any]:
             "args": _args_schema(spec),
             "after": {"type": "array", "items": {"type": "string", "pattern": STEP_ID_PATTERN}},
             "for_each": _REFERENCE,
+            "when": _CONDITION,
         },
         "required": ["id", "tool", "args"],
         "additionalProperties": False,

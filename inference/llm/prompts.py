@@ -56,7 +56,9 @@ def system_prefix() -> str:
         f"Tools (name(arguments): what it does):\n{tools}\n\n"
         "A plan is JSON: a list of steps, each calling one tool. An argument may be a "
         'reference to an earlier step\'s output, like "$s1.customer_id". Independent '
-        "steps run in parallel.\n"
+        'steps run in parallel. A step with "when" runs only if an earlier output passes '
+        'its test ({"ref": "$s1.status", "in": ["shipped"]} or {"ref": ..., "is": '
+        '"present"}); otherwise it is skipped.\n'
         f"{GROUND_RULES}\n{DATA_RULE}\n"
         f"Example plan: {json.dumps(EXAMPLE_PLAN)}\n\n"
     )

@@ -19,6 +19,8 @@ def render_step(step: StepOutcome) -> str:
             return f"{step.tool}: {step.output}"
         outputs = step.output if isinstance(step.output, list) else [step.output]
         return " ".join(render(o) for o in outputs if isinstance(o, dict))
+    if step.status == StepStatus.SKIPPED and step.skipped_because:
+        return f"I did not need {step.tool} ({step.id}): {step.skipped_because}."
     if step.status == StepStatus.SKIPPED:
         return f"I skipped {step.tool} ({step.id}) because a step it needed did not succeed."
     message = step.error.message if step.error else "unknown error"

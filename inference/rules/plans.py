@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from inference.rules.intents import Entities
-from schemas.plan.model import Plan, PlanStep
+from schemas.plan.model import Condition, Plan, PlanStep
 from schemas.tools import (
     CHECK_INVENTORY,
     CREATE_REFUND,
@@ -32,6 +32,7 @@ class PlanBuilder:
         *,
         for_each: str | None = None,
         after: list[str] | None = None,
+        when: Condition | None = None,
     ) -> str:
         for existing in self.steps:
             # Two intents may need the same lookup (refund + status both read the order).
@@ -39,7 +40,9 @@ class PlanBuilder:
                 return existing.id
         step_id = f"s{len(self.steps) + 1}"
         self.steps.append(
-            PlanStep(id=step_id, tool=tool, args=args, for_each=for_each, after=after or [])
+            PlanStep(
+                id=step_id, tool=tool, args=args, for_each=for_each, after=after or [], when=when
+            )
         )
         return step_id
 
@@ -63,7 +66,12 @@ def add_intent(builder: PlanBuilder, intent: str, entities: Entities, question: 
     elif intent == "order_status":
         for order_id in entities.orders:
             order = builder.add(GET_ORDER.name, {"order_id": order_id})
-            builder.add(TRACK_SHIPMENT.name, {"tracking_number": f"${order}.tracking_number"})
+            # Only a shipped order has a parcel to track: otherwise the answer is the order.
+            builder.add(
+                TRACK_SHIPMENT.name,
+                {"tracking_number": f"${order}.tracking_number"},
+                when=Condition(ref=f"${order}.tracking_number", is_="present"),
+            )
         for tracking in entities.tracking:
             builder.add(TRACK_SHIPMENT.name, {"tracking_number": tracking})
     elif intent == "order_stock":

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from schemas.errors import INVALID_ARGUMENTS, MISSING_REFERENCE
+from schemas.errors import INVALID_ARGUMENTS, INVALID_CONDITION, MISSING_REFERENCE
 from schemas.plan.model import PlanStep
 from schemas.plan.references import PlanValidationError, Reference, iter_references
 from schemas.tools import ToolSpec
@@ -34,6 +34,14 @@ def check_arguments(
                 INVALID_ARGUMENTS, f"step {step.id}: {step.tool} needs argument {name!r}"
             )
     item_type: Any = None
+    if step.when is not None:
+        condition = Reference.parse(step.when.ref)
+        if condition is None or condition.step is None:
+            raise PlanValidationError(
+                INVALID_CONDITION,
+                f"step {step.id}: when must test an earlier step's output, got {step.when.ref!r}",
+            )
+        _type_at(condition, by_id, tools, step.id)  # a missing step or field is named
     if step.for_each is not None:
         source = Reference.parse(step.for_each)
         if source is None or source.step is None:

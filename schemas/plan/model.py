@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 REF_PREFIX = "$"
 ITEM_REF = "$item"
@@ -13,6 +13,47 @@ ITEM_REF = "$item"
 REFERENCE = re.compile(r"^\$([A-Za-z][A-Za-z0-9_]*)((?:\.[A-Za-z0-9_]+)*)$")
 """Only strings of exactly this shape are references; "$20 refund" is a literal."""
 RESERVED_STEP_IDS = frozenset({"item"})
+
+
+Scalar = str | int | float | bool
+
+
+class Condition(BaseModel):
+    """When a step runs: a test of one earlier output, `{"ref": "$s1.status", "in": [...]}`
+    or `{"ref": "$s1.tracking_number", "is": "present"}`. False skips the step (and what
+    depends on it) with a reason: a decision of the plan, not a failure."""
+
+    model_config = ConfigDict(
+        extra="forbid", serialize_by_alias=True, validate_by_name=True, validate_by_alias=True
+    )
+
+    ref: str = Field(pattern=REFERENCE.pattern)
+    """A reference to an earlier step's output (`$s1.field`); its step becomes a dependency."""
+    is_: Literal["present", "absent"] | None = Field(default=None, alias="is")
+    """`present`: the value exists and is not null, empty or false; `absent`: the opposite."""
+    in_: list[Scalar] | None = Field(default=None, alias="in", min_length=1, max_length=50)
+    """The value equals one of these."""
+
+    @model_validator(mode="after")
+    def _one_test(self) -> Condition:
+        if (self.is_ is None) == (self.in_ is None):
+            raise ValueError('a condition has exactly one of "is" and "in"')
+        return self
+
+    def holds(self, value: Any) -> bool:
+        """Whether the condition holds for `value`, the referenced output (None: missing)."""
+        if self.is_ is not None:
+            present = value is not None and value != "" and value != [] and value is not False
+            return present if self.is_ == "present" else not present
+        return self.in_ is not None and value in self.in_
+
+    def unmet(self, value: Any) -> str:
+        """Why the condition does not hold, in words."""
+        if self.is_ == "present":
+            return f"{self.ref} is absent"
+        if self.is_ == "absent":
+            return f"{self.ref} is present"
+        return f"{self.ref} is {value!r}, not one of {self.in_}"
 
 
 class PlanStep(BaseModel):
@@ -27,6 +68,8 @@ class PlanStep(BaseModel):
     """Explicit dependencies beyond those implied by references."""
     for_each: str | None = None
     """A reference to a list (`"$s1.items"`): the step runs once per element, in parallel."""
+    when: Condition | None = None
+    """Run only if this holds once the steps it references are done; else skipped."""
 
     @field_validator("id")
     @classmethod

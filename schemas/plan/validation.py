@@ -39,6 +39,8 @@ def dependencies(step: PlanStep) -> list[str]:
     refs = list(iter_references(step.args))
     if step.for_each is not None:
         refs.extend(iter_references(step.for_each))
+    if step.when is not None:
+        refs.extend(iter_references(step.when.ref))
     for ref in refs:
         if ref.step is not None and ref.step not in deps:
             deps.append(ref.step)

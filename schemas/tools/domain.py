@@ -45,7 +45,12 @@ EXAMPLE_PLAN: dict[str, Any] = {
     "rationale": "look up the order, then track its parcel",
     "steps": [
         {"id": "s1", "tool": "get_order", "args": {"order_id": 1002}},
-        {"id": "s2", "tool": "track_shipment", "args": {"tracking_number": "$s1.tracking_number"}},
+        {
+            "id": "s2",
+            "tool": "track_shipment",
+            "args": {"tracking_number": "$s1.tracking_number"},
+            "when": {"ref": "$s1.tracking_number", "is": "present"},
+        },
     ],
 }
 """One valid plan in the catalog's own tools, shown to models as the plan format."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from schemas.plan.model import Condition
 from schemas.plan.validation import Reference
 
 
@@ -35,3 +36,11 @@ def _lookup(root: Any, ref: Reference) -> Any:
         else:
             raise ResolutionError(f"{ref} does not exist in the actual output")
     return current
+
+
+def condition_value(condition: Condition, outputs: Mapping[str, Any]) -> Any:
+    """The output a step's `when` tests; None when it does not exist (it is absent)."""
+    try:
+        return resolve(condition.ref, outputs)
+    except (ResolutionError, KeyError):
+        return None

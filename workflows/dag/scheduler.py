@@ -26,7 +26,7 @@ from schemas.plan.model import Plan, PlanStep
 from schemas.plan.validation import critical_path_ms, validate_plan
 from schemas.result import StepError, StepOutcome, StepStatus
 from schemas.tools import ToolSpec
-from workflows.dag.resolve import ResolutionError, resolve
+from workflows.dag.resolve import ResolutionError, condition_value, resolve
 
 
 @dataclass(frozen=True)
@@ -171,19 +171,25 @@ class DagScheduler:
                 if any(s in (StepStatus.PENDING, StepStatus.RUNNING) for s in dep_states):
                     continue
                 changed = True
-                blocked = [
-                    d
-                    for d in self._deps[step.id]
-                    if self.outcomes[d].status is not StepStatus.SUCCEEDED
-                ]
-                if blocked:
+                deps = [self.outcomes[d] for d in self._deps[step.id]]
+                failed = [d.id for d in deps if d.status is StepStatus.FAILED or d.error]
+                if failed:
                     outcome.status = StepStatus.SKIPPED
                     outcome.error = StepError(
                         type=DEPENDENCY_FAILED,
-                        message=f"skipped because {', '.join(blocked)} did not succeed",
+                        message=f"skipped because {', '.join(failed)} did not succeed",
                         non_retryable=True,
                     )
                     continue
+                passed_over = [d.id for d in deps if d.status is StepStatus.SKIPPED]
+                if passed_over:  # skipped by a condition, not a failure: so is this step
+                    self._skip(outcome, f"it needs {', '.join(passed_over)}, which was skipped")
+                    continue
+                if step.when is not None:
+                    value = condition_value(step.when, self._outputs)
+                    if not step.when.holds(value):
+                        self._skip(outcome, step.when.unmet(value))
+                        continue
                 self._expand(step)
 
     def _expand(self, step: PlanStep) -> None:
@@ -233,6 +239,11 @@ class DagScheduler:
         for seq, call in enumerate(calls):
             key = (-self._priority[step.id], self._order[step.id], seq, call)
             heapq.heappush(self._ready, key)
+
+    def _skip(self, outcome: StepOutcome, because: str) -> None:
+        outcome.status = StepStatus.SKIPPED
+        outcome.skipped_because = because
+        outcome.started_at = outcome.finished_at = self._now()
 
     def _fail_unstarted(self, outcome: StepOutcome, error_type: str, message: str) -> None:
         outcome.status = StepStatus.FAILED

@@ -27,7 +27,6 @@ from schemas.model_calls import (
     RouteInput,
     RouteResult,
 )
-from schemas.result import StepStatus
 from schemas.route import Route
 from schemas.tools.domain import requested_side_effects
 from workflows import timeouts
@@ -142,7 +141,7 @@ async def join(state: AgentState) -> dict[str, Any]:
     request = state["request"]
     replans = state.get("replans", 0)
     current = [s for s in state.get("steps", []) if s.attempt == replans]
-    if state.get("plan_error") is None and all(s.status == StepStatus.SUCCEEDED for s in current):
+    if state.get("plan_error") is None and all(s.as_planned for s in current):
         # Nothing to judge: every step succeeded. Asking a model would only add latency.
         return {"decision": JoinDecision.FINISH}
     if any(s.error is not None and s.error.type in errors.DECISIONS_THAT_STAND for s in current):
