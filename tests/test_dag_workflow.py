@@ -165,8 +165,21 @@ async def test_failed_step_skips_its_dependants(stack: AgentStack) -> None:
     assert "999999" in result.answer
 
 
-async def test_null_reference_fails_the_step_not_the_run(stack: AgentStack) -> None:
-    result = await stack.ask("Where is order 1002?")  # processing: no tracking number yet
+async def test_null_reference_fails_the_step_not_the_run(make_stack: StackFactory) -> None:
+    # Without a `when`, a plan that tracks a parcel the order does not have yet (1002 is
+    # processing) resolves a null tracking number: that step fails, the run goes on.
+    unguarded = {
+        "steps": [
+            {"id": "s1", "tool": "get_order", "args": {"order_id": 1002}},
+            {
+                "id": "s2",
+                "tool": "track_shipment",
+                "args": {"tracking_number": "$s1.tracking_number"},
+            },
+        ]
+    }
+    stack = await make_stack(policy=FakeScriptedPolicy([unguarded]))
+    result = await stack.ask("Where is order 1002?", options=RunOptions(max_replans=0))
     tracking = step(result, "s2")
     assert tracking.status == StepStatus.FAILED
     assert tracking.error is not None and tracking.error.type == "InvalidArguments"
