@@ -8,7 +8,7 @@ from temporalio import activity
 from activities.cache.backend import CacheUnavailable
 from activities.cache.path_cache import PathCache, normalize_question
 from schemas import names
-from schemas.tools import TOOLS
+from schemas.tools import SIDE_EFFECT_TOOLS
 from schemas.warming import HotQuestion, HotQuestionsInput, HotQuestionsResult
 
 # Most asked questions of the window, per tenant; runs with a side effect (a step of a tool
@@ -33,9 +33,6 @@ LIMIT $2
 """
 
 
-_SIDE_EFFECT_TOOLS = [spec.name for spec in TOOLS.values() if not spec.idempotent]
-
-
 class WarmingActivities:
     def __init__(self, pool: asyncpg.Pool, paths: PathCache) -> None:
         self._pool = pool
@@ -45,7 +42,7 @@ class WarmingActivities:
     async def hot_questions(self, request: HotQuestionsInput) -> HotQuestionsResult:
         # Over-fetch: spellings of one question count together once normalized.
         rows = await self._pool.fetch(
-            _HOT_QUESTIONS_SQL, request.since_hours, request.top_n * 4, _SIDE_EFFECT_TOOLS
+            _HOT_QUESTIONS_SQL, request.since_hours, request.top_n * 4, sorted(SIDE_EFFECT_TOOLS)
         )
         merged: dict[tuple[str, str], HotQuestion] = {}
         for row in rows:

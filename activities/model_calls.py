@@ -8,9 +8,7 @@ activity publishes the answer's pieces to the run's token stream as they come.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
@@ -18,6 +16,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.conversations import ConversationStore
+from activities.heartbeat import heartbeating
 from activities.token_stream import TokenStream
 from inference.engines.protocol import ConstraintViolationError, EngineRequestError
 from inference.policy import Policy
@@ -33,22 +32,6 @@ HEARTBEAT_EVERY_S = 1.0
 T = TypeVar("T")
 
 
-@asynccontextmanager
-async def heartbeating(every_s: float = HEARTBEAT_EVERY_S) -> AsyncIterator[None]:
-    """Heartbeat on a timer while the body runs (a generation yields no natural points)."""
-
-    async def beat() -> None:
-        while True:
-            activity.heartbeat()
-            await asyncio.sleep(every_s)
-
-    ticker = asyncio.create_task(beat())
-    try:
-        yield
-    finally:
-        ticker.cancel()
-
-
 async def model_call(call: Awaitable[T]) -> T:
     """Run a policy call, heartbeating; errors a retry would only repeat become final.
 
@@ -57,7 +40,7 @@ async def model_call(call: Awaitable[T]) -> T:
     went away stays retryable: another worker may serve the retry.
     """
     try:
-        async with heartbeating():
+        async with heartbeating(HEARTBEAT_EVERY_S):
             return await call
     except ConstraintViolationError as exc:
         raise ApplicationError(str(exc), type=INVALID_MODEL_OUTPUT, non_retryable=True) from exc

@@ -42,7 +42,8 @@ from schemas.result import StepOutcome, StepStatus
 from schemas.tools import TOOLS
 from workflows.agent import AgentWorkflow
 from workflows.dag.dispatch import describe_error
-from workflows.dag.scheduler import DagScheduler, SchedulerLimits, ToolCall
+from workflows.dag.scheduler import DagScheduler, ToolCall
+from workflows.dag.step_gates import SchedulerLimits
 
 WIDE_CONCURRENCY = 8
 """The run cap of the workflow mode: as wide as the widest shape."""

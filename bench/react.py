@@ -34,7 +34,7 @@ from schemas.result import StepOutcome, StepStatus
 from schemas.route import Route, Tier
 from schemas.tools import TOOLS
 from workflows import timeouts
-from workflows.dag.scheduler import resolve
+from workflows.dag.resolve import resolve
 
 WORKFLOW_NAME = "BenchReactWorkflow"
 _ROUTE = Route(intent="bench", confidence=0.1, tier=Tier.RULES, reason="react bench loop")

@@ -16,11 +16,14 @@ from temporalio.service import RPCError
 from schemas.actor import SYSTEM_ACTOR, Actor, Role
 from schemas.approvals import ApprovalDecision
 from schemas.request import AgentRequest, RunOptions
-from workers.client.agent_client import AgentClient, NothingAwaiting, decide_approval
+from workers.client.agent_client import (
+    AgentClient,
+    NothingAwaiting,
+    connect_client,
+    decide_approval,
+)
 from workers.client.report import StreamedAnswer, format_result
-from workers.connections import connect_temporal
 from workers.logging import configure_logging
-from workers.plugin import agentkeel_plugin
 from workers.settings import Settings, SettingsError, StartupError
 from workers.stack.demo import run_demo
 from workers.stack.supervisor import (
@@ -131,7 +134,7 @@ async def _approve(settings: Settings, args: argparse.Namespace) -> int:
         reason=args.reason,
         approval_id=args.approval,
     )
-    temporal = await connect_temporal(settings, [agentkeel_plugin()])
+    temporal = await connect_client(settings)
     try:
         answer = await decide_approval(temporal, args.workflow_id, decision)
     except WorkflowUpdateFailedError as exc:

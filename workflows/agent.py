@@ -107,13 +107,7 @@ class AgentWorkflow:
             "warnings": [],
             "progress": self._progress,
             "context": RunContext(
-                tool_queue=queue,
-                tenant=request.tenant,
-                actor=request.actor,
-                request_id=request.request_id,
-                options=request.options,
-                gate=self._gate,
-                authority=authority,
+                tool_queue=queue, request=request, gate=self._gate, authority=authority
             ),
         }
         app = graph(AGENT_GRAPH).compile()

@@ -28,10 +28,6 @@ class ApprovalGate:
         self._lock = asyncio.Lock()
         """One request at a time: a decision always answers the request it was made for."""
 
-    @property
-    def records(self) -> list[ApprovalRecord]:
-        return self._progress.approvals
-
     def check(self, decision: ApprovalDecision) -> None:
         """The `approve` update's validator: reject what cannot be applied, before history."""
         pending = self._progress.awaiting

@@ -6,12 +6,19 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, is_cancelled_exception
 
 from schemas import names
 from schemas.tokens import CancellationNotice
 
 ANNOUNCE_TIMEOUT = timedelta(seconds=2)
+
+
+def ends_the_run(exc: ActivityError, authority: bool) -> bool:
+    """A local activity that failed because its run was cancelled: the caller re-raises
+    instead of carrying on as if the lookup or the record had merely failed. (Runs recorded
+    before `authority-v1` carried on, and replay as they ran.)"""
+    return authority and is_cancelled_exception(exc)
 
 
 async def announce_cancellation() -> None:

@@ -21,8 +21,8 @@ from temporalio import activity
 
 from activities.cache.backend import CacheBackend, CacheUnavailable
 from activities.cache.entities import entities_in
-from schemas.actor import SYSTEM_ACTOR, Actor
-from schemas.tools import ToolSpec, catalog_version
+from schemas.actor import SYSTEM_ACTOR
+from schemas.tools import ActorScoped, ToolSpec, catalog_version
 
 log = structlog.get_logger(__name__)
 
@@ -33,8 +33,8 @@ KEY_PREFIX = "agentkeel:tool:v2"
 def tool_key(spec: ToolSpec, args: BaseModel) -> str:
     """Per tool, arguments and audience: a result is only served to actors who could have
     read it themselves (a customer's cached reads are its own)."""
-    actor = getattr(args, "actor", None)
-    audience = actor.audience if isinstance(actor, Actor) else SYSTEM_ACTOR.audience
+    actor = args.actor if isinstance(args, ActorScoped) else None
+    audience = (actor or SYSTEM_ACTOR).audience
     canonical = json.dumps(args.model_dump(mode="json", exclude={"actor"}), sort_keys=True)
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:32]
     return f"{KEY_PREFIX}:{catalog_version()}:{spec.name}:{audience}:{digest}"

@@ -17,9 +17,9 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.heartbeat import heartbeating
 from activities.tools import queries as q
 from activities.tools.access import is_customer, require_owner
-from activities.tools.heartbeat import heartbeating
 from schemas import errors
 from schemas.tools import (
     CHECK_INVENTORY,
@@ -50,6 +50,9 @@ from schemas.tools import (
 )
 
 __all__ = ["ToolActivities"]
+
+SIDE_EFFECT_HEARTBEAT_EVERY_S = 0.5
+"""Well inside the side effect's heartbeat timeout (`workflows.dag.dispatch`)."""
 
 
 class ToolActivities:
@@ -202,7 +205,11 @@ class ToolActivities:
         the order, and the key is unique: an attempt retried after an earlier attempt's commit
         (say its result was lost) finds that refund and returns it with `created=False`.
         """
-        async with heartbeating(), self._pool.acquire() as conn, conn.transaction():
+        async with (
+            heartbeating(SIDE_EFFECT_HEARTBEAT_EVERY_S),
+            self._pool.acquire() as conn,
+            conn.transaction(),
+        ):
             order = await conn.fetchrow(q.LOCK_ORDER, args.order_id)
             require_owner(args.actor, order and order["customer_id"], f"order {args.order_id}")
             if order is None:

@@ -33,6 +33,11 @@ from workers.plugin import agentkeel_plugin
 from workers.settings import Settings
 
 
+async def connect_client(settings: Settings) -> Client:
+    """A Temporal client for starting and steering runs: the data converter, no LangGraph."""
+    return await connect_temporal(settings, [agentkeel_plugin()])
+
+
 def new_workflow_id(prefix: str = "ask") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:16]}"
 
@@ -90,7 +95,7 @@ class AgentClient:
 
     @classmethod
     async def connect(cls, settings: Settings, *, redis_url: str | None = None) -> AgentClient:
-        temporal = await connect_temporal(settings, [agentkeel_plugin()])
+        temporal = await connect_client(settings)
         return cls.from_settings(temporal, settings, redis_url=redis_url)
 
     async def close(self) -> None:

@@ -24,7 +24,8 @@ from schemas.result import StepError, StepOutcome
 from schemas.tools import TOOLS, ToolSpec
 from workflows.dag.admission import refuse_plan
 from workflows.dag.run_context import RunContext
-from workflows.dag.scheduler import DagScheduler, SchedulerLimits, ToolCall
+from workflows.dag.scheduler import DagScheduler, ToolCall
+from workflows.dag.step_gates import SchedulerLimits
 
 _SUMMARY_CHARS = 120
 SIDE_EFFECT_HEARTBEAT = timedelta(seconds=3)
@@ -47,7 +48,7 @@ async def run_plan(
     on_start: Callable[[list[StepOutcome]], None] | None = None,
 ) -> tuple[list[StepOutcome], StepError | None]:
     """Outcomes of every step, or no outcomes and the reason the plan was rejected."""
-    refused = refuse_plan(plan, ctx.options, ctx.allowed_effects, limits=ctx.authority)
+    refused = refuse_plan(plan, ctx.request.options, ctx.allowed_effects, limits=ctx.authority)
     if refused is not None:
         workflow.logger.info("plan refused: %s %s", refused.type, refused.message)
         return [], refused
@@ -77,11 +78,11 @@ async def run_plan(
 
 def _limits(ctx: RunContext) -> SchedulerLimits:
     if not ctx.authority:  # a run recorded before the limits existed replays without them
-        return SchedulerLimits(max_concurrency=ctx.options.max_concurrency)
+        return SchedulerLimits(max_concurrency=ctx.request.options.max_concurrency)
     return SchedulerLimits(
-        max_concurrency=ctx.options.max_concurrency,
-        max_fan_out=ctx.options.max_fan_out,
-        max_calls=max(ctx.options.max_tool_calls - ctx.calls_used, 0),
+        max_concurrency=ctx.request.options.max_concurrency,
+        max_fan_out=ctx.request.options.max_fan_out,
+        max_calls=max(ctx.request.options.max_tool_calls - ctx.calls_used, 0),
     )
 
 
@@ -105,7 +106,7 @@ class EffectRoles:
 
 async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> Any:
     spec = TOOLS[call.tool]
-    payload: dict[str, Any] = {**call.args, "actor": ctx.actor.model_dump(mode="json")}
+    payload: dict[str, Any] = {**call.args, "actor": ctx.request.actor.model_dump(mode="json")}
     options: dict[str, Any] = {}
     if not spec.idempotent:
         role = effects.role(spec, call.args)
@@ -149,7 +150,7 @@ async def _await_approval(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> No
             )
         )
     policy = await ctx.approval_policy()
-    why = policy.required_for(ctx.actor, amount, already=ctx.moved_cents)
+    why = policy.required_for(ctx.request.actor, amount, already=ctx.moved_cents)
     if why is None:
         ctx.moved_cents += amount
         return
@@ -159,7 +160,7 @@ async def _await_approval(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> No
         tool=call.tool,
         args=call.args,
         amount_cents=amount,
-        actor=ctx.actor,
+        actor=ctx.request.actor,
         why=why,
     )
     record = await ctx.gate.wait_for(request, timedelta(seconds=policy.timeout_s))

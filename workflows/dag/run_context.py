@@ -14,9 +14,8 @@ from datetime import timedelta
 from temporalio import workflow
 
 from schemas import names
-from schemas.actor import Actor
 from schemas.approvals import ApprovalPolicy, ApprovalPolicyInput
-from schemas.request import RunOptions
+from schemas.request import AgentRequest
 from workflows import timeouts
 from workflows.approvals import ApprovalGate
 
@@ -26,10 +25,8 @@ APPROVAL_POLICY_TIMEOUT = timedelta(seconds=5)
 @dataclass
 class RunContext:
     tool_queue: str
-    tenant: str
-    actor: Actor
-    request_id: str | None
-    options: RunOptions
+    request: AgentRequest
+    """Its actor, request id and options: whose authority, which keys, what limits."""
     gate: ApprovalGate
     authority: bool = True
     """The rules of `AUTHORITY_PATCH` are in force: false only when replaying a run that
@@ -48,7 +45,7 @@ class RunContext:
         if self._policy is None:
             self._policy = await workflow.execute_local_activity(
                 names.APPROVAL_POLICY,
-                ApprovalPolicyInput(tenant=self.tenant),
+                ApprovalPolicyInput(tenant=self.request.tenant),
                 result_type=ApprovalPolicy,
                 start_to_close_timeout=APPROVAL_POLICY_TIMEOUT,
                 retry_policy=timeouts.STORE_RETRY,
@@ -57,8 +54,11 @@ class RunContext:
 
     def idempotency_key(self, role: str, call_id: str) -> str:
         """The key of a side effect with role `role` in the plan and id `call_id`."""
-        if self.request_id is not None:
-            return request_idempotency_key(self.tenant, self.actor.audience, self.request_id, role)
+        request = self.request
+        if request.request_id is not None:
+            return request_idempotency_key(
+                request.tenant, request.actor.audience, request.request_id, role
+            )
         return idempotency_key(workflow.info().first_execution_run_id, call_id)
 
 

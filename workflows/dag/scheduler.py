@@ -11,22 +11,17 @@ from __future__ import annotations
 import asyncio
 import heapq
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from schemas.errors import (
-    CANCELLED,
-    DEPENDENCY_FAILED,
-    FAN_OUT_TOO_LARGE,
-    INVALID_ARGUMENTS,
-    TOOL_CALL_LIMIT,
-)
+from schemas.errors import CANCELLED, INVALID_ARGUMENTS
 from schemas.plan.model import Plan, PlanStep
 from schemas.plan.validation import critical_path_ms, validate_plan
 from schemas.result import StepError, StepOutcome, StepStatus
 from schemas.tools import ToolSpec
-from workflows.dag.resolve import ResolutionError, condition_value, resolve
+from workflows.dag.resolve import ResolutionError, resolve
+from workflows.dag.step_gates import SchedulerLimits, before_running, over_limits
 
 
 @dataclass(frozen=True)
@@ -54,21 +49,6 @@ class _Abort(Exception):
 
 Dispatch = Callable[[ToolCall], Awaitable[Any]]
 DescribeError = Callable[[BaseException], StepError]
-
-
-@dataclass
-class SchedulerLimits:
-    max_concurrency: int = 5
-    per_tool: Mapping[str, int] = field(default_factory=dict)
-    max_fan_out: int | None = None
-    """Longest list a `for_each` step may expand over; a longer one fails the step."""
-    max_calls: int | None = None
-    """Tool calls this plan may still start (the run's budget less earlier rounds')."""
-
-    def __post_init__(self) -> None:
-        # A cap below one would hold its steps back forever.
-        if self.max_concurrency < 1 or any(cap < 1 for cap in self.per_tool.values()):
-            raise ValueError("concurrency caps must be at least 1")
 
 
 class DagScheduler:
@@ -149,13 +129,10 @@ class DagScheduler:
             call, output, error = self._done.get_nowait()
             if not isinstance(error, _Abort):
                 self._record(call, output, error)
+        cancelled = StepError(type=CANCELLED, message="cancelled with the run", non_retryable=True)
         for outcome in self.outcomes.values():
             if outcome.status is StepStatus.RUNNING:
-                outcome.status = StepStatus.FAILED
-                outcome.error = StepError(
-                    type=CANCELLED, message="cancelled with the run", non_retryable=True
-                )
-                outcome.finished_at = self._now()
+                self._fail(outcome, cancelled.model_copy())
 
     # -- readiness ----------------------------------------------------------------------------
     def _release_ready_steps(self) -> None:
@@ -167,30 +144,18 @@ class DagScheduler:
                 outcome = self.outcomes[step.id]
                 if outcome.status is not StepStatus.PENDING or step.id in self._expanded:
                     continue
-                dep_states = [self.outcomes[d].status for d in self._deps[step.id]]
-                if any(s in (StepStatus.PENDING, StepStatus.RUNNING) for s in dep_states):
+                deps = [self.outcomes[d] for d in self._deps[step.id]]
+                if any(d.status in (StepStatus.PENDING, StepStatus.RUNNING) for d in deps):
                     continue
                 changed = True
-                deps = [self.outcomes[d] for d in self._deps[step.id]]
-                failed = [d.id for d in deps if d.status is StepStatus.FAILED or d.error]
-                if failed:
-                    outcome.status = StepStatus.SKIPPED
-                    outcome.error = StepError(
-                        type=DEPENDENCY_FAILED,
-                        message=f"skipped because {', '.join(failed)} did not succeed",
-                        non_retryable=True,
-                    )
-                    continue
-                passed_over = [d.id for d in deps if d.status is StepStatus.SKIPPED]
-                if passed_over:  # skipped by a condition, not a failure: so is this step
-                    self._skip(outcome, f"it needs {', '.join(passed_over)}, which was skipped")
-                    continue
-                if step.when is not None:
-                    value = condition_value(step.when, self._outputs)
-                    if not step.when.holds(value):
-                        self._skip(outcome, step.when.unmet(value))
-                        continue
-                self._expand(step)
+                skip = before_running(step, deps, self._outputs)
+                if skip is None:
+                    self._expand(step)
+                elif skip.error is not None:
+                    outcome.status, outcome.error = StepStatus.SKIPPED, skip.error
+                else:
+                    outcome.status, outcome.skipped_because = StepStatus.SKIPPED, skip.reason
+                    outcome.started_at = outcome.finished_at = self._now()
 
     def _expand(self, step: PlanStep) -> None:
         outcome = self.outcomes[step.id]
@@ -209,23 +174,12 @@ class DagScheduler:
                 ]
                 outcome.args = [c.args for c in calls]
         except (ResolutionError, ValueError) as exc:
-            self._fail_unstarted(outcome, INVALID_ARGUMENTS, str(exc))
+            error = StepError(type=INVALID_ARGUMENTS, message=str(exc), non_retryable=True)
+            self._fail(outcome, error)
             return
-        limits = self._limits
-        if step.for_each is not None and limits.max_fan_out is not None:
-            if len(calls) > limits.max_fan_out:
-                message = (
-                    f"step {step.id}: for_each expands to {len(calls)} calls, "
-                    f"more than this run's limit of {limits.max_fan_out}"
-                )
-                self._fail_unstarted(outcome, FAN_OUT_TOO_LARGE, message)
-                return
-        if limits.max_calls is not None and self.calls_started + len(calls) > limits.max_calls:
-            message = (
-                f"step {step.id}: {len(calls)} more tool calls would pass the run's limit "
-                f"({limits.max_calls - self.calls_started} left)"
-            )
-            self._fail_unstarted(outcome, TOOL_CALL_LIMIT, message)
+        refused = over_limits(step, len(calls), self.calls_started, self._limits)
+        if refused is not None:
+            self._fail(outcome, refused)
             return
         self.calls_started += len(calls)
         if not calls:  # an empty list expands to nothing: done at once
@@ -240,15 +194,11 @@ class DagScheduler:
             key = (-self._priority[step.id], self._order[step.id], seq, call)
             heapq.heappush(self._ready, key)
 
-    def _skip(self, outcome: StepOutcome, because: str) -> None:
-        outcome.status = StepStatus.SKIPPED
-        outcome.skipped_because = because
-        outcome.started_at = outcome.finished_at = self._now()
-
-    def _fail_unstarted(self, outcome: StepOutcome, error_type: str, message: str) -> None:
-        outcome.status = StepStatus.FAILED
-        outcome.error = StepError(type=error_type, message=message, non_retryable=True)
-        outcome.started_at = outcome.finished_at = self._now()
+    def _fail(self, outcome: StepOutcome, error: StepError) -> None:
+        """A step that ends here, before (or instead of) its calls finishing."""
+        outcome.status, outcome.error = StepStatus.FAILED, error
+        outcome.finished_at = self._now()
+        outcome.started_at = outcome.started_at or outcome.finished_at
 
     def _resolve_args(self, step: PlanStep, item: Any) -> dict[str, Any]:
         args = resolve(step.args, self._outputs, item)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, is_cancelled_exception
+from temporalio.exceptions import ActivityError
 
 from schemas import names
 from schemas.cache_lookup import LookupCacheInput, LookupCacheResult
@@ -13,6 +13,7 @@ from schemas.result import CacheMatch, CacheStatus
 from schemas.route import Tier
 from schemas.tools import has_side_effect
 from workflows import timeouts
+from workflows.cancellation import ends_the_run
 from workflows.state import AgentState
 from workflows.visibility import add_timing, elapsed_ms, publish_cache, publish_route, stage
 
@@ -39,7 +40,7 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
             retry_policy=timeouts.CACHE_RETRY,
         )
     except ActivityError as exc:
-        if state["context"].authority and is_cancelled_exception(exc):
+        if ends_the_run(exc, state["context"].authority):
             raise
         # The cache only accelerates: whatever went wrong, this run is a miss.
         workflow.logger.warning("cache lookup failed, continuing as a miss: %s", exc.cause)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, is_cancelled_exception
+from temporalio.exceptions import ActivityError
 
 from schemas import names
 from schemas.plan.model import Plan
@@ -15,6 +15,7 @@ from schemas.route import Route
 from schemas.run_record import StoreInput, StoreResult
 from schemas.tokens import CANCELLED_TEXT
 from workflows import timeouts
+from workflows.cancellation import ends_the_run
 from workflows.state import AgentState
 from workflows.visibility import elapsed_ms, stage
 
@@ -41,7 +42,7 @@ async def store(state: AgentState) -> dict[str, Any]:
         plan_error=plan_error,
         warnings=state.get("warnings", []),
         cache_match=state.get("cache_match"),
-        approvals=list(state["context"].gate.records),
+        approvals=list(state["progress"].approvals),
         workflow_id=info.workflow_id,
         run_id=info.run_id,
     )
@@ -103,7 +104,7 @@ async def _write_record(state: AgentState, result: AgentResult, *, update_cache:
             summary="store run",
         )
     except ActivityError as exc:
-        if state["context"].authority and is_cancelled_exception(exc):
+        if ends_the_run(exc, state["context"].authority):
             raise
         # The answer exists (and a refund may have been issued): losing the record must
         # not turn a done run into a failed one. Say so in the result and the logs.
