@@ -17,6 +17,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.conversations import ConversationStore
 from activities.heartbeat import heartbeating
+from activities.outputs import OutputStore
 from activities.token_stream import TokenStream
 from inference.engines.protocol import ConstraintViolationError, EngineRequestError
 from inference.policy import Policy
@@ -57,12 +58,15 @@ class InferenceActivities:
         *,
         redis: aioredis.Redis | None = None,
         conversations: ConversationStore | None = None,
+        outputs: OutputStore | None = None,
     ) -> None:
         """`redis`: where token streams go; None publishes nothing (answers still return).
-        `conversations`: where earlier turns are read; None gives prompts no history."""
+        `conversations`: where earlier turns are read; None gives prompts no history.
+        `outputs`: where large step outputs are read back; None leaves them references."""
         self._policy = policy
         self._redis = redis
         self._conversations = conversations
+        self._outputs = outputs
 
     @activity.defn(name=names.ROUTE)
     async def route(self, request: calls.RouteInput) -> calls.RouteResult:
@@ -87,6 +91,8 @@ class InferenceActivities:
     @activity.defn(name=names.RESPOND)
     async def respond(self, request: calls.RespondInput) -> calls.RespondResult:
         request = await self._with_history(request)
+        if self._outputs is not None and any(s.output_ref for s in request.steps):
+            request.steps = await self._outputs.resolved(request.steps)
         info = activity.info()
         # Each attempt opens with a reset marked with its number: a reader drops what an
         # earlier, failed attempt had already shown.

@@ -21,6 +21,9 @@ DUPLICATE_STEP: Final = "DuplicateStep"
 EMPTY_PLAN: Final = "EmptyPlan"
 INVALID_CONDITION: Final = "InvalidCondition"
 """A step's `when` does not test an earlier step's output."""
+INVALID_REPEAT: Final = "InvalidRepeat"
+"""A step's `repeat` is on a tool that may not repeat, or its `until` does not test the
+step's own output."""
 PLAN_ERROR_KINDS: Final = (
     UNKNOWN_TOOL,
     INVALID_ARGUMENTS,
@@ -29,6 +32,7 @@ PLAN_ERROR_KINDS: Final = (
     DUPLICATE_STEP,
     EMPTY_PLAN,
     INVALID_CONDITION,
+    INVALID_REPEAT,
 )
 SIDE_EFFECT_NOT_ALLOWED: Final = "SideEffectNotAllowed"
 """A read-only run (the cache warmer's) was handed a plan with a side effect."""
@@ -49,6 +53,8 @@ APPROVAL_DECLINED: Final = "ApprovalDeclined"
 """An approver rejected the side effect; it was not made."""
 APPROVAL_TIMED_OUT: Final = "ApprovalTimedOut"
 """Nobody decided within the approval timeout; the side effect was declined."""
+WATCH_TIMED_OUT: Final = "WatchTimedOut"
+"""A repeated step's `until` never held before its `timeout_s`: the step ends `timed_out`."""
 CANCELLED: Final = "Cancelled"
 """The step was in flight when its run was cancelled, and did not finish."""
 TIMEOUT: Final = "Timeout"

@@ -23,6 +23,8 @@ STORE: Final = "store"
 HOT_QUESTIONS: Final = "hot_questions"
 APPROVAL_POLICY: Final = "approval_policy"
 ANNOUNCE_CANCELLATION: Final = "announce_cancellation"
+STORE_OUTPUT: Final = "store_output"
+LOAD_OUTPUTS: Final = "load_outputs"
 
 # Activities of the inference worker pool.
 ROUTE: Final = "route"

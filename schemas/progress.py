@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import BaseModel, Field
 
 from schemas.approvals import ApprovalRecord, ApprovalRequest
 from schemas.result import StepOutcome
 from schemas.route import Route
+
+
+class Waiting(BaseModel):
+    """A step the run is waiting on: a `wait` timer, or a watch between two of its runs."""
+
+    step_id: str
+    tool: str
+    what: str
+    """In words: "order 1002: status in ['shipped', 'delivered']" or "2 h"."""
+    until: datetime
+    """When the wait ends, or the watch runs next."""
+    deadline: datetime | None = None
+    """For a watch: when it stops watching (its `timeout_s`)."""
+    runs: int = 0
+    """For a watch: how often the step has run so far."""
 
 
 class RunProgress(BaseModel):
@@ -20,3 +37,7 @@ class RunProgress(BaseModel):
     """The side effect waiting for a decision (the `approve` update), if any."""
     approvals: list[ApprovalRecord] = Field(default_factory=list)
     """Decisions made so far."""
+    waiting: list[Waiting] = Field(default_factory=list)
+    """Timers and watches the run is waiting on now (also `AgentWaiting = true`)."""
+    continued: int = 0
+    """How often this run has continued as new (its history restarts each time)."""

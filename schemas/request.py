@@ -38,11 +38,18 @@ class RunOptions(BaseModel):
     """How often `join` may send the run back to planning."""
     max_plan_steps: int = Field(default=16, ge=1, le=64)
     """A plan with more steps is rejected (`PlanTooLarge`) before anything runs."""
-    max_fan_out: int = Field(default=50, ge=1, le=200)
+    max_fan_out: int = Field(default=50, ge=1, le=500)
     """A `for_each` step over a longer list fails (`FanOutTooLarge`) without running."""
     max_tool_calls: int = Field(default=100, ge=1, le=500)
     """Tool activities the whole run may start, over every planning round; calls past it
-    fail (`ToolCallLimit`). Keeps a run's history well inside Temporal's limits."""
+    fail (`ToolCallLimit`). Keeps a run's history well inside Temporal's limits. (The
+    re-runs of a watched step count once: its timeout bounds them.)"""
+    watch_every_s: float | None = Field(default=None, ge=1, le=24 * 3600)
+    """Seconds between the runs of every watched (`repeat`) step, overriding the plan's."""
+    continue_after_runs: int = Field(default=100, ge=1, le=1000)
+    """After this many re-runs of watched steps a run continues as new (same workflow id,
+    carrying its plan, outputs and deadlines), so its history stays small however long
+    it watches."""
 
 
 class AgentRequest(BaseModel):

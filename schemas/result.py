@@ -19,12 +19,29 @@ class StepStatus(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     SKIPPED = "skipped"
+    TIMED_OUT = "timed_out"
+    """A repeated step whose `until` never held before its timeout: what the plan foresaw
+    could happen (its last output is kept), not a failure."""
 
 
 class StepError(BaseModel):
     type: str
     message: str
     non_retryable: bool = False
+
+
+class OutputRef(BaseModel):
+    """Where a large output is kept (Postgres), in place of the output itself.
+
+    Outputs above a size threshold travel by reference, so a fan-out over hundreds of
+    rows does not copy them into the run's history again and again. `AgentClient` and
+    the respond step resolve it; any client may read it from the `agent_outputs` table.
+    """
+
+    ref: str
+    bytes: int
+    items: int | None = None
+    """Its length, when the output is a list (a `for_each` step's)."""
 
 
 class StepOutcome(BaseModel):
@@ -43,11 +60,25 @@ class StepOutcome(BaseModel):
     was skipped so. (A step skipped for a failure says so in `error`.)"""
     attempt: int = 0
     """Planning round (0 = first plan) in which this outcome was produced."""
+    runs: int = 0
+    """For a repeated step: how many times it has run so far."""
+    next_run_at: datetime | None = None
+    """For a repeated step still watching: when it runs next."""
+    output_ref: OutputRef | None = None
+    """Set instead of `output` when the output was too large to carry (see `OutputRef`)."""
 
     @property
     def as_planned(self) -> bool:
-        """It succeeded, or the plan's own condition passed it over: nothing went wrong."""
-        return self.status is StepStatus.SUCCEEDED or (
+        """It succeeded, or the plan's own condition passed it over, or its watch ran out of
+        time as the plan allowed: nothing went wrong."""
+        return self.status in (StepStatus.SUCCEEDED, StepStatus.TIMED_OUT) or (
+            self.status is StepStatus.SKIPPED and self.error is None
+        )
+
+    @property
+    def passed_over(self) -> bool:
+        """It did not produce what its dependants need, by the plan's own decision."""
+        return self.status is StepStatus.TIMED_OUT or (
             self.status is StepStatus.SKIPPED and self.error is None
         )
 

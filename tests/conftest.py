@@ -262,14 +262,17 @@ async def make_stack(
             activities = await exits.enter_async_context(cpu_activities(settings))
             activities = with_stand_ins(activities, replace_activities or [])
             # The inference worker's own clients: token streams and conversations.
-            streams, conversations = await exits.enter_async_context(inference_resources(settings))
+            resources = await exits.enter_async_context(inference_resources(settings))
             for worker in (
                 cpu_worker(temporal, queue, activities),
                 inference_worker(
                     temporal,
                     settings.inference_task_queue,
                     InferenceActivities(
-                        policy or RulesPolicy(), redis=streams, conversations=conversations
+                        policy or RulesPolicy(),
+                        redis=resources.redis,
+                        conversations=resources.conversations,
+                        outputs=resources.outputs,
                     ),
                     max_concurrent=inference_concurrency,
                 ),

@@ -13,11 +13,12 @@ import pytest
 from activities.cache_lookup import CacheActivities
 from activities.hot_questions import WarmingActivities
 from activities.model_calls import InferenceActivities
+from activities.outputs import OutputActivities
 from activities.run_control import RunControlActivities
 from activities.run_store import StoreActivities
 from activities.tools.shop import ToolActivities
 from schemas import names
-from schemas.tools import TOOLS
+from schemas.tools import ACTIVITY_TOOLS, TOOLS
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT_PACKAGES = ("workflows", "activities", "workers", "inference", "schemas")
@@ -96,9 +97,11 @@ def test_every_activity_name_is_defined_once_in_schemas() -> None:
         WarmingActivities,
         InferenceActivities,
         RunControlActivities,
+        OutputActivities,
     )
     assert agent_side == declared
-    assert _registered_names(ToolActivities) == set(TOOLS)
+    assert _registered_names(ToolActivities) == set(ACTIVITY_TOOLS)
+    assert set(TOOLS) - set(ACTIVITY_TOOLS) == {"wait"}  # built-ins run in the workflow
 
 
 @pytest.mark.parametrize("package", ["workflows", "bench"])

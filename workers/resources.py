@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -14,6 +15,7 @@ from redis.exceptions import RedisError
 from activities.cache_lookup import CacheActivities
 from activities.conversations import ConversationStore
 from activities.hot_questions import WarmingActivities
+from activities.outputs import OutputActivities, OutputStore
 from activities.run_control import RunControlActivities
 from activities.run_store import StoreActivities
 from activities.tools.shop import ToolActivities
@@ -64,6 +66,7 @@ async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[...,
             StoreActivities(pool, caches.paths).store,
             WarmingActivities(pool, caches.paths).hot_questions,
             *run_control.all_activities(),
+            *_output_activities(pool),
         ]
     finally:
         if caches is not None:
@@ -71,6 +74,11 @@ async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[...,
         await http.aclose()
         await redis.aclose()
         await pool.close()
+
+
+def _output_activities(pool: asyncpg.Pool) -> list[Callable[..., Any]]:
+    outputs = OutputActivities(OutputStore(pool))
+    return [outputs.store_output, outputs.load_outputs]
 
 
 def approval_policy(settings: Settings) -> ApprovalPolicy:
@@ -82,14 +90,23 @@ def approval_policy(settings: Settings) -> ApprovalPolicy:
     )
 
 
+@dataclass(frozen=True)
+class InferenceResources:
+    redis: aioredis.Redis | None
+    conversations: ConversationStore | None
+    outputs: OutputStore | None
+
+
 @asynccontextmanager
 async def inference_resources(
     settings: Settings,
-) -> AsyncIterator[tuple[aioredis.Redis | None, ConversationStore | None]]:
-    """The inference worker's clients: Redis for token streams, Postgres for conversations.
+) -> AsyncIterator[InferenceResources]:
+    """The inference worker's clients: Redis for token streams, Postgres for conversations
+    and for large step outputs that reach the respond step by reference.
 
     Both optional: without Redis answers are not streamed, without Postgres prompts have
-    no conversation history; the worker serves either way.
+    no conversation history (and outputs by reference stay references); the worker serves
+    either way.
     """
     redis = redis_client(settings.redis_url) if settings.redis_url else None
     pool = None
@@ -99,7 +116,11 @@ async def inference_resources(
         except (OSError, asyncpg.PostgresError) as exc:
             raise StartupError(f"Postgres at {redact(settings.database_url)}: {exc}") from None
     try:
-        yield redis, ConversationStore(pool) if pool is not None else None
+        yield InferenceResources(
+            redis=redis,
+            conversations=ConversationStore(pool) if pool is not None else None,
+            outputs=OutputStore(pool) if pool is not None else None,
+        )
     finally:
         if pool is not None:
             await pool.close()

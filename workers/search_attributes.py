@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import (
     AddSearchAttributesRequest,
     ListSearchAttributesRequest,
 )
 from temporalio.client import Client
+from temporalio.common import SearchAttributeIndexedValueType, SearchAttributeKey
 
 from workers.settings import StartupError
 from workflows.search_attributes import ALL_KEYS
@@ -22,7 +25,7 @@ async def ensure_search_attributes(client: Client, namespace: str) -> None:
         ListSearchAttributesRequest(namespace=namespace)
     )
     missing = {
-        key.name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
+        key.name: IndexedValueType.ValueType(key.indexed_value_type.value)
         for key in ALL_KEYS
         if key.name not in have.custom_attributes
     }
@@ -33,7 +36,8 @@ async def ensure_search_attributes(client: Client, namespace: str) -> None:
             AddSearchAttributesRequest(namespace=namespace, search_attributes=missing)
         )
     except Exception as exc:
-        names = ", ".join(f"{name}=Keyword" for name in missing)
+        wanted = [key for key in ALL_KEYS if key.name in missing]
+        names = ", ".join(f"{key.name}={_type_name(key)}" for key in wanted)
         raise SearchAttributesError(
             f"namespace {namespace!r} lacks search attributes {names} and adding them failed "
             f"({exc}); register them once with `temporal operator search-attribute create`"
@@ -44,5 +48,16 @@ def dev_server_flags() -> list[str]:
     """`--search-attribute` flags for `temporal server start-dev`."""
     flags: list[str] = []
     for key in ALL_KEYS:
-        flags += ["--search-attribute", f"{key.name}=Keyword"]
+        flags += ["--search-attribute", f"{key.name}={_type_name(key)}"]
     return flags
+
+
+def _type_name(key: SearchAttributeKey[Any]) -> str:
+    """How the CLI and the dev server name a type: `Keyword`, `Bool`, ..."""
+    names = {
+        SearchAttributeIndexedValueType.KEYWORD: "Keyword",
+        SearchAttributeIndexedValueType.BOOL: "Bool",
+        SearchAttributeIndexedValueType.INT: "Int",
+        SearchAttributeIndexedValueType.TEXT: "Text",
+    }
+    return names[key.indexed_value_type]

@@ -91,11 +91,14 @@ async def run_inference_worker(settings: Settings) -> None:
     """
     assembly = build_policy(settings)
     client = await connect(settings)
-    async with inference_resources(settings) as (redis, conversations):
+    async with inference_resources(settings) as resources:
         await assembly.start()
         try:
             activities = InferenceActivities(
-                assembly.policy, redis=redis, conversations=conversations
+                assembly.policy,
+                redis=resources.redis,
+                conversations=resources.conversations,
+                outputs=resources.outputs,
             )
             worker = inference_worker(
                 client,

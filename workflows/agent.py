@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 from temporalio import workflow
@@ -11,18 +11,20 @@ from temporalio.exceptions import ApplicationError, is_cancelled_exception
 from temporalio.langgraph import graph
 
 from schemas.approvals import ApprovalAnswer, ApprovalDecision
+from schemas.continuation import Continuation
 from schemas.errors import INVALID_REQUEST
 from schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE, PROGRESS_QUERY
 from schemas.progress import RunProgress
 from schemas.queues import inference_queue
 from schemas.request import AgentRequest, LegacyAgentRequest
-from schemas.result import AgentResult
+from schemas.result import AgentResult, CacheStatus, Timings
 from workflows.approvals import ApprovalGate
 from workflows.cancellation import announce_cancellation
 from workflows.dag.run_context import RunContext
 from workflows.graph import AGENT_GRAPH
 from workflows.nodes.run_record import record_cancelled_run
 from workflows.state import AgentState
+from workflows.waiting import WaitBoard
 
 WORKFLOW_NAME = AGENT_WORKFLOW
 # Each run may loop plan → execute → join a few times; LangGraph counts every node.
@@ -38,6 +40,20 @@ AUTHORITY_PATCH = "authority-v1"
 cancellation of calls in flight. A run whose history predates it replays as it ran."""
 
 
+def parse_continuation(inputs: Sequence[Any], *, continued: bool) -> Continuation | None:
+    """What the run this one continues handed on; None for a run a client started.
+
+    A second input is accepted only from `AgentWorkflow` itself: Temporal marks a run that
+    continues another (`continued`), and no client can start one so.
+    """
+    if len(inputs) != 2 or not continued:
+        return None
+    try:
+        return Continuation.model_validate(inputs[1])
+    except ValidationError as exc:
+        raise _invalid(f"invalid AgentWorkflow continuation: {exc.errors()[0]['msg']}") from None
+
+
 def parse_request(inputs: Sequence[Any], *, strict: bool = True) -> AgentRequest:
     """Validate the JSON input; a bad one fails the run at once, naming every bad field.
 
@@ -47,7 +63,8 @@ def parse_request(inputs: Sequence[Any], *, strict: bool = True) -> AgentRequest
     fail runs in flight permanently on any later validation bug. For the same reason the
     run takes any number of inputs and refuses all but exactly one.
     """
-    if len(inputs) != 1:
+    continued = len(inputs) == 2 and workflow.info().continued_run_id is not None
+    if len(inputs) != 1 and not continued:
         raise _invalid(f"AgentWorkflow takes one input (the request JSON), got {len(inputs)}")
     try:
         if not strict:
@@ -74,6 +91,7 @@ class AgentWorkflow:
     def __init__(self) -> None:
         self._progress = RunProgress()
         self._gate = ApprovalGate(self._progress)
+        self._waits = WaitBoard(self._progress)
 
     @workflow.query(name=PROGRESS_QUERY)
     def progress(self) -> RunProgress:
@@ -96,6 +114,7 @@ class AgentWorkflow:
         """One input: `AgentRequest` JSON (a model instance from Python callers works too)."""
         authority = workflow.patched(AUTHORITY_PATCH)
         request = parse_request(inputs, strict=authority)
+        carried = parse_continuation(inputs, continued=workflow.info().continued_run_id is not None)
         queue = workflow.info().task_queue
         state: AgentState = {
             "request": request,
@@ -107,9 +126,15 @@ class AgentWorkflow:
             "warnings": [],
             "progress": self._progress,
             "context": RunContext(
-                tool_queue=queue, request=request, gate=self._gate, authority=authority
+                tool_queue=queue,
+                request=request,
+                gate=self._gate,
+                waits=self._waits,
+                authority=authority,
             ),
         }
+        if carried is not None:
+            self._pick_up(state, carried)
         app = graph(AGENT_GRAPH).compile()
         try:
             final = await app.ainvoke(state, config={"recursion_limit": RECURSION_LIMIT})
@@ -121,5 +146,56 @@ class AgentWorkflow:
                 await record_cancelled_run(state, self._progress)
                 await announce_cancellation()
             raise
+        if final.get("suspended"):
+            self._hand_on(cast(AgentState, final))
         self._progress.stage = "done"
         return final["result"]
+
+    def _pick_up(self, state: AgentState, carried: Continuation) -> None:
+        """Continue the run `carried` describes: its plan runs on from where it stopped."""
+        context = state["context"]
+        context.calls_used, context.moved_cents = carried.calls_used, carried.moved_cents
+        context.allowed_effects = frozenset(carried.allowed_effects)
+        self._progress.approvals = list(carried.approvals)
+        self._progress.continued = carried.continued
+        self._progress.route = carried.route
+        state.update(
+            {
+                "resume": True,
+                "started_at": carried.started_at,
+                "route": carried.route,
+                "cache": carried.cache,
+                "cache_match": carried.cache_match,
+                "plan": carried.plan,
+                "steps": carried.steps,
+                "plan_error": carried.plan_error,
+                "replans": carried.replans,
+                "timings": carried.timings,
+                "warnings": carried.warnings,
+            }
+        )
+
+    def _hand_on(self, final: AgentState) -> None:
+        """Continue as new with the same workflow id: a fresh history, the same run."""
+        context = final["context"]
+        carried = Continuation(
+            started_at=final["started_at"],
+            route=final["route"],
+            cache=final.get("cache", CacheStatus.MISS),
+            cache_match=final.get("cache_match"),
+            plan=final["plan"],
+            steps=final.get("steps", []),
+            plan_error=final.get("plan_error"),
+            replans=final.get("replans", 0),
+            calls_used=context.calls_used,
+            moved_cents=context.moved_cents,
+            allowed_effects=sorted(context.allowed_effects),
+            timings=final.get("timings", Timings()),
+            warnings=final.get("warnings", []),
+            approvals=list(self._progress.approvals),
+            continued=self._progress.continued + 1,
+        )
+        workflow.logger.info("continuing as new (%d)", carried.continued)
+        workflow.continue_as_new(
+            args=[final["request"].model_dump(mode="json"), carried.model_dump(mode="json")]
+        )

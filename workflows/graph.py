@@ -1,7 +1,9 @@
 """The agent graph: a LangGraph `StateGraph` executed through Temporal's LangGraph plugin.
 
 lookup_cache → route → [plan] → execute → join ⟲ plan (bounded) → respond → store
-(a cache hit goes straight to store, to be recorded; a plan hit to execute)
+(a cache hit goes straight to store, to be recorded; a plan hit to execute; a run that
+continues another starts at execute, and one whose watches stopped for a continue-as-new
+ends after execute)
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def build_agent_graph() -> StateGraph[Any, Any, Any, Any]:
         ("store", nodes.store),
     ):
         graph.add_node(name, node, metadata=dict(_INLINE))
-    graph.add_edge(START, "lookup_cache")
+    graph.add_conditional_edges(START, nodes.at_start, {"resume": "execute", "new": "lookup_cache"})
     graph.add_conditional_edges(
         "lookup_cache", nodes.after_cache, {"hit": "store", "plan": "execute", "miss": "route"}
     )
@@ -39,7 +41,9 @@ def build_agent_graph() -> StateGraph[Any, Any, Any, Any]:
         "route", nodes.after_route, {"confident": "execute", "unsure": "plan"}
     )
     graph.add_edge("plan", "execute")
-    graph.add_edge("execute", "join")
+    graph.add_conditional_edges(
+        "execute", nodes.after_execute, {"continue_as_new": END, "judge": "join"}
+    )
     graph.add_conditional_edges("join", nodes.after_join, {"replan": "plan", "finish": "respond"})
     graph.add_edge("respond", "store")
     graph.add_edge("store", END)

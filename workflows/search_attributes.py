@@ -15,4 +15,7 @@ AGENT_TIER = SearchAttributeKey.for_keyword("AgentTier")
 AGENT_CACHE = SearchAttributeKey.for_keyword("AgentCache")
 AGENT_AWAITING = SearchAttributeKey.for_keyword("AgentAwaiting")
 """What a run waits for (`approval`), while it waits; unset otherwise."""
-ALL_KEYS = (AGENT_INTENT, AGENT_TIER, AGENT_CACHE, AGENT_AWAITING)
+AGENT_WAITING = SearchAttributeKey.for_bool("AgentWaiting")
+"""True while a run waits on a timer or a watch (`progress.waiting` says what); unset
+otherwise."""
+ALL_KEYS = (AGENT_INTENT, AGENT_TIER, AGENT_CACHE, AGENT_AWAITING, AGENT_WAITING)

@@ -37,3 +37,7 @@ class AgentState(TypedDict, total=False):
     """Owned by the workflow (answers the `progress` query); nodes update it in place."""
     context: RunContext
     """Owned by the workflow: actor, request id, limits, approvals, allowed side effects."""
+    resume: bool
+    """This run continues another: its plan is running (watches pick up where they were)."""
+    suspended: bool
+    """Watches stopped for a continue-as-new: the run hands on instead of answering."""

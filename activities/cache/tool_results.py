@@ -35,7 +35,7 @@ def tool_key(spec: ToolSpec, args: BaseModel) -> str:
     read it themselves (a customer's cached reads are its own)."""
     actor = args.actor if isinstance(args, ActorScoped) else None
     audience = (actor or SYSTEM_ACTOR).audience
-    canonical = json.dumps(args.model_dump(mode="json", exclude={"actor"}), sort_keys=True)
+    canonical = json.dumps(args.model_dump(mode="json", exclude={"actor", "fresh"}), sort_keys=True)
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:32]
     return f"{KEY_PREFIX}:{catalog_version()}:{spec.name}:{audience}:{digest}"
 
@@ -61,6 +61,8 @@ class ToolResultCache:
         if spec.cache_ttl is None or not spec.idempotent:
             return await compute(args)
         key = tool_key(spec, args)
+        if isinstance(args, ActorScoped) and args.fresh:
+            return await self._compute_and_store(key, spec, args, compute)
         try:
             raw = await self._backend.get(key)
         except CacheUnavailable:
@@ -73,6 +75,11 @@ class ToolResultCache:
             if self._swr:
                 self._refresh_in_background(key, spec, args, compute)
                 return value
+        return await self._compute_and_store(key, spec, args, compute)
+
+    async def _compute_and_store(
+        self, key: str, spec: ToolSpec, args: BaseModel, compute: Callable[[Any], Awaitable[M]]
+    ) -> M:
         read_since = time.time()
         value = await compute(args)
         await self._store(key, spec, args, value, read_since)

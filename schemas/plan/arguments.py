@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from schemas.errors import INVALID_ARGUMENTS, INVALID_CONDITION, MISSING_REFERENCE
+from schemas.errors import INVALID_ARGUMENTS, INVALID_CONDITION, INVALID_REPEAT, MISSING_REFERENCE
 from schemas.plan.model import PlanStep
 from schemas.plan.references import PlanValidationError, Reference, iter_references
 from schemas.tools import ToolSpec
@@ -42,6 +42,8 @@ def check_arguments(
                 f"step {step.id}: when must test an earlier step's output, got {step.when.ref!r}",
             )
         _type_at(condition, by_id, tools, step.id)  # a missing step or field is named
+    if step.repeat is not None:
+        _check_repeat(step, by_id, tools)
     if step.for_each is not None:
         source = Reference.parse(step.for_each)
         if source is None or source.step is None:
@@ -73,6 +75,41 @@ def check_arguments(
         else:
             source_type = _type_at(ref, by_id, tools, step.id)
         _check_compatible(step, name, fields[name].annotation, source_type, ref)
+    if not any(True for _ in iter_references(step.args)):
+        _check_literals_together(step, model)
+
+
+def _check_repeat(
+    step: PlanStep, by_id: Mapping[str, PlanStep], tools: Mapping[str, ToolSpec]
+) -> None:
+    """A watch re-runs a read on a timer: never a side effect, a built-in or a fan-out."""
+    assert step.repeat is not None
+    spec = tools[step.tool]
+    if not spec.idempotent or spec.runs_in_workflow:
+        raise PlanValidationError(
+            INVALID_REPEAT, f"step {step.id}: {step.tool} may not repeat (not an idempotent read)"
+        )
+    if step.for_each is not None:
+        raise PlanValidationError(INVALID_REPEAT, f"step {step.id}: a for_each step may not repeat")
+    target = Reference.parse(step.repeat.until.ref)
+    if target is None or target.step != step.id:
+        raise PlanValidationError(
+            INVALID_REPEAT,
+            f"step {step.id}: repeat.until must test this step's own output "
+            f"(${step.id}.field), got {step.repeat.until.ref!r}",
+        )
+    _type_at(target, by_id, tools, step.id)
+
+
+def _check_literals_together(step: PlanStep, model: type[BaseModel]) -> None:
+    """Rules that span arguments (`wait` takes seconds or until) hold before anything runs."""
+    try:
+        model.model_validate(step.args)
+    except ValidationError as exc:
+        problem = exc.errors()[0]["msg"]
+        raise PlanValidationError(
+            INVALID_ARGUMENTS, f"step {step.id}: {step.tool} arguments: {problem}"
+        ) from None
 
 
 def _check_literal(step: PlanStep, model: type[BaseModel], name: str, value: Any) -> None:

@@ -56,6 +56,28 @@ class Condition(BaseModel):
         return f"{self.ref} is {value!r}, not one of {self.in_}"
 
 
+REPEAT_FLOOR_S = 1.0
+"""No step re-runs more often than this: a watch is not a busy loop on a downstream."""
+DEFAULT_REPEAT_EVERY_S = 60.0
+MAX_WATCH_S = 31 * 24 * 3600.0
+"""The longest a step may watch (and a `wait` may sleep): a month."""
+
+
+class Repeat(BaseModel):
+    """Re-run an idempotent step on a durable timer until its own output passes `until`:
+    `{"until": {"ref": "$s1.status", "in": ["shipped"]}, "every_s": 600, "timeout_s": 86400}`.
+    Past `timeout_s` the step ends `timed_out` with its last output: a named outcome."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    until: Condition
+    """A test of this step's own output (`$<this step's id>.field`)."""
+    every_s: float = Field(default=DEFAULT_REPEAT_EVERY_S, ge=REPEAT_FLOOR_S, le=MAX_WATCH_S)
+    """Seconds between runs (the request's `options.watch_every_s` overrides it)."""
+    timeout_s: float = Field(default=24 * 3600.0, ge=REPEAT_FLOOR_S, le=MAX_WATCH_S)
+    """Seconds from the first run after which the step stops watching."""
+
+
 class PlanStep(BaseModel):
     """One tool call. Arguments may reference earlier outputs as `"$s1.field"`."""
 
@@ -70,6 +92,8 @@ class PlanStep(BaseModel):
     """A reference to a list (`"$s1.items"`): the step runs once per element, in parallel."""
     when: Condition | None = None
     """Run only if this holds once the steps it references are done; else skipped."""
+    repeat: Repeat | None = None
+    """Re-run until its own output passes a test (a watch); idempotent tools only."""
 
     @field_validator("id")
     @classmethod

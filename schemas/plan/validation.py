@@ -41,6 +41,7 @@ def dependencies(step: PlanStep) -> list[str]:
         refs.extend(iter_references(step.for_each))
     if step.when is not None:
         refs.extend(iter_references(step.when.ref))
+    # A `repeat.until` tests the step's own output: not a dependency.
     for ref in refs:
         if ref.step is not None and ref.step not in deps:
             deps.append(ref.step)

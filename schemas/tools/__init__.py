@@ -6,7 +6,13 @@ describe them to models. Each area module holds its tools' models, their
 rendering in words and their `ToolSpec`; `catalog` collects them into `TOOLS`.
 """
 
-from schemas.tools.catalog import SIDE_EFFECT_TOOLS, TOOLS, catalog_version, has_side_effect
+from schemas.tools.catalog import (
+    ACTIVITY_TOOLS,
+    SIDE_EFFECT_TOOLS,
+    TOOLS,
+    catalog_version,
+    has_side_effect,
+)
 from schemas.tools.customers import (
     FIND_CUSTOMER,
     LIST_ORDERS,
@@ -36,8 +42,10 @@ from schemas.tools.shipping import (
     TrackShipmentInput,
 )
 from schemas.tools.spec import ActorScoped, Render, ToolArgs, ToolSpec, money
+from schemas.tools.timers import WAIT, WaitArgs, Waited
 
 __all__ = [
+    "ACTIVITY_TOOLS",
     "CHECK_INVENTORY",
     "CREATE_REFUND",
     "FIND_CUSTOMER",
@@ -47,6 +55,7 @@ __all__ = [
     "SIDE_EFFECT_TOOLS",
     "TOOLS",
     "TRACK_SHIPMENT",
+    "WAIT",
     "ActorScoped",
     "CheckInventoryArgs",
     "CheckInventoryInput",
@@ -76,6 +85,8 @@ __all__ = [
     "TrackShipmentInput",
     "Tracking",
     "TrackingEvent",
+    "WaitArgs",
+    "Waited",
     "WarehouseStock",
     "catalog_version",
     "has_side_effect",

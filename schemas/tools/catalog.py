@@ -13,6 +13,7 @@ from schemas.tools.orders import GET_ORDER
 from schemas.tools.refunds import CREATE_REFUND
 from schemas.tools.shipping import TRACK_SHIPMENT
 from schemas.tools.spec import ToolSpec
+from schemas.tools.timers import WAIT
 
 TOOLS: dict[str, ToolSpec] = {
     spec.name: spec
@@ -24,9 +25,16 @@ TOOLS: dict[str, ToolSpec] = {
         TRACK_SHIPMENT,
         SEARCH_KB,
         CREATE_REFUND,
+        WAIT,
     )
 }
-"""A tool's name is its activity type name: a contract, in every run's history."""
+"""A tool's name is its activity type name: a contract, in every run's history. (Built-ins
+such as `wait` run in the workflow itself and have no activity.)"""
+
+ACTIVITY_TOOLS: dict[str, ToolSpec] = {
+    name: spec for name, spec in TOOLS.items() if not spec.runs_in_workflow
+}
+"""The tools a worker serves as activities."""
 
 
 SIDE_EFFECT_TOOLS: frozenset[str] = frozenset(

@@ -28,6 +28,9 @@ class ActorScoped(BaseModel):
     actor: Actor | None = None
     """Whose authority the call carries, set by the workflow from the request and never by a
     plan (plan arguments forbid it). None: a trusted caller (histories from before actors)."""
+    fresh: bool = False
+    """Read the source, not the tool-result cache: set for the runs of a watched step,
+    which exist to see a change (what they read is still stored for others)."""
 
 
 def money(cents: int) -> str:
@@ -61,6 +64,9 @@ class ToolSpec:
     """The argument holding money this tool moves, in cents: above the approval thresholds
     the run waits for an approver before the call."""
     non_retryable_errors: tuple[str, ...] = field(default=(NOT_FOUND, NOT_AUTHORIZED))
+    runs_in_workflow: bool = False
+    """A built-in the workflow runs itself (the `wait` timer): no activity, no downstream,
+    never cached or repeated."""
     render: Render | None = field(default=None, compare=False)
     """How answers describe one result of this tool; None: its JSON as it is."""
 

@@ -7,7 +7,7 @@ cancelled and waited for if the run is cancelled while it is in flight.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -46,8 +46,12 @@ async def run_plan(
     *,
     attempt: int,
     on_start: Callable[[list[StepOutcome]], None] | None = None,
+    resume: Sequence[StepOutcome] = (),
 ) -> tuple[list[StepOutcome], StepError | None]:
-    """Outcomes of every step, or no outcomes and the reason the plan was rejected."""
+    """Outcomes of every step, or no outcomes and the reason the plan was rejected.
+
+    Watches that stopped for a continue-as-new come back still RUNNING (`resume` hands
+    them, with the finished steps, to the run that continues this one)."""
     refused = refuse_plan(plan, ctx.request.options, ctx.allowed_effects, limits=ctx.authority)
     if refused is not None:
         workflow.logger.info("plan refused: %s %s", refused.type, refused.message)
@@ -64,6 +68,9 @@ async def run_plan(
             attempt=attempt,
             step_failures=(ActivityError, StepRefused),
             cancel_in_flight=ctx.authority,
+            sleep=_durable_sleep,
+            on_wait=ctx.waits.show,
+            resume=resume,
         )
     except PlanValidationError as exc:
         workflow.logger.info("plan rejected: %s %s", exc.kind, exc.message)
@@ -79,11 +86,20 @@ async def run_plan(
 def _limits(ctx: RunContext) -> SchedulerLimits:
     if not ctx.authority:  # a run recorded before the limits existed replays without them
         return SchedulerLimits(max_concurrency=ctx.request.options.max_concurrency)
+    options = ctx.request.options
     return SchedulerLimits(
-        max_concurrency=ctx.request.options.max_concurrency,
-        max_fan_out=ctx.request.options.max_fan_out,
-        max_calls=max(ctx.request.options.max_tool_calls - ctx.calls_used, 0),
+        max_concurrency=options.max_concurrency,
+        max_fan_out=options.max_fan_out,
+        max_calls=max(options.max_tool_calls - ctx.calls_used, 0),
+        watch_every_s=options.watch_every_s,
+        runs_before_continue=options.continue_after_runs,
+        history_full=lambda: workflow.info().is_continue_as_new_suggested(),
     )
+
+
+async def _durable_sleep(duration: timedelta, summary: str) -> None:
+    """A timer in the run's history: it outlives workers, restarts and deployments."""
+    await workflow.sleep(duration, summary=summary)
 
 
 class EffectRoles:
@@ -107,6 +123,8 @@ class EffectRoles:
 async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> Any:
     spec = TOOLS[call.tool]
     payload: dict[str, Any] = {**call.args, "actor": ctx.request.actor.model_dump(mode="json")}
+    if call.watch:
+        payload["fresh"] = True  # a watch reads the source each time, never a cached result
     options: dict[str, Any] = {}
     if not spec.idempotent:
         role = effects.role(spec, call.args)

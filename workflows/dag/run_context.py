@@ -18,6 +18,7 @@ from schemas.approvals import ApprovalPolicy, ApprovalPolicyInput
 from schemas.request import AgentRequest
 from workflows import timeouts
 from workflows.approvals import ApprovalGate
+from workflows.waiting import WaitBoard
 
 APPROVAL_POLICY_TIMEOUT = timedelta(seconds=5)
 
@@ -28,6 +29,8 @@ class RunContext:
     request: AgentRequest
     """Its actor, request id and options: whose authority, which keys, what limits."""
     gate: ApprovalGate
+    waits: WaitBoard
+    """Timers and watches the run waits on, shown in `progress` and the Web UI."""
     authority: bool = True
     """The rules of `AUTHORITY_PATCH` are in force: false only when replaying a run that
     started before them (it keeps the behaviour it was recorded with)."""

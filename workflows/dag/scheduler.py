@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from schemas.errors import CANCELLED, INVALID_ARGUMENTS
 from schemas.plan.model import Plan, PlanStep
 from schemas.plan.validation import critical_path_ms, validate_plan
+from schemas.progress import Waiting
 from schemas.result import StepError, StepOutcome, StepStatus
-from schemas.tools import ToolSpec
+from schemas.tools import WAIT, ToolSpec
 from workflows.dag.resolve import ResolutionError, resolve
 from workflows.dag.step_gates import SchedulerLimits, before_running, over_limits
+from workflows.dag.watches import Suspended, WatchTimedOut, run_wait, run_watch
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,8 @@ class ToolCall:
     args: dict[str, Any]
     index: int | None = None
     """Position in a `for_each` expansion; None for a plain step."""
+    watch: bool = False
+    """A run of a repeated step: it reads the source, never a cached result."""
 
     @property
     def call_id(self) -> str:
@@ -49,6 +53,16 @@ class _Abort(Exception):
 
 Dispatch = Callable[[ToolCall], Awaitable[Any]]
 DescribeError = Callable[[BaseException], StepError]
+Sleep = Callable[[timedelta, str], Awaitable[None]]
+"""Wait `duration` (inside a workflow, a durable timer with this summary)."""
+OnWait = Callable[[str, Waiting | None], None]
+"""A step starts waiting (with what it waits for) or stops (None)."""
+
+_TERMINAL = (StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.TIMED_OUT)
+
+
+async def _plain_sleep(duration: timedelta, summary: str) -> None:
+    await asyncio.sleep(duration.total_seconds())
 
 
 class DagScheduler:
@@ -66,12 +80,21 @@ class DagScheduler:
         attempt: int = 0,
         step_failures: tuple[type[BaseException], ...] = (Exception,),
         cancel_in_flight: bool = True,
+        sleep: Sleep = _plain_sleep,
+        on_wait: OnWait | None = None,
+        resume: Sequence[StepOutcome] = (),
     ) -> None:
         """`step_failures`: exceptions of `dispatch` that fail a step (inside a workflow,
-        `ActivityError`); anything else is a bug or a cancellation and ends `run()` with it."""
+        `ActivityError`); anything else is a bug or a cancellation and ends `run()` with it.
+
+        `resume`: this plan's outcomes from the run this one continues (outputs resolved):
+        finished steps keep their results, and watches pick up where they were.
+        """
         self._plan = plan
         self._tools = tools
         self._dispatch = dispatch
+        self._sleep = sleep
+        self._on_wait = on_wait or (lambda step_id, waiting: None)
         self._step_failures = step_failures
         self._cancel_on_abort = cancel_in_flight
         self._now = now
@@ -96,6 +119,30 @@ class DagScheduler:
         self.max_observed_concurrency = 0
         self.calls_started = 0
         """Tool calls expanded so far (each counts against `limits.max_calls`)."""
+        self.watch_runs = 0
+        """Runs of repeated steps in this scheduler (see `limits.runs_before_continue`)."""
+        self.suspended: list[str] = []
+        """Watches that stopped for the run to continue as new; they are still RUNNING."""
+        self._resume(resume)
+
+    def _resume(self, earlier: Sequence[StepOutcome]) -> None:
+        for before in earlier:
+            if before.id not in self.outcomes:
+                continue
+            outcome = before.model_copy(deep=True)
+            self.outcomes[before.id] = outcome
+            if outcome.status in _TERMINAL:
+                self._expanded.add(before.id)
+                if outcome.status is StepStatus.SUCCEEDED:
+                    self._outputs[before.id] = outcome.output
+            else:  # a watch between two runs: it expands again and sleeps until its next run
+                outcome.status = StepStatus.PENDING
+
+    @property
+    def continuing(self) -> bool:
+        """Whether watches must stop for the run to continue as new."""
+        limit = self._limits.runs_before_continue
+        return bool(limit is not None and self.watch_runs >= limit) or self._limits.history_full()
 
     async def run(self) -> list[StepOutcome]:
         try:
@@ -177,11 +224,12 @@ class DagScheduler:
             error = StepError(type=INVALID_ARGUMENTS, message=str(exc), non_retryable=True)
             self._fail(outcome, error)
             return
+        resumed = outcome.runs > 0  # a watch carried over: counted when it first expanded
         refused = over_limits(step, len(calls), self.calls_started, self._limits)
-        if refused is not None:
+        if refused is not None and not resumed:
             self._fail(outcome, refused)
             return
-        self.calls_started += len(calls)
+        self.calls_started += 0 if resumed else len(calls)
         if not calls:  # an empty list expands to nothing: done at once
             outcome.status = StepStatus.SUCCEEDED
             outcome.output = []
@@ -229,10 +277,10 @@ class DagScheduler:
 
     def _start(self, call: ToolCall) -> None:
         outcome = self.outcomes[call.step_id]
-        if outcome.started_at is None:
+        if outcome.status is StepStatus.PENDING:
             # Pending until its first call holds a slot: a step queued behind a cap isn't running.
             outcome.status = StepStatus.RUNNING
-            outcome.started_at = self._now()
+            outcome.started_at = outcome.started_at or self._now()
         self._in_flight_total += 1
         self._in_flight_tool[call.tool] = self._in_flight_tool.get(call.tool, 0) + 1
         self.max_observed_concurrency = max(self.max_observed_concurrency, self._in_flight_total)
@@ -243,13 +291,42 @@ class DagScheduler:
     async def _run_call(self, call: ToolCall) -> None:
         # Whatever happens, something reaches `_done`, so `run()` can never wait forever.
         try:
-            output = await self._dispatch(call)
+            output = await self._call(call)
+        except (Suspended, WatchTimedOut) as exc:
+            self._done.put_nowait((call, None, exc))
         except self._step_failures as exc:
             self._done.put_nowait((call, None, exc))
         except BaseException as exc:  # a bug or a cancellation: run() re-raises it
             self._done.put_nowait((call, None, _Abort(exc)))
         else:
             self._done.put_nowait((call, output, None))
+
+    async def _call(self, call: ToolCall) -> Any:
+        step = self._steps[call.step_id]
+        if call.tool == WAIT.name:
+            return await run_wait(
+                step.id, call.args, now=self._now, sleep=self._sleep, on_wait=self._waits(step)
+            )
+        if step.repeat is not None:
+            return await run_watch(
+                step,
+                self.outcomes[step.id],
+                lambda: self._dispatch(call),
+                every=timedelta(seconds=self._limits.watch_every_s or step.repeat.every_s),
+                now=self._now,
+                sleep=self._sleep,
+                on_wait=self._waits(step),
+                ran=self._count_watch_run,
+            )
+        return await self._dispatch(call)
+
+    def _waits(self, step: PlanStep) -> Callable[[Waiting | None], None]:
+        return lambda waiting: self._on_wait(step.id, waiting)
+
+    def _count_watch_run(self) -> bool:
+        """One more run of a watch; whether the watches must now stop for a continue-as-new."""
+        self.watch_runs += 1
+        return self.continuing
 
     def _drop_queued(self, step_id: str) -> None:
         """One element of a for_each step failed: its calls still queued need not run."""
@@ -260,6 +337,22 @@ class DagScheduler:
 
     def _record(self, call: ToolCall, output: Any, error: BaseException | None) -> None:
         outcome = self.outcomes[call.step_id]
+        if isinstance(error, Suspended):
+            # Still watching: the step stays RUNNING (with its next run) for the next run.
+            self._open_calls[call.step_id] -= 1
+            self._item_results.pop(call.step_id, None)
+            self.suspended.append(call.step_id)
+            return
+        if isinstance(error, WatchTimedOut):
+            self._open_calls[call.step_id] -= 1
+            self._item_results.pop(call.step_id, None)
+            outcome.status, outcome.output, outcome.error = (
+                StepStatus.TIMED_OUT,
+                error.last_output,
+                error.error,
+            )
+            outcome.finished_at, outcome.next_run_at = self._now(), None
+            return
         if error is not None and outcome.error is None:
             outcome.error = self._describe_error(error)
             if call.index is not None:

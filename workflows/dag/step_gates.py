@@ -8,7 +8,7 @@ reason (not a failure); one that would expand past the run's limits fails unstar
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,12 @@ class SchedulerLimits:
     """Longest list a `for_each` step may expand over; a longer one fails the step."""
     max_calls: int | None = None
     """Tool calls this plan may still start (the run's budget less earlier rounds')."""
+    watch_every_s: float | None = None
+    """Seconds between the runs of every watched step, overriding each step's `every_s`."""
+    runs_before_continue: int | None = None
+    """Runs of watched steps after which the watches stop for a continue-as-new."""
+    history_full: Callable[[], bool] = lambda: False
+    """Whether the run's history asks for a continue-as-new now (Temporal suggests it)."""
 
     def __post_init__(self) -> None:
         # A cap below one would hold its steps back forever.
@@ -49,14 +55,21 @@ def before_running(
     if failed:
         message = f"skipped because {', '.join(failed)} did not succeed"
         return Skip(error=StepError(type=DEPENDENCY_FAILED, message=message, non_retryable=True))
-    passed_over = [d.id for d in deps if d.status is StepStatus.SKIPPED]
-    if passed_over:  # skipped by a condition, not a failure: so is this step
-        return Skip(reason=f"it needs {', '.join(passed_over)}, which was skipped")
+    passed_over = [d for d in deps if d.passed_over]
+    if passed_over:  # skipped by a condition or a watch that ran out: so is this step
+        why = ", ".join(f"{d.id}, which {_passed_over_how(d)}" for d in passed_over)
+        return Skip(reason=f"it needs {why}")
     if step.when is not None:
         value = condition_value(step.when, outputs)
         if not step.when.holds(value):
             return Skip(reason=step.when.unmet(value))
     return None
+
+
+def _passed_over_how(step: StepOutcome) -> str:
+    if step.status is StepStatus.TIMED_OUT:
+        return "timed out watching"
+    return "was skipped"
 
 
 def over_limits(

@@ -6,15 +6,17 @@ here plus its line in `workflows.graph`.
 """
 
 from workflows.nodes.cache_lookup import lookup_cache
-from workflows.nodes.edges import after_cache, after_join, after_route
+from workflows.nodes.edges import after_cache, after_execute, after_join, after_route, at_start
 from workflows.nodes.model_calls import join, plan, respond, route
 from workflows.nodes.plan_execution import execute
 from workflows.nodes.run_record import store
 
 __all__ = [
     "after_cache",
+    "after_execute",
     "after_join",
     "after_route",
+    "at_start",
     "execute",
     "join",
     "lookup_cache",

@@ -9,6 +9,14 @@ from workflows.state import AgentState
 
 # Conditional edges. LangGraph runs sync callables in an executor, which the
 # workflow event loop refuses, so every edge function is `async def`.
+async def at_start(state: AgentState) -> str:
+    return "resume" if state.get("resume") else "new"
+
+
+async def after_execute(state: AgentState) -> str:
+    return "continue_as_new" if state.get("suspended") else "judge"
+
+
 async def after_cache(state: AgentState) -> str:
     if state.get("result") is not None:
         return "hit"

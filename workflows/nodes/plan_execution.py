@@ -6,7 +6,9 @@ from typing import Any
 
 from temporalio import workflow
 
+from schemas.result import StepOutcome, StepStatus
 from workflows.dag.dispatch import run_plan
+from workflows.outputs import carry_by_reference, load_referenced
 from workflows.state import AgentState
 from workflows.visibility import add_timing, stage
 
@@ -21,15 +23,38 @@ async def execute(state: AgentState) -> dict[str, Any]:
     if planner_error is not None:
         # The planner had no usable plan this round: nothing runs, join sees why.
         return {"steps": state.get("steps", []), "plan_error": planner_error}
+    earlier = [s for s in state.get("steps", []) if s.attempt < attempt]
+    resume = await _resumed(state, attempt)
     outcomes, plan_error = await run_plan(
         state["plan"],
         state["context"],
         attempt=attempt,
         # The scheduler updates these outcome objects in place: the query sees them live.
-        on_start=lambda live: setattr(progress, "steps", [*state.get("steps", []), *live]),
+        on_start=lambda live: setattr(progress, "steps", [*earlier, *live]),
+        resume=resume,
     )
-    return {
-        "steps": [*state.get("steps", []), *outcomes],
+    await carry_by_reference(outcomes, state["request"].tenant)
+    update: dict[str, Any] = {
+        "steps": [*earlier, *outcomes],
         "plan_error": plan_error,
         "timings": add_timing(state, "tools", started),
+        "resume": False,
     }
+    if any(o.status is StepStatus.RUNNING for o in outcomes):
+        # Watches stopped for a continue-as-new: the workflow hands the run on.
+        update["suspended"] = True
+    return update
+
+
+async def _resumed(state: AgentState, attempt: int) -> list[StepOutcome]:
+    """This round's outcomes from the run this one continues, outputs put back in place."""
+    if not state.get("resume"):
+        return []
+    carried = [s for s in state.get("steps", []) if s.attempt == attempt]
+    loaded = await load_referenced(carried)
+    return [
+        s.model_copy(update={"output": loaded[s.output_ref.ref]})
+        if s.output_ref is not None and s.output_ref.ref in loaded
+        else s
+        for s in carried
+    ]

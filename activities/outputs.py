@@ -1,0 +1,76 @@
+"""Large step outputs in Postgres: stored once by the workflow, read by whoever answers.
+
+The workflow stores through a local activity (its input never enters history; only the
+small `OutputRef` does); the respond activity, `AgentClient` and a continued run read the
+outputs back by reference.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import asyncpg
+from temporalio import activity
+
+from schemas import names
+from schemas.outputs import LoadedOutputs, LoadOutputsInput, StoreOutputInput
+from schemas.result import OutputRef, StepOutcome
+
+
+class OutputStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def store(self, request: StoreOutputInput) -> OutputRef:
+        text = json.dumps(request.output, separators=(",", ":"))
+        await self._pool.execute(
+            "INSERT INTO agent_outputs (ref, tenant, workflow_id, step_id, output, bytes) "
+            "VALUES ($1, $2, $3, $4, $5::jsonb, $6) ON CONFLICT (ref) DO NOTHING",
+            request.ref,
+            request.tenant,
+            request.workflow_id,
+            request.step_id,
+            text,
+            len(text),
+        )
+        items = len(request.output) if isinstance(request.output, list) else None
+        return OutputRef(ref=request.ref, bytes=len(text), items=items)
+
+    async def load(self, refs: Sequence[str]) -> dict[str, Any]:
+        rows = await self._pool.fetch(
+            "SELECT ref, output FROM agent_outputs WHERE ref = ANY($1::text[])", list(refs)
+        )
+        return {row["ref"]: json.loads(row["output"]) for row in rows}
+
+    async def resolved(self, steps: Sequence[StepOutcome]) -> list[StepOutcome]:
+        """`steps` with every output that travelled by reference put back in place."""
+        return resolve_refs(steps, await self.load([r for s in steps if (r := _ref(s))]))
+
+
+def resolve_refs(steps: Sequence[StepOutcome], outputs: Mapping[str, Any]) -> list[StepOutcome]:
+    resolved = []
+    for step in steps:
+        ref = _ref(step)
+        if ref is not None and ref in outputs:
+            step = step.model_copy(update={"output": outputs[ref]})
+        resolved.append(step)
+    return resolved
+
+
+def _ref(step: StepOutcome) -> str | None:
+    return step.output_ref.ref if step.output_ref is not None else None
+
+
+class OutputActivities:
+    def __init__(self, store: OutputStore) -> None:
+        self._store = store
+
+    @activity.defn(name=names.STORE_OUTPUT)
+    async def store_output(self, request: StoreOutputInput) -> OutputRef:
+        return await self._store.store(request)
+
+    @activity.defn(name=names.LOAD_OUTPUTS)
+    async def load_outputs(self, request: LoadOutputsInput) -> LoadedOutputs:
+        return LoadedOutputs(outputs=await self._store.load(request.refs))

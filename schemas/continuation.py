@@ -1,0 +1,41 @@
+"""What a run that continues as new hands to the next run of the same workflow id.
+
+Only `AgentWorkflow` itself writes it (with `workflow.continue_as_new`), and the next run
+accepts it only when Temporal says that run was continued (`continued_run_id`): a client
+cannot start a run with a forged one.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from schemas.approvals import ApprovalRecord
+from schemas.plan.model import Plan
+from schemas.result import CacheMatch, CacheStatus, StepError, StepOutcome, Timings
+from schemas.route import Route
+
+
+class Continuation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    started_at: datetime
+    """When the first run of the chain started: `timings_ms.total` spans the whole chain."""
+    route: Route
+    cache: CacheStatus = CacheStatus.MISS
+    cache_match: CacheMatch | None = None
+    plan: Plan
+    """The plan being run; its watches are still RUNNING in `steps`."""
+    steps: list[StepOutcome]
+    """Every outcome so far (earlier rounds too); large outputs by reference."""
+    plan_error: StepError | None = None
+    replans: int = 0
+    calls_used: int = 0
+    moved_cents: int = Field(default=0, ge=0)
+    allowed_effects: list[str] = Field(default_factory=list)
+    timings: Timings = Field(default_factory=Timings)
+    warnings: list[str] = Field(default_factory=list)
+    approvals: list[ApprovalRecord] = Field(default_factory=list)
+    continued: int = Field(default=0, ge=0)
+    """How many runs came before this one in the chain."""

@@ -1,0 +1,126 @@
+"""Steps that take time on purpose: the `wait` built-in and watched (`repeat`) steps.
+
+Both sleep through the injected `sleep` (inside a workflow, a durable timer: a run that
+waits for days holds no worker and no slot anywhere) and say what they wait for through
+`on_wait`, so the run can show it (`progress.waiting`, current details, `AgentWaiting`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from schemas.errors import WATCH_TIMED_OUT
+from schemas.plan.model import PlanStep
+from schemas.progress import Waiting
+from schemas.result import StepError, StepOutcome
+from schemas.tools import WAIT, WaitArgs
+from workflows.dag.resolve import condition_value
+
+Now = Callable[[], datetime]
+Sleep = Callable[[timedelta, str], Awaitable[None]]
+ShowWait = Callable[[Waiting | None], None]
+
+
+class Suspended(Exception):
+    """A watch stopped between two runs so that the run can continue as new."""
+
+
+class WatchTimedOut(Exception):
+    """A watch's `until` never held before its timeout: the step ends `timed_out`."""
+
+    def __init__(self, error: StepError, last_output: Any) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.last_output = last_output
+
+
+async def run_wait(
+    step_id: str, args: Mapping[str, Any], *, now: Now, sleep: Sleep, on_wait: ShowWait
+) -> Any:
+    """The `wait` step: sleep `seconds`, or until `until`; its output says until when."""
+    wait = WaitArgs.model_validate(args)
+    started = now()
+    until = wait.until if wait.until is not None else started + timedelta(seconds=wait.seconds or 0)
+    if until > started:
+        what = f"until {until.isoformat(timespec='seconds')}"
+        on_wait(Waiting(step_id=step_id, tool=WAIT.name, what=what, until=until))
+        try:
+            await sleep(until - started, f"wait {what}")
+        finally:
+            on_wait(None)
+    waited = max((now() - started).total_seconds(), 0.0)
+    return {"waited_until": until.isoformat(), "waited_s": waited}
+
+
+async def run_watch(
+    step: PlanStep,
+    outcome: StepOutcome,
+    run_once: Callable[[], Awaitable[Any]],
+    *,
+    every: timedelta,
+    now: Now,
+    sleep: Sleep,
+    on_wait: ShowWait,
+    ran: Callable[[], bool],
+) -> Any:
+    """Run `step` until its `repeat.until` holds; its output is the run that passed.
+
+    `outcome` keeps the watch's state (`runs`, `next_run_at`, `started_at`): a run that
+    continues as new hands it on, and the next run picks up at `next_run_at`. `ran` counts
+    one run and says whether to stop (raise `Suspended`) for a continue-as-new.
+
+    Raises:
+        WatchTimedOut: the next run would fall past `started_at + timeout_s`.
+        Suspended: the run must continue as new; `outcome.next_run_at` is set.
+    """
+    repeat = step.repeat
+    assert repeat is not None and outcome.started_at is not None
+    deadline = outcome.started_at + timedelta(seconds=repeat.timeout_s)
+    condition = repeat.until
+    while True:
+        if outcome.next_run_at is not None:
+            delay = outcome.next_run_at - now()
+            if delay > timedelta(0):
+                what = f"{step.tool} until {condition.ref} {_test(condition)}"
+                on_wait(
+                    Waiting(
+                        step_id=step.id,
+                        tool=step.tool,
+                        what=what,
+                        until=outcome.next_run_at,
+                        deadline=deadline,
+                        runs=outcome.runs,
+                    )
+                )
+                try:
+                    await sleep(delay, f"{step.id}: next {step.tool} (run {outcome.runs + 1})")
+                finally:
+                    on_wait(None)
+            outcome.next_run_at = None
+        output = await run_once()
+        outcome.runs += 1
+        outcome.output = output  # the latest reading, live in `progress`
+        value = condition_value(condition, {step.id: output})
+        stop = ran()
+        if condition.holds(value):
+            return output
+        next_run = now() + every
+        if next_run > deadline:
+            message = (
+                f"step {step.id}: {condition.unmet(value)} after {outcome.runs} runs "
+                f"over {repeat.timeout_s:g} s"
+            )
+            raise WatchTimedOut(
+                StepError(type=WATCH_TIMED_OUT, message=message, non_retryable=True), output
+            )
+        outcome.next_run_at = next_run
+        if stop:
+            raise Suspended(step.id)
+
+
+def _test(condition: Any) -> str:
+    if condition.is_ is not None:
+        return f"is {condition.is_}"
+    return f"in {condition.in_}"
