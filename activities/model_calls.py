@@ -97,7 +97,7 @@ class InferenceActivities:
         # Each attempt opens with a reset marked with its number: a reader drops what an
         # earlier, failed attempt had already shown.
         stream = TokenStream.for_run(
-            self._redis, info.workflow_id, info.workflow_run_id, info.attempt
+            self._redis, info.workflow_id, request.run_id or info.workflow_run_id, info.attempt
         )
         await stream.begin()
         result = await model_call(self._policy.respond(request, stream.publish))

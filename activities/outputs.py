@@ -20,7 +20,7 @@ from schemas.result import OutputRef, StepOutcome
 
 
 class OutputStore:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool | asyncpg.Connection) -> None:
         self._pool = pool
 
     async def store(self, request: StoreOutputInput) -> OutputRef:

@@ -96,6 +96,8 @@ class RespondInput(ModelCallInput):
     steps: list[StepOutcome]
     plan_error: StepError | None = None
     run_id: str = ""
+    """The run whose token stream the answer is published to (the one the client started,
+    also after continue-as-new); empty: the activity's own run."""
 
 
 class RespondResult(BaseModel):

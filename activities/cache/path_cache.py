@@ -27,6 +27,7 @@ from activities.cache.tiers import ExactTier, PathEntry, PathTier, TierMatch, Ti
 from activities.cache.tool_results import tool_key
 from schemas.actor import SYSTEM_ACTOR, Actor
 from schemas.cache_lookup import LookupCacheResult
+from schemas.plan.model import PlanStep
 from schemas.result import AgentResult, CacheStatus, StepOutcome, StepStatus
 from schemas.tools import TOOLS, catalog_version
 
@@ -83,12 +84,19 @@ def answer_ttl(result: AgentResult, plan_ttl: timedelta) -> timedelta | None:
 
 
 def cacheable(result: AgentResult) -> bool:
-    """Only clean runs of idempotent tools: replaying a refund's plan would refund again."""
+    """Only clean runs of idempotent tools: replaying a refund's plan would refund again.
+    Nor a plan that waits or watches: its answer is about a later moment than the next
+    asker's."""
     return (
         result.plan_error is None
         and bool(result.steps)
+        and not any(s.repeat is not None or TOOLS[s.tool].runs_in_workflow for s in _known(result))
         and all(s.as_planned and s.tool in TOOLS and TOOLS[s.tool].idempotent for s in result.steps)
     )
+
+
+def _known(result: AgentResult) -> list[PlanStep]:
+    return [s for s in result.plan.steps if s.tool in TOOLS]
 
 
 class PathCache:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
+from schemas.plan.model import MAX_WATCH_S, REPEAT_FLOOR_S
 from schemas.tools import TOOLS, ToolSpec
 
 MAX_STEPS = 8
@@ -44,6 +45,19 @@ _CONDITION: dict[str, Any] = {
     ]
 }
 """`schemas.plan.model.Condition`: run the step only when an earlier output passes a test."""
+
+
+_REPEAT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "until": _CONDITION,
+        "every_s": {"type": "number", "minimum": REPEAT_FLOOR_S, "maximum": MAX_WATCH_S},
+        "timeout_s": {"type": "number", "minimum": REPEAT_FLOOR_S, "maximum": MAX_WATCH_S},
+    },
+    "required": ["until"],
+    "additionalProperties": False,
+}
+"""`schemas.plan.model.Repeat`: watch an idempotent read until its own output passes a test."""
 
 
 def plan_json_schema(intents: Sequence[str] | None = None) -> dict[str, Any]:
@@ -90,6 +104,7 @@ def step_schema(spec: ToolSpec) -> dict[str, Any]:
             "after": {"type": "array", "items": {"type": "string", "pattern": STEP_ID_PATTERN}},
             "for_each": _REFERENCE,
             "when": _CONDITION,
+            **({"repeat": _REPEAT} if spec.idempotent and not spec.runs_in_workflow else {}),
         },
         "required": ["id", "tool", "args"],
         "additionalProperties": False,

@@ -58,7 +58,11 @@ def system_prefix() -> str:
         'reference to an earlier step\'s output, like "$s1.customer_id". Independent '
         'steps run in parallel. A step with "when" runs only if an earlier output passes '
         'its test ({"ref": "$s1.status", "in": ["shipped"]} or {"ref": ..., "is": '
-        '"present"}); otherwise it is skipped.\n'
+        '"present"}); otherwise it is skipped. To be told of a change later ("tell me when '
+        'order 1002 ships"), a read step carries "repeat": {"until": {"ref": "$s1.status", '
+        '"in": ["shipped", "delivered"]}, "every_s": 600, "timeout_s": 604800} and runs '
+        'again until its own output passes the test. To look later ("check again in 2 '
+        'hours"), a "wait" step ({"seconds": 7200}) comes first and the rest go "after" it.\n'
         f"{GROUND_RULES}\n{DATA_RULE}\n"
         f"Example plan: {json.dumps(EXAMPLE_PLAN)}\n\n"
     )

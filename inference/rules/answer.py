@@ -12,19 +12,32 @@ from schemas.tools import TOOLS
 
 
 def render_step(step: StepOutcome) -> str:
+    if step.output is None and step.output_ref is not None:
+        ref = step.output_ref
+        size = f"{ref.items} results" if ref.items is not None else f"{ref.bytes} bytes"
+        return f"{step.tool} ({step.id}) returned {size}, kept as {ref.ref}."
     if step.status == StepStatus.SUCCEEDED:
-        spec = TOOLS.get(step.tool)
-        render = spec.render if spec is not None else None
-        if render is None:
-            return f"{step.tool}: {step.output}"
-        outputs = step.output if isinstance(step.output, list) else [step.output]
-        return " ".join(render(o) for o in outputs if isinstance(o, dict))
+        text = _render_output(step)
+        return f"After {step.runs} checks: {text}" if step.runs > 1 else text
+    if step.status == StepStatus.TIMED_OUT:
+        last = f" The last check said: {_render_output(step)}" if step.output else ""
+        why = step.error.message if step.error else "its watch ran out of time"
+        return f"I stopped watching ({why}).{last}"
     if step.status == StepStatus.SKIPPED and step.skipped_because:
         return f"I did not need {step.tool} ({step.id}): {step.skipped_because}."
     if step.status == StepStatus.SKIPPED:
         return f"I skipped {step.tool} ({step.id}) because a step it needed did not succeed."
     message = step.error.message if step.error else "unknown error"
     return f"I could not complete {step.tool} ({step.id}): {message}."
+
+
+def _render_output(step: StepOutcome) -> str:
+    spec = TOOLS.get(step.tool)
+    render = spec.render if spec is not None else None
+    if render is None:
+        return f"{step.tool}: {step.output}"
+    outputs = step.output if isinstance(step.output, list) else [step.output]
+    return " ".join(render(o) for o in outputs if isinstance(o, dict))
 
 
 def render_answer(request: RespondInput) -> str:

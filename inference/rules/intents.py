@@ -26,11 +26,42 @@ QUESTION_RE = re.compile(
     re.I,
 )
 """A question asks about something; only a request in the imperative may move money."""
+WATCH_RE = re.compile(
+    r"\b(?:tell|notify|let|ping|alert|inform|message|text|email|update|remind)\b[^.?!]*?"
+    r"\b(?:when|once|as soon as|the moment|whenever)\b|\bwatch\b|\bkeep an eye\b|"
+    r"\bkeep me (?:posted|updated)\b",
+    re.I,
+)
+"""Asks to be told of a change later: the plan watches the order until it happens."""
+DELIVERY_RE = re.compile(r"\bdeliver|\barriv|\breach", re.I)
+RECHECK_RE = re.compile(r"\b(?:check|look|re-?check|see|remind|try)\b", re.I)
+DELAY_RE = re.compile(
+    r"\b(?:in|after)\s+(\d+(?:\.\d+)?|an?|one|two|three|four|five|six|twelve|half an?)\s*"
+    r"(seconds?|secs?|minutes?|mins?|hours?|hrs?|days?)\b",
+    re.I,
+)
+"""'check order 1002 again in 2 hours': a durable wait, then the lookup."""
+_NUMBER_WORDS = {
+    "a": 1.0,
+    "an": 1.0,
+    "one": 1.0,
+    "two": 2.0,
+    "three": 3.0,
+    "four": 4.0,
+    "five": 5.0,
+    "six": 6.0,
+    "twelve": 12.0,
+    "half a": 0.5,
+    "half an": 0.5,
+}
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 INTENT_KEYWORDS: dict[str, re.Pattern[str]] = {
     "refund": re.compile(r"\brefund|\bmoney back|\breimburs", re.I),
     "order_status": re.compile(
-        r"\bwhere\b|\btrack|\bstatus\b|\bshipp|\bdeliver|\barriv|\beta\b|\bcarrier", re.I
+        r"\bwhere\b|\btrack|\bstatus\b|\bship(?:s|ped|ping)?\b|\bdispatch|\bdeliver|\barriv|"
+        r"\beta\b|\bcarrier|\b(?:check|look)\b(?: on| at| into)?(?: my)? order\b",
+        re.I,
     ),
     "order_stock": re.compile(r"\bin stock\b|\bstock\b|\bavailab|\binventory|\bfulfil", re.I),
     "customer_orders": re.compile(
@@ -52,6 +83,10 @@ class Entities:
     tracking: list[str] = field(default_factory=list)
     amount_cents: int | None = None
     is_question: bool = False
+    watch_for: list[str] = field(default_factory=list)
+    """Order statuses the request wants to be told of ("tell me when it ships")."""
+    delay_s: float | None = None
+    """How long to wait before looking ("check again in 2 hours")."""
 
     @property
     def any(self) -> bool:
@@ -73,7 +108,24 @@ def extract_entities(question: str) -> Entities:
         tracking=_unique(m.upper() for m in TRACKING_RE.findall(question)),
         amount_cents=amount_cents,
         is_question=bool(QUESTION_RE.search(question)),
+        watch_for=_watched_statuses(question),
+        delay_s=_delay_s(question),
     )
+
+
+def _watched_statuses(question: str) -> list[str]:
+    if not WATCH_RE.search(question):
+        return []
+    return ["delivered"] if DELIVERY_RE.search(question) else ["shipped", "delivered"]
+
+
+def _delay_s(question: str) -> float | None:
+    match = DELAY_RE.search(question)
+    if match is None or not RECHECK_RE.search(question):
+        return None
+    amount, unit = match.group(1).lower(), match.group(2).lower()
+    count = _NUMBER_WORDS.get(amount) or float(amount)
+    return count * _UNIT_S[unit[0]]
 
 
 def matched_intents(question: str) -> list[str]:

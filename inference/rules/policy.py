@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from inference.policy import DEFAULT_ROUTER_THRESHOLD, TokenSink, join_rejected_plan
 from inference.rules.answer import render_answer
 from inference.rules.intents import extract_entities, matched_intents, satisfied
-from inference.rules.plans import PlanBuilder, add_intent, exploratory_plan
+from inference.rules.plans import add_intent, exploratory_plan, new_builder
 from schemas import model_calls as calls
 from schemas.route import Route, Tier
 from schemas.tools.domain import INTENT_JOINER
@@ -58,7 +58,7 @@ class RulesPolicy:
         confident = confidence >= self.threshold
         draft = None
         if confident:
-            builder = PlanBuilder()
+            builder = new_builder(entities)
             for name in ready:
                 add_intent(builder, name, entities, question)
             draft = builder.build(f"rules: {reason}")

@@ -14,12 +14,14 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
+import asyncpg
 import redis.asyncio as aioredis
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
 from activities.cache.backend import CacheBackend, CacheUnavailable
 from activities.cache.path_cache import PathCache, normalize_question
+from activities.outputs import OutputStore
 from schemas.approvals import ApprovalAnswer, ApprovalDecision
 from schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE, PROGRESS_QUERY
 from schemas.progress import RunProgress
@@ -69,12 +71,16 @@ class AgentClient:
         version: str,
         paths: PathCache | None = None,
         redis: aioredis.Redis | None = None,
+        database_url: str | None = None,
     ) -> None:
+        """`database_url`: where outputs kept by reference are read back, so results come
+        back complete; None leaves them as `output_ref`."""
         self.temporal = temporal
         self._task_queue = task_queue
         self._version = version
         self._paths = paths
         self._redis = redis
+        self._database_url = database_url
 
     @classmethod
     def from_settings(
@@ -83,14 +89,25 @@ class AgentClient:
         """A client for `settings`; given a Redis URL (here or in settings) it has a fast path."""
         version = effective_cache_version(settings)
         url = redis_url or settings.redis_url
+        database_url = settings.database_url
         if url is None:
-            return cls(temporal, task_queue=settings.task_queue, version=version)
+            return cls(
+                temporal,
+                task_queue=settings.task_queue,
+                version=version,
+                database_url=database_url,
+            )
         redis = redis_client(url)
         plan_ttl = timedelta(seconds=settings.cache_ttl_s)
         backend = CacheBackend(redis, index_ttl=plan_ttl)
         paths = PathCache(backend, version=version, plan_ttl=plan_ttl)
         return cls(
-            temporal, task_queue=settings.task_queue, version=version, paths=paths, redis=redis
+            temporal,
+            task_queue=settings.task_queue,
+            version=version,
+            paths=paths,
+            redis=redis,
+            database_url=database_url,
         )
 
     @classmethod
@@ -109,7 +126,18 @@ class AgentClient:
         if cached is not None:
             return cached
         handle = await self.start(request, coalesce=coalesce, workflow_id=workflow_id)
-        return await handle.result()
+        return await self.resolve_outputs(await handle.result())
+
+    async def resolve_outputs(self, result: AgentResult) -> AgentResult:
+        """`result` with every output kept by reference read back from Postgres."""
+        if self._database_url is None or not any(s.output_ref for s in result.steps):
+            return result
+        connection = await asyncpg.connect(self._database_url)
+        try:
+            steps = await OutputStore(connection).resolved(result.steps)
+        finally:
+            await connection.close()
+        return result.model_copy(update={"steps": steps})
 
     async def ask_streaming(
         self,
@@ -132,11 +160,11 @@ class AgentClient:
         # caller attached to, which is the one whose respond activity publishes.
         run_id = handle.result_run_id
         if self._redis is None or run_id is None:
-            return await handle.result()
+            return await self.resolve_outputs(await handle.result())
         # No idle timeout: planning and tools may take long before the first token, and
         # the run's result ends the follow anyway.
         reader = TokenReader(self._redis, token_stream_key(handle.id, run_id), idle_timeout_s=None)
-        return await relay_until(reader, handle.result(), on_event)
+        return await self.resolve_outputs(await relay_until(reader, handle.result(), on_event))
 
     async def cached_answer(self, request: AgentRequest) -> AgentResult | None:
         """The exact tier's answer, read straight from Redis; None on a miss or no Redis."""

@@ -209,7 +209,8 @@ class DagScheduler:
         self._expanded.add(step.id)
         try:
             if step.for_each is None:
-                calls = [ToolCall(step.id, step.tool, self._resolve_args(step, None))]
+                args = self._resolve_args(step, None)
+                calls = [ToolCall(step.id, step.tool, args, watch=step.repeat is not None)]
                 outcome.args = calls[0].args
             else:
                 items = resolve(step.for_each, self._outputs)

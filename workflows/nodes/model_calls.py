@@ -175,6 +175,13 @@ async def join(state: AgentState) -> dict[str, Any]:
     return update
 
 
+def _stream_run_id(state: AgentState) -> str:
+    """The run whose token stream the answer goes to: the run a client started, which it
+    follows, even after the run continued as new (a watch that fired days later)."""
+    info = workflow.info()
+    return info.first_execution_run_id if state["progress"].continued else info.run_id
+
+
 async def respond(state: AgentState) -> dict[str, Any]:
     stage(state, "writing the answer")
     started = workflow.now()
@@ -187,7 +194,7 @@ async def respond(state: AgentState) -> dict[str, Any]:
             route=state["route"],
             steps=[s for s in state.get("steps", []) if s.attempt == replans],
             plan_error=state.get("plan_error"),
-            run_id=workflow.info().run_id,
+            run_id=_stream_run_id(state),
         ),
         RespondResult,
         timeouts.RESPOND_TIMEOUT,

@@ -42,6 +42,9 @@ class Facts:
     """Months and weekdays: "in March" and "in April" ask about different orders."""
     quantities: frozenset[str] = frozenset()
     """All / half / full / partial / first / last / every: "refund half" is not "refund all"."""
+    follow_up: bool = False
+    """Asks to be told later or to look again ("tell me when it ships", "check again"): a
+    watch, never served by the answer of a question about now."""
 
     def differences(self, other: Facts) -> dict[str, str]:
         """What differs -> the two values, `self` first; empty when the facts agree."""
@@ -60,6 +63,8 @@ class Facts:
         }
         if self.negations != other.negations:
             diffs["negations"] = f"{self.negations} vs {other.negations}"
+        if self.follow_up != other.follow_up:
+            diffs["follow-up"] = f"{self.follow_up} vs {other.follow_up}"
         return diffs
 
 
@@ -102,6 +107,11 @@ _CALENDAR = re.compile(
 )
 _QUANTITY = re.compile(
     r"\b(?:all|half|whole|full|partial(?:ly)?|part|first|last|every|each|both)\b"
+)
+_FOLLOW_UP = re.compile(
+    r"\b(?:tell|notify|let|alert|remind|ping|inform|update|message)\b[^.?!]*?"
+    r"\b(?:when|once|as soon as|the moment|whenever)\b|\bwatch\b|\bkeep an eye\b|"
+    r"\bkeep me (?:posted|updated)\b|\bagain\b|\blater\b"
 )
 _UNITS = {
     w: i
@@ -169,6 +179,7 @@ def facts(question: str) -> Facts:
     ) + len(_NEGATED_WORD.findall(text))
     calendar = frozenset(m.group()[:3] for m in _CALENDAR.finditer(text))
     quantities = frozenset(m.group() for m in _QUANTITY.finditer(text))
+    follow_up = bool(_FOLLOW_UP.search(text))
     text = _words_to_digits(text)
     skus, text = _cut(_SKU, text)
     tracking, text = _cut(_TRACKING, text)
@@ -184,6 +195,7 @@ def facts(question: str) -> Facts:
         negations=negations,
         calendar=calendar,
         quantities=quantities,
+        follow_up=follow_up,
     )
 
 
@@ -192,8 +204,9 @@ def guard(question: str, candidate: str) -> GuardVerdict:
 
     Rejects when the SKUs, tracking numbers, emails, money amounts, other numbers (order
     numbers such as `1001`, `#1001` or "one thousand and one"), months and weekdays,
-    quantities (all, half, first, ...) or the count of negations (not, no, never, n't,
-    without, cannot, non-..., un-opened, ...) of the two differ.
+    quantities (all, half, first, ...), the count of negations (not, no, never, n't,
+    without, cannot, non-..., un-opened, ...) or whether they ask to be told later
+    ("tell me when", "check again") of the two differ.
     """
     diffs = facts(question).differences(facts(candidate))
     if diffs:
