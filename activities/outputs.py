@@ -15,7 +15,12 @@ import asyncpg
 from temporalio import activity
 
 from schemas import names
-from schemas.outputs import LoadedOutputs, LoadOutputsInput, StoreOutputInput
+from schemas.outputs import (
+    CombineOutputsInput,
+    LoadedOutputs,
+    LoadOutputsInput,
+    StoreOutputInput,
+)
 from schemas.result import OutputRef, StepOutcome
 
 
@@ -37,6 +42,27 @@ class OutputStore:
         )
         items = len(request.output) if isinstance(request.output, list) else None
         return OutputRef(ref=request.ref, bytes=len(text), items=items)
+
+    async def combine(self, request: CombineOutputsInput) -> OutputRef:
+        """One list out of stored lists, in the order of `parts` (inside Postgres: the
+        parts never travel through the workflow)."""
+        row = await self._pool.fetchrow(
+            "INSERT INTO agent_outputs (ref, tenant, workflow_id, step_id, output, bytes) "
+            "SELECT $1, $2, $3, $4, coalesce(jsonb_agg(e.item ORDER BY p.ord, e.ord), "
+            "'[]'::jsonb), coalesce(sum(length(e.item::text)), 0) "
+            "FROM unnest($5::text[]) WITH ORDINALITY AS p(ref, ord) "
+            "JOIN agent_outputs o ON o.ref = p.ref "
+            "CROSS JOIN LATERAL jsonb_array_elements(o.output) WITH ORDINALITY AS e(item, ord) "
+            "ON CONFLICT (ref) DO UPDATE SET ref = excluded.ref "
+            "RETURNING bytes, jsonb_array_length(output) AS items",
+            request.ref,
+            request.tenant,
+            request.workflow_id,
+            request.step_id,
+            request.parts,
+        )
+        assert row is not None
+        return OutputRef(ref=request.ref, bytes=row["bytes"], items=row["items"])
 
     async def load(self, refs: Sequence[str]) -> dict[str, Any]:
         rows = await self._pool.fetch(
@@ -70,6 +96,10 @@ class OutputActivities:
     @activity.defn(name=names.STORE_OUTPUT)
     async def store_output(self, request: StoreOutputInput) -> OutputRef:
         return await self._store.store(request)
+
+    @activity.defn(name=names.COMBINE_OUTPUTS)
+    async def combine_outputs(self, request: CombineOutputsInput) -> OutputRef:
+        return await self._store.combine(request)
 
     @activity.defn(name=names.LOAD_OUTPUTS)
     async def load_outputs(self, request: LoadOutputsInput) -> LoadedOutputs:

@@ -12,6 +12,8 @@ from typing import Final
 # Workflows.
 AGENT_WORKFLOW: Final = "AgentWorkflow"
 CACHE_WARMER_WORKFLOW: Final = "CacheWarmerWorkflow"
+FAN_OUT_WORKFLOW: Final = "AgentFanOut"
+"""A child of `AgentWorkflow` that runs part of a large `for_each` step in its own history."""
 
 # Queries and updates.
 PROGRESS_QUERY: Final = "progress"
@@ -25,6 +27,7 @@ APPROVAL_POLICY: Final = "approval_policy"
 ANNOUNCE_CANCELLATION: Final = "announce_cancellation"
 STORE_OUTPUT: Final = "store_output"
 LOAD_OUTPUTS: Final = "load_outputs"
+COMBINE_OUTPUTS: Final = "combine_outputs"
 
 # Activities of the inference worker pool.
 ROUTE: Final = "route"

@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from schemas.result import OutputRef, StepError
+
 OUTPUT_REF_BYTES = 16_384
 """A step output larger than this (as JSON) is stored once and carried by reference."""
 
@@ -19,9 +21,41 @@ class StoreOutputInput(BaseModel):
     output: Any
 
 
+class CombineOutputsInput(BaseModel):
+    """Concatenate the lists stored under `parts` into one list stored under `ref`."""
+
+    ref: str
+    tenant: str
+    workflow_id: str
+    step_id: str
+    parts: list[str] = Field(max_length=500)
+
+
 class LoadOutputsInput(BaseModel):
     refs: list[str] = Field(max_length=500)
 
 
 class LoadedOutputs(BaseModel):
     outputs: dict[str, Any]
+
+
+class FanOutInput(BaseModel):
+    """One part of a large `for_each` step, run by a child workflow of its own."""
+
+    step_id: str
+    tool: str
+    calls: list[dict[str, Any]] = Field(max_length=500)
+    first_index: int = 0
+    """Position of `calls[0]` in the whole step (errors name the element)."""
+    actor: dict[str, Any]
+    task_queue: str
+    max_concurrency: int = Field(ge=1, le=64)
+    ref: str
+    """Where this part's outputs are stored (a list, in element order)."""
+    tenant: str
+
+
+class FanOutResult(BaseModel):
+    ref: OutputRef | None = None
+    error: StepError | None = None
+    """The first element that failed (the part's outputs are then not stored)."""

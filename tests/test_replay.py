@@ -23,6 +23,7 @@ from tests.test_authority import until_awaiting
 from tests.test_invalid_plans import INVALID_PLANS
 from workers.temporal_client import agentkeel_plugins
 from workflows.agent import AgentWorkflow
+from workflows.dag.fan_out import FanOutWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
 RECORD = os.environ.get("AGENTKEEL_RECORD_HISTORIES") == "1"
@@ -96,6 +97,6 @@ def test_histories_are_committed() -> None:
 @pytest.mark.parametrize("path", _recorded(), ids=lambda p: p.stem)
 async def test_recorded_history_replays(path: Path) -> None:
     history = WorkflowHistory.from_json(path.stem, await asyncio.to_thread(path.read_text))
-    replayer = Replayer(workflows=[AgentWorkflow], plugins=agentkeel_plugins())
+    replayer = Replayer(workflows=[AgentWorkflow, FanOutWorkflow], plugins=agentkeel_plugins())
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"

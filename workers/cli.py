@@ -37,6 +37,7 @@ from workers.client.schedules import (
     scheduled_request,
     unpause_schedule,
 )
+from workers.client.watches import format_waiting, waiting_runs
 from workers.logging import configure_logging
 from workers.settings import Settings, SettingsError, StartupError
 from workers.stack.demo import run_demo
@@ -70,6 +71,14 @@ def _parser() -> argparse.ArgumentParser:
     who.add_argument("--customer", type=int, metavar="ID", help="act as this customer")
     who.add_argument("--staff", metavar="NAME", help="act as this staff member")
     ask.add_argument("--request-id", help="your id for this request: side effects happen once")
+    ask.add_argument(
+        "--watch-every",
+        type=float,
+        metavar="SECONDS",
+        help="how often a watch ('tell me when order N ships') looks again (default: plan's)",
+    )
+    watches = sub.add_parser("watches", help="list the runs waiting on a timer or a watch")
+    watches.add_argument("--json", action="store_true", help="print JSON")
     approve = sub.add_parser("approve", help="approve (or --reject) a run's pending side effect")
     approve.add_argument("workflow_id")
     approve.add_argument("--reject", action="store_true", help="reject instead of approve")
@@ -136,7 +145,7 @@ async def _ask(settings: Settings, args: argparse.Namespace) -> int:
         conversation_id=args.conversation_id,
         actor=_actor(args),
         request_id=args.request_id,
-        options=RunOptions(use_cache=not args.no_cache),
+        options=RunOptions(use_cache=not args.no_cache, watch_every_s=args.watch_every),
     )
     client = await AgentClient.connect(settings)
     coalesce = not args.no_coalesce
@@ -193,6 +202,20 @@ async def _approve(settings: Settings, args: argparse.Namespace) -> int:
     verdict = "approved" if answer.approved else "rejected"
     what = f"approval {answer.approval_id}: {answer.tool} {answer.call_id}"
     print(f"{what} {verdict} by {answer.approver}")
+    return 0
+
+
+async def _watches(settings: Settings, args: argparse.Namespace) -> int:
+    temporal = await connect_client(settings)
+    try:
+        runs = await waiting_runs(temporal)
+    except RPCError as exc:
+        print(f"agentkeel watches: {exc.message}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps([r.as_json() for r in runs], indent=2))
+    else:
+        print(format_waiting(runs))
     return 0
 
 
@@ -283,6 +306,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "approve":
             return _exit_skipping_teardown(
                 asyncio.run(_approve(with_running_stack(settings), args))
+            )
+        if args.command == "watches":
+            return _exit_skipping_teardown(
+                asyncio.run(_watches(with_running_stack(settings), args))
             )
         if args.command == "schedule":
             return _exit_skipping_teardown(

@@ -78,7 +78,7 @@ async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[...,
 
 def _output_activities(pool: asyncpg.Pool) -> list[Callable[..., Any]]:
     outputs = OutputActivities(OutputStore(pool))
-    return [outputs.store_output, outputs.load_outputs]
+    return [outputs.store_output, outputs.combine_outputs, outputs.load_outputs]
 
 
 def approval_policy(settings: Settings) -> ApprovalPolicy:

@@ -20,6 +20,7 @@ from workers.settings import Settings
 from workers.temporal_client import connect
 from workers.warming_schedule import ensure_warming_schedule
 from workflows.agent import AgentWorkflow
+from workflows.dag.fan_out import FanOutWorkflow
 from workflows.warmer import CacheWarmerWorkflow
 
 log = structlog.get_logger(__name__)
@@ -40,7 +41,7 @@ def cpu_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[AgentWorkflow, CacheWarmerWorkflow, *extra_workflows],
+        workflows=[AgentWorkflow, FanOutWorkflow, CacheWarmerWorkflow, *extra_workflows],
         activities=activities,
         max_concurrent_activities=CPU_MAX_ACTIVITIES,
         max_concurrent_workflow_tasks=100,

@@ -214,6 +214,11 @@ class AgentClient:
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
         )
 
+    async def progress(self, workflow_id: str) -> RunProgress:
+        """The run's `progress` query: stage, steps, approvals, what it waits on."""
+        handle = self.temporal.get_workflow_handle(workflow_id)
+        return await handle.query(PROGRESS_QUERY, result_type=RunProgress)
+
     async def _start(
         self, request: AgentRequest, workflow_id: str, **policies: Any
     ) -> WorkflowHandle[Any, AgentResult]:

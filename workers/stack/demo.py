@@ -11,6 +11,7 @@ from schemas.request import AgentRequest
 from workers.client.agent_client import AgentClient
 from workers.client.report import format_result
 from workers.settings import Settings
+from workers.stack.demo_watch import demo_watch
 from workers.stack.supervisor import describe, start_detached
 
 REPEATED = "What is your return policy for damaged items?"
@@ -64,6 +65,7 @@ async def run_demo(settings: Settings) -> int:
         print(format_result(result))
         where = result.workflow_id or "none: answered by the client from the exact tier"
         print(f"  workflow {where}\n")
+    failed += await demo_watch(client, endpoints.database_url, tenant)
     ui = endpoints.ui_url or "(the Temporal server was not started by agentkeel)"
     print(f"Inspect these runs in the Temporal Web UI: {ui}/namespaces/default/workflows")
     print("The stack keeps running for that; `agentkeel down` stops it.")

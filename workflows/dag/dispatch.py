@@ -12,8 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
+from temporalio.exceptions import ActivityError
 from temporalio.workflow import ActivityCancellationType
 
 from schemas import errors
@@ -23,21 +22,14 @@ from schemas.plan.validation import PlanValidationError
 from schemas.result import StepError, StepOutcome
 from schemas.tools import TOOLS, ToolSpec
 from workflows.dag.admission import refuse_plan
+from workflows.dag.fan_out import PARTITION_AT, may_partition, run_fan_out
 from workflows.dag.run_context import RunContext
 from workflows.dag.scheduler import DagScheduler, ToolCall
 from workflows.dag.step_gates import SchedulerLimits
+from workflows.dag.tool_activity import StepRefused, describe_error, execute_tool, summary_of
 
-_SUMMARY_CHARS = 120
 SIDE_EFFECT_HEARTBEAT = timedelta(seconds=3)
 """A side-effecting activity heartbeats: how a cancellation reaches it before it commits."""
-
-
-class StepRefused(Exception):
-    """A call the run itself declined to make (a side effect without approval)."""
-
-    def __init__(self, error: StepError) -> None:
-        super().__init__(error.message)
-        self.error = error
 
 
 async def run_plan(
@@ -93,6 +85,8 @@ def _limits(ctx: RunContext) -> SchedulerLimits:
         max_calls=max(options.max_tool_calls - ctx.calls_used, 0),
         watch_every_s=options.watch_every_s,
         runs_before_continue=options.continue_after_runs,
+        partition_at=PARTITION_AT,
+        may_partition=may_partition,
         history_full=lambda: workflow.info().is_continue_as_new_suggested(),
     )
 
@@ -122,6 +116,8 @@ class EffectRoles:
 
 async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> Any:
     spec = TOOLS[call.tool]
+    if call.batch is not None:
+        return await run_fan_out(call, ctx)
     payload: dict[str, Any] = {**call.args, "actor": ctx.request.actor.model_dump(mode="json")}
     if call.watch:
         payload["fresh"] = True  # a watch reads the source each time, never a cached result
@@ -137,20 +133,7 @@ async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> An
             "cancellation_type": ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             "heartbeat_timeout": SIDE_EFFECT_HEARTBEAT,
         }
-    result = await workflow.execute_activity(
-        spec.name,
-        payload,
-        result_type=spec.result_model,
-        task_queue=ctx.tool_queue,
-        start_to_close_timeout=spec.timeout,
-        retry_policy=RetryPolicy(
-            maximum_attempts=spec.max_attempts,
-            non_retryable_error_types=list(spec.non_retryable_errors),
-        ),
-        summary=_summary(call),
-        **options,
-    )
-    return result.model_dump(mode="json")
+    return await execute_tool(spec, payload, ctx.tool_queue, summary_of(call), **options)
 
 
 async def _await_approval(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> None:
@@ -201,31 +184,3 @@ async def _await_approval(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> No
             non_retryable=True,
         )
     )
-
-
-def _summary(call: ToolCall) -> str:
-    args = ", ".join(f"{k}={v!r}" for k, v in call.args.items())
-    text = f"{call.call_id}: {call.tool}({args})"
-    return text if len(text) <= _SUMMARY_CHARS else text[: _SUMMARY_CHARS - 1] + "…"
-
-
-def describe_error(error: BaseException) -> StepError:
-    """The root cause of a failed tool call, as the run result reports it."""
-    if isinstance(error, StepRefused):
-        return error.error
-    cause = error.cause if isinstance(error, ActivityError) and error.cause else error
-    if isinstance(cause, ApplicationError):
-        return StepError(
-            type=cause.type or errors.APPLICATION_ERROR,
-            message=cause.message,
-            non_retryable=cause.non_retryable,
-        )
-    if isinstance(cause, CancelledError):
-        return StepError(
-            type=errors.CANCELLED, message="cancelled with the run", non_retryable=True
-        )
-    if isinstance(cause, TimeoutError):
-        return StepError(
-            type=errors.TIMEOUT, message=f"{cause.type.name if cause.type else ''} timeout"
-        )
-    return StepError(type=type(cause).__name__, message=str(cause))

@@ -19,7 +19,7 @@ from schemas.errors import CANCELLED, INVALID_ARGUMENTS
 from schemas.plan.model import Plan, PlanStep
 from schemas.plan.validation import critical_path_ms, validate_plan
 from schemas.progress import Waiting
-from schemas.result import StepError, StepOutcome, StepStatus
+from schemas.result import OutputRef, StepError, StepOutcome, StepStatus
 from schemas.tools import WAIT, ToolSpec
 from workflows.dag.resolve import ResolutionError, resolve
 from workflows.dag.step_gates import SchedulerLimits, before_running, over_limits
@@ -37,6 +37,9 @@ class ToolCall:
     """Position in a `for_each` expansion; None for a plain step."""
     watch: bool = False
     """A run of a repeated step: it reads the source, never a cached result."""
+    batch: tuple[dict[str, Any], ...] | None = None
+    """A large `for_each` step run as one unit (child workflows of their own): the
+    arguments of each element. Its output is an `OutputRef`-shaped dict, not the list."""
 
     @property
     def call_id(self) -> str:
@@ -102,6 +105,9 @@ class DagScheduler:
         self._limits = limits or SchedulerLimits()
         self._deps = validate_plan(plan, tools)
         self._priority = critical_path_ms(plan, self._deps, tools)
+        self._dependants = {
+            s.id: [o.id for o in plan.steps if s.id in self._deps[o.id]] for s in plan.steps
+        }
         self._order = {s.id: i for i, s in enumerate(plan.steps)}
         self._steps = {s.id: s for s in plan.steps}
         self.outcomes = {
@@ -231,6 +237,8 @@ class DagScheduler:
             self._fail(outcome, refused)
             return
         self.calls_started += 0 if resumed else len(calls)
+        if self._partitioned(step, len(calls)):
+            calls = [ToolCall(step.id, step.tool, {}, batch=tuple(c.args for c in calls))]
         if not calls:  # an empty list expands to nothing: done at once
             outcome.status = StepStatus.SUCCEEDED
             outcome.output = []
@@ -242,6 +250,22 @@ class DagScheduler:
         for seq, call in enumerate(calls):
             key = (-self._priority[step.id], self._order[step.id], seq, call)
             heapq.heappush(self._ready, key)
+
+    def _partitioned(self, step: PlanStep, calls: int) -> bool:
+        """Whether a `for_each` step runs apart, in histories of its own: only a large one,
+        of an idempotent tool, whose output no later step reads (it reaches the answer by
+        reference)."""
+        at = self._limits.partition_at
+        spec = self._tools[step.tool]
+        return (
+            at is not None
+            and calls >= at
+            and step.for_each is not None
+            and spec.idempotent
+            and not spec.runs_in_workflow
+            and not self._dependants[step.id]
+            and self._limits.may_partition()
+        )
 
     def _fail(self, outcome: StepOutcome, error: StepError) -> None:
         """A step that ends here, before (or instead of) its calls finishing."""
@@ -369,6 +393,10 @@ class DagScheduler:
             return
         step = self._steps[call.step_id]
         results = self._item_results.pop(call.step_id)
+        if call.batch is not None:  # kept by reference: no later step reads it
+            outcome.output_ref = OutputRef.model_validate(results[0])
+            outcome.status = StepStatus.SUCCEEDED
+            return
         outcome.output = results if step.for_each is not None else results[0]
         outcome.status = StepStatus.SUCCEEDED
         self._outputs[call.step_id] = outcome.output

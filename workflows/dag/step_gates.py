@@ -30,6 +30,11 @@ class SchedulerLimits:
     """Seconds between the runs of every watched step, overriding each step's `every_s`."""
     runs_before_continue: int | None = None
     """Runs of watched steps after which the watches stop for a continue-as-new."""
+    partition_at: int | None = None
+    """A `for_each` step of this many calls or more runs in child workflows (when nothing
+    later reads its output): the run's own history stays small. None: never."""
+    may_partition: Callable[[], bool] = lambda: True
+    """Asked last, when a step would be partitioned (inside a workflow: a patch check)."""
     history_full: Callable[[], bool] = lambda: False
     """Whether the run's history asks for a continue-as-new now (Temporal suggests it)."""
 

@@ -1,0 +1,72 @@
+"""One tool call as a Temporal activity: the options every tool call of a run shares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
+
+from schemas import errors
+from schemas.result import StepError
+from schemas.tools import ToolSpec
+from workflows.dag.scheduler import ToolCall
+
+_SUMMARY_CHARS = 120
+
+
+class StepRefused(Exception):
+    """A call the run itself declined to make (a side effect without approval)."""
+
+    def __init__(self, error: StepError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+async def execute_tool(
+    spec: ToolSpec, payload: dict[str, Any], task_queue: str, summary: str, **options: Any
+) -> Any:
+    """One tool activity, retried as its catalog entry says; its result as JSON."""
+    result = await workflow.execute_activity(
+        spec.name,
+        payload,
+        result_type=spec.result_model,
+        task_queue=task_queue,
+        start_to_close_timeout=spec.timeout,
+        retry_policy=RetryPolicy(
+            maximum_attempts=spec.max_attempts,
+            non_retryable_error_types=list(spec.non_retryable_errors),
+        ),
+        summary=summary,
+        **options,
+    )
+    return result.model_dump(mode="json")
+
+
+def summary_of(call: ToolCall) -> str:
+    args = ", ".join(f"{k}={v!r}" for k, v in call.args.items())
+    text = f"{call.call_id}: {call.tool}({args})"
+    return text if len(text) <= _SUMMARY_CHARS else text[: _SUMMARY_CHARS - 1] + "…"
+
+
+def describe_error(error: BaseException) -> StepError:
+    """The root cause of a failed tool call, as the run result reports it."""
+    if isinstance(error, StepRefused):
+        return error.error
+    cause = error.cause if isinstance(error, ActivityError) and error.cause else error
+    if isinstance(cause, ApplicationError):
+        return StepError(
+            type=cause.type or errors.APPLICATION_ERROR,
+            message=cause.message,
+            non_retryable=cause.non_retryable,
+        )
+    if isinstance(cause, CancelledError):
+        return StepError(
+            type=errors.CANCELLED, message="cancelled with the run", non_retryable=True
+        )
+    if isinstance(cause, TimeoutError):
+        return StepError(
+            type=errors.TIMEOUT, message=f"{cause.type.name if cause.type else ''} timeout"
+        )
+    return StepError(type=type(cause).__name__, message=str(cause))
