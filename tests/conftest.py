@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+import asyncpg
 import pytest
 import redis.asyncio as aioredis
 from aiohttp import web
@@ -25,6 +26,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
+from activities.cache.tool_results import KEY_PREFIX as TOOL_KEY_PREFIX
 from activities.model_calls import InferenceActivities
 from inference.policy import Policy
 from inference.rules.policy import RulesPolicy
@@ -164,6 +166,25 @@ async def template_database(admin_dsn: str) -> AsyncIterator[str]:
 async def database_url(admin_dsn: str, template_database: str) -> AsyncIterator[str]:
     async with fresh_database(admin_dsn, template=template_database) as dsn:
         yield dsn
+
+
+@pytest.fixture
+async def orders_db(database_url: str, redis_url: str) -> AsyncIterator[asyncpg.Pool]:
+    """This test's database, in which orders ship behind the tools' backs (as a warehouse
+    system would): the order reads they cached are dropped afterwards, so no later test,
+    with its own fresh database, is served this one's shipped order."""
+    pool = await asyncpg.create_pool(database_url, min_size=1, max_size=3)
+    try:
+        yield pool
+    finally:
+        await pool.close()
+        redis = aioredis.from_url(redis_url)
+        try:
+            keys = [k async for k in redis.scan_iter(f"{TOOL_KEY_PREFIX}:*:get_order:*")]
+            if keys:
+                await redis.delete(*keys)
+        finally:
+            await redis.aclose()
 
 
 @pytest.fixture(scope="session")

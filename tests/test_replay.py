@@ -10,6 +10,7 @@ import asyncio
 import os
 from pathlib import Path
 
+import asyncpg
 import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
@@ -17,13 +18,15 @@ from temporalio.worker import Replayer
 from schemas import names
 from schemas.actor import Actor, Role
 from schemas.approvals import ApprovalDecision
+from schemas.progress import RunProgress
 from tests.conftest import AgentStack, StackFactory
 from tests.fakes import FakeScriptedPolicy
 from tests.test_authority import until_awaiting
 from tests.test_invalid_plans import INVALID_PLANS
+from tests.test_watches import every_order_plan, list_orders_of, ship
 from workers.temporal_client import agentkeel_plugins
 from workflows.agent import AgentWorkflow
-from workflows.dag.fan_out import FanOutWorkflow
+from workflows.dag.fan_out import FanOutWorkflow, child_workflow_id
 
 HISTORIES = Path(__file__).parent / "histories"
 RECORD = os.environ.get("AGENTKEEL_RECORD_HISTORIES") == "1"
@@ -82,6 +85,46 @@ async def test_record_authority_histories(stack: AgentStack) -> None:
     await _save("customer_refused", await handle.fetch_history())
 
 
+@pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
+async def test_record_long_running_histories(
+    stack: AgentStack, make_stack: StackFactory, orders_db: asyncpg.Pool
+) -> None:
+    """A wait, a watch that continues as new (both runs of the chain), a 400-call fan-out
+    in children (the run and one part)."""
+    handle = await stack.start("check order 1001 again in 1 second")
+    await handle.result()
+    await _save("wait_then_lookup", await handle.fetch_history())
+    handle = await stack.start(
+        "Tell me when order 1002 ships", options={"watch_every_s": 1, "continue_after_runs": 2}
+    )
+    first_run = handle.result_run_id
+    for _ in range(60):  # until the chain has continued once
+        await asyncio.sleep(0.5)
+        if (await handle.query(names.PROGRESS_QUERY, result_type=RunProgress)).continued:
+            break
+    await ship(orders_db, 1002)
+    order_ids = [
+        r["order_id"]
+        for r in await orders_db.fetch("SELECT order_id FROM orders ORDER BY order_id LIMIT 400")
+    ]
+    result = await handle.result()
+    first = stack.client.get_workflow_handle(handle.id, run_id=first_run)
+    await _save("watch_continued_as_new", await first.fetch_history())
+    last = stack.client.get_workflow_handle(handle.id, run_id=result.run_id)
+    await _save("watch_fired_after_continuing", await last.fetch_history())
+    fan_out = await make_stack(
+        policy=FakeScriptedPolicy([every_order_plan()]),
+        replace_activities=[list_orders_of(order_ids)],
+    )
+    handle = await fan_out.start(
+        "every order", options={"max_fan_out": 400, "max_tool_calls": 401, "max_concurrency": 32}
+    )
+    done = await handle.result()
+    await _save("fan_out_in_children", await handle.fetch_history())
+    child = fan_out.client.get_workflow_handle(child_workflow_id(done.run_id, "s2", 0))
+    await _save("fan_out_part", await child.fetch_history())
+
+
 async def _save(name: str, history: WorkflowHistory) -> None:
     (HISTORIES / f"{name}.json").write_text(history.to_json())
 
@@ -91,7 +134,7 @@ def _recorded() -> list[Path]:
 
 
 def test_histories_are_committed() -> None:
-    assert len(_recorded()) >= 14, "recorded histories are missing from tests/histories"
+    assert len(_recorded()) >= 19, "recorded histories are missing from tests/histories"
 
 
 @pytest.mark.parametrize("path", _recorded(), ids=lambda p: p.stem)

@@ -7,18 +7,15 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
 import pytest
-import redis.asyncio as aioredis
 from temporalio import activity
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from activities.cache.tool_results import KEY_PREFIX as TOOL_KEY_PREFIX
 from inference.rules.policy import RulesPolicy
 from schemas import errors, names
 from schemas.model_calls import RouteInput, RouteResult
@@ -31,6 +28,7 @@ from schemas.route import Route, Tier
 from schemas.tools import TOOLS, ListOrdersInput, OrderList
 from tests.conftest import StackFactory
 from tests.fakes import FakeScriptedPolicy
+from workflows.dag.fan_out import child_workflow_id
 from workflows.dag.scheduler import DagScheduler, ToolCall
 from workflows.dag.step_gates import SchedulerLimits
 
@@ -303,25 +301,6 @@ async def test_a_wait_and_a_watch_over_days_on_skipped_time(
 # -- the real dev server and Postgres ------------------------------------------------------
 
 
-@pytest.fixture
-async def db(database_url: str, redis_url: str) -> AsyncIterator[asyncpg.Pool]:
-    """This test's database, in which orders ship behind the tools' backs (as a warehouse
-    system would): the order reads they cached are dropped afterwards, so no later test,
-    with its own fresh database, is served this one's shipped order."""
-    pool = await asyncpg.create_pool(database_url, min_size=1, max_size=3)
-    try:
-        yield pool
-    finally:
-        await pool.close()
-        redis = aioredis.from_url(redis_url)
-        try:
-            keys = [k async for k in redis.scan_iter(f"{TOOL_KEY_PREFIX}:*:get_order:*")]
-            if keys:
-                await redis.delete(*keys)
-        finally:
-            await redis.aclose()
-
-
 async def until_waiting(handle: WorkflowHandle[Any, Any], timeout_s: float = 20) -> RunProgress:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -344,7 +323,7 @@ async def ship(db: asyncpg.Pool, order_id: int) -> None:
 
 
 async def test_tell_me_when_an_order_ships_waits_then_answers_when_postgres_says_so(
-    make_stack: StackFactory, db: asyncpg.Pool
+    make_stack: StackFactory, orders_db: asyncpg.Pool
 ) -> None:
     stack = await make_stack()
     handle = await stack.start(
@@ -374,7 +353,7 @@ async def test_tell_me_when_an_order_ships_waits_then_answers_when_postgres_says
         ]
     assert waiting_runs == [handle.id]
     await asyncio.sleep(1.5)
-    await ship(db, PROCESSING_ORDER)
+    await ship(orders_db, PROCESSING_ORDER)
     shipped_at = time.monotonic()
     result: AgentResult = await asyncio.wait_for(handle.result(), timeout=15)
     assert time.monotonic() - shipped_at < 10
@@ -399,9 +378,9 @@ class RefundAndWatch(FakeScriptedPolicy):
 
 
 async def test_a_long_watch_continues_as_new_twice_without_repeating_its_side_effect(
-    make_stack: StackFactory, db: asyncpg.Pool
+    make_stack: StackFactory, orders_db: asyncpg.Pool
 ) -> None:
-    refundable = await db.fetchval(
+    refundable = await orders_db.fetchval(
         "SELECT order_id FROM orders WHERE status = 'delivered' AND total_cents >= 500 "
         "ORDER BY order_id LIMIT 1"
     )
@@ -429,26 +408,22 @@ async def test_a_long_watch_continues_as_new_twice_without_repeating_its_side_ef
             continue
         continued = progress.continued
     assert continued >= 2
-    await ship(db, PROCESSING_ORDER)
+    await ship(orders_db, PROCESSING_ORDER)
     result: AgentResult = await asyncio.wait_for(handle.result(), timeout=20)
     refund, order = result.steps
     assert refund.status is StepStatus.SUCCEEDED and order.status is StepStatus.SUCCEEDED
     assert order.runs >= 5 and order.output["status"] == "shipped"
     assert result.run_id != handle.first_execution_run_id or result.run_id != handle.run_id
-    rows = await db.fetch("SELECT refund_id FROM refunds WHERE order_id = $1", refundable)
+    rows = await orders_db.fetch("SELECT refund_id FROM refunds WHERE order_id = $1", refundable)
     assert len(rows) == 1, "the refund was made again by a continued run"
     assert result.timings_ms.total >= 4000  # the chain's whole time, not the last run's
 
 
-async def test_a_400_order_fan_out_keeps_history_under_a_megabyte_and_the_result_complete(
-    make_stack: StackFactory, db: asyncpg.Pool
-) -> None:
-    customer = await db.fetchval("SELECT customer_id FROM customers ORDER BY customer_id LIMIT 1")
-    order_ids = await db.fetch("SELECT order_id FROM orders ORDER BY order_id LIMIT 400")
-    assert len(order_ids) == 400
-    plan = {
+def every_order_plan() -> dict[str, Any]:
+    """A customer's orders, each read in full: a fan-out as wide as the list."""
+    return {
         "steps": [
-            {"id": "s1", "tool": "list_orders", "args": {"customer_id": customer, "limit": 1}},
+            {"id": "s1", "tool": "list_orders", "args": {"customer_id": 1}},
             {
                 "id": "s2",
                 "tool": "get_order",
@@ -457,15 +432,25 @@ async def test_a_400_order_fan_out_keeps_history_under_a_megabyte_and_the_result
             },
         ]
     }
-    every = [int(o["order_id"]) for o in order_ids]
 
+
+def list_orders_of(order_ids: list[int]) -> Any:
     @activity.defn(name="list_orders")
     async def list_every_order(args: ListOrdersInput) -> OrderList:
-        """A stand-in customer with 400 orders (the seed's have a few each)."""
-        return OrderList(customer_id=args.customer_id, orders=[], order_ids=every)
+        """A stand-in customer with these orders (the seed's have a few each)."""
+        return OrderList(customer_id=args.customer_id, orders=[], order_ids=order_ids)
 
+    return list_every_order
+
+
+async def test_a_400_order_fan_out_keeps_history_under_a_megabyte_and_the_result_complete(
+    make_stack: StackFactory, orders_db: asyncpg.Pool
+) -> None:
+    order_ids = await orders_db.fetch("SELECT order_id FROM orders ORDER BY order_id LIMIT 400")
+    assert len(order_ids) == 400
     stack = await make_stack(
-        policy=FakeScriptedPolicy([plan]), replace_activities=[list_every_order]
+        policy=FakeScriptedPolicy([every_order_plan()]),
+        replace_activities=[list_orders_of([int(o["order_id"]) for o in order_ids])],
     )
     handle = await stack.start(
         "every order", options={"max_fan_out": 400, "max_tool_calls": 401, "max_concurrency": 32}
@@ -476,7 +461,7 @@ async def test_a_400_order_fan_out_keeps_history_under_a_megabyte_and_the_result
     assert fanned.output is None and fanned.output_ref is not None
     assert fanned.output_ref.items == 400
     size = len((await handle.fetch_history()).to_json())
-    children = [f"{handle.id}-s2-part{n}-{result.run_id[:8]}" for n in range(4)]
+    children = [child_workflow_id(result.run_id, "s2", n) for n in range(4)]
     parts = [
         len((await stack.client.get_workflow_handle(child).fetch_history()).to_json())
         for child in children

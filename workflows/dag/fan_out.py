@@ -63,7 +63,8 @@ async def run_fan_out(call: ToolCall, ctx: RunContext) -> dict[str, Any]:
             workflow.execute_child_workflow(
                 names.FAN_OUT_WORKFLOW,
                 part,
-                id=f"{info.workflow_id}-{call.step_id}-part{n}-{info.run_id[:8]}",
+                # Unique per run and step (the Web UI links it to its parent run).
+                id=child_workflow_id(info.run_id, call.step_id, n),
                 result_type=FanOutResult,
                 static_summary=f"{call.step_id}: {len(part.calls)} x {call.tool}",
             )
@@ -88,6 +89,10 @@ async def run_fan_out(call: ToolCall, ctx: RunContext) -> dict[str, Any]:
         summary=f"combine outputs of {call.step_id}",
     )
     return combined.model_dump(mode="json")
+
+
+def child_workflow_id(run_id: str, step_id: str, part: int) -> str:
+    return f"fan-out-{run_id}-{step_id}-part{part}"
 
 
 @workflow.defn(name=names.FAN_OUT_WORKFLOW)
