@@ -16,6 +16,7 @@ from temporalio import activity
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
+from inference.llm.plan_schema import plan_json_schema
 from inference.rules.policy import RulesPolicy
 from schemas import errors, names
 from schemas.model_calls import RouteInput, RouteResult
@@ -164,6 +165,21 @@ async def test_a_wait_step_sleeps_then_its_dependants_run() -> None:
     clock.slept.clear()
     [past] = await scheduler(until, dispatch, clock).run()
     assert past.status is StepStatus.SUCCEEDED and clock.slept == []  # already past
+
+
+async def test_a_wait_too_far_away_fails_its_step_not_the_run() -> None:
+    clock = FakeClock()
+    _, dispatch = order_reader(["shipped"])
+    plan = {
+        "steps": [
+            {"id": "w", "tool": "wait", "args": {"until": "9999-12-31T23:59:59Z"}},
+            {"id": "s1", "tool": "get_order", "args": {"order_id": 1002}},
+        ]
+    }
+    waited, read = await scheduler(plan, dispatch, clock).run()
+    assert waited.status is StepStatus.FAILED and clock.slept == []
+    assert waited.error is not None and waited.error.type == errors.INVALID_ARGUMENTS
+    assert read.status is StepStatus.SUCCEEDED
 
 
 async def test_watches_stop_for_a_continue_as_new_and_pick_up_where_they_were() -> None:
@@ -473,3 +489,36 @@ async def test_a_400_order_fan_out_keeps_history_under_a_megabyte_and_the_result
     orders = complete.steps[1].output
     assert [o["order_id"] for o in orders] == [o["order_id"] for o in order_ids]
     assert len(json.dumps(orders)) > 16_384
+
+
+async def test_a_failing_element_of_a_fan_out_in_children_fails_its_step_by_name(
+    make_stack: StackFactory, orders_db: asyncpg.Pool
+) -> None:
+    rows = await orders_db.fetch("SELECT order_id FROM orders ORDER BY order_id LIMIT 149")
+    order_ids = [int(r["order_id"]) for r in rows]
+    order_ids.insert(120, 99_999_999)  # no such order: NotFound, not retried
+    stack = await make_stack(
+        policy=FakeScriptedPolicy([every_order_plan()]),
+        replace_activities=[list_orders_of(order_ids)],
+    )
+    result = await stack.ask(
+        "every order", options={"max_fan_out": 150, "max_tool_calls": 151, "max_replans": 0}
+    )
+    fanned = result.steps[1]
+    assert fanned.status is StepStatus.FAILED and fanned.output_ref is None
+    assert fanned.error is not None and fanned.error.type == errors.NOT_FOUND
+    assert fanned.error.message.startswith("s2[120]: ")
+    assert result.steps[0].status is StepStatus.SUCCEEDED and result.answer
+
+
+def test_the_llm_plan_schema_lets_reads_repeat_and_nothing_else() -> None:
+    schema = plan_json_schema()
+    steps = {
+        s["properties"]["tool"]["enum"][0]: s
+        for s in schema["properties"]["steps"]["items"]["anyOf"]
+    }
+    assert "repeat" in steps["get_order"]["properties"]
+    assert "repeat" not in steps["create_refund"]["properties"]
+    assert "repeat" not in steps["wait"]["properties"]
+    every = steps["get_order"]["properties"]["repeat"]["properties"]["every_s"]
+    assert every["minimum"] == 1

@@ -23,7 +23,7 @@ from schemas.result import OutputRef, StepError, StepOutcome, StepStatus
 from schemas.tools import WAIT, ToolSpec
 from workflows.dag.resolve import ResolutionError, resolve
 from workflows.dag.step_gates import SchedulerLimits, before_running, over_limits
-from workflows.dag.watches import Suspended, WatchTimedOut, run_wait, run_watch
+from workflows.dag.watches import StepFailed, Suspended, WatchTimedOut, run_wait, run_watch
 
 
 @dataclass(frozen=True)
@@ -317,7 +317,7 @@ class DagScheduler:
         # Whatever happens, something reaches `_done`, so `run()` can never wait forever.
         try:
             output = await self._call(call)
-        except (Suspended, WatchTimedOut) as exc:
+        except (Suspended, WatchTimedOut, StepFailed) as exc:
             self._done.put_nowait((call, None, exc))
         except self._step_failures as exc:
             self._done.put_nowait((call, None, exc))
@@ -379,7 +379,11 @@ class DagScheduler:
             outcome.finished_at, outcome.next_run_at = self._now(), None
             return
         if error is not None and outcome.error is None:
-            outcome.error = self._describe_error(error)
+            outcome.error = (
+                error.error.model_copy()
+                if isinstance(error, StepFailed)
+                else self._describe_error(error)
+            )
             if call.index is not None:
                 outcome.error.message = f"{call.call_id}: {outcome.error.message}"
                 self._drop_queued(call.step_id)

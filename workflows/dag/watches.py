@@ -11,8 +11,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from schemas.errors import WATCH_TIMED_OUT
-from schemas.plan.model import PlanStep
+from schemas.errors import INVALID_ARGUMENTS, WATCH_TIMED_OUT
+from schemas.plan.model import MAX_WATCH_S, PlanStep
 from schemas.progress import Waiting
 from schemas.result import StepError, StepOutcome
 from schemas.tools import WAIT, WaitArgs
@@ -25,6 +25,15 @@ ShowWait = Callable[[Waiting | None], None]
 
 class Suspended(Exception):
     """A watch stopped between two runs so that the run can continue as new."""
+
+
+class StepFailed(Exception):
+    """The step itself is wrong at runtime (a `wait` past the longest allowed): it fails
+    with `error`, the run goes on."""
+
+    def __init__(self, error: StepError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 class WatchTimedOut(Exception):
@@ -43,6 +52,12 @@ async def run_wait(
     wait = WaitArgs.model_validate(args)
     started = now()
     until = wait.until if wait.until is not None else started + timedelta(seconds=wait.seconds or 0)
+    if until - started > timedelta(seconds=MAX_WATCH_S):
+        message = (
+            f"step {step_id}: wait until {until.isoformat()} is more than "
+            f"{MAX_WATCH_S / 86400:g} days away"
+        )
+        raise StepFailed(StepError(type=INVALID_ARGUMENTS, message=message, non_retryable=True))
     if until > started:
         what = f"until {until.isoformat(timespec='seconds')}"
         on_wait(Waiting(step_id=step_id, tool=WAIT.name, what=what, until=until))
