@@ -1,8 +1,9 @@
 """What a run that continues as new hands to the next run of the same workflow id.
 
 Only `AgentWorkflow` itself writes it (with `workflow.continue_as_new`), and the next run
-accepts it only when Temporal says that run was continued (`continued_run_id`): a client
-cannot start a run with a forged one.
+accepts it only from the run Temporal says it continues (`continued_run_id` equal to
+`from_run_id`, and no cron schedule, whose runs also carry a `continued_run_id` and the
+client's inputs): a client cannot start a run with a forged one.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from schemas.route import Route
 class Continuation(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    from_run_id: str = Field(min_length=1)
+    """The run that wrote it: the next run accepts it only from the run it continues (a
+    client cannot know a run id before the server makes it)."""
     started_at: datetime
     """When the first run of the chain started: `timings_ms.total` spans the whole chain."""
     route: Route
@@ -30,8 +34,8 @@ class Continuation(BaseModel):
     steps: list[StepOutcome]
     """Every outcome so far (earlier rounds too); large outputs by reference."""
     plan_error: StepError | None = None
-    replans: int = 0
-    calls_used: int = 0
+    replans: int = Field(default=0, ge=0)
+    calls_used: int = Field(default=0, ge=0)
     moved_cents: int = Field(default=0, ge=0)
     allowed_effects: list[str] = Field(default_factory=list)
     timings: Timings = Field(default_factory=Timings)

@@ -13,7 +13,8 @@ from typing import Any
 import asyncpg
 import pytest
 from temporalio import activity
-from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from inference.llm.plan_schema import plan_json_schema
@@ -50,19 +51,34 @@ def watch(step_id: str, order_id: int, statuses: list[str], **repeat: Any) -> di
 
 
 class FakeClock:
-    """Workflow time that moves only when a step sleeps."""
+    """Workflow time that moves only when every task sleeps: then to the earliest wake-up
+    (like a time-skipping server). `drive` runs a coroutine on it."""
 
     def __init__(self) -> None:
         self.now = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
         self.slept: list[tuple[timedelta, str]] = []
+        self._sleepers: list[tuple[datetime, int, asyncio.Future[None]]] = []
 
     def __call__(self) -> datetime:
         return self.now
 
     async def sleep(self, duration: timedelta, summary: str) -> None:
         self.slept.append((duration, summary))
-        self.now += duration
-        await asyncio.sleep(0)
+        wake = asyncio.get_running_loop().create_future()
+        self._sleepers.append((self.now + duration, len(self.slept), wake))
+        await wake
+
+    async def drive(self, work: Any) -> Any:
+        task = asyncio.ensure_future(work)
+        while not task.done():
+            for _ in range(50):  # let every task run until it blocks
+                await asyncio.sleep(0)
+            pending = sorted(s for s in self._sleepers if not s[2].done())
+            self._sleepers = pending[1:]
+            if pending and not task.done():
+                self.now = max(self.now, pending[0][0])
+                pending[0][2].set_result(None)
+        return task.result()
 
 
 def order_reader(statuses: list[str]) -> tuple[list[ToolCall], Any]:
@@ -83,8 +99,17 @@ def order_reader(statuses: list[str]) -> tuple[list[ToolCall], Any]:
     return calls, dispatch
 
 
+class Driven(DagScheduler):
+    """The scheduler on the fake clock."""
+
+    clock: FakeClock
+
+    async def run(self) -> Any:
+        return await self.clock.drive(super().run())
+
+
 def scheduler(plan: dict[str, Any], dispatch: Any, clock: FakeClock, **kw: Any) -> DagScheduler:
-    return DagScheduler(
+    driven = Driven(
         Plan.model_validate(plan),
         TOOLS,
         dispatch=dispatch,
@@ -93,6 +118,8 @@ def scheduler(plan: dict[str, Any], dispatch: Any, clock: FakeClock, **kw: Any) 
         sleep=clock.sleep,
         **kw,
     )
+    driven.clock = clock
+    return driven
 
 
 async def test_a_watch_reruns_its_read_until_the_condition_holds_then_its_dependants_run() -> None:
@@ -165,6 +192,48 @@ async def test_a_wait_step_sleeps_then_its_dependants_run() -> None:
     clock.slept.clear()
     [past] = await scheduler(until, dispatch, clock).run()
     assert past.status is StepStatus.SUCCEEDED and clock.slept == []  # already past
+
+
+async def test_sleeping_watches_and_waits_hold_no_slot_other_steps_need() -> None:
+    clock = FakeClock()
+    _, dispatch = order_reader(["processing"])
+    plan = {
+        "steps": [
+            {"id": "w", "tool": "wait", "args": {"seconds": 600}},
+            watch("a", 1002, ["shipped"], every_s=60, timeout_s=600),
+            watch("b", 1003, ["shipped"], every_s=60, timeout_s=600),
+            {"id": "c", "tool": "get_order", "args": {"order_id": 1001}},
+        ]
+    }
+    run = scheduler(plan, dispatch, clock, limits=SchedulerLimits(max_concurrency=2))
+    waited, a, b, c = await run.run()
+    assert a.status is b.status is StepStatus.TIMED_OUT and waited.status is StepStatus.SUCCEEDED
+    assert a.started_at is not None
+    assert c.status is StepStatus.SUCCEEDED and c.finished_at == a.started_at  # not 600 s later
+    assert waited.finished_at == a.started_at + timedelta(seconds=600)
+    assert run.max_observed_concurrency <= 2
+
+
+async def test_a_continue_as_new_stops_sleeping_waits_too_and_keeps_their_end() -> None:
+    clock = FakeClock()
+    start = clock.now
+    _, dispatch = order_reader(["processing"])
+    plan = {
+        "steps": [
+            {"id": "w", "tool": "wait", "args": {"seconds": 3600}},
+            watch("s1", 1002, ["shipped"], every_s=60, timeout_s=7200),
+        ]
+    }
+    limits = SchedulerLimits(runs_before_continue=2)
+    first = scheduler(plan, dispatch, clock, limits=limits)
+    waiting, watching = await first.run()
+    assert waiting.status is watching.status is StepStatus.RUNNING
+    assert waiting.next_run_at == start + timedelta(hours=1)
+    assert clock.now < start + timedelta(minutes=5)  # it did not sit out the hour
+    resumed = scheduler(plan, dispatch, clock, limits=SchedulerLimits(), resume=[waiting, watching])
+    waited, _ = await resumed.run()
+    assert waited.status is StepStatus.SUCCEEDED
+    assert waited.output["waited_until"] == (start + timedelta(hours=1)).isoformat()
 
 
 async def test_a_wait_too_far_away_fails_its_step_not_the_run() -> None:
@@ -522,3 +591,28 @@ def test_the_llm_plan_schema_lets_reads_repeat_and_nothing_else() -> None:
     assert "repeat" not in steps["wait"]["properties"]
     every = steps["get_order"]["properties"]["repeat"]["properties"]["every_s"]
     assert every["minimum"] == 1
+
+
+async def test_a_client_cannot_start_a_run_with_a_forged_continuation(
+    make_stack: StackFactory,
+) -> None:
+    stack = await make_stack()
+    forged = {
+        "from_run_id": "whatever",
+        "started_at": "2026-12-01T09:00:00Z",
+        "route": {"intent": "refund", "confidence": 1.0, "tier": "rules"},
+        "plan": {"steps": [{"id": "s1", "tool": "search_kb", "args": {"query": "x"}}]},
+        "steps": [],
+        "allowed_effects": ["create_refund"],
+    }
+    handle = await stack.client.start_workflow(
+        names.AGENT_WORKFLOW,
+        args=[{"question": "hi"}, forged],
+        id=f"forged-{time.monotonic_ns()}",
+        task_queue=stack.task_queue,
+    )
+    with pytest.raises(WorkflowFailureError) as failed:
+        await asyncio.wait_for(handle.result(), timeout=20)
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == errors.INVALID_REQUEST
+    assert "one input" in cause.message

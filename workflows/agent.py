@@ -40,18 +40,23 @@ AUTHORITY_PATCH = "authority-v1"
 cancellation of calls in flight. A run whose history predates it replays as it ran."""
 
 
-def parse_continuation(inputs: Sequence[Any], *, continued: bool) -> Continuation | None:
+def parse_continuation(inputs: Sequence[Any]) -> Continuation | None:
     """What the run this one continues handed on; None for a run a client started.
 
-    A second input is accepted only from `AgentWorkflow` itself: Temporal marks a run that
-    continues another (`continued`), and no client can start one so.
+    A second input is accepted only from `AgentWorkflow` itself, naming the very run that
+    this one continues: a client can neither start a run so nor guess that run's id (a cron
+    run also has a `continued_run_id`, but repeats the client's inputs: refused).
     """
-    if len(inputs) != 2 or not continued:
+    if len(inputs) != 2:
         return None
+    info = workflow.info()
     try:
-        return Continuation.model_validate(inputs[1])
+        carried = Continuation.model_validate(inputs[1])
     except ValidationError as exc:
         raise _invalid(f"invalid AgentWorkflow continuation: {exc.errors()[0]['msg']}") from None
+    if info.cron_schedule or carried.from_run_id != info.continued_run_id:
+        raise _invalid("AgentWorkflow takes one input (the request JSON), got 2")
+    return carried
 
 
 def parse_request(inputs: Sequence[Any], *, strict: bool = True) -> AgentRequest:
@@ -64,7 +69,7 @@ def parse_request(inputs: Sequence[Any], *, strict: bool = True) -> AgentRequest
     run takes any number of inputs and refuses all but exactly one.
     """
     continued = len(inputs) == 2 and workflow.info().continued_run_id is not None
-    if len(inputs) != 1 and not continued:
+    if len(inputs) != 1 and not continued:  # (a second input is checked by parse_continuation)
         raise _invalid(f"AgentWorkflow takes one input (the request JSON), got {len(inputs)}")
     try:
         if not strict:
@@ -114,7 +119,7 @@ class AgentWorkflow:
         """One input: `AgentRequest` JSON (a model instance from Python callers works too)."""
         authority = workflow.patched(AUTHORITY_PATCH)
         request = parse_request(inputs, strict=authority)
-        carried = parse_continuation(inputs, continued=workflow.info().continued_run_id is not None)
+        carried = parse_continuation(inputs)
         queue = workflow.info().task_queue
         state: AgentState = {
             "request": request,
@@ -144,7 +149,7 @@ class AgentWorkflow:
                 # What ran before the cancel is recorded (a refund that had committed,
                 # its approval), and the token stream tells readers to stop waiting.
                 await record_cancelled_run(state, self._progress)
-                await announce_cancellation()
+                await announce_cancellation(continued=bool(self._progress.continued))
             raise
         if final.get("suspended"):
             self._hand_on(cast(AgentState, final))
@@ -179,6 +184,7 @@ class AgentWorkflow:
         """Continue as new with the same workflow id: a fresh history, the same run."""
         context = final["context"]
         carried = Continuation(
+            from_run_id=workflow.info().run_id,
             started_at=final["started_at"],
             route=final["route"],
             cache=final.get("cache", CacheStatus.MISS),

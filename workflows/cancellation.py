@@ -21,13 +21,17 @@ def ends_the_run(exc: ActivityError, authority: bool) -> bool:
     return authority and is_cancelled_exception(exc)
 
 
-async def announce_cancellation() -> None:
-    """Best effort: a reader that misses it learns the run's end from Temporal all the same."""
+async def announce_cancellation(*, continued: bool = False) -> None:
+    """Best effort: a reader that misses it learns the run's end from Temporal all the same.
+
+    A run that continued another announces on the stream of the run the client started
+    (where its answer would have gone)."""
     info = workflow.info()
+    run_id = info.first_execution_run_id if continued else info.run_id
     try:
         await workflow.execute_local_activity(
             names.ANNOUNCE_CANCELLATION,
-            CancellationNotice(workflow_id=info.workflow_id, run_id=info.run_id),
+            CancellationNotice(workflow_id=info.workflow_id, run_id=run_id),
             start_to_close_timeout=ANNOUNCE_TIMEOUT,
             retry_policy=RetryPolicy(maximum_attempts=2),
         )

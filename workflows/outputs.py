@@ -40,8 +40,9 @@ async def carry_by_reference(outcomes: Sequence[StepOutcome], tenant: str) -> No
             StoreOutputInput(
                 # Names the chain (stable across retries and continue-as-new), the round and
                 # the step: storing it again is a no-op.
+                # (and the reading: a watch's output changes from one run to the next).
                 ref=f"{info.workflow_id}/{info.first_execution_run_id}/{outcome.attempt}/"
-                f"{outcome.id}",
+                f"{outcome.id}#{outcome.runs}",
                 tenant=tenant,
                 workflow_id=info.workflow_id,
                 step_id=outcome.id,

@@ -124,7 +124,7 @@ class AgentClient:
     ) -> AgentResult:
         cached = await self.cached_answer(request)
         if cached is not None:
-            return cached
+            return await self.resolve_outputs(cached)
         handle = await self.start(request, coalesce=coalesce, workflow_id=workflow_id)
         return await self.resolve_outputs(await handle.result())
 
@@ -154,7 +154,7 @@ class AgentClient:
         """
         cached = await self.cached_answer(request)
         if cached is not None:
-            return cached
+            return await self.resolve_outputs(cached)
         handle = await self.start(request, coalesce=coalesce, workflow_id=workflow_id)
         # result_run_id is the run the start resolved to: with USE_EXISTING, the run this
         # caller attached to, which is the one whose respond activity publishes.

@@ -48,7 +48,7 @@ async def run_plan(
     if refused is not None:
         workflow.logger.info("plan refused: %s %s", refused.type, refused.message)
         return [], refused
-    effects = EffectRoles()
+    effects = EffectRoles.after(resume)
     try:
         scheduler = DagScheduler(
             plan,
@@ -105,6 +105,18 @@ class EffectRoles:
 
     def __init__(self) -> None:
         self._seen: dict[str, int] = {}
+
+    @classmethod
+    def after(cls, earlier: Sequence[StepOutcome]) -> EffectRoles:
+        """Roles that go on counting from the side effects a continued run already made."""
+        roles = cls()
+        for outcome in earlier:
+            spec = TOOLS.get(outcome.tool)
+            if spec is None or spec.idempotent or outcome.started_at is None:
+                continue
+            for args in outcome.args if isinstance(outcome.args, list) else [outcome.args]:
+                roles.role(spec, args)
+        return roles
 
     def role(self, spec: ToolSpec, args: dict[str, Any]) -> str:
         identity = ",".join(f"{name}={args.get(name)}" for name in spec.identity_args)

@@ -11,15 +11,14 @@ into one `OutputRef`. Every call keeps its own activity, retries and actor, as i
 from __future__ import annotations
 
 import asyncio
-import math
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ChildWorkflowError
 
 from schemas import names
 from schemas.outputs import CombineOutputsInput, FanOutInput, FanOutResult, StoreOutputInput
-from schemas.result import OutputRef
+from schemas.result import OutputRef, StepError
 from schemas.tools import TOOLS
 from workflows import timeouts
 from workflows.dag.run_context import RunContext
@@ -41,9 +40,10 @@ async def run_fan_out(call: ToolCall, ctx: RunContext) -> dict[str, Any]:
     """Run `call.batch` in children; the combined outputs' `OutputRef` as a dict."""
     assert call.batch is not None
     info = workflow.info()
-    base = f"{info.workflow_id}/{info.first_execution_run_id}/{call.step_id}"
+    base = f"{info.workflow_id}/{info.first_execution_run_id}/{call.round}/{call.step_id}"
     parts = [call.batch[i : i + PART_SIZE] for i in range(0, len(call.batch), PART_SIZE)]
-    share = max(1, math.ceil(ctx.request.options.max_concurrency / len(parts)))
+    # The parts share the run's cap (each at least one call at a time).
+    share = max(1, ctx.request.options.max_concurrency // len(parts))
     inputs = [
         FanOutInput(
             step_id=call.step_id,
@@ -63,17 +63,22 @@ async def run_fan_out(call: ToolCall, ctx: RunContext) -> dict[str, Any]:
             workflow.execute_child_workflow(
                 names.FAN_OUT_WORKFLOW,
                 part,
-                # Unique per run and step (the Web UI links it to its parent run).
-                id=child_workflow_id(info.run_id, call.step_id, n),
+                # Unique per run, round and step (the Web UI links it to its parent run).
+                id=child_workflow_id(info.run_id, call.step_id, n, call.round),
                 result_type=FanOutResult,
                 static_summary=f"{call.step_id}: {len(part.calls)} x {call.tool}",
             )
             for n, part in enumerate(inputs)
-        )
+        ),
+        return_exceptions=True,
     )
-    failed = next((r.error for r in results if r.error is not None), None)
-    if failed is not None:
-        raise StepRefused(failed)
+    for result in results:
+        if isinstance(result, ChildWorkflowError):  # the part itself failed: the step fails
+            raise StepRefused(describe_error(result))
+        if isinstance(result, BaseException):  # a cancellation (or a bug): the run's
+            raise result
+        if result.error is not None:
+            raise StepRefused(result.error)
     combined: OutputRef = await workflow.execute_local_activity(
         names.COMBINE_OUTPUTS,
         CombineOutputsInput(
@@ -91,8 +96,8 @@ async def run_fan_out(call: ToolCall, ctx: RunContext) -> dict[str, Any]:
     return combined.model_dump(mode="json")
 
 
-def child_workflow_id(run_id: str, step_id: str, part: int) -> str:
-    return f"fan-out-{run_id}-{step_id}-part{part}"
+def child_workflow_id(run_id: str, step_id: str, part: int, round_: int = 0) -> str:
+    return f"fan-out-{run_id}-{round_}-{step_id}-part{part}"
 
 
 @workflow.defn(name=names.FAN_OUT_WORKFLOW)
@@ -104,23 +109,29 @@ class FanOutWorkflow:
         spec = TOOLS[part.tool]
         slots = asyncio.Semaphore(part.max_concurrency)
 
+        failed: list[StepError] = []
+
         async def one(index: int, args: dict[str, Any]) -> Any:
             call = ToolCall(part.step_id, part.tool, args, index=part.first_index + index)
             async with slots:
                 payload = {**args, "actor": part.actor}
-                return await execute_tool(spec, payload, part.task_queue, summary_of(call))
+                try:
+                    return await execute_tool(spec, payload, part.task_queue, summary_of(call))
+                except ActivityError as exc:
+                    error = describe_error(exc)
+                    error.message = f"{call.call_id}: {error.message}"
+                    failed.append(error)
+                    raise
 
         tasks = [asyncio.ensure_future(one(i, a)) for i, a in enumerate(part.calls)]
         try:
             outputs = await asyncio.gather(*tasks)
-        except ActivityError as exc:
+        except ActivityError:
+            # The first element that failed fails the part; the others need not run.
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            index = next(i for i, t in enumerate(tasks) if t.done() and _failed(t))
-            error = describe_error(exc)
-            error.message = f"{part.step_id}[{part.first_index + index}]: {error.message}"
-            return FanOutResult(error=error)
+            return FanOutResult(error=failed[0])
         ref: OutputRef = await workflow.execute_local_activity(
             names.STORE_OUTPUT,
             StoreOutputInput(
@@ -136,7 +147,3 @@ class FanOutWorkflow:
             summary=f"store outputs {part.first_index}..{part.first_index + len(outputs) - 1}",
         )
         return FanOutResult(ref=ref)
-
-
-def _failed(task: asyncio.Future[Any]) -> bool:
-    return not task.cancelled() and isinstance(task.exception(), ActivityError)

@@ -22,6 +22,7 @@ from schemas.progress import Waiting
 from schemas.result import OutputRef, StepError, StepOutcome, StepStatus
 from schemas.tools import WAIT, ToolSpec
 from workflows.dag.resolve import ResolutionError, resolve
+from workflows.dag.slots import Pauses, Slots
 from workflows.dag.step_gates import SchedulerLimits, before_running, over_limits
 from workflows.dag.watches import StepFailed, Suspended, WatchTimedOut, run_wait, run_watch
 
@@ -40,6 +41,8 @@ class ToolCall:
     batch: tuple[dict[str, Any], ...] | None = None
     """A large `for_each` step run as one unit (child workflows of their own): the
     arguments of each element. Its output is an `OutputRef`-shaped dict, not the list."""
+    round: int = 0
+    """The planning round of the step (a batch's stored outputs are named by it)."""
 
     @property
     def call_id(self) -> str:
@@ -118,11 +121,17 @@ class DagScheduler:
         self._expanded: set[str] = set()
         self._open_calls: dict[str, int] = {}
         self._ready: list[tuple[int, int, int, ToolCall]] = []
-        self._in_flight_total = 0
-        self._in_flight_tool: dict[str, int] = {}
-        self._done: asyncio.Queue[tuple[ToolCall, Any, BaseException | None]] = asyncio.Queue()
+        self._slots = Slots(
+            self._limits.max_concurrency,
+            lambda tool: self._limits.per_tool.get(tool, self._tools[tool].max_concurrency),
+        )
+        self._pauses = Pauses(sleep)
+        self._live = 0
+        """Calls started and not yet reported (a sleeping watch holds no slot but is live)."""
+        self._done: asyncio.Queue[tuple[ToolCall | None, Any, BaseException | None]] = (
+            asyncio.Queue()
+        )
         self._tasks: set[asyncio.Task[None]] = set()
-        self.max_observed_concurrency = 0
         self.calls_started = 0
         """Tool calls expanded so far (each counts against `limits.max_calls`)."""
         self.watch_runs = 0
@@ -145,6 +154,10 @@ class DagScheduler:
                 outcome.status = StepStatus.PENDING
 
     @property
+    def max_observed_concurrency(self) -> int:
+        return self._slots.max_observed
+
+    @property
     def continuing(self) -> bool:
         """Whether watches must stop for the run to continue as new."""
         limit = self._limits.runs_before_continue
@@ -153,13 +166,15 @@ class DagScheduler:
     async def run(self) -> list[StepOutcome]:
         try:
             self._release_ready_steps()
-            while self._in_flight_total or self._ready:
+            while self._live or self._ready:
                 self._launch_within_caps()
                 call, output, error = await self._done.get()
                 if isinstance(error, _Abort):
                     raise error.cause
-                self._in_flight_total -= 1
-                self._in_flight_tool[call.tool] -= 1
+                if call is None:  # a watch went to sleep: its slot is free for others
+                    continue
+                self._live -= 1
+                self._slots.give_back(call.call_id, call.tool)
                 self._record(call, output, error)
                 self._release_ready_steps()
         except BaseException:
@@ -180,7 +195,7 @@ class DagScheduler:
         # cancel arrived is a fact the run's record must keep); the rest was cancelled.
         while not self._done.empty():
             call, output, error = self._done.get_nowait()
-            if not isinstance(error, _Abort):
+            if call is not None and not isinstance(error, _Abort):
                 self._record(call, output, error)
         cancelled = StepError(type=CANCELLED, message="cancelled with the run", non_retryable=True)
         for outcome in self.outcomes.values():
@@ -231,14 +246,15 @@ class DagScheduler:
             error = StepError(type=INVALID_ARGUMENTS, message=str(exc), non_retryable=True)
             self._fail(outcome, error)
             return
-        resumed = outcome.runs > 0  # a watch carried over: counted when it first expanded
+        resumed = outcome.started_at is not None  # carried over: counted when first expanded
         refused = over_limits(step, len(calls), self.calls_started, self._limits)
         if refused is not None and not resumed:
             self._fail(outcome, refused)
             return
         self.calls_started += 0 if resumed else len(calls)
         if self._partitioned(step, len(calls)):
-            calls = [ToolCall(step.id, step.tool, {}, batch=tuple(c.args for c in calls))]
+            batch = tuple(c.args for c in calls)
+            calls = [ToolCall(step.id, step.tool, {}, batch=batch, round=outcome.attempt)]
         if not calls:  # an empty list expands to nothing: done at once
             outcome.status = StepStatus.SUCCEEDED
             outcome.output = []
@@ -289,26 +305,29 @@ class DagScheduler:
     # -- dispatch -----------------------------------------------------------------------------
     def _launch_within_caps(self) -> None:
         held: list[tuple[int, int, int, ToolCall]] = []
-        while self._ready and self._in_flight_total < self._limits.max_concurrency:
+        while self._ready:
             entry = heapq.heappop(self._ready)
             call = entry[3]
-            cap = self._limits.per_tool.get(call.tool, self._tools[call.tool].max_concurrency)
-            if cap is not None and self._in_flight_tool.get(call.tool, 0) >= cap:
+            if call.tool == WAIT.name:  # a timer loads nothing: it never waits for a slot
+                self._start(call, slot=False)
+            elif self._slots.fits(call.tool):
+                self._start(call)
+            else:
                 held.append(entry)
-                continue
-            self._start(call)
+                if self._slots.total >= self._limits.max_concurrency:
+                    break
         for entry in held:
             heapq.heappush(self._ready, entry)
 
-    def _start(self, call: ToolCall) -> None:
+    def _start(self, call: ToolCall, *, slot: bool = True) -> None:
         outcome = self.outcomes[call.step_id]
         if outcome.status is StepStatus.PENDING:
             # Pending until its first call holds a slot: a step queued behind a cap isn't running.
             outcome.status = StepStatus.RUNNING
             outcome.started_at = outcome.started_at or self._now()
-        self._in_flight_total += 1
-        self._in_flight_tool[call.tool] = self._in_flight_tool.get(call.tool, 0) + 1
-        self.max_observed_concurrency = max(self.max_observed_concurrency, self._in_flight_total)
+        self._live += 1
+        if slot:
+            self._slots.take(call.call_id, call.tool)
         task = asyncio.get_running_loop().create_task(self._run_call(call))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -328,29 +347,47 @@ class DagScheduler:
 
     async def _call(self, call: ToolCall) -> Any:
         step = self._steps[call.step_id]
+        outcome = self.outcomes[step.id]
         if call.tool == WAIT.name:
             return await run_wait(
-                step.id, call.args, now=self._now, sleep=self._sleep, on_wait=self._waits(step)
+                step.id,
+                call.args,
+                outcome,
+                now=self._now,
+                sleep=self._pauses.sleep,
+                on_wait=self._waits(step),
             )
         if step.repeat is not None:
             return await run_watch(
                 step,
-                self.outcomes[step.id],
+                outcome,
                 lambda: self._dispatch(call),
                 every=timedelta(seconds=self._limits.watch_every_s or step.repeat.every_s),
                 now=self._now,
-                sleep=self._sleep,
+                sleep=lambda duration, summary: self._sleep_without_slot(call, duration, summary),
                 on_wait=self._waits(step),
                 ran=self._count_watch_run,
             )
         return await self._dispatch(call)
 
+    async def _sleep_without_slot(self, call: ToolCall, duration: timedelta, summary: str) -> bool:
+        """A watch between two reads: its slot goes to others until it reads again."""
+        if self._slots.give_back(call.call_id, call.tool):
+            self._done.put_nowait((None, None, None))  # wake `run()` to launch what fits now
+        if not await self._pauses.sleep(duration, summary):
+            return False
+        await self._slots.take_when_free(call.call_id, call.tool)
+        return True
+
     def _waits(self, step: PlanStep) -> Callable[[Waiting | None], None]:
         return lambda waiting: self._on_wait(step.id, waiting)
 
     def _count_watch_run(self) -> bool:
-        """One more run of a watch; whether the watches must now stop for a continue-as-new."""
+        """One more run of a watch; whether the watches must now stop for a continue-as-new
+        (then every sleeping watch and wait stops too)."""
         self.watch_runs += 1
+        if self.continuing:
+            self._pauses.stop_all()
         return self.continuing
 
     def _drop_queued(self, step_id: str) -> None:

@@ -19,7 +19,8 @@ from schemas.tools import WAIT, WaitArgs
 from workflows.dag.resolve import condition_value
 
 Now = Callable[[], datetime]
-Sleep = Callable[[timedelta, str], Awaitable[None]]
+Sleep = Callable[[timedelta, str], Awaitable[bool]]
+"""Sleep; False when cut short because the run continues as new."""
 ShowWait = Callable[[Waiting | None], None]
 
 
@@ -46,25 +47,41 @@ class WatchTimedOut(Exception):
 
 
 async def run_wait(
-    step_id: str, args: Mapping[str, Any], *, now: Now, sleep: Sleep, on_wait: ShowWait
+    step_id: str,
+    args: Mapping[str, Any],
+    outcome: StepOutcome,
+    *,
+    now: Now,
+    sleep: Sleep,
+    on_wait: ShowWait,
 ) -> Any:
-    """The `wait` step: sleep `seconds`, or until `until`; its output says until when."""
+    """The `wait` step: sleep `seconds`, or until `until`; its output says until when.
+
+    The end is kept in `outcome.next_run_at`: a run that continues as new mid-wait hands
+    it on, and the wait ends when it would have (not `seconds` after the new run began).
+    """
     wait = WaitArgs.model_validate(args)
-    started = now()
-    until = wait.until if wait.until is not None else started + timedelta(seconds=wait.seconds or 0)
+    started = outcome.started_at or now()
+    until = outcome.next_run_at or (
+        wait.until if wait.until is not None else started + timedelta(seconds=wait.seconds or 0)
+    )
     if until - started > timedelta(seconds=MAX_WATCH_S):
         message = (
             f"step {step_id}: wait until {until.isoformat()} is more than "
             f"{MAX_WATCH_S / 86400:g} days away"
         )
         raise StepFailed(StepError(type=INVALID_ARGUMENTS, message=message, non_retryable=True))
-    if until > started:
+    if until > now():
+        outcome.next_run_at = until
         what = f"until {until.isoformat(timespec='seconds')}"
         on_wait(Waiting(step_id=step_id, tool=WAIT.name, what=what, until=until))
         try:
-            await sleep(until - started, f"wait {what}")
+            slept = await sleep(until - now(), f"wait {what}")
         finally:
             on_wait(None)
+        if not slept:
+            raise Suspended(step_id)
+        outcome.next_run_at = None
     waited = max((now() - started).total_seconds(), 0.0)
     return {"waited_until": until.isoformat(), "waited_s": waited}
 
@@ -110,13 +127,18 @@ async def run_watch(
                     )
                 )
                 try:
-                    await sleep(delay, f"{step.id}: next {step.tool} (run {outcome.runs + 1})")
+                    slept = await sleep(
+                        delay, f"{step.id}: next {step.tool} (run {outcome.runs + 1})"
+                    )
                 finally:
                     on_wait(None)
+                if not slept:
+                    raise Suspended(step.id)
             outcome.next_run_at = None
         output = await run_once()
         outcome.runs += 1
-        outcome.output = output  # the latest reading, live in `progress`
+        # The latest reading, live in `progress`; an earlier one kept by reference is stale.
+        outcome.output, outcome.output_ref = output, None
         value = condition_value(condition, {step.id: output})
         stop = ran()
         if condition.holds(value):

@@ -6,6 +6,7 @@ from typing import Any
 
 from temporalio import workflow
 
+from schemas.plan.validation import dependencies
 from schemas.result import StepOutcome, StepStatus
 from workflows.dag.dispatch import run_plan
 from workflows.outputs import carry_by_reference, load_referenced
@@ -46,12 +47,23 @@ async def execute(state: AgentState) -> dict[str, Any]:
     return update
 
 
+def _still_read(state: AgentState, carried: list[StepOutcome]) -> set[str]:
+    """Steps whose outputs the rest of the plan still reads: those the unfinished steps
+    depend on. Only these come back from Postgres (into history); the rest stay references."""
+    finished = {s.id for s in carried if s.status not in (StepStatus.PENDING, StepStatus.RUNNING)}
+    needed: set[str] = set()
+    for step in state["plan"].steps:
+        if step.id not in finished:
+            needed.update(dependencies(step))
+    return needed
+
+
 async def _resumed(state: AgentState, attempt: int) -> list[StepOutcome]:
     """This round's outcomes from the run this one continues, outputs put back in place."""
     if not state.get("resume"):
         return []
     carried = [s for s in state.get("steps", []) if s.attempt == attempt]
-    loaded = await load_referenced(carried)
+    loaded = await load_referenced([s for s in carried if s.id in _still_read(state, carried)])
     return [
         s.model_copy(update={"output": loaded[s.output_ref.ref]})
         if s.output_ref is not None and s.output_ref.ref in loaded
