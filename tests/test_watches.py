@@ -25,8 +25,10 @@ from schemas.plan.model import Plan
 from schemas.plan.references import PlanValidationError
 from schemas.plan.validation import validate_plan
 from schemas.progress import RunProgress, Waiting
+from schemas.request import AgentRequest, RunOptions
 from schemas.result import AgentResult, StepError, StepStatus
 from schemas.route import Route, Tier
+from schemas.tokens import TokenEvent, TokenEventType
 from schemas.tools import TOOLS, ListOrdersInput, OrderList
 from tests.conftest import StackFactory
 from tests.fakes import FakeScriptedPolicy
@@ -616,3 +618,39 @@ async def test_a_client_cannot_start_a_run_with_a_forged_continuation(
     cause = failed.value.cause
     assert isinstance(cause, ApplicationError) and cause.type == errors.INVALID_REQUEST
     assert "one input" in cause.message
+
+
+async def test_a_watch_that_fired_after_continuing_streams_its_answer_to_the_client(
+    make_stack: StackFactory, orders_db: asyncpg.Pool, redis_url: str
+) -> None:
+    stack = await make_stack()
+    client = stack.agent_client(redis_url=redis_url)
+    events: list[TokenEvent] = []
+    workflow_id = f"watch-{time.monotonic_ns()}"
+    request = AgentRequest(
+        question=f"Tell me when order {PROCESSING_ORDER} ships",
+        tenant=stack.tenant,
+        options=RunOptions(watch_every_s=1, continue_after_runs=1),
+    )
+    asked = asyncio.ensure_future(
+        client.ask_streaming(request, on_event=events.append, workflow_id=workflow_id)
+    )
+    try:
+        for _ in range(60):  # until the chain has continued as new
+            await asyncio.sleep(0.5)
+            try:
+                if (await client.progress(workflow_id)).continued >= 1:
+                    break
+            except Exception:  # between two runs of the chain
+                continue
+        await ship(orders_db, PROCESSING_ORDER)
+        result = await asyncio.wait_for(asked, timeout=20)
+    finally:
+        await client.close()
+    streamed = "".join(e.text for e in events if e.type is TokenEventType.TOKEN)
+    assert streamed == result.answer and "is shipped" in streamed
+    history = await stack.client.get_workflow_handle(
+        workflow_id, run_id=result.run_id
+    ).fetch_history()
+    started = history.events[0].workflow_execution_started_event_attributes
+    assert started.continued_execution_run_id  # the answer came from a continued run
