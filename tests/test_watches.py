@@ -32,6 +32,8 @@ from schemas.tokens import TokenEvent, TokenEventType
 from schemas.tools import TOOLS, ListOrdersInput, OrderList
 from tests.conftest import StackFactory
 from tests.fakes import FakeScriptedPolicy
+from workers.client.watches import format_waiting
+from workers.client.watches import waiting_runs as list_waiting_runs
 from workflows.dag.fan_out import child_workflow_id
 from workflows.dag.scheduler import DagScheduler, ToolCall
 from workflows.dag.step_gates import SchedulerLimits
@@ -439,6 +441,9 @@ async def test_tell_me_when_an_order_ships_waits_then_answers_when_postgres_says
             )
         ]
     assert waiting_runs == [handle.id]
+    listed = [r for r in await list_waiting_runs(stack.client) if r.workflow_id == handle.id]
+    assert [w.tool for r in listed for w in r.waiting] == ["get_order"]  # `agentkeel watches`
+    assert "get_order" in format_waiting(listed)
     await asyncio.sleep(1.5)
     await ship(orders_db, PROCESSING_ORDER)
     shipped_at = time.monotonic()
