@@ -36,7 +36,7 @@ async def demo_watch(client: AgentClient, database_url: str, tenant: str) -> int
     progress = await _until_waiting(client, handle.id)
     if progress is not None:
         for waiting in progress.waiting:
-            print(f"  waiting: {waiting.step_id} {waiting.tool} {waiting.what}")
+            print(f"  waiting: {waiting.step_id} {waiting.what}")
     print(f"  ... the warehouse ships order {order_id} (the demo writes it to Postgres)")
     await _ship(database_url, order_id)
     try:
