@@ -272,7 +272,7 @@ async def make_stack(
             settings = Settings(
                 database_url=database_url,
                 redis_url=redis_url or session_redis_url,
-                carrier_url=carrier_url,
+                carrier_url=settings_overrides.pop("carrier_url", carrier_url),
                 task_queue=queue,
                 # The embedder costs seconds per process: only the tests about it load it.
                 semantic_cache="on" if semantic else "off",

@@ -14,6 +14,9 @@ from redis.exceptions import RedisError
 
 from activities.cache_lookup import CacheActivities
 from activities.conversations import ConversationStore
+from activities.downstream.guard import Downstreams
+from activities.downstream.limiter import DownstreamLimiter
+from activities.downstream.sharing import SharedReads
 from activities.hot_questions import WarmingActivities
 from activities.outputs import OutputActivities, OutputStore
 from activities.run_control import RunControlActivities
@@ -61,7 +64,7 @@ async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[...,
         caches = await build_caches(settings, redis, pool)
         tools = ToolActivities(pool, http, carrier_url)
         yield [
-            *tool_activities(tools, caches),
+            *tool_activities(tools, caches, downstreams(settings, redis)),
             CacheActivities(caches.paths).lookup_cache,
             StoreActivities(pool, caches.paths).store,
             WarmingActivities(pool, caches.paths).hot_questions,
@@ -74,6 +77,26 @@ async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[...,
         await http.aclose()
         await redis.aclose()
         await pool.close()
+
+
+def downstreams(settings: Settings, redis: aioredis.Redis) -> Downstreams:
+    """The protections of the services behind the tools, as settings ask (checked here, at
+    start: a misspelt `AGENTKEEL_DOWNSTREAM_*` stops the worker with its name)."""
+    if settings.share_reads not in ("on", "off"):
+        raise SettingsError(
+            f"AGENTKEEL_SHARE_READS must be on or off, got {settings.share_reads!r}"
+        )
+    if settings.merge_window_ms < 0:
+        raise SettingsError(
+            f"AGENTKEEL_MERGE_WINDOW_MS must be 0 or more, got {settings.merge_window_ms}"
+        )
+    return Downstreams(
+        limiter=DownstreamLimiter(
+            redis, settings.downstream_limits(), namespace=settings.temporal_namespace
+        ),
+        shared=SharedReads() if settings.share_reads == "on" else None,
+        merge_window_s=settings.merge_window_ms / 1000,
+    )
 
 
 def _output_activities(pool: asyncpg.Pool) -> list[Callable[..., Any]]:

@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import TypeVar
 
 from schemas.queues import TASK_QUEUE, inference_queue
+from schemas.tools.downstreams import DOWNSTREAMS, DownstreamLimit
 
 ENV_PREFIX = "AGENTKEEL_"
 T = TypeVar("T")
@@ -118,6 +119,16 @@ class Settings:
     """Prompt tokens a model call may use; older turns and tool output give way first."""
     context_recent_turns: int = 3
     """Conversation turns kept verbatim in prompts; older ones are summarized."""
+    downstream: Mapping[str, str] = field(default_factory=_no_options)
+    """Caps per downstream service, from `AGENTKEEL_DOWNSTREAM_<NAME>_CONCURRENCY` (calls in
+    flight at once across all workers) and `..._RATE` (calls started per second); see
+    `downstream_limits`."""
+    merge_window_ms: float = 2.0
+    """How long a batching tool's call waits for others to go with it in one request; 0
+    sends each alone (see `bench/downstream.py` for what it costs and saves)."""
+    share_reads: str = "on"
+    """`on`: an idempotent read already in flight (same tool, arguments and audience) is
+    awaited by the next caller instead of being sent again; `off`."""
     log_format: str = "auto"
     """`json`, `console`, or `auto` (console on a TTY, JSON otherwise)."""
     log_level: str = "info"
@@ -125,6 +136,32 @@ class Settings:
     @property
     def approval_timeout_s(self) -> float:
         return parse_duration(self.approval_timeout, ENV_PREFIX + "APPROVAL_TIMEOUT")
+
+    def downstream_limits(self) -> dict[str, DownstreamLimit]:
+        """Each downstream's cap and rate: the catalog's defaults, overridden by settings."""
+        limits = {
+            name: DownstreamLimit(concurrency=d.default_concurrency)
+            for name, d in DOWNSTREAMS.items()
+        }
+        for key, raw in self.downstream.items():
+            var = f"{ENV_PREFIX}DOWNSTREAM_{key.upper()}"
+            name, _, what = key.rpartition("_")
+            if name not in DOWNSTREAMS or what not in ("concurrency", "rate"):
+                known = ", ".join(sorted(DOWNSTREAMS))
+                raise SettingsError(
+                    f"{var} is not a setting: use AGENTKEEL_DOWNSTREAM_<NAME>_CONCURRENCY or "
+                    f"_RATE with NAME one of {known}"
+                )
+            value = _coerce(var, "float" if what == "rate" else "int", raw)
+            if not isinstance(value, int | float) or value <= 0:
+                raise SettingsError(f"{var} must be positive, got {raw!r}")
+            current = limits[name]
+            limits[name] = (
+                DownstreamLimit(concurrency=int(value), rate=current.rate)
+                if what == "concurrency"
+                else DownstreamLimit(concurrency=current.concurrency, rate=float(value))
+            )
+        return limits
 
     @property
     def inference_task_queue(self) -> str:
@@ -150,7 +187,7 @@ class Settings:
 _TIERS = ("light", "heavy")
 _NESTED: dict[str, type] = {"light": ModelTierSettings, "heavy": ModelTierSettings}
 """Fields that are settings of their own, read under `<PREFIX><FIELD>_`."""
-_OPTION_GROUPS = ("vllm",)
+_OPTION_GROUPS = ("vllm", "downstream")
 """Fields read from every variable under their prefix, not from one variable."""
 
 

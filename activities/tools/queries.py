@@ -50,6 +50,14 @@ WHERE p.sku = $1
 ORDER BY i.warehouse
 """
 
+CHECK_INVENTORY_MANY = """
+SELECT p.sku, p.name AS product_name, i.warehouse, i.available
+FROM products p
+LEFT JOIN inventory i USING (sku)
+WHERE p.sku = ANY($1::text[])
+ORDER BY p.sku, i.warehouse
+"""
+
 # Ranks every match but builds headlines (the costly part) for the top hits only.
 _SEARCH_KB = """
 WITH query AS (SELECT {tsquery} AS q),

@@ -8,7 +8,7 @@ error and Temporal retries it: the pool and the HTTP client have no retries of t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -81,6 +81,13 @@ class ToolActivities:
             self.create_refund,
         ]
 
+    def batch_calls(self) -> dict[str, Callable[[Sequence[Any]], Any]]:
+        """For each tool the catalog marks `batch`: the function serving many calls at once."""
+        return {
+            CHECK_INVENTORY.name: self.check_inventory_many,
+            TRACK_SHIPMENT.name: self.track_shipment_many,
+        }
+
     @activity.defn(name=FIND_CUSTOMER.name)
     async def find_customer(self, args: FindCustomerInput) -> Customer:
         """Find a customer by email address (case-insensitive)."""
@@ -136,48 +143,68 @@ class ToolActivities:
     @activity.defn(name=CHECK_INVENTORY.name)
     async def check_inventory(self, args: CheckInventoryInput) -> Inventory:
         """Check a SKU's available stock in every warehouse."""
-        sku = args.sku.strip().upper()
-        rows = await self._pool.fetch(q.CHECK_INVENTORY, sku)
-        if not rows:
-            raise _not_found(f"product {sku}")
-        warehouses = [
-            WarehouseStock(warehouse=row["warehouse"], available=row["available"])
-            for row in rows
-            if row["warehouse"] is not None
-        ]
-        total = sum(stock.available for stock in warehouses)
-        return Inventory(
-            sku=sku,
-            product_name=rows[0]["product_name"],
-            total_available=total,
-            in_stock=total > 0,
-            warehouses=warehouses,
-        )
+        [result] = await self.check_inventory_many([args])
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    async def check_inventory_many(
+        self, calls: Sequence[CheckInventoryInput]
+    ) -> list[Inventory | ApplicationError]:
+        """`check_inventory` for many SKUs in one query; each call its own result or error."""
+        skus = [args.sku.strip().upper() for args in calls]
+        rows = await self._pool.fetch(q.CHECK_INVENTORY_MANY, sorted(set(skus)))
+        by_sku: dict[str, list[asyncpg.Record]] = {}
+        for row in rows:
+            by_sku.setdefault(row["sku"], []).append(row)
+        return [_inventory(sku, by_sku.get(sku, [])) for sku in skus]
 
     @activity.defn(name=TRACK_SHIPMENT.name)
     async def track_shipment(self, args: TrackShipmentInput) -> Tracking:
         """Get live tracking from the carrier service."""
         number = args.tracking_number.strip()
-        if is_customer(args.actor):
-            owner = await self._pool.fetchval(q.SHIPMENT_OWNER, number)
-            require_owner(args.actor, owner, f"shipment {number!r}")
+        await self._check_shipment_owner(args, number)
         url = f"{self._carrier_url}/v1/tracking/{quote(number, safe='')}"
         # Connection errors and timeouts propagate as retryable errors.
         response = await self._http.get(url)
         if response.status_code == httpx.codes.NOT_FOUND:
             raise _not_found(f"shipment with tracking number {number!r}")
-        if response.status_code == httpx.codes.TOO_MANY_REQUESTS or response.is_server_error:
-            raise ApplicationError(
-                f"carrier service answered {response.status_code} for {number!r}",
-                type="CarrierUnavailable",
-            )
-        if response.is_error:
-            raise ApplicationError(
-                f"carrier service rejected {number!r} with {response.status_code}",
-                type="CarrierRejected",
-                non_retryable=True,
-            )
+        _raise_for_carrier(response, repr(number))
         return Tracking.model_validate(response.json())
+
+    async def track_shipment_many(
+        self, calls: Sequence[TrackShipmentInput]
+    ) -> list[Tracking | BaseException]:
+        """`track_shipment` for many parcels in one carrier request (its batch endpoint);
+        each call is checked against its own actor and gets its own result or error."""
+        numbers = [args.tracking_number.strip() for args in calls]
+        results: list[Tracking | BaseException | None] = [None] * len(calls)
+        for i, (args, number) in enumerate(zip(calls, numbers, strict=True)):
+            try:
+                await self._check_shipment_owner(args, number)
+            except ApplicationError as exc:
+                results[i] = exc
+        asked = sorted({numbers[i] for i, r in enumerate(results) if r is None})
+        if asked:
+            response = await self._http.post(
+                f"{self._carrier_url}/v1/tracking:batch", json={"tracking_numbers": asked}
+            )
+            _raise_for_carrier(response, f"{len(asked)} parcels")
+            answers = dict(zip(asked, response.json()["results"], strict=True))
+            for i, number in enumerate(numbers):
+                if results[i] is None:
+                    answer = answers[number]
+                    results[i] = (
+                        Tracking.model_validate(answer["tracking"])
+                        if "tracking" in answer
+                        else _not_found(f"shipment with tracking number {number!r}")
+                    )
+        return [r for r in results if r is not None]
+
+    async def _check_shipment_owner(self, args: TrackShipmentInput, number: str) -> None:
+        if is_customer(args.actor):
+            owner = await self._pool.fetchval(q.SHIPMENT_OWNER, number)
+            require_owner(args.actor, owner, f"shipment {number!r}")
 
     @activity.defn(name=SEARCH_KB.name)
     async def search_kb(self, args: SearchKbInput) -> KbResult:
@@ -255,6 +282,38 @@ def _refund(row: asyncpg.Record, customer_id: int, *, created: bool) -> Refund:
         status=row["status"],
         created=created,
     )
+
+
+def _inventory(sku: str, rows: Sequence[asyncpg.Record]) -> Inventory | ApplicationError:
+    if not rows:
+        return _not_found(f"product {sku}")
+    warehouses = [
+        WarehouseStock(warehouse=row["warehouse"], available=row["available"])
+        for row in rows
+        if row["warehouse"] is not None
+    ]
+    total = sum(stock.available for stock in warehouses)
+    return Inventory(
+        sku=sku,
+        product_name=rows[0]["product_name"],
+        total_available=total,
+        in_stock=total > 0,
+        warehouses=warehouses,
+    )
+
+
+def _raise_for_carrier(response: httpx.Response, what: str) -> None:
+    if response.status_code == httpx.codes.TOO_MANY_REQUESTS or response.is_server_error:
+        raise ApplicationError(
+            f"carrier service answered {response.status_code} for {what}",
+            type="CarrierUnavailable",
+        )
+    if response.is_error:
+        raise ApplicationError(
+            f"carrier service rejected {what} with {response.status_code}",
+            type="CarrierRejected",
+            non_retryable=True,
+        )
 
 
 def _not_found(what: str) -> ApplicationError:

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from schemas.tools.downstreams import ORDERS_DB
 from schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec, money
 
 
@@ -67,6 +68,7 @@ def _orders(out: dict[str, Any]) -> str:
 
 FIND_CUSTOMER = ToolSpec(
     name="find_customer",
+    downstream=ORDERS_DB,
     description="Find a customer by email address.",
     args_model=FindCustomerArgs,
     input_model=FindCustomerInput,
@@ -76,6 +78,7 @@ FIND_CUSTOMER = ToolSpec(
 )
 LIST_ORDERS = ToolSpec(
     name="list_orders",
+    downstream=ORDERS_DB,
     description="List a customer's most recent orders.",
     args_model=ListOrdersArgs,
     input_model=ListOrdersInput,

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from schemas.tools.downstreams import ORDERS_DB
 from schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec
 
 
@@ -40,6 +41,8 @@ def _inventory(out: dict[str, Any]) -> str:
 
 CHECK_INVENTORY = ToolSpec(
     name="check_inventory",
+    downstream=ORDERS_DB,
+    batch=True,
     description="Check the available stock of a SKU across warehouses.",
     args_model=CheckInventoryArgs,
     input_model=CheckInventoryInput,

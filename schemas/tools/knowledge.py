@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from schemas.tools.downstreams import KNOWLEDGE
 from schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec
 
 
@@ -43,6 +44,7 @@ def _kb(out: dict[str, Any]) -> str:
 
 SEARCH_KB = ToolSpec(
     name="search_kb",
+    downstream=KNOWLEDGE,
     description="Search the knowledge base of policy articles.",
     args_model=SearchKbArgs,
     input_model=SearchKbInput,

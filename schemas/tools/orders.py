@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from schemas.tools.downstreams import ORDERS_DB
 from schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec, money
 
 
@@ -47,6 +48,7 @@ def _order(out: dict[str, Any]) -> str:
 
 GET_ORDER = ToolSpec(
     name="get_order",
+    downstream=ORDERS_DB,
     description="Get an order with its items, totals and tracking number.",
     args_model=GetOrderArgs,
     input_model=GetOrderInput,

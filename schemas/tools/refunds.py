@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from schemas.errors import NOT_AUTHORIZED, NOT_FOUND, REFUND_REJECTED
+from schemas.tools.downstreams import ORDERS_DB
 from schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec, money
 
 
@@ -46,6 +47,7 @@ def _refund(out: dict[str, Any]) -> str:
 
 CREATE_REFUND = ToolSpec(
     name="create_refund",
+    downstream=ORDERS_DB,
     description="Refund part or all of an order. Side-effecting: at most once per step.",
     args_model=CreateRefundArgs,
     result_model=Refund,

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from schemas.tools.downstreams import CARRIER
 from schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec
 
 
@@ -40,6 +41,8 @@ def _tracking(out: dict[str, Any]) -> str:
 
 TRACK_SHIPMENT = ToolSpec(
     name="track_shipment",
+    downstream=CARRIER,
+    batch=True,
     description="Get live tracking of a shipment from the carrier.",
     args_model=TrackShipmentArgs,
     input_model=TrackShipmentInput,

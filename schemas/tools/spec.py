@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from schemas.actor import Actor
 from schemas.errors import NOT_AUTHORIZED, NOT_FOUND
+from schemas.tools.downstreams import Downstream
 
 Render = Callable[[dict[str, Any]], str]
 """Plain-language sentence(s) for one result of a tool (as JSON), in the domain's words."""
@@ -64,6 +65,12 @@ class ToolSpec:
     """The argument holding money this tool moves, in cents: above the approval thresholds
     the run waits for an approver before the call."""
     non_retryable_errors: tuple[str, ...] = field(default=(NOT_FOUND, NOT_AUTHORIZED))
+    downstream: Downstream | None = None
+    """The service each call loads (capped across all runs and workers); None: none (a
+    built-in)."""
+    batch: bool = False
+    """Calls arriving together (from one run or many) may go as one request: the activity
+    class serves a `<name>_many` method (see `activities/downstream/`)."""
     runs_in_workflow: bool = False
     """A built-in the workflow runs itself (the `wait` timer): no activity, no downstream,
     never cached or repeated."""

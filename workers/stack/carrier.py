@@ -6,6 +6,12 @@ other. Answers are derived from the tracking number alone, so they are the same 
 and on every machine: carrier (the seed's `carrier_for`), status, ETA and events, oldest
 event first, all timed before the seed's `SEED_NOW`. `GET /healthz` answers 200.
 
+`POST /v1/tracking:batch` with `{"tracking_numbers": [...]}` (at most 100) answers
+`{"results": [{"tracking": {...}} or {"error": "not_found", "message": ...}, ...]}` in the
+same order, after one latency: many parcels in one round trip. `GET /stats` answers
+`{"requests": n, "peak_concurrency": n, "in_flight": n}` (tracking requests since start, a
+batch counting once), so tests and benchmarks see what reached the carrier.
+
 Run it with `python -m workers.stack.carrier --host 127.0.0.1 --port 8787 --latency-ms 40`.
 """
 
@@ -20,6 +26,7 @@ import re
 import signal
 import sys
 from datetime import timedelta
+from typing import Any
 
 from aiohttp import web
 
@@ -30,6 +37,24 @@ __all__ = ["build_app", "main", "serve", "tracking_for"]
 
 _TRACKING_NUMBER = re.compile(r"^TRK\d{10}$")
 _LATENCY_S = web.AppKey("latency_s", float)
+MAX_BATCH = 100
+
+
+class _Stats:
+    def __init__(self) -> None:
+        self.requests = 0
+        self.in_flight = 0
+        self.peak_concurrency = 0
+
+    def as_json(self) -> dict[str, int]:
+        return {
+            "requests": self.requests,
+            "peak_concurrency": self.peak_concurrency,
+            "in_flight": self.in_flight,
+        }
+
+
+_STATS = web.AppKey("stats", _Stats)
 _ORIGINS = ("Amsterdam, NL", "Chicago, US", "Singapore, SG")
 _HUBS = ("Utrecht, NL", "Leipzig, DE", "Louisville, US", "Memphis, US", "Hong Kong, HK")
 _DESTINATIONS = ("Rotterdam, NL", "Berlin, DE", "Paris, FR", "New York, US", "Sydney, AU")
@@ -78,15 +103,56 @@ def tracking_for(tracking_number: str) -> Tracking:
     )
 
 
+@web.middleware
+async def _count(request: web.Request, handler: Any) -> web.StreamResponse:
+    if not request.path.startswith("/v1/"):
+        return await handler(request)
+    stats = request.app[_STATS]
+    stats.requests += 1
+    stats.in_flight += 1
+    stats.peak_concurrency = max(stats.peak_concurrency, stats.in_flight)
+    try:
+        return await handler(request)
+    finally:
+        stats.in_flight -= 1
+
+
+def _not_found(number: str) -> dict[str, str]:
+    return {"error": "not_found", "message": f"unknown tracking number {number!r}"}
+
+
 async def _track(request: web.Request) -> web.Response:
     await asyncio.sleep(request.app[_LATENCY_S])
     number = request.match_info["tracking_number"]
     if not _TRACKING_NUMBER.fullmatch(number):
-        return web.json_response(
-            {"error": "not_found", "message": f"unknown tracking number {number!r}"},
-            status=404,
-        )
+        return web.json_response(_not_found(number), status=404)
     return web.json_response(tracking_for(number).model_dump(mode="json"))
+
+
+async def _track_batch(request: web.Request) -> web.Response:
+    try:
+        body = await request.json()
+        numbers = body["tracking_numbers"]
+        if not isinstance(numbers, list) or not all(isinstance(n, str) for n in numbers):
+            raise TypeError
+    except (ValueError, KeyError, TypeError):
+        message = 'expected {"tracking_numbers": ["TRK..."]}'
+        return web.json_response({"error": "bad_request", "message": message}, status=400)
+    if len(numbers) > MAX_BATCH:
+        message = f"at most {MAX_BATCH} tracking numbers per batch, got {len(numbers)}"
+        return web.json_response({"error": "bad_request", "message": message}, status=400)
+    await asyncio.sleep(request.app[_LATENCY_S])
+    results = [
+        {"tracking": tracking_for(n).model_dump(mode="json")}
+        if _TRACKING_NUMBER.fullmatch(n)
+        else _not_found(n)
+        for n in numbers
+    ]
+    return web.json_response({"results": results})
+
+
+async def _stats(request: web.Request) -> web.Response:
+    return web.json_response(request.app[_STATS].as_json())
 
 
 async def _healthz(_request: web.Request) -> web.Response:
@@ -97,10 +163,13 @@ def build_app(latency_ms: int) -> web.Application:
     """The carrier application; each tracking answer waits `latency_ms` first."""
     if latency_ms < 0:
         raise ValueError(f"latency_ms must be >= 0, got {latency_ms}")
-    app = web.Application()
+    app = web.Application(middlewares=[_count])
     app[_LATENCY_S] = latency_ms / 1000
+    app[_STATS] = _Stats()
+    app.router.add_post("/v1/tracking:batch", _track_batch)
     app.router.add_get("/v1/tracking/{tracking_number}", _track)
     app.router.add_get("/healthz", _healthz)
+    app.router.add_get("/stats", _stats)
     return app
 
 

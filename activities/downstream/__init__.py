@@ -1,0 +1,1 @@
+"""Protecting the services behind the tools: global caps, shared reads, merged calls."""

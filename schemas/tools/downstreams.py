@@ -1,0 +1,30 @@
+"""The services behind the tools: each tool names the one it loads, so one cap protects it
+across every run and every worker (`AGENTKEEL_DOWNSTREAM_<NAME>_CONCURRENCY`, `..._RATE`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Downstream:
+    name: str
+    description: str
+    default_concurrency: int | None = None
+    """Calls in flight at once across all workers, unless settings say otherwise; None:
+    no cap (the worker's own pool bounds it)."""
+
+
+@dataclass(frozen=True)
+class DownstreamLimit:
+    concurrency: int | None = None
+    """Calls in flight at once across all workers; None: uncapped."""
+    rate: float | None = None
+    """Calls started per second across all workers; None: unlimited."""
+
+
+ORDERS_DB = Downstream("orders_db", "the shop's orders, customers and stock (Postgres)")
+CARRIER = Downstream("carrier", "the carrier's tracking API (HTTP)", default_concurrency=8)
+KNOWLEDGE = Downstream("knowledge", "the help-center search (Postgres full text)")
+
+DOWNSTREAMS: dict[str, Downstream] = {d.name: d for d in (ORDERS_DB, CARRIER, KNOWLEDGE)}

@@ -1,0 +1,252 @@
+"""Protecting the downstream services: global caps with expiring leases, shared reads,
+merged calls — the parts on real Redis, the whole on the real stack and carrier service."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import httpx
+import pytest
+import redis.asyncio as aioredis
+from aiohttp import web
+
+from activities.downstream.batching import Batcher
+from activities.downstream.limiter import DownstreamLimiter
+from activities.downstream.sharing import SharedReads
+from schemas import errors
+from schemas.actor import Actor, Role
+from schemas.result import StepStatus
+from schemas.tools.downstreams import DownstreamLimit
+from tests.conftest import StackFactory
+from tests.fakes import FakeScriptedPolicy
+from workers.settings import Settings, SettingsError
+from workers.stack.carrier import build_app
+
+
+@pytest.fixture
+async def redis(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+    client = aioredis.from_url(redis_url)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+class Gauge:
+    def __init__(self) -> None:
+        self.now = 0
+        self.peak = 0
+
+    async def hold(self, seconds: float) -> None:
+        self.now += 1
+        self.peak = max(self.peak, self.now)
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            self.now -= 1
+
+
+async def test_a_cap_holds_across_limiters_sharing_redis(redis: aioredis.Redis) -> None:
+    namespace = f"t{time.monotonic_ns()}"
+    limits = {"carrier": DownstreamLimit(concurrency=3)}
+    workers = [DownstreamLimiter(redis, limits, namespace=namespace) for _ in range(3)]
+    gauge = Gauge()
+
+    async def call(limiter: DownstreamLimiter) -> float:
+        async with limiter.slot("carrier", lease_s=10) as waited:
+            await gauge.hold(0.05)
+            return waited
+
+    waits = await asyncio.gather(*(call(workers[i % 3]) for i in range(15)))
+    assert gauge.peak == 3  # three "workers", one cap
+    assert max(waits) > 0.05  # some calls waited for a slot
+
+
+async def test_leases_of_a_crashed_worker_expire_and_free_the_cap(redis: aioredis.Redis) -> None:
+    namespace = f"t{time.monotonic_ns()}"
+    limits = {"carrier": DownstreamLimit(concurrency=2)}
+    crashed = DownstreamLimiter(redis, limits, namespace=namespace)
+    for _ in range(2):  # taken and never given back: the process died holding them
+        assert await crashed._lease("carrier", limits["carrier"], 0.5) is not None
+    alive = DownstreamLimiter(redis, limits, namespace=namespace)
+    started = time.monotonic()
+    async with alive.slot("carrier", lease_s=10) as waited:
+        assert 0.3 < waited < 3
+    assert time.monotonic() - started < 3
+
+
+async def test_a_rate_spreads_starts_over_time(redis: aioredis.Redis) -> None:
+    limiter = DownstreamLimiter(
+        redis, {"carrier": DownstreamLimit(rate=5)}, namespace=f"t{time.monotonic_ns()}"
+    )
+    started = time.monotonic()
+
+    async def call() -> None:
+        async with limiter.slot("carrier", lease_s=10):
+            pass
+
+    await asyncio.gather(*(call() for _ in range(11)))
+    assert time.monotonic() - started >= 1.5  # 5 per second: 11 starts span two seconds
+
+
+async def test_without_redis_a_cap_holds_in_the_process() -> None:
+    limiter = DownstreamLimiter(None, {"carrier": DownstreamLimit(concurrency=2)})
+    gauge = Gauge()
+
+    async def call() -> None:
+        async with limiter.slot("carrier", lease_s=10):
+            await gauge.hold(0.02)
+
+    await asyncio.gather(*(call() for _ in range(6)))
+    assert gauge.peak == 2
+
+
+async def test_identical_reads_in_flight_share_one_fetch() -> None:
+    shared = SharedReads()
+    fetched: list[str] = []
+
+    async def fetch(key: str) -> str:
+        fetched.append(key)
+        await asyncio.sleep(0.05)
+        return key.upper()
+
+    results = await asyncio.gather(
+        *(shared.read(k, lambda k=k: fetch(k)) for k in ["a"] * 8 + ["b"] * 2)  # type: ignore[misc]
+    )
+    assert results == ["A"] * 8 + ["B"] * 2
+    assert sorted(fetched) == ["a", "b"] and shared.shared == 8
+    await shared.read("a", lambda: fetch("a"))  # the flight is over: read anew
+    assert fetched.count("a") == 2
+
+
+async def test_calls_within_the_window_merge_and_each_gets_its_own_result() -> None:
+    requests: list[list[str]] = []
+
+    async def many(skus: Sequence[str]) -> list[Any]:
+        requests.append(list(skus))
+        return [KeyError(s) if s == "unknown" else s.lower() for s in skus]
+
+    batcher: Batcher[str, str] = Batcher(many, window_s=0.02)
+    results = await asyncio.gather(
+        *(batcher.call(s) for s in ["A", "B", "unknown", "C"]), return_exceptions=True
+    )
+    assert results[:2] == ["a", "b"] and results[3] == "c"
+    assert isinstance(results[2], KeyError)
+    assert requests == [["A", "B", "unknown", "C"]]
+
+
+def test_downstream_settings_are_checked_by_name() -> None:
+    limits = Settings.from_env(
+        {"AGENTKEEL_DOWNSTREAM_CARRIER_CONCURRENCY": "4", "AGENTKEEL_DOWNSTREAM_CARRIER_RATE": "20"}
+    ).downstream_limits()
+    assert limits["carrier"] == DownstreamLimit(concurrency=4, rate=20)
+    assert Settings().downstream_limits()["carrier"].concurrency == 8  # the catalog's default
+    for env in (
+        {"AGENTKEEL_DOWNSTREAM_CARIER_CONCURRENCY": "4"},
+        {"AGENTKEEL_DOWNSTREAM_CARRIER_CONCURRENCY": "-1"},
+        {"AGENTKEEL_DOWNSTREAM_CARRIER_RATE": "fast"},
+    ):
+        with pytest.raises(SettingsError, match="AGENTKEEL_DOWNSTREAM_CAR"):
+            Settings.from_env(env).downstream_limits()
+
+
+# -- the real stack ------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def slow_carrier() -> AsyncIterator[str]:
+    """A carrier service of this test's own (its `/stats` count only this test's calls)."""
+    runner = web.AppRunner(build_app(300))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+async def carrier_stats(url: str) -> dict[str, int]:
+    async with httpx.AsyncClient() as http:
+        stats: dict[str, int] = (await http.get(f"{url}/stats")).json()
+        return stats
+
+
+def tracking_plan(number: str) -> dict[str, Any]:
+    return {"steps": [{"id": "s1", "tool": "track_shipment", "args": {"tracking_number": number}}]}
+
+
+async def test_twenty_runs_never_put_more_than_the_cap_on_the_carrier(
+    make_stack: StackFactory, slow_carrier: str
+) -> None:
+    stack = await make_stack(
+        carrier_url=slow_carrier,
+        downstream={"carrier_concurrency": "4"},
+        merge_window_ms=0,
+        share_reads="off",
+    )
+    numbers = [f"TRK{n:010d}" for n in range(5000, 5020)]
+    handles = [await stack.start(f"where is parcel {n}?") for n in numbers]
+    results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 60)
+    assert all(any(s.tool == "track_shipment" for s in r.steps) for r in results)
+    stats = await carrier_stats(slow_carrier)
+    print(f"carrier with a cap of 4 under 20 runs: {stats}")
+    assert stats["requests"] == 20 and stats["peak_concurrency"] <= 4
+
+
+async def test_identical_concurrent_reads_reach_the_carrier_once(
+    make_stack: StackFactory, slow_carrier: str
+) -> None:
+    stack = await make_stack(carrier_url=slow_carrier, merge_window_ms=0)
+    handles = [
+        await stack.start("where is parcel TRK0000001001?", options={"use_cache": False})
+        for _ in range(8)
+    ]
+    results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 60)
+    assert all(r.steps[-1].status is StepStatus.SUCCEEDED for r in results)
+    stats = await carrier_stats(slow_carrier)
+    print(f"8 identical concurrent reads: {stats}")
+    assert stats["requests"] < 8
+
+
+async def test_merged_stock_checks_answer_each_step_and_an_unknown_sku_fails_alone(
+    make_stack: StackFactory,
+) -> None:
+    skus = ["SKU-00001", "SKU-99999", "SKU-00002", "SKU-00003"]
+    plan = {
+        "steps": [
+            {"id": f"s{i}", "tool": "check_inventory", "args": {"sku": sku}}
+            for i, sku in enumerate(skus, 1)
+        ]
+    }
+    stack = await make_stack(policy=FakeScriptedPolicy([plan]), merge_window_ms=20)
+    result = await stack.ask("stock of four", options={"max_replans": 0, "use_cache": False})
+    by_id = {s.id: s for s in result.steps}
+    for i, sku in enumerate(skus, 1):
+        step = by_id[f"s{i}"]
+        if sku == "SKU-99999":
+            assert step.status is StepStatus.FAILED
+            assert step.error is not None and step.error.type == errors.NOT_FOUND
+        else:
+            assert step.status is StepStatus.SUCCEEDED and step.output["sku"] == sku
+
+
+async def test_merged_tracking_checks_each_callers_authority(
+    make_stack: StackFactory, slow_carrier: str
+) -> None:
+    """Parcels of two customers merged into one carrier request: each sees only its own."""
+    stack = await make_stack(carrier_url=slow_carrier, merge_window_ms=200, share_reads="off")
+    question = "where is parcel TRK0000001001?"  # order 1001's, customer 1's
+    handles = await asyncio.gather(
+        stack.start(question, actor=Actor(role=Role.CUSTOMER, customer_id=1)),
+        stack.start(question, actor=Actor(role=Role.CUSTOMER, customer_id=2)),
+    )
+    mine, theirs = await asyncio.gather(*(h.result() for h in handles))
+    assert mine.steps[-1].status is StepStatus.SUCCEEDED
+    refused = theirs.steps[-1]
+    assert refused.status is StepStatus.FAILED and refused.error is not None
+    assert refused.error.type in (errors.NOT_FOUND, errors.NOT_AUTHORIZED)
