@@ -73,13 +73,21 @@ async def _migrate(dsn: str) -> None:
 
 @asynccontextmanager
 async def bench_stack(
-    config: StackConfig, *, policy: Policy, stand_ins: list[Callable[..., Any]]
+    config: StackConfig,
+    *,
+    policy: Policy,
+    stand_ins: list[Callable[..., Any]],
+    seed_orders: int | None = None,
+    **settings_overrides: Any,
 ) -> AsyncIterator[BenchStack]:
-    """A dev server and workers on a fresh task queue, with `stand_ins` replacing real tools."""
+    """A dev server and workers on a fresh task queue, with `stand_ins` replacing real tools
+    (and `settings_overrides` on top of the defaults)."""
     async with AsyncExitStack() as stack:
         if config.database_url is None:
             database_url = await stack.enter_async_context(
-                throwaway_database(config.admin_dsn, prefix="agentkeel_bench", seed_orders=None)
+                throwaway_database(
+                    config.admin_dsn, prefix="agentkeel_bench", seed_orders=seed_orders
+                )
             )
         else:
             database_url = config.database_url
@@ -93,10 +101,13 @@ async def bench_stack(
         # AgentWorkflow upserts them; unknown to the server, its workflow tasks would fail.
         await ensure_search_attributes(env.client, env.client.namespace)
         settings = Settings(
-            database_url=database_url,
-            redis_url=config.redis_url,
-            carrier_url=CARRIER_PLACEHOLDER,
-            task_queue=f"bench-{uuid.uuid4().hex[:12]}",
+            **{
+                "database_url": database_url,
+                "redis_url": config.redis_url,
+                "carrier_url": CARRIER_PLACEHOLDER,
+                "task_queue": f"bench-{uuid.uuid4().hex[:12]}",
+                **settings_overrides,
+            }
         )
         activities = await stack.enter_async_context(cpu_activities(settings))
         activities = with_stand_ins(activities, stand_ins)
