@@ -18,6 +18,8 @@ FAN_OUT_WORKFLOW: Final = "AgentFanOut"
 # Queries and updates.
 PROGRESS_QUERY: Final = "progress"
 APPROVE_UPDATE: Final = "approve"
+SLOT_WAIT_SIGNAL: Final = "slot_wait"
+"""A tool call waits for (or got) a slot of its downstream: the run shows it."""
 
 # Activities of the CPU worker (besides the tools).
 LOOKUP_CACHE: Final = "lookup_cache"

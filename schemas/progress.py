@@ -18,8 +18,10 @@ class Waiting(BaseModel):
     tool: str
     what: str
     """In words: "order 1002: status in ['shipped', 'delivered']" or "2 h"."""
-    until: datetime
-    """When the wait ends, or the watch runs next."""
+    until: datetime | None = None
+    """When the wait ends, or the watch runs next; None: when a slot frees (a call that
+    waits for its downstream, since `since`)."""
+    since: datetime | None = None
     deadline: datetime | None = None
     """For a watch: when it stops watching (its `timeout_s`)."""
     runs: int = 0

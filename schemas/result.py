@@ -60,6 +60,9 @@ class StepOutcome(BaseModel):
     was skipped so. (A step skipped for a failure says so in `error`.)"""
     attempt: int = 0
     """Planning round (0 = first plan) in which this outcome was produced."""
+    queued_ms: float = 0.0
+    """Time its calls waited for a slot of their downstream (part of its duration, apart
+    from the calls' own work)."""
     runs: int = 0
     """For a repeated step: how many times it has run so far."""
     next_run_at: datetime | None = None

@@ -16,8 +16,9 @@ from aiohttp import web
 from activities.downstream.batching import Batcher
 from activities.downstream.limiter import DownstreamLimiter
 from activities.downstream.sharing import SharedReads
-from schemas import errors
+from schemas import errors, names
 from schemas.actor import Actor, Role
+from schemas.progress import RunProgress
 from schemas.result import StepStatus
 from schemas.tools.downstreams import DownstreamLimit
 from tests.conftest import StackFactory
@@ -180,6 +181,17 @@ def tracking_plan(number: str) -> dict[str, Any]:
     return {"steps": [{"id": "s1", "tool": "track_shipment", "args": {"tracking_number": number}}]}
 
 
+async def shown_waiting_for_a_slot(handles: list[Any]) -> bool:
+    """Whether some run's `progress` shows a call waiting for a carrier slot meanwhile."""
+    for _ in range(60):
+        for handle in handles[::-1]:
+            progress = await handle.query(names.PROGRESS_QUERY, result_type=RunProgress)
+            if any("carrier slot" in w.what and w.until is None for w in progress.waiting):
+                return True
+        await asyncio.sleep(0.05)
+    return False
+
+
 async def test_twenty_runs_never_put_more_than_the_cap_on_the_carrier(
     make_stack: StackFactory, slow_carrier: str
 ) -> None:
@@ -191,11 +203,19 @@ async def test_twenty_runs_never_put_more_than_the_cap_on_the_carrier(
     )
     numbers = [f"TRK{n:010d}" for n in range(5000, 5020)]
     handles = [await stack.start(f"where is parcel {n}?") for n in numbers]
+    seen_waiting = await shown_waiting_for_a_slot(handles)
     results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 60)
+    assert seen_waiting, "no run showed a call waiting for a carrier slot in progress"
     assert all(any(s.tool == "track_shipment" for s in r.steps) for r in results)
     stats = await carrier_stats(slow_carrier)
     print(f"carrier with a cap of 4 under 20 runs: {stats}")
     assert stats["requests"] == 20 and stats["peak_concurrency"] <= 4
+    tracked = [next(s for s in r.steps if s.tool == "track_shipment") for r in results]
+    queued = [s for s in tracked if s.queued_ms > 0]
+    assert queued, "no call reported waiting for a carrier slot"
+    for step in queued:  # queue time is part of the step's time, apart from the call's work
+        assert step.started_at is not None and step.finished_at is not None
+        assert step.queued_ms <= (step.finished_at - step.started_at).total_seconds() * 1000
 
 
 async def test_identical_concurrent_reads_reach_the_carrier_once(

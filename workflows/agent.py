@@ -13,11 +13,12 @@ from temporalio.langgraph import graph
 from schemas.approvals import ApprovalAnswer, ApprovalDecision
 from schemas.continuation import Continuation
 from schemas.errors import INVALID_REQUEST
-from schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE, PROGRESS_QUERY
+from schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE, PROGRESS_QUERY, SLOT_WAIT_SIGNAL
 from schemas.progress import RunProgress
 from schemas.queues import inference_queue
 from schemas.request import AgentRequest, LegacyAgentRequest
 from schemas.result import AgentResult, CacheStatus, Timings
+from schemas.tools.downstreams import SlotWait
 from workflows.approvals import ApprovalGate
 from workflows.cancellation import announce_cancellation
 from workflows.dag.run_context import RunContext
@@ -102,6 +103,12 @@ class AgentWorkflow:
     def progress(self) -> RunProgress:
         """Stage, route, live step outcomes and any pending approval, for ops and dashboards."""
         return self._progress
+
+    @workflow.signal(name=SLOT_WAIT_SIGNAL)
+    def slot_wait(self, note: SlotWait) -> None:
+        """A tool call of this run waits for a downstream slot (or got one): shown in
+        `progress.waiting` and as the step's `queued_ms`."""
+        self._waits.slot(note)
 
     @workflow.update(name=APPROVE_UPDATE)
     async def approve(self, decision: ApprovalDecision) -> ApprovalAnswer:

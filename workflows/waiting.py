@@ -1,6 +1,7 @@
 """What a run waits on, shown to ops: `progress.waiting`, current details, `AgentWaiting`.
 
-Timers (`wait` steps) and watches between two runs report here. While anything waits the
+Timers (`wait` steps), watches between two runs and calls waiting for a downstream slot
+report here. While anything waits the
 run carries `AgentWaiting = true` (the Web UI filters on it; `agentkeel watches` lists
 them) and its current details say what and until when; the attribute is unset when the
 last wait ends, so a finished run is never listed as waiting.
@@ -11,6 +12,7 @@ from __future__ import annotations
 from temporalio import workflow
 
 from schemas.progress import RunProgress, Waiting
+from schemas.tools.downstreams import SlotWait
 from workflows.search_attributes import AGENT_WAITING
 
 
@@ -18,12 +20,33 @@ class WaitBoard:
     def __init__(self, progress: RunProgress) -> None:
         self._progress = progress
         self._before: str | None = None
+        self._by_key: dict[str, Waiting] = {}
 
-    def show(self, step_id: str, waiting: Waiting | None) -> None:
-        """`step_id` starts waiting (`waiting`) or stops (None)."""
-        board = [w for w in self._progress.waiting if w.step_id != step_id]
-        if waiting is not None:
-            board.append(waiting)
+    def slot(self, note: SlotWait) -> None:
+        """A tool call waits for a slot of its downstream, or got one after `waited_ms`
+        (the `slot_wait` signal): shown as waiting, and its queue time kept on the step."""
+        step_id = note.call_id.split("[", 1)[0]
+        key = f"slot:{note.call_id}"
+        if note.waiting:
+            if key not in self._by_key:
+                what = f"a {note.downstream} slot ({note.call_id})"
+                self.show(
+                    key,
+                    Waiting(step_id=step_id, tool=note.downstream, what=what, since=workflow.now()),
+                )
+            return
+        self.show(key, None)
+        for step in self._progress.steps:
+            if step.id == step_id and step.attempt == self._progress.replans:
+                step.queued_ms += note.waited_ms
+
+    def show(self, key: str, waiting: Waiting | None) -> None:
+        """`key` (a step id, or a call's) starts waiting (`waiting`) or stops (None)."""
+        if waiting is None:
+            self._by_key.pop(key, None)
+        else:
+            self._by_key[key] = waiting
+        board = list(self._by_key.values())
         was_waiting = bool(self._progress.waiting)
         self._progress.waiting = board
         if board and not was_waiting:
@@ -39,6 +62,9 @@ class WaitBoard:
     def _describe(board: list[Waiting]) -> str:
         parts = []
         for w in board:
+            if w.until is None:
+                parts.append(f"{w.step_id}: waiting for {w.what}")
+                continue
             stamp = w.until.isoformat(timespec="seconds")
             part = f"{w.step_id}: waiting {w.what}, next at {stamp}"
             if w.deadline is not None:

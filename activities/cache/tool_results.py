@@ -35,7 +35,9 @@ def tool_key(spec: ToolSpec, args: BaseModel) -> str:
     read it themselves (a customer's cached reads are its own)."""
     actor = args.actor if isinstance(args, ActorScoped) else None
     audience = (actor or SYSTEM_ACTOR).audience
-    canonical = json.dumps(args.model_dump(mode="json", exclude={"actor", "fresh"}), sort_keys=True)
+    canonical = json.dumps(
+        args.model_dump(mode="json", exclude={"actor", "fresh", "call_id"}), sort_keys=True
+    )
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:32]
     return f"{KEY_PREFIX}:{catalog_version()}:{spec.name}:{audience}:{digest}"
 

@@ -7,20 +7,27 @@ out holds one of the downstream's slots (one per request, however many calls it 
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
+import structlog
 from pydantic import BaseModel
 from temporalio import activity
+from temporalio.service import RPCError
 
 from activities.cache.tool_results import tool_key
 from activities.downstream.batching import Batcher
-from activities.downstream.limiter import DownstreamLimiter
+from activities.downstream.limiter import DownstreamLimiter, OnWait
 from activities.downstream.sharing import SharedReads
+from schemas.names import AGENT_WORKFLOW, SLOT_WAIT_SIGNAL
 from schemas.tools import ToolSpec
+from schemas.tools.downstreams import SlotWait
+
+log = structlog.get_logger(__name__)
 
 M = TypeVar("M", bound=BaseModel)
 LEASE_MARGIN = timedelta(seconds=5)
@@ -36,6 +43,29 @@ class Downstreams:
     merge_window_s: float
 
 
+def slot_wait_reporter(downstream: str, args: Any) -> OnWait | None:
+    """Tells the calling run that this call waits for a slot (then that it got one), so its
+    `progress` shows the step waiting, not running, and its queue time. Best effort."""
+    call_id = getattr(args, "call_id", None)
+    if not activity.in_activity() or call_id is None:
+        return None
+    info = activity.info()
+    if info.workflow_type != AGENT_WORKFLOW or info.workflow_id is None:
+        return None  # a fan-out part: its parent shows the step
+    handle = activity.client().get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
+
+    async def report(waiting: bool, seconds: float) -> None:
+        note = SlotWait(
+            call_id=call_id, downstream=downstream, waiting=waiting, waited_ms=seconds * 1000
+        )
+        try:
+            await handle.signal(SLOT_WAIT_SIGNAL, note)
+        except RPCError as exc:  # the run ended meanwhile: nobody to tell
+            log.info("slot_wait_not_signalled", call_id=call_id, error=str(exc))
+
+    return report
+
+
 def guarded_tool(
     method: Callable[[Any], Awaitable[M]],
     spec: ToolSpec,
@@ -49,26 +79,35 @@ def guarded_tool(
     lease_s = (spec.timeout + LEASE_MARGIN).total_seconds()
     limiter = downstreams.limiter
 
-    async def one(args: Any) -> M:
-        async with limiter.slot(name, lease_s=lease_s):
+    async def one(call: tuple[Any, OnWait | None]) -> M:
+        args, report = call
+        async with limiter.slot(name, lease_s=lease_s, on_wait=report):
             return await method(args)
 
-    send: Callable[[Any], Awaitable[M]] = one
+    send: Callable[[tuple[Any, OnWait | None]], Awaitable[M]] = one
     if spec.batch and many is not None and downstreams.merge_window_s > 0:
 
-        async def many_in_one_slot(calls: Sequence[Any]) -> Sequence[Any]:
-            async with limiter.slot(name, lease_s=lease_s):
-                return await many(calls)
+        async def many_in_one_slot(calls: Sequence[tuple[Any, OnWait | None]]) -> Sequence[Any]:
+            reports = [report for _, report in calls if report is not None]
 
-        batcher: Batcher[Any, M] = Batcher(many_in_one_slot, window_s=downstreams.merge_window_s)
+            async def report_all(waiting: bool, seconds: float) -> None:
+                await asyncio.gather(*(report(waiting, seconds) for report in reports))
+
+            async with limiter.slot(name, lease_s=lease_s, on_wait=report_all):
+                return await many([args for args, _ in calls])
+
+        batcher: Batcher[tuple[Any, OnWait | None], M] = Batcher(
+            many_in_one_slot, window_s=downstreams.merge_window_s
+        )
         send = batcher.call
 
     shared = downstreams.shared if spec.idempotent else None  # effects are never shared
 
     @functools.wraps(method, updated=())  # not __dict__: it holds the activity definition
     async def run(args: Any) -> M:
+        call = (args, slot_wait_reporter(name, args))
         if shared is None:
-            return await send(args)
-        return await shared.read(tool_key(spec, args), lambda: send(args))
+            return await send(call)
+        return await shared.read(tool_key(spec, args), lambda: send(call))
 
     return activity.defn(name=spec.name)(run)

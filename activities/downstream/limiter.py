@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 
 import redis.asyncio as aioredis
@@ -33,6 +33,11 @@ log = structlog.get_logger(__name__)
 KEY_PREFIX = "agentkeel:downstream:v1"
 POLL_S = (0.005, 0.01, 0.02, 0.05)
 """Backoff between attempts to take a lease (the last one repeats)."""
+REPORT_AFTER_S = 0.2
+"""A wait longer than this is reported (`on_wait`): the run shows the call as waiting."""
+
+OnWait = Callable[[bool, float], Awaitable[None]]
+"""Told `(True, seconds so far)` once a wait is long, then `(False, seconds)` when it ends."""
 
 # KEYS[1] leases, KEYS[2] starts; ARGV: now, cap (0: none), rate (0: none), lease expiry, id
 _TAKE = """
@@ -73,14 +78,16 @@ class DownstreamLimiter:
         return self._limits.get(downstream, DownstreamLimit())
 
     @asynccontextmanager
-    async def slot(self, downstream: str, *, lease_s: float) -> AsyncIterator[float]:
+    async def slot(
+        self, downstream: str, *, lease_s: float, on_wait: OnWait | None = None
+    ) -> AsyncIterator[float]:
         """Hold one of `downstream`'s slots; yields the seconds spent waiting for it."""
         limit = self.limit_of(downstream)
         if limit.concurrency is None and limit.rate is None:
             yield 0.0
             return
         started = time.monotonic()
-        lease = await self._lease(downstream, limit, lease_s)
+        lease = await self._lease(downstream, limit, lease_s, on_wait)
         waited = time.monotonic() - started
         if lease is None:  # no Redis: this process's share of the cap
             async with self._local_slot(downstream):
@@ -104,11 +111,19 @@ class DownstreamLimiter:
         base = f"{KEY_PREFIX}:{self._namespace}:{downstream}"
         return [f"{base}:leases", f"{base}:starts"]
 
-    async def _lease(self, downstream: str, limit: DownstreamLimit, lease_s: float) -> str | None:
+    async def _lease(
+        self,
+        downstream: str,
+        limit: DownstreamLimit,
+        lease_s: float,
+        on_wait: OnWait | None = None,
+    ) -> str | None:
         if self._take is None:
             return None
         lease = uuid.uuid4().hex
         attempt = 0
+        started = time.monotonic()
+        reported = False
         while True:
             now = time.time()
             try:
@@ -122,7 +137,12 @@ class DownstreamLimiter:
                     self._warned = True
                 return None
             if taken:
+                if reported and on_wait is not None:
+                    await on_wait(False, time.monotonic() - started)
                 return lease
+            if on_wait is not None and not reported and time.monotonic() - started > REPORT_AFTER_S:
+                reported = True
+                await on_wait(True, time.monotonic() - started)
             if activity.in_activity():
                 activity.heartbeat(f"waiting for a {downstream} slot")
             await asyncio.sleep(POLL_S[min(attempt, len(POLL_S) - 1)])

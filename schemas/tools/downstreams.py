@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import BaseModel
+
 
 @dataclass(frozen=True)
 class Downstream:
@@ -13,6 +15,16 @@ class Downstream:
     default_concurrency: int | None = None
     """Calls in flight at once across all workers, unless settings say otherwise; None:
     no cap (the worker's own pool bounds it)."""
+
+
+class SlotWait(BaseModel):
+    """Signalled to a run by a tool activity whose call waits for a downstream slot."""
+
+    call_id: str
+    downstream: str
+    waiting: bool
+    """True: it waits now; False: it got its slot after `waited_ms`."""
+    waited_ms: float = 0.0
 
 
 @dataclass(frozen=True)

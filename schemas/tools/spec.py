@@ -29,6 +29,9 @@ class ActorScoped(BaseModel):
     actor: Actor | None = None
     """Whose authority the call carries, set by the workflow from the request and never by a
     plan (plan arguments forbid it). None: a trusted caller (histories from before actors)."""
+    call_id: str | None = None
+    """The run's name for this call (`s2[3]`), set by the workflow: what a wait for a
+    downstream slot is reported against."""
     fresh: bool = False
     """Read the source, not the tool-result cache: set for the runs of a watched step,
     which exist to see a change (what they read is still stored for others)."""

@@ -68,6 +68,9 @@ def format_waiting(runs: list[WaitingRun]) -> str:
         continued = f" (continued {run.continued}x)" if run.continued else ""
         lines.append(f"{run.workflow_id}{continued}")
         for w in run.waiting:
+            if w.until is None:
+                lines.append(f"  {w.step_id}: waiting for {w.what}")
+                continue
             deadline = f", gives up at {w.deadline:%Y-%m-%d %H:%M:%S}" if w.deadline else ""
             so_far = f", {w.runs} runs so far" if w.deadline else ""
             lines.append(

@@ -131,6 +131,8 @@ async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> An
     if call.batch is not None:
         return await run_fan_out(call, ctx)
     payload: dict[str, Any] = {**call.args, "actor": ctx.request.actor.model_dump(mode="json")}
+    if spec.downstream is not None and ctx.authority:
+        payload["call_id"] = call.call_id  # a wait for a downstream slot is shown against it
     if call.watch:
         payload["fresh"] = True  # a watch reads the source each time, never a cached result
     options: dict[str, Any] = {}
