@@ -16,7 +16,7 @@ from activities.cache.backend import CacheBackend
 from activities.cache.path_cache import PathCache
 from activities.cache.tiers import ExactTier, PathTier, SemanticTier
 from activities.cache.tool_results import ToolResultCache, cached_tool, invalidating_tool
-from activities.downstream.guard import Downstreams, guarded_tool
+from activities.downstream.guard import Downstreams, guarded_tool, shared_tool
 from activities.tools.shop import ToolActivities
 from schemas.tools import TOOLS
 from workers.model_tiers import effective_cache_version
@@ -67,18 +67,17 @@ async def build_caches(settings: Settings, redis: aioredis.Redis, pool: asyncpg.
 def tool_activities(
     tools: ToolActivities, caches: Caches, downstreams: Downstreams
 ) -> list[Callable[..., Any]]:
-    """The tools as activities: each behind its downstream's protections (shared reads,
-    merged calls, caps); idempotent ones read through the result cache first, and the
-    side-effecting ones invalidate what was cached about what they changed."""
+    """The tools as activities: identical reads in flight shared, then the result cache
+    for idempotent ones (the side-effecting ones invalidate what was cached about what they
+    changed), then the downstream's merged calls and caps."""
     wrapped: list[Callable[..., Any]] = []
     batch_calls = tools.batch_calls()
     for raw in tools.all_activities():
         spec = TOOLS[activity_name(raw)]
         method = guarded_tool(raw, spec, downstreams, batch_calls.get(spec.name))
         if not spec.idempotent:
-            wrapped.append(invalidating_tool(method, spec, caches.backend))
+            method = invalidating_tool(method, spec, caches.backend)
         elif spec.cache_ttl is not None:
-            wrapped.append(cached_tool(method, spec, caches.tool_results))
-        else:
-            wrapped.append(method)
+            method = cached_tool(method, spec, caches.tool_results)
+        wrapped.append(shared_tool(method, spec, downstreams.shared))
     return wrapped

@@ -35,14 +35,21 @@ class WaitBoard:
                     Waiting(step_id=step_id, tool=note.downstream, what=what, since=workflow.now()),
                 )
             return
-        self.show(key, None)
+        self.end_slot_wait(note.call_id)
         for step in self._progress.steps:
             if step.id == step_id and step.attempt == self._progress.replans:
                 step.queued_ms += note.waited_ms
 
+    def end_slot_wait(self, call_id: str) -> None:
+        """The call is done (however it ended): it waits for no slot any more, even if the
+        signal saying so never came (its activity timed out, its worker died)."""
+        self.show(f"slot:{call_id}", None)
+
     def show(self, key: str, waiting: Waiting | None) -> None:
         """`key` (a step id, or a call's) starts waiting (`waiting`) or stops (None)."""
         if waiting is None:
+            if key not in self._by_key:
+                return  # nothing shown for it (a call that never waited long)
             self._by_key.pop(key, None)
         else:
             self._by_key[key] = waiting

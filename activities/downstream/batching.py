@@ -10,6 +10,7 @@ own error. A longer window merges more but delays the first result by up to the 
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -54,12 +55,16 @@ class Batcher(Generic[A, R]):
     async def _send(self, batch: list[tuple[A, asyncio.Future[R]]]) -> None:
         try:
             results: Sequence[Any] = await self._many([args for args, _ in batch])
+            if len(results) != len(batch):
+                raise RuntimeError(f"{len(results)} results for a batch of {len(batch)}")
         except BaseException as exc:  # the request as a whole failed: so did every call
             results = [exc] * len(batch)
         for (_, future), result in zip(batch, results, strict=True):
-            if future.done():
+            if future.done():  # its caller was cancelled
                 continue
             if isinstance(result, BaseException):
-                future.set_exception(result)
+                # Each caller raises its own copy: one instance raised in many activities
+                # would share (and garble) one traceback.
+                future.set_exception(copy.copy(result))
             else:
                 future.set_result(result)

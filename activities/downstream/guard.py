@@ -1,8 +1,9 @@
 """A tool activity behind its downstream's protections: shared reads, merged calls, caps.
 
-In that order, inside the tool-result cache (a cache hit reaches nothing): a read already
-in flight is awaited; a batching tool's call joins the next merged request; whatever goes
-out holds one of the downstream's slots (one per request, however many calls it carries).
+Outermost, a read already in flight is awaited (`shared_tool`, around the tool-result
+cache); inside the cache (a hit reaches nothing), a batching tool's call joins the next
+merged request, and whatever goes out holds one of the downstream's slots (`guarded_tool`:
+one slot per request, however many calls it carries).
 """
 
 from __future__ import annotations
@@ -101,13 +102,29 @@ def guarded_tool(
         )
         send = batcher.call
 
-    shared = downstreams.shared if spec.idempotent else None  # effects are never shared
+    @functools.wraps(method, updated=())  # not __dict__: it holds the activity definition
+    async def run(args: Any) -> M:
+        return await send((args, slot_wait_reporter(name, args)))
+
+    return activity.defn(name=spec.name)(run)
+
+
+def shared_tool(
+    method: Callable[[Any], Awaitable[M]], spec: ToolSpec, shared: SharedReads | None
+) -> Any:
+    """The tool activity `method` (the cached one: outermost, so only the read that flies
+    stores its result, with its own start time) sharing identical reads in flight.
+
+    Never a side effect, and never a watch's read (`fresh`): it exists to see a change,
+    so it must not join a read that began before the change.
+    """
+    if shared is None or not spec.idempotent:
+        return method
 
     @functools.wraps(method, updated=())  # not __dict__: it holds the activity definition
     async def run(args: Any) -> M:
-        call = (args, slot_wait_reporter(name, args))
-        if shared is None:
-            return await send(call)
-        return await shared.read(tool_key(spec, args), lambda: send(call))
+        if getattr(args, "fresh", False):
+            return await method(args)
+        return await shared.read(tool_key(spec, args), lambda: method(args))
 
     return activity.defn(name=spec.name)(run)

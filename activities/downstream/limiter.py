@@ -39,18 +39,28 @@ REPORT_AFTER_S = 0.2
 OnWait = Callable[[bool, float], Awaitable[None]]
 """Told `(True, seconds so far)` once a wait is long, then `(False, seconds)` when it ends."""
 
-# KEYS[1] leases, KEYS[2] starts; ARGV: now, cap (0: none), rate (0: none), lease expiry, id
+# KEYS[1] leases, KEYS[2] starts; ARGV: cap (0: none), rate per second (0: none), lease
+# seconds, lease id. Time is the Redis server's own: workers' clocks may disagree.
+# A rate below one per second gets a longer window (0.5/s: one start per 2 s).
 _TAKE = """
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[1] - 1)
-local cap = tonumber(ARGV[2])
-local rate = tonumber(ARGV[3])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local cap = tonumber(ARGV[1])
+local rate = tonumber(ARGV[2])
+local window = 1
+local allowed = rate
+if rate > 0 and rate < 1 then
+    window = 1 / rate
+    allowed = 1
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
 if cap > 0 and redis.call('ZCARD', KEYS[1]) >= cap then return 0 end
-if rate > 0 and redis.call('ZCARD', KEYS[2]) >= rate then return 0 end
-redis.call('ZADD', KEYS[1], ARGV[4], ARGV[5])
-redis.call('ZADD', KEYS[2], ARGV[1], ARGV[5])
+if rate > 0 and redis.call('ZCARD', KEYS[2]) >= allowed then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[4])
+redis.call('ZADD', KEYS[2], now, ARGV[4])
 redis.call('EXPIRE', KEYS[1], 3600)
-redis.call('EXPIRE', KEYS[2], 60)
+redis.call('EXPIRE', KEYS[2], math.ceil(window) + 60)
 return 1
 """
 
@@ -87,16 +97,32 @@ class DownstreamLimiter:
             yield 0.0
             return
         started = time.monotonic()
-        lease = await self._lease(downstream, limit, lease_s, on_wait)
-        waited = time.monotonic() - started
-        if lease is None:  # no Redis: this process's share of the cap
-            async with self._local_slot(downstream):
-                yield time.monotonic() - started
-            return
+        reported = False
+
+        async def report_long_wait() -> None:
+            nonlocal reported
+            if on_wait is not None and not reported:
+                reported = True
+                await on_wait(True, time.monotonic() - started)
+
+        lease = await self._lease(downstream, limit, lease_s, report_long_wait)
         try:
-            yield waited
+            if lease is None:  # no Redis: this process's share of the cap
+                async with self._local_slot(downstream):
+                    yield await self._waited(started, reported, on_wait)
+                return
+            yield await self._waited(started, reported, on_wait)
         finally:
-            await self._give_back(downstream, lease)
+            # Also when cancelled right after the lease was taken: never left to expire.
+            if lease is not None:
+                await asyncio.shield(self._give_back(downstream, lease))
+
+    @staticmethod
+    async def _waited(started: float, reported: bool, on_wait: OnWait | None) -> float:
+        waited = time.monotonic() - started
+        if reported and on_wait is not None:
+            await on_wait(False, waited)
+        return waited
 
     @asynccontextmanager
     async def _local_slot(self, downstream: str) -> AsyncIterator[None]:
@@ -108,7 +134,8 @@ class DownstreamLimiter:
             yield
 
     def _keys(self, downstream: str) -> list[str]:
-        base = f"{KEY_PREFIX}:{self._namespace}:{downstream}"
+        # One hash tag: both keys on one node of a Redis Cluster, as the script needs.
+        base = f"{KEY_PREFIX}:{{{self._namespace}:{downstream}}}"
         return [f"{base}:leases", f"{base}:starts"]
 
     async def _lease(
@@ -116,33 +143,33 @@ class DownstreamLimiter:
         downstream: str,
         limit: DownstreamLimit,
         lease_s: float,
-        on_wait: OnWait | None = None,
+        report_long_wait: Callable[[], Awaitable[None]],
     ) -> str | None:
         if self._take is None:
             return None
         lease = uuid.uuid4().hex
         attempt = 0
         started = time.monotonic()
-        reported = False
         while True:
-            now = time.time()
             try:
                 taken = await self._take(
                     keys=self._keys(downstream),
-                    args=[now, limit.concurrency or 0, limit.rate or 0, now + lease_s, lease],
+                    args=[limit.concurrency or 0, limit.rate or 0, lease_s, lease],
                 )
             except (RedisError, OSError) as exc:
                 if not self._warned:
                     log.warning("downstream_limiter_local", downstream=downstream, error=str(exc))
                     self._warned = True
                 return None
+            except asyncio.CancelledError:
+                # The script may have run: give back what it may have taken.
+                await asyncio.shield(self._give_back(downstream, lease))
+                raise
+            self._warned = False
             if taken:
-                if reported and on_wait is not None:
-                    await on_wait(False, time.monotonic() - started)
                 return lease
-            if on_wait is not None and not reported and time.monotonic() - started > REPORT_AFTER_S:
-                reported = True
-                await on_wait(True, time.monotonic() - started)
+            if time.monotonic() - started > REPORT_AFTER_S:
+                await report_long_wait()
             if activity.in_activity():
                 activity.heartbeat(f"waiting for a {downstream} slot")
             await asyncio.sleep(POLL_S[min(attempt, len(POLL_S) - 1)])

@@ -8,7 +8,7 @@ error and Temporal retries it: the pool and the HTTP client have no retries of t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -162,15 +162,9 @@ class ToolActivities:
     @activity.defn(name=TRACK_SHIPMENT.name)
     async def track_shipment(self, args: TrackShipmentInput) -> Tracking:
         """Get live tracking from the carrier service."""
-        number = args.tracking_number.strip()
-        await self._check_shipment_owner(args, number)
-        url = f"{self._carrier_url}/v1/tracking/{quote(number, safe='')}"
+        await self._check_shipment_owner(args, args.tracking_number.strip())
         # Connection errors and timeouts propagate as retryable errors.
-        response = await self._http.get(url)
-        if response.status_code == httpx.codes.NOT_FOUND:
-            raise _not_found(f"shipment with tracking number {number!r}")
-        _raise_for_carrier(response, repr(number))
-        return Tracking.model_validate(response.json())
+        return await self._track_one(args)
 
     async def track_shipment_many(
         self, calls: Sequence[TrackShipmentInput]
@@ -189,6 +183,13 @@ class ToolActivities:
             response = await self._http.post(
                 f"{self._carrier_url}/v1/tracking:batch", json={"tracking_numbers": asked}
             )
+            if response.is_client_error and response.status_code != httpx.codes.TOO_MANY_REQUESTS:
+                # The batch itself was refused: each parcel asks on its own, so one bad
+                # element cannot fail the others.
+                return [
+                    r if r is not None else await _outcome(self._track_one, a)
+                    for r, a in zip(results, calls, strict=True)
+                ]
             _raise_for_carrier(response, f"{len(asked)} parcels")
             answers = dict(zip(asked, response.json()["results"], strict=True))
             for i, number in enumerate(numbers):
@@ -200,6 +201,15 @@ class ToolActivities:
                         else _not_found(f"shipment with tracking number {number!r}")
                     )
         return [r for r in results if r is not None]
+
+    async def _track_one(self, args: TrackShipmentInput) -> Tracking:
+        number = args.tracking_number.strip()
+        url = f"{self._carrier_url}/v1/tracking/{quote(number, safe='')}"
+        response = await self._http.get(url)
+        if response.status_code == httpx.codes.NOT_FOUND:
+            raise _not_found(f"shipment with tracking number {number!r}")
+        _raise_for_carrier(response, repr(number))
+        return Tracking.model_validate(response.json())
 
     async def _check_shipment_owner(self, args: TrackShipmentInput, number: str) -> None:
         if is_customer(args.actor):
@@ -282,6 +292,15 @@ def _refund(row: asyncpg.Record, customer_id: int, *, created: bool) -> Refund:
         status=row["status"],
         created=created,
     )
+
+
+async def _outcome(
+    call: Callable[[TrackShipmentInput], Awaitable[Tracking]], args: TrackShipmentInput
+) -> Tracking | BaseException:
+    try:
+        return await call(args)
+    except ApplicationError as exc:
+        return exc
 
 
 def _inventory(sku: str, rows: Sequence[asyncpg.Record]) -> Inventory | ApplicationError:

@@ -147,7 +147,11 @@ async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> An
             "cancellation_type": ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             "heartbeat_timeout": SIDE_EFFECT_HEARTBEAT,
         }
-    return await execute_tool(spec, payload, ctx.tool_queue, summary_of(call), **options)
+    try:
+        return await execute_tool(spec, payload, ctx.tool_queue, summary_of(call), **options)
+    finally:
+        if "call_id" in payload:
+            ctx.waits.end_slot_wait(call.call_id)
 
 
 async def _await_approval(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> None:
