@@ -25,22 +25,18 @@ import itertools
 import statistics
 import time
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from aiohttp import web
 
 from activities.downstream.guard import Downstreams, guarded_tool
 from activities.downstream.limiter import DownstreamLimiter
 from activities.tools.shop import ToolActivities
-from bench.stack import StackConfig, bench_stack
+from bench.stack import StackConfig, bench_stack, carrier
 from inference.rules.policy import RulesPolicy
 from schemas.request import AgentRequest, RunOptions
 from schemas.tools import TRACK_SHIPMENT, TrackShipmentInput
-from workers.stack.carrier import build_app
 from workflows.agent import AgentWorkflow
 
 
@@ -70,19 +66,6 @@ class Row:
     peak: int
     p50_ms: float
     p99_ms: float
-
-
-@asynccontextmanager
-async def carrier(latency_ms: int) -> AsyncIterator[str]:
-    runner = web.AppRunner(build_app(latency_ms), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
 
 
 def questions(order_ids: list[int]) -> itertools.cycle[str]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
+from aiohttp import web
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
@@ -24,6 +25,7 @@ from inference.policy import Policy
 from workers.resources import cpu_activities
 from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
+from workers.stack.carrier import build_app
 from workers.stack.databases import throwaway_database
 from workers.stack.procs import find_temporal_binary
 from workers.stand_ins import with_stand_ins
@@ -78,6 +80,7 @@ async def bench_stack(
     policy: Policy,
     stand_ins: list[Callable[..., Any]],
     seed_orders: int | None = None,
+    dev_server_args: list[str] | None = None,
     **settings_overrides: Any,
 ) -> AsyncIterator[BenchStack]:
     """A dev server and workers on a fresh task queue, with `stand_ins` replacing real tools
@@ -96,6 +99,7 @@ async def bench_stack(
             dev_server_existing_path=find_temporal_binary(),
             plugins=agentkeel_plugins(),
             dev_server_log_level="error",  # its start-up warnings would split the table
+            dev_server_extra_args=dev_server_args or [],
         )
         stack.push_async_callback(env.shutdown)
         # AgentWorkflow upserts them; unknown to the server, its workflow tasks would fail.
@@ -124,3 +128,17 @@ async def bench_stack(
         ):
             await stack.enter_async_context(worker)
         yield BenchStack(client=env.client, task_queue=settings.task_queue, settings=settings)
+
+
+@asynccontextmanager
+async def carrier(latency_ms: int) -> AsyncIterator[str]:
+    """The carrier stand-in on a free port, for benchmarks that call it for real."""
+    runner = web.AppRunner(build_app(latency_ms), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()

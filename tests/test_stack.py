@@ -72,7 +72,11 @@ async def test_local_stack_starts_every_service_and_stops_them(settings: Setting
         attrs = await temporal.operator_service.list_search_attributes(
             ListSearchAttributesRequest(namespace="default")
         )
-        assert {"AgentIntent", "AgentTier", "AgentCache"} <= set(attrs.custom_attributes)
+        assert {"AgentIntent", "AgentTier", "AgentCache", "AgentWaiting"} <= set(
+            attrs.custom_attributes
+        )
+        # The server's SQLite journal is write-ahead (`SQLITE_PRAGMAS`): a -wal file beside it.
+        assert (settings.state_dir / "temporal.db-wal").exists()
     finally:
         await stack.stop()
 

@@ -1,0 +1,161 @@
+"""Closed-loop load: agentkeel runs per second against the same-shape bare Temporal run.
+
+    python -m bench.load [--runs N] [--in-flight C ...] [--server memory|sqlite|sqlite-tuned]
+
+A fresh dev server (in memory, or persisting to a SQLite file as `agentkeel up` does,
+with or without the tuned pragmas of `workers.stack.temporal`), in-process workers, the
+rules policy, the path cache off and distinct questions over orders and SKUs. For each
+load, `AgentWorkflow` and then `bench.bare.BenchBareWorkflow` (its shape, nothing else)
+run C at a time until N have finished; printed: runs/s, p50/p99 latency, lost runs, and
+agentkeel's runs/s as a ratio of the bare reference's, measured in the same invocation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from temporalio.worker import Worker
+
+from bench.bare import BARE_WORKFLOW, BenchBareWorkflow, bare_step
+from bench.stack import StackConfig, bench_stack, carrier
+from inference.rules.policy import RulesPolicy
+from schemas.request import AgentRequest, RunOptions
+from workers.stack.temporal import SQLITE_PRAGMAS
+from workflows.agent import AgentWorkflow
+
+
+@dataclass
+class Load:
+    runs_per_s: float
+    p50_ms: float
+    p99_ms: float
+    lost: int
+
+
+def questions() -> Callable[[int], str]:
+    kinds = (
+        lambda n: f"Where is order {1001 + n % 150}?",
+        lambda n: f"Is SKU-{1 + n % 40:05d} in stock?",
+        lambda n: f"Can order {1001 + n % 150} be fulfilled from stock?",
+    )
+    return lambda n: kinds[n % len(kinds)](n)
+
+
+async def closed_loop(start: Callable[[int], Awaitable[Any]], runs: int, in_flight: int) -> Load:
+    latencies: list[float] = []
+    lost = 0
+    issued = 0
+
+    async def worker() -> None:
+        nonlocal issued, lost
+        while issued < runs:
+            n = issued
+            issued += 1
+            begun = time.perf_counter()
+            try:
+                await asyncio.wait_for(start(n), timeout=60)
+            except Exception:
+                lost += 1
+                continue
+            latencies.append((time.perf_counter() - begun) * 1000)
+
+    begun = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(in_flight)))
+    elapsed = time.perf_counter() - begun
+    ordered = sorted(latencies) or [0.0]
+    return Load(
+        runs_per_s=len(latencies) / elapsed,
+        p50_ms=statistics.median(ordered),
+        p99_ms=ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
+        lost=lost,
+    )
+
+
+def server_args(server: str, folder: Path) -> list[str]:
+    if server == "memory":
+        return []
+    args = ["--db-filename", str(folder / "temporal.db")]
+    if server == "sqlite-tuned":
+        for pragma in SQLITE_PRAGMAS:
+            args += ["--sqlite-pragma", pragma]
+    return args
+
+
+async def measure(args: argparse.Namespace) -> None:
+    ask = questions()
+    with tempfile.TemporaryDirectory() as folder:
+        async with (
+            carrier(args.carrier_ms) as carrier_url,
+            bench_stack(
+                StackConfig.from_env(),
+                policy=RulesPolicy(),
+                stand_ins=[],
+                seed_orders=200,
+                semantic_cache="off",
+                carrier_url=carrier_url,
+                dev_server_args=server_args(args.server, Path(folder)),
+            ) as stack,
+        ):
+            client, queue = stack.client, stack.task_queue
+            tenant = f"load-{uuid.uuid4().hex[:8]}"
+
+            async def agent(n: int) -> Any:
+                request = AgentRequest(
+                    question=ask(n), tenant=tenant, options=RunOptions(use_cache=False)
+                )
+                return await client.execute_workflow(
+                    AgentWorkflow.run, request, id=f"load-{uuid.uuid4().hex}", task_queue=queue
+                )
+
+            async def bare(n: int) -> Any:
+                return await client.execute_workflow(
+                    BARE_WORKFLOW, ask(n), id=f"bare-{uuid.uuid4().hex}", task_queue=bare_queue
+                )
+
+            bare_queue = f"bare-{uuid.uuid4().hex[:8]}"
+            async with (
+                Worker(client, task_queue=bare_queue, workflows=[BenchBareWorkflow],
+                       activities=[bare_step]),
+                Worker(client, task_queue=bare_queue + "-inference", activities=[bare_step]),
+            ):  # fmt: skip
+                await closed_loop(agent, 10, 5)  # warm up both
+                await closed_loop(bare, 10, 5)
+                print(f"server: {args.server}; {args.runs} runs per row")
+                print(f"{'in flight':>9} {'workflow':>10} {'runs/s':>7} {'p50 ms':>7} "
+                      f"{'p99 ms':>7} {'lost':>5} {'x bare':>7}")  # fmt: skip
+                for load in args.in_flight:
+                    mine = await closed_loop(agent, args.runs, load)
+                    ref = await closed_loop(bare, args.runs, load)
+                    for name, row in (("agentkeel", mine), ("bare", ref)):
+                        ratio = row.runs_per_s / ref.runs_per_s
+                        print(
+                            f"{load:>9} {name:>10} {row.runs_per_s:>7.1f} {row.p50_ms:>7.0f} "
+                            f"{row.p99_ms:>7.0f} {row.lost:>5} {ratio:>7.2f}",
+                            flush=True,
+                        )
+                    print(
+                        f"agentkeel/bare at {load} in flight: "
+                        f"{mine.runs_per_s / ref.runs_per_s:.2f}"
+                    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.load", description=__doc__)
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--in-flight", type=int, nargs="+", default=[20])
+    parser.add_argument("--server", choices=["memory", "sqlite", "sqlite-tuned"], default="memory")
+    parser.add_argument("--carrier-ms", type=int, default=40, help="carrier latency")
+    asyncio.run(measure(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
