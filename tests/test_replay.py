@@ -26,7 +26,8 @@ from tests.test_invalid_plans import INVALID_PLANS
 from tests.test_watches import every_order_plan, list_orders_of, ship
 from workers.temporal_client import agentkeel_plugins
 from workflows.agent import AgentWorkflow
-from workflows.dag.fan_out import FanOutWorkflow, child_workflow_id
+from workflows.dag.fan_out import child_workflow_id
+from workflows.fan_out_part import FanOutWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
 RECORD = os.environ.get("AGENTKEEL_RECORD_HISTORIES") == "1"

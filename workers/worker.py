@@ -20,7 +20,7 @@ from workers.settings import Settings
 from workers.temporal_client import connect
 from workers.warming_schedule import ensure_warming_schedule
 from workflows.agent import AgentWorkflow
-from workflows.dag.fan_out import FanOutWorkflow
+from workflows.fan_out_part import FanOutWorkflow
 from workflows.warmer import CacheWarmerWorkflow
 
 log = structlog.get_logger(__name__)

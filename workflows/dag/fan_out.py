@@ -14,16 +14,15 @@ import asyncio
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ChildWorkflowError
+from temporalio.exceptions import ChildWorkflowError
 
 from schemas import names
-from schemas.outputs import CombineOutputsInput, FanOutInput, FanOutResult, StoreOutputInput
-from schemas.result import OutputRef, StepError
-from schemas.tools import TOOLS
+from schemas.outputs import CombineOutputsInput, FanOutInput, FanOutResult
+from schemas.result import OutputRef
 from workflows import timeouts
 from workflows.dag.run_context import RunContext
 from workflows.dag.scheduler import ToolCall
-from workflows.dag.tool_activity import StepRefused, describe_error, execute_tool, summary_of
+from workflows.dag.tool_activity import StepRefused, describe_error
 
 PARTITION_AT = 100
 """A `for_each` step of this many calls or more runs in children (see module docstring)."""
@@ -98,52 +97,3 @@ async def run_fan_out(call: ToolCall, ctx: RunContext) -> dict[str, Any]:
 
 def child_workflow_id(run_id: str, step_id: str, part: int, round_: int = 0) -> str:
     return f"fan-out-{run_id}-{round_}-{step_id}-part{part}"
-
-
-@workflow.defn(name=names.FAN_OUT_WORKFLOW)
-class FanOutWorkflow:
-    """Runs one part of a large `for_each` step; stores its outputs, returns the ref."""
-
-    @workflow.run
-    async def run(self, part: FanOutInput) -> FanOutResult:
-        spec = TOOLS[part.tool]
-        slots = asyncio.Semaphore(part.max_concurrency)
-
-        failed: list[StepError] = []
-
-        async def one(index: int, args: dict[str, Any]) -> Any:
-            call = ToolCall(part.step_id, part.tool, args, index=part.first_index + index)
-            async with slots:
-                payload = {**args, "actor": part.actor}
-                try:
-                    return await execute_tool(spec, payload, part.task_queue, summary_of(call))
-                except ActivityError as exc:
-                    error = describe_error(exc)
-                    error.message = f"{call.call_id}: {error.message}"
-                    failed.append(error)
-                    raise
-
-        tasks = [asyncio.ensure_future(one(i, a)) for i, a in enumerate(part.calls)]
-        try:
-            outputs = await asyncio.gather(*tasks)
-        except ActivityError:
-            # The first element that failed fails the part; the others need not run.
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            return FanOutResult(error=failed[0])
-        ref: OutputRef = await workflow.execute_local_activity(
-            names.STORE_OUTPUT,
-            StoreOutputInput(
-                ref=part.ref,
-                tenant=part.tenant,
-                workflow_id=workflow.info().workflow_id,
-                step_id=part.step_id,
-                output=list(outputs),
-            ),
-            result_type=OutputRef,
-            start_to_close_timeout=timeouts.STORE_TIMEOUT,
-            retry_policy=timeouts.STORE_RETRY,
-            summary=f"store outputs {part.first_index}..{part.first_index + len(outputs) - 1}",
-        )
-        return FanOutResult(ref=ref)

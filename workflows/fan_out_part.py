@@ -1,0 +1,70 @@
+"""`AgentFanOut`: one part of a large `for_each` step, in a history of its own.
+
+Started by `workflows.dag.fan_out.run_fan_out`; a module of its own so that the workflow
+definition stays in the sandbox while the orchestration modules are passed through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+from schemas import names
+from schemas.outputs import FanOutInput, FanOutResult, StoreOutputInput
+from schemas.result import OutputRef, StepError
+from schemas.tools import TOOLS
+from workflows import timeouts
+from workflows.dag.scheduler import ToolCall
+from workflows.dag.tool_activity import describe_error, execute_tool, summary_of
+
+
+@workflow.defn(name=names.FAN_OUT_WORKFLOW)
+class FanOutWorkflow:
+    """Runs one part of a large `for_each` step; stores its outputs, returns the ref."""
+
+    @workflow.run
+    async def run(self, part: FanOutInput) -> FanOutResult:
+        spec = TOOLS[part.tool]
+        slots = asyncio.Semaphore(part.max_concurrency)
+
+        failed: list[StepError] = []
+
+        async def one(index: int, args: dict[str, Any]) -> Any:
+            call = ToolCall(part.step_id, part.tool, args, index=part.first_index + index)
+            async with slots:
+                payload = {**args, "actor": part.actor}
+                try:
+                    return await execute_tool(spec, payload, part.task_queue, summary_of(call))
+                except ActivityError as exc:
+                    error = describe_error(exc)
+                    error.message = f"{call.call_id}: {error.message}"
+                    failed.append(error)
+                    raise
+
+        tasks = [asyncio.ensure_future(one(i, a)) for i, a in enumerate(part.calls)]
+        try:
+            outputs = await asyncio.gather(*tasks)
+        except ActivityError:
+            # The first element that failed fails the part; the others need not run.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            return FanOutResult(error=failed[0])
+        ref: OutputRef = await workflow.execute_local_activity(
+            names.STORE_OUTPUT,
+            StoreOutputInput(
+                ref=part.ref,
+                tenant=part.tenant,
+                workflow_id=workflow.info().workflow_id,
+                step_id=part.step_id,
+                output=list(outputs),
+            ),
+            result_type=OutputRef,
+            start_to_close_timeout=timeouts.STORE_TIMEOUT,
+            retry_policy=timeouts.STORE_RETRY,
+            summary=f"store outputs {part.first_index}..{part.first_index + len(outputs) - 1}",
+        )
+        return FanOutResult(ref=ref)
