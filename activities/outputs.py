@@ -8,7 +8,7 @@ outputs back by reference.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
@@ -20,6 +20,8 @@ from schemas.outputs import (
     LoadedOutputs,
     LoadOutputsInput,
     StoreOutputInput,
+    output_ref,
+    resolve_refs,
 )
 from schemas.result import OutputRef, StepOutcome
 
@@ -72,21 +74,7 @@ class OutputStore:
 
     async def resolved(self, steps: Sequence[StepOutcome]) -> list[StepOutcome]:
         """`steps` with every output that travelled by reference put back in place."""
-        return resolve_refs(steps, await self.load([r for s in steps if (r := _ref(s))]))
-
-
-def resolve_refs(steps: Sequence[StepOutcome], outputs: Mapping[str, Any]) -> list[StepOutcome]:
-    resolved = []
-    for step in steps:
-        ref = _ref(step)
-        if ref is not None and ref in outputs:
-            step = step.model_copy(update={"output": outputs[ref]})
-        resolved.append(step)
-    return resolved
-
-
-def _ref(step: StepOutcome) -> str | None:
-    return step.output_ref.ref if step.output_ref is not None else None
+        return resolve_refs(steps, await self.load([r for s in steps if (r := output_ref(s))]))
 
 
 class OutputActivities:

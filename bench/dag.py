@@ -41,8 +41,9 @@ from schemas.request import AgentRequest, RunOptions
 from schemas.result import StepOutcome, StepStatus
 from schemas.tools import TOOLS
 from workflows.agent import AgentWorkflow
+from workflows.dag.calls import ToolCall
 from workflows.dag.dispatch import describe_error
-from workflows.dag.scheduler import DagScheduler, ToolCall
+from workflows.dag.scheduler import DagScheduler
 from workflows.dag.step_gates import SchedulerLimits
 
 WIDE_CONCURRENCY = 8

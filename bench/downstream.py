@@ -33,10 +33,11 @@ import httpx
 from activities.downstream.guard import Downstreams, guarded_tool
 from activities.downstream.limiter import DownstreamLimiter
 from activities.tools.shop import ToolActivities
-from bench.stack import StackConfig, bench_stack, carrier
+from bench.stack import StackConfig, bench_stack
 from inference.rules.policy import RulesPolicy
 from schemas.request import AgentRequest, RunOptions
 from schemas.tools import TRACK_SHIPMENT, TrackShipmentInput
+from workers.stack.carrier import serving as carrier
 from workflows.agent import AgentWorkflow
 
 

@@ -26,9 +26,10 @@ from typing import Any
 from temporalio.worker import Worker
 
 from bench.bare import BARE_WORKFLOW, BenchBareWorkflow, bare_step
-from bench.stack import StackConfig, bench_stack, carrier
+from bench.stack import StackConfig, bench_stack
 from inference.rules.policy import RulesPolicy
 from schemas.request import AgentRequest, RunOptions
+from workers.stack.carrier import serving as carrier
 from workers.stack.temporal import SQLITE_PRAGMAS
 from workflows.agent import AgentWorkflow
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
-from aiohttp import web
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
@@ -25,7 +24,6 @@ from inference.policy import Policy
 from workers.resources import cpu_activities
 from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
-from workers.stack.carrier import build_app
 from workers.stack.databases import throwaway_database
 from workers.stack.procs import find_temporal_binary
 from workers.stand_ins import with_stand_ins
@@ -128,17 +126,3 @@ async def bench_stack(
         ):
             await stack.enter_async_context(worker)
         yield BenchStack(client=env.client, task_queue=settings.task_queue, settings=settings)
-
-
-@asynccontextmanager
-async def carrier(latency_ms: int) -> AsyncIterator[str]:
-    """The carrier stand-in on a free port, for benchmarks that call it for real."""
-    runner = web.AppRunner(build_app(latency_ms), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()

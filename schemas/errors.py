@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from pydantic import ValidationError
+
 # Requests.
 INVALID_REQUEST: Final = "InvalidRequest"
 """The workflow input failed validation: the run fails at once, never retried."""
@@ -74,3 +76,11 @@ REFUND_REJECTED: Final = "RefundRejected"
 INVALID_MODEL_OUTPUT: Final = "InvalidModelOutput"
 MODEL_REQUEST_REJECTED: Final = "ModelRequestRejected"
 MODEL_ERRORS_NOT_RETRIED: Final = (INVALID_MODEL_OUTPUT, MODEL_REQUEST_REJECTED)
+
+
+def describe_validation(exc: ValidationError) -> str:
+    """A pydantic error in one line naming every bad field (each path part cut to 64
+    characters: a hostile key never makes the message huge)."""
+    return "; ".join(
+        f"{'.'.join(str(p)[:64] for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()
+    )

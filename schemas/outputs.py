@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from schemas.result import OutputRef, StepError
+from schemas.result import OutputRef, StepError, StepOutcome
 
 OUTPUT_REF_BYTES = 16_384
 """A step output larger than this (as JSON) is stored once and carried by reference."""
@@ -59,3 +60,18 @@ class FanOutResult(BaseModel):
     ref: OutputRef | None = None
     error: StepError | None = None
     """The first element that failed (the part's outputs are then not stored)."""
+
+
+def resolve_refs(steps: Sequence[StepOutcome], outputs: Mapping[str, Any]) -> list[StepOutcome]:
+    """`steps` with each output kept by reference put back from `outputs` (by ref)."""
+    resolved = []
+    for step in steps:
+        ref = output_ref(step)
+        if ref is not None and ref in outputs:
+            step = step.model_copy(update={"output": outputs[ref]})
+        resolved.append(step)
+    return resolved
+
+
+def output_ref(step: StepOutcome) -> str | None:
+    return step.output_ref.ref if step.output_ref is not None else None

@@ -20,7 +20,6 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 import redis.asyncio as aioredis
-from aiohttp import web
 from redis.exceptions import RedisError
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
@@ -53,7 +52,7 @@ from workers.connections import redact
 from workers.resources import cpu_activities, inference_resources
 from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
-from workers.stack.carrier import build_app
+from workers.stack.carrier import serving
 from workers.stack.procs import StackError, find_temporal_binary
 from workers.stand_ins import with_stand_ins
 from workers.temporal_client import agentkeel_plugins
@@ -189,15 +188,8 @@ async def orders_db(database_url: str, redis_url: str) -> AsyncIterator[asyncpg.
 
 @pytest.fixture(scope="session")
 async def carrier_url() -> AsyncIterator[str]:
-    runner = web.AppRunner(build_app(CARRIER_LATENCY_MS))
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with serving(CARRIER_LATENCY_MS) as url:
+        yield url
 
 
 @dataclass

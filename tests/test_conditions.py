@@ -14,7 +14,8 @@ from schemas.result import StepError, StepStatus
 from schemas.tools import TOOLS
 from tests.conftest import AgentStack
 from tests.test_dag_unit import Clock, settle
-from workflows.dag.scheduler import DagScheduler, ToolCall
+from workflows.dag.calls import ToolCall
+from workflows.dag.scheduler import DagScheduler
 
 UNSHIPPED = {"order_id": 1002, "status": "processing", "tracking_number": None, "items": []}
 SHIPPED = {"order_id": 1001, "status": "shipped", "tracking_number": "TRK0000001001"}

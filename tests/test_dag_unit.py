@@ -25,8 +25,9 @@ from schemas.plan.validation import (
 )
 from schemas.result import StepError, StepStatus
 from schemas.tools import TOOLS
+from workflows.dag.calls import ToolCall
 from workflows.dag.resolve import ResolutionError, resolve
-from workflows.dag.scheduler import DagScheduler, ToolCall
+from workflows.dag.scheduler import DagScheduler
 from workflows.dag.step_gates import SchedulerLimits
 
 

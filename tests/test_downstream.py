@@ -11,7 +11,6 @@ from typing import Any
 import httpx
 import pytest
 import redis.asyncio as aioredis
-from aiohttp import web
 from temporalio import activity
 
 from activities.downstream.batching import Batcher
@@ -27,7 +26,7 @@ from schemas.tools.downstreams import DownstreamLimit
 from tests.conftest import StackFactory
 from tests.fakes import FakeScriptedPolicy
 from workers.settings import Settings, SettingsError
-from workers.stack.carrier import build_app
+from workers.stack.carrier import serving
 
 
 @pytest.fixture
@@ -228,15 +227,8 @@ def test_downstream_settings_are_checked_by_name() -> None:
 @pytest.fixture
 async def slow_carrier() -> AsyncIterator[str]:
     """A carrier service of this test's own (its `/stats` count only this test's calls)."""
-    runner = web.AppRunner(build_app(300))
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with serving(300) as url:
+        yield url
 
 
 async def carrier_stats(url: str) -> dict[str, int]:

@@ -23,7 +23,8 @@ from tests.conftest import AgentStack, StackFactory
 from tests.fakes import FakeScriptedPolicy
 from tests.test_authority import until_awaiting
 from tests.test_invalid_plans import INVALID_PLANS
-from tests.test_watches import every_order_plan, list_orders_of, ship
+from tests.test_watches import every_order_plan, list_orders_of
+from workers.stack.demo_watch import ship_order
 from workers.temporal_client import agentkeel_plugins
 from workflows.agent import AgentWorkflow
 from workflows.dag.fan_out import child_workflow_id
@@ -103,7 +104,7 @@ async def test_record_long_running_histories(
         await asyncio.sleep(0.5)
         if (await handle.query(names.PROGRESS_QUERY, result_type=RunProgress)).continued:
             break
-    await ship(orders_db, 1002)
+    await ship_order(orders_db, 1002)
     order_ids = [
         r["order_id"]
         for r in await orders_db.fetch("SELECT order_id FROM orders ORDER BY order_id LIMIT 400")

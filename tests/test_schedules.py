@@ -24,16 +24,13 @@ from schemas.actor import SYSTEM_ACTOR, Actor, Role
 from schemas.names import AGENT_WORKFLOW
 from schemas.result import AgentResult
 from tests.conftest import AgentStack
+from workers.client.schedule_timing import ScheduleError, Timing, format_every, parse_every
 from workers.client.schedules import (
     WORKFLOW_ID_PREFIX,
-    ScheduleError,
-    Timing,
     create_schedule,
     delete_schedule,
     derived_schedule_id,
-    format_every,
     list_schedules,
-    parse_every,
     pause_schedule,
     scheduled_request,
 )

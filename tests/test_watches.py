@@ -34,8 +34,10 @@ from tests.conftest import StackFactory
 from tests.fakes import FakeScriptedPolicy
 from workers.client.watches import format_waiting
 from workers.client.watches import waiting_runs as list_waiting_runs
+from workers.stack.demo_watch import ship_order
+from workflows.dag.calls import ToolCall
 from workflows.dag.fan_out import child_workflow_id
-from workflows.dag.scheduler import DagScheduler, ToolCall
+from workflows.dag.scheduler import DagScheduler
 from workflows.dag.step_gates import SchedulerLimits
 
 PROCESSING_ORDER = 1002
@@ -400,17 +402,6 @@ async def until_waiting(handle: WorkflowHandle[Any, Any], timeout_s: float = 20)
     raise AssertionError("the run never showed a wait")
 
 
-async def ship(db: asyncpg.Pool, order_id: int) -> None:
-    async with db.acquire() as conn, conn.transaction():
-        await conn.execute("UPDATE orders SET status = 'shipped' WHERE order_id = $1", order_id)
-        await conn.execute(
-            "INSERT INTO shipments (order_id, tracking_number, carrier, shipped_at) "
-            "VALUES ($1, $2, 'UPS', now())",
-            order_id,
-            f"TRK{order_id:010d}",
-        )
-
-
 async def test_tell_me_when_an_order_ships_waits_then_answers_when_postgres_says_so(
     make_stack: StackFactory, orders_db: asyncpg.Pool
 ) -> None:
@@ -445,7 +436,7 @@ async def test_tell_me_when_an_order_ships_waits_then_answers_when_postgres_says
     assert [w.tool for r in listed for w in r.waiting] == ["get_order"]  # `agentkeel watches`
     assert "get_order" in format_waiting(listed)
     await asyncio.sleep(1.5)
-    await ship(orders_db, PROCESSING_ORDER)
+    await ship_order(orders_db, PROCESSING_ORDER)
     shipped_at = time.monotonic()
     result: AgentResult = await asyncio.wait_for(handle.result(), timeout=15)
     assert time.monotonic() - shipped_at < 10
@@ -500,7 +491,7 @@ async def test_a_long_watch_continues_as_new_twice_without_repeating_its_side_ef
             continue
         continued = progress.continued
     assert continued >= 2
-    await ship(orders_db, PROCESSING_ORDER)
+    await ship_order(orders_db, PROCESSING_ORDER)
     result: AgentResult = await asyncio.wait_for(handle.result(), timeout=20)
     refund, order = result.steps
     assert refund.status is StepStatus.SUCCEEDED and order.status is StepStatus.SUCCEEDED
@@ -648,7 +639,7 @@ async def test_a_watch_that_fired_after_continuing_streams_its_answer_to_the_cli
                     break
             except Exception:  # between two runs of the chain
                 continue
-        await ship(orders_db, PROCESSING_ORDER)
+        await ship_order(orders_db, PROCESSING_ORDER)
         result = await asyncio.wait_for(asked, timeout=20)
     finally:
         await client.close()

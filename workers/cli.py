@@ -14,9 +14,10 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
-from schemas.actor import SYSTEM_ACTOR, Actor, Role
 from schemas.approvals import ApprovalDecision
 from schemas.request import AgentRequest, RunOptions
+from workers.cli_options import actor_of, add_actor_options
+from workers.cli_schedule import add_schedule_parser, run_schedule
 from workers.client.agent_client import (
     AgentClient,
     NothingAwaiting,
@@ -24,19 +25,6 @@ from workers.client.agent_client import (
     decide_approval,
 )
 from workers.client.report import StreamedAnswer, format_result
-from workers.client.schedules import (
-    WORKFLOW_ID_PREFIX,
-    ScheduleError,
-    Timing,
-    create_schedule,
-    delete_schedule,
-    explain,
-    format_schedules,
-    list_schedules,
-    pause_schedule,
-    scheduled_request,
-    unpause_schedule,
-)
 from workers.client.watches import format_waiting, waiting_runs
 from workers.logging import configure_logging
 from workers.settings import Settings, SettingsError, StartupError
@@ -67,9 +55,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="always start a run of its own, even if the same question is being answered",
     )
-    who = ask.add_mutually_exclusive_group()
-    who.add_argument("--customer", type=int, metavar="ID", help="act as this customer")
-    who.add_argument("--staff", metavar="NAME", help="act as this staff member")
+    add_actor_options(ask)
     ask.add_argument("--request-id", help="your id for this request: side effects happen once")
     ask.add_argument(
         "--watch-every",
@@ -90,40 +76,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="decide only if request N is the one pending (see the progress query)",
     )
-    _schedule_parser(sub)
+    add_schedule_parser(sub)
     sub.add_parser("demo", help="start the stack and run sample questions")
     worker = sub.add_parser("worker", help="run one worker process")
     worker.add_argument("kind", choices=["cpu", "inference"])
     return parser
-
-
-def _schedule_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    schedule = sub.add_parser(
-        "schedule", help="recurring questions: Temporal Schedules that start AgentWorkflow"
-    )
-    actions = schedule.add_subparsers(dest="action", required=True)
-    add = actions.add_parser("add", help="ask QUESTION every DURATION or at cron times")
-    add.add_argument("question")
-    when = add.add_mutually_exclusive_group(required=True)
-    when.add_argument("--every", metavar="DURATION", help="30s, 15m, 1h, 1d, 1h30m, ...")
-    when.add_argument("--cron", metavar="EXPR", help='a cron expression, e.g. "0 9 * * 1-5" (UTC)')
-    add.add_argument(
-        "--id", dest="schedule_id", metavar="ID", help="default: a slug of the question + hash"
-    )
-    add.add_argument("--tenant", default="default")
-    who = add.add_mutually_exclusive_group()
-    who.add_argument("--customer", type=int, metavar="ID", help="act as this customer")
-    who.add_argument("--staff", metavar="NAME", help="act as this staff member")
-    add.add_argument("--paused", action="store_true", help="create it paused")
-    listing = actions.add_parser("list", help="the schedules that start AgentWorkflow")
-    listing.add_argument("--json", action="store_true", help="print them as JSON")
-    pause = actions.add_parser("pause", help="start no run until unpaused")
-    pause.add_argument("schedule_id", metavar="ID")
-    pause.add_argument("--note", help="why (shown in the Web UI)")
-    unpause = actions.add_parser("unpause", help="start runs again")
-    unpause.add_argument("schedule_id", metavar="ID")
-    delete = actions.add_parser("delete", help="delete the schedule (its runs finish)")
-    delete.add_argument("schedule_id", metavar="ID")
 
 
 def with_running_stack(settings: Settings) -> Settings:
@@ -143,7 +100,7 @@ async def _ask(settings: Settings, args: argparse.Namespace) -> int:
         question=args.question,
         tenant=args.tenant,
         conversation_id=args.conversation_id,
-        actor=_actor(args),
+        actor=actor_of(args),
         request_id=args.request_id,
         options=RunOptions(use_cache=not args.no_cache, watch_every_s=args.watch_every),
     )
@@ -170,14 +127,6 @@ async def _ask(settings: Settings, args: argparse.Namespace) -> int:
     else:
         print(format_result(result, answer_shown=streamed.close(result.answer)))
     return 0
-
-
-def _actor(args: argparse.Namespace) -> Actor:
-    if args.customer is not None:
-        return Actor(role=Role.CUSTOMER, customer_id=args.customer)
-    if args.staff is not None:
-        return Actor(role=Role.STAFF, name=args.staff)
-    return SYSTEM_ACTOR
 
 
 async def _approve(settings: Settings, args: argparse.Namespace) -> int:
@@ -217,59 +166,6 @@ async def _watches(settings: Settings, args: argparse.Namespace) -> int:
     else:
         print(format_waiting(runs))
     return 0
-
-
-async def _schedule(settings: Settings, args: argparse.Namespace) -> int:
-    """`agentkeel schedule ACTION`: any refusal is one line on stderr and exit status 2."""
-    try:
-        if args.action == "add":
-            await _add_schedule(settings, args)
-            return 0
-        temporal = await connect_client(settings)
-        if args.action == "list":
-            schedules = await list_schedules(temporal)
-            if args.json:
-                print(json.dumps([s.to_json() for s in schedules], indent=2))
-            else:
-                print(format_schedules(schedules))
-        elif args.action == "pause":
-            await pause_schedule(temporal, args.schedule_id, args.note)
-            print(f"schedule {args.schedule_id} paused")
-        elif args.action == "unpause":
-            await unpause_schedule(temporal, args.schedule_id)
-            print(f"schedule {args.schedule_id} unpaused")
-        else:
-            await delete_schedule(temporal, args.schedule_id)
-            print(f"schedule {args.schedule_id} deleted")
-    except ScheduleError as exc:
-        print(f"agentkeel schedule {args.action}: {exc}", file=sys.stderr)
-        return 2
-    except RPCError as exc:
-        print(f"agentkeel schedule {args.action}: Temporal refused: {exc.message}", file=sys.stderr)
-        return 2
-    return 0
-
-
-async def _add_schedule(settings: Settings, args: argparse.Namespace) -> None:
-    # Everything is checked before connecting: a refused add creates nothing.
-    timing = Timing.parse(every=args.every, cron=args.cron)
-    try:
-        actor = _actor(args)
-    except ValidationError as exc:
-        raise ScheduleError(f"invalid actor: {explain(exc)}") from None
-    request = scheduled_request(args.question, tenant=args.tenant, actor=actor)
-    temporal = await connect_client(settings)
-    schedule_id = await create_schedule(
-        temporal,
-        request,
-        timing,
-        task_queue=settings.task_queue,
-        schedule_id=args.schedule_id,
-        paused=args.paused,
-    )
-    paused = ", paused" if args.paused else ""
-    runs = f"{WORKFLOW_ID_PREFIX}{schedule_id}-<time>"
-    print(f"schedule {schedule_id}: {timing.describe()}{paused} (runs are {runs})")
 
 
 def _exit_skipping_teardown(code: int) -> int:
@@ -313,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if args.command == "schedule":
             return _exit_skipping_teardown(
-                asyncio.run(_schedule(with_running_stack(settings), args))
+                asyncio.run(run_schedule(with_running_stack(settings), args))
             )
         if args.command == "demo":
             return _exit_skipping_teardown(asyncio.run(run_demo(settings)))

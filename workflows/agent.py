@@ -12,7 +12,7 @@ from temporalio.langgraph import graph
 
 from schemas.approvals import ApprovalAnswer, ApprovalDecision
 from schemas.continuation import Continuation
-from schemas.errors import INVALID_REQUEST
+from schemas.errors import INVALID_REQUEST, describe_validation
 from schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE, PROGRESS_QUERY, SLOT_WAIT_SIGNAL
 from schemas.progress import RunProgress
 from schemas.queues import inference_queue
@@ -77,11 +77,7 @@ def parse_request(inputs: Sequence[Any], *, strict: bool = True) -> AgentRequest
             return LegacyAgentRequest.model_validate(inputs[0]).upgraded()
         return AgentRequest.model_validate(inputs[0])
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p)[:64] for p in e['loc']) or 'input'}: {e['msg']}"
-            for e in exc.errors()
-        )
-        raise _invalid(f"invalid AgentWorkflow input: {problems}") from None
+        raise _invalid(f"invalid AgentWorkflow input: {describe_validation(exc)}") from None
 
 
 def _invalid(message: str) -> ApplicationError:

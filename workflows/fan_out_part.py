@@ -17,7 +17,7 @@ from schemas.outputs import FanOutInput, FanOutResult, StoreOutputInput
 from schemas.result import OutputRef, StepError
 from schemas.tools import TOOLS
 from workflows import timeouts
-from workflows.dag.scheduler import ToolCall
+from workflows.dag.calls import ToolCall
 from workflows.dag.tool_activity import describe_error, execute_tool, summary_of
 
 

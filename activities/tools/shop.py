@@ -8,9 +8,8 @@ error and Temporal retries it: the pool and the HTTP client have no retries of t
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import quote
 
 import asyncpg
 import httpx
@@ -20,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 from activities.heartbeat import heartbeating
 from activities.tools import queries as q
 from activities.tools.access import is_customer, require_owner
+from activities.tools.carrier_api import CarrierApi, not_found
 from schemas import errors
 from schemas.tools import (
     CHECK_INVENTORY,
@@ -66,8 +66,7 @@ class ToolActivities:
 
     def __init__(self, pool: asyncpg.Pool, http: httpx.AsyncClient, carrier_url: str) -> None:
         self._pool = pool
-        self._http = http
-        self._carrier_url = carrier_url.rstrip("/")
+        self._carrier = CarrierApi(http, carrier_url)
 
     def all_activities(self) -> list[Callable[..., Any]]:
         """The bound activity methods, one per tool, for `Worker(activities=...)`."""
@@ -94,7 +93,7 @@ class ToolActivities:
         row = await self._pool.fetchrow(q.FIND_CUSTOMER, args.email.strip().lower())
         require_owner(args.actor, row and row["customer_id"], f"the customer {args.email!r}")
         if row is None:
-            raise _not_found(f"customer with email {args.email!r}")
+            raise not_found(f"customer with email {args.email!r}")
         return Customer.model_validate(dict(row))
 
     @activity.defn(name=LIST_ORDERS.name)
@@ -103,7 +102,7 @@ class ToolActivities:
         require_owner(args.actor, args.customer_id, f"the orders of customer {args.customer_id}")
         rows = await self._pool.fetch(q.LIST_ORDERS, args.customer_id, args.limit)
         if not rows:
-            raise _not_found(f"customer {args.customer_id}")
+            raise not_found(f"customer {args.customer_id}")
         orders = [
             OrderSummary(
                 order_id=row["order_id"],
@@ -127,7 +126,7 @@ class ToolActivities:
             row = await conn.fetchrow(q.GET_ORDER, args.order_id)
             require_owner(args.actor, row and row["customer_id"], f"order {args.order_id}")
             if row is None:
-                raise _not_found(f"order {args.order_id}")
+                raise not_found(f"order {args.order_id}")
             items = await conn.fetch(q.ORDER_ITEMS, args.order_id)
         return Order(
             order_id=row["order_id"],
@@ -162,9 +161,9 @@ class ToolActivities:
     @activity.defn(name=TRACK_SHIPMENT.name)
     async def track_shipment(self, args: TrackShipmentInput) -> Tracking:
         """Get live tracking from the carrier service."""
-        await self._check_shipment_owner(args, args.tracking_number.strip())
-        # Connection errors and timeouts propagate as retryable errors.
-        return await self._track_one(args)
+        number = args.tracking_number.strip()
+        await self._check_shipment_owner(args, number)
+        return await self._carrier.track(number)
 
     async def track_shipment_many(
         self, calls: Sequence[TrackShipmentInput]
@@ -172,44 +171,18 @@ class ToolActivities:
         """`track_shipment` for many parcels in one carrier request (its batch endpoint);
         each call is checked against its own actor and gets its own result or error."""
         numbers = [args.tracking_number.strip() for args in calls]
-        results: list[Tracking | BaseException | None] = [None] * len(calls)
+        results: dict[int, Tracking | BaseException] = {}
         for i, (args, number) in enumerate(zip(calls, numbers, strict=True)):
             try:
                 await self._check_shipment_owner(args, number)
             except ApplicationError as exc:
                 results[i] = exc
-        asked = sorted({numbers[i] for i, r in enumerate(results) if r is None})
+        asked = sorted({n for i, n in enumerate(numbers) if i not in results})
         if asked:
-            response = await self._http.post(
-                f"{self._carrier_url}/v1/tracking:batch", json={"tracking_numbers": asked}
-            )
-            if response.is_client_error and response.status_code != httpx.codes.TOO_MANY_REQUESTS:
-                # The batch itself was refused: each parcel asks on its own, so one bad
-                # element cannot fail the others.
-                return [
-                    r if r is not None else await _outcome(self._track_one, a)
-                    for r, a in zip(results, calls, strict=True)
-                ]
-            _raise_for_carrier(response, f"{len(asked)} parcels")
-            answers = dict(zip(asked, response.json()["results"], strict=True))
+            answers = dict(zip(asked, await self._carrier.track_many(asked), strict=True))
             for i, number in enumerate(numbers):
-                if results[i] is None:
-                    answer = answers[number]
-                    results[i] = (
-                        Tracking.model_validate(answer["tracking"])
-                        if "tracking" in answer
-                        else _not_found(f"shipment with tracking number {number!r}")
-                    )
-        return [r for r in results if r is not None]
-
-    async def _track_one(self, args: TrackShipmentInput) -> Tracking:
-        number = args.tracking_number.strip()
-        url = f"{self._carrier_url}/v1/tracking/{quote(number, safe='')}"
-        response = await self._http.get(url)
-        if response.status_code == httpx.codes.NOT_FOUND:
-            raise _not_found(f"shipment with tracking number {number!r}")
-        _raise_for_carrier(response, repr(number))
-        return Tracking.model_validate(response.json())
+                results.setdefault(i, answers[number])
+        return [results[i] for i in range(len(calls))]
 
     async def _check_shipment_owner(self, args: TrackShipmentInput, number: str) -> None:
         if is_customer(args.actor):
@@ -250,7 +223,7 @@ class ToolActivities:
             order = await conn.fetchrow(q.LOCK_ORDER, args.order_id)
             require_owner(args.actor, order and order["customer_id"], f"order {args.order_id}")
             if order is None:
-                raise _not_found(f"order {args.order_id}")
+                raise not_found(f"order {args.order_id}")
             earlier = await conn.fetchrow(q.REFUND_BY_KEY, args.idempotency_key)
             if earlier is not None:
                 return _earlier_refund(earlier, args, order["customer_id"])
@@ -294,18 +267,9 @@ def _refund(row: asyncpg.Record, customer_id: int, *, created: bool) -> Refund:
     )
 
 
-async def _outcome(
-    call: Callable[[TrackShipmentInput], Awaitable[Tracking]], args: TrackShipmentInput
-) -> Tracking | BaseException:
-    try:
-        return await call(args)
-    except ApplicationError as exc:
-        return exc
-
-
 def _inventory(sku: str, rows: Sequence[asyncpg.Record]) -> Inventory | ApplicationError:
     if not rows:
-        return _not_found(f"product {sku}")
+        return not_found(f"product {sku}")
     warehouses = [
         WarehouseStock(warehouse=row["warehouse"], available=row["available"])
         for row in rows
@@ -319,24 +283,6 @@ def _inventory(sku: str, rows: Sequence[asyncpg.Record]) -> Inventory | Applicat
         in_stock=total > 0,
         warehouses=warehouses,
     )
-
-
-def _raise_for_carrier(response: httpx.Response, what: str) -> None:
-    if response.status_code == httpx.codes.TOO_MANY_REQUESTS or response.is_server_error:
-        raise ApplicationError(
-            f"carrier service answered {response.status_code} for {what}",
-            type="CarrierUnavailable",
-        )
-    if response.is_error:
-        raise ApplicationError(
-            f"carrier service rejected {what} with {response.status_code}",
-            type="CarrierRejected",
-            non_retryable=True,
-        )
-
-
-def _not_found(what: str) -> ApplicationError:
-    return ApplicationError(f"{what} not found", type=errors.NOT_FOUND, non_retryable=True)
 
 
 def _rejected(message: str) -> ApplicationError:

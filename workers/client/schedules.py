@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -23,101 +23,25 @@ from temporalio.client import (
     ScheduleActionStartWorkflow,
     ScheduleAlreadyRunningError,
     ScheduleDescription,
-    ScheduleIntervalSpec,
     ScheduleOverlapPolicy,
     SchedulePolicy,
-    ScheduleSpec,
     ScheduleState,
 )
 from temporalio.service import RPCError, RPCStatusCode
 
 from schemas.actor import Actor
+from schemas.errors import describe_validation
 from schemas.names import AGENT_WORKFLOW
 from schemas.request import AgentRequest
+from workers.client.schedule_timing import ScheduleError, Timing, format_every
 
 WORKFLOW_ID_PREFIX = "sched-"
 """Runs are `sched-<schedule id>-<scheduled time>`: Temporal appends the time, so the runs
 of one schedule sort together and never collide."""
-MIN_EVERY = timedelta(seconds=1)
-MAX_EVERY = timedelta(days=366)
-"""A longer interval is almost surely a typo; `--cron` says "yearly" explicitly."""
 MAX_ID_CHARS = 64
 
-_EVERY = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
-_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
 _SCHEDULE_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_ID_CHARS - 1}}}")
 _SLUG_CHARS = 40
-
-
-class ScheduleError(ValueError):
-    """A schedule command that cannot be carried out; the message says why, in one line."""
-
-
-@dataclass(frozen=True)
-class Timing:
-    """When a schedule fires: every `every`, or at the times of the cron expression `cron`."""
-
-    every: timedelta | None = None
-    cron: str | None = None
-
-    @classmethod
-    def parse(cls, *, every: str | None = None, cron: str | None = None) -> Timing:
-        """From `--every` or `--cron` (exactly one). The cron expression is checked by
-        Temporal when the schedule is created, so its rules are the server's, not a copy."""
-        if (every is None) == (cron is None):
-            raise ScheduleError("give exactly one of --every and --cron")
-        if every is not None:
-            return cls(every=parse_every(every))
-        expression = (cron or "").strip()
-        if not expression:
-            raise ScheduleError("--cron must not be empty")
-        return cls(cron=expression)
-
-    def spec(self) -> ScheduleSpec:
-        if self.every is not None:
-            return ScheduleSpec(intervals=[ScheduleIntervalSpec(every=self.every)])
-        return ScheduleSpec(cron_expressions=[self.cron or ""])
-
-    def describe(self) -> str:
-        return f"every {format_every(self.every)}" if self.every else f"cron {self.cron}"
-
-
-def parse_every(raw: str) -> timedelta:
-    """`30s`, `15m`, `1h`, `1d` or a combination such as `1h30m`, at least one second."""
-    text = raw.strip().lower()
-    found = _EVERY.fullmatch(text)
-    if not text or found is None:
-        raise ScheduleError(
-            f"--every must be a duration like 30s, 15m, 1h, 1d or 1h30m, got {raw!r}"
-        )
-    seconds = sum(
-        int(count) * size for count, (_, size) in zip(found.groups(), _UNITS, strict=True) if count
-    )
-    if seconds < MIN_EVERY.total_seconds():
-        raise ScheduleError(f"--every must be at least 1s, got {raw!r}")
-    if seconds > MAX_EVERY.total_seconds():
-        raise ScheduleError(f"--every must be at most 366d (use --cron), got {raw!r}")
-    return timedelta(seconds=seconds)
-
-
-def format_every(every: timedelta | None) -> str:
-    """The shortest `--every` text for an interval: 5400 s is `1h30m`."""
-    if every is None:
-        return "?"
-    left = int(every.total_seconds())
-    parts = []
-    for unit, size in _UNITS:
-        count, left = divmod(left, size)
-        if count:
-            parts.append(f"{count}{unit}")
-    return "".join(parts) or "0s"
-
-
-def explain(exc: ValidationError) -> str:
-    """A pydantic error in one line, naming every bad field (for a terminal, not a log)."""
-    return "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()
-    )
 
 
 def scheduled_request(question: str, *, tenant: str, actor: Actor) -> AgentRequest:
@@ -126,7 +50,7 @@ def scheduled_request(question: str, *, tenant: str, actor: Actor) -> AgentReque
     try:
         return AgentRequest(question=question, tenant=tenant, actor=actor)
     except ValidationError as exc:
-        raise ScheduleError(f"invalid request: {explain(exc)}") from None
+        raise ScheduleError(f"invalid request: {describe_validation(exc)}") from None
 
 
 def check_schedule_id(schedule_id: str) -> str:

@@ -25,6 +25,8 @@ import random
 import re
 import signal
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -33,7 +35,7 @@ from aiohttp import web
 from activities.database.seed import SEED_NOW, carrier_for
 from schemas.tools import Tracking, TrackingEvent
 
-__all__ = ["build_app", "main", "serve", "tracking_for"]
+__all__ = ["build_app", "main", "serve", "serving", "tracking_for"]
 
 _TRACKING_NUMBER = re.compile(r"^TRK\d{10}$")
 _LATENCY_S = web.AppKey("latency_s", float)
@@ -171,6 +173,20 @@ def build_app(latency_ms: int) -> web.Application:
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/stats", _stats)
     return app
+
+
+@asynccontextmanager
+async def serving(latency_ms: int) -> AsyncIterator[str]:
+    """The carrier on a free local port, for tests and benchmarks; yields its base URL."""
+    runner = web.AppRunner(build_app(latency_ms), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
 
 
 async def serve(host: str, port: int, latency_ms: int) -> None:

@@ -8,6 +8,8 @@ in Postgres, and the watch sees it on its next look and answers.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import asyncpg
 from temporalio.client import WorkflowFailureError
@@ -38,7 +40,11 @@ async def demo_watch(client: AgentClient, database_url: str, tenant: str) -> int
         for waiting in progress.waiting:
             print(f"  waiting: {waiting.step_id} {waiting.what}")
     print(f"  ... the warehouse ships order {order_id} (the demo writes it to Postgres)")
-    await _ship(database_url, order_id)
+    conn = await asyncpg.connect(database_url)
+    try:
+        await ship_order(conn, order_id)
+    finally:
+        await conn.close()
     try:
         result = await client.resolve_outputs(await asyncio.wait_for(handle.result(), timeout=60))
     except (WorkflowFailureError, TimeoutError) as exc:
@@ -70,16 +76,23 @@ async def _processing_order(database_url: str) -> int | None:
     return int(order_id) if order_id is not None else None
 
 
-async def _ship(database_url: str, order_id: int) -> None:
-    conn = await asyncpg.connect(database_url)
-    try:
-        async with conn.transaction():
-            await conn.execute("UPDATE orders SET status = 'shipped' WHERE order_id = $1", order_id)
-            await conn.execute(
-                "INSERT INTO shipments (order_id, tracking_number, carrier, shipped_at) "
-                "VALUES ($1, $2, 'UPS', now())",
-                order_id,
-                f"TRK{order_id:010d}",
-            )
-    finally:
-        await conn.close()
+async def ship_order(db: asyncpg.Pool | asyncpg.Connection, order_id: int) -> None:
+    """What the warehouse system does when a parcel leaves: the order is shipped, with a
+    tracking number (written behind the tools' backs, as another system would)."""
+    async with _connection(db) as conn, conn.transaction():
+        await conn.execute("UPDATE orders SET status = 'shipped' WHERE order_id = $1", order_id)
+        await conn.execute(
+            "INSERT INTO shipments (order_id, tracking_number, carrier, shipped_at) "
+            "VALUES ($1, $2, 'UPS', now())",
+            order_id,
+            f"TRK{order_id:010d}",
+        )
+
+
+@asynccontextmanager
+async def _connection(db: asyncpg.Pool | asyncpg.Connection) -> AsyncIterator[asyncpg.Connection]:
+    if isinstance(db, asyncpg.Pool):
+        async with db.acquire() as conn:
+            yield conn
+    else:
+        yield db

@@ -22,9 +22,10 @@ from schemas.plan.validation import PlanValidationError
 from schemas.result import StepError, StepOutcome
 from schemas.tools import TOOLS, ToolSpec
 from workflows.dag.admission import refuse_plan
+from workflows.dag.calls import ToolCall
 from workflows.dag.fan_out import PARTITION_AT, may_partition, run_fan_out
 from workflows.dag.run_context import RunContext
-from workflows.dag.scheduler import DagScheduler, ToolCall
+from workflows.dag.scheduler import DagScheduler
 from workflows.dag.step_gates import SchedulerLimits
 from workflows.dag.tool_activity import StepRefused, describe_error, execute_tool, summary_of
 

@@ -20,8 +20,8 @@ from schemas import names
 from schemas.outputs import CombineOutputsInput, FanOutInput, FanOutResult
 from schemas.result import OutputRef
 from workflows import timeouts
+from workflows.dag.calls import ToolCall
 from workflows.dag.run_context import RunContext
-from workflows.dag.scheduler import ToolCall
 from workflows.dag.tool_activity import StepRefused, describe_error
 
 PARTITION_AT = 100

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -21,32 +20,11 @@ from schemas.plan.validation import critical_path_ms, validate_plan
 from schemas.progress import Waiting
 from schemas.result import OutputRef, StepError, StepOutcome, StepStatus
 from schemas.tools import WAIT, ToolSpec
+from workflows.dag.calls import DescribeError, Dispatch, OnWait, Sleep, ToolCall, plain_sleep
 from workflows.dag.resolve import ResolutionError, resolve
 from workflows.dag.slots import Pauses, Slots
 from workflows.dag.step_gates import SchedulerLimits, before_running, over_limits
 from workflows.dag.watches import StepFailed, Suspended, WatchTimedOut, run_wait, run_watch
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One activity to run: a whole step, or one element of a `for_each` step."""
-
-    step_id: str
-    tool: str
-    args: dict[str, Any]
-    index: int | None = None
-    """Position in a `for_each` expansion; None for a plain step."""
-    watch: bool = False
-    """A run of a repeated step: it reads the source, never a cached result."""
-    batch: tuple[dict[str, Any], ...] | None = None
-    """A large `for_each` step run as one unit (child workflows of their own): the
-    arguments of each element. Its output is an `OutputRef`-shaped dict, not the list."""
-    round: int = 0
-    """The planning round of the step (a batch's stored outputs are named by it)."""
-
-    @property
-    def call_id(self) -> str:
-        return self.step_id if self.index is None else f"{self.step_id}[{self.index}]"
 
 
 class _Abort(Exception):
@@ -57,18 +35,7 @@ class _Abort(Exception):
         self.cause = cause
 
 
-Dispatch = Callable[[ToolCall], Awaitable[Any]]
-DescribeError = Callable[[BaseException], StepError]
-Sleep = Callable[[timedelta, str], Awaitable[None]]
-"""Wait `duration` (inside a workflow, a durable timer with this summary)."""
-OnWait = Callable[[str, Waiting | None], None]
-"""A step starts waiting (with what it waits for) or stops (None)."""
-
 _TERMINAL = (StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.TIMED_OUT)
-
-
-async def _plain_sleep(duration: timedelta, summary: str) -> None:
-    await asyncio.sleep(duration.total_seconds())
 
 
 class DagScheduler:
@@ -86,7 +53,7 @@ class DagScheduler:
         attempt: int = 0,
         step_failures: tuple[type[BaseException], ...] = (Exception,),
         cancel_in_flight: bool = True,
-        sleep: Sleep = _plain_sleep,
+        sleep: Sleep = plain_sleep,
         on_wait: OnWait | None = None,
         resume: Sequence[StepOutcome] = (),
     ) -> None:

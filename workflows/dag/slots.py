@@ -9,10 +9,10 @@ the length of the watch. Pauses end early when the run continues as new.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import timedelta
 
-Sleep = Callable[[timedelta, str], Awaitable[None]]
+from workflows.dag.calls import Sleep
 
 
 class Slots:

@@ -11,7 +11,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 from schemas import errors
 from schemas.result import StepError
 from schemas.tools import ToolSpec
-from workflows.dag.scheduler import ToolCall
+from workflows.dag.calls import ToolCall
 
 _SUMMARY_CHARS = 120
 

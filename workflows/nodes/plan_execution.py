@@ -6,6 +6,7 @@ from typing import Any
 
 from temporalio import workflow
 
+from schemas.outputs import resolve_refs
 from schemas.plan.validation import dependencies
 from schemas.result import StepOutcome, StepStatus
 from workflows.dag.dispatch import run_plan
@@ -64,9 +65,4 @@ async def _resumed(state: AgentState, attempt: int) -> list[StepOutcome]:
         return []
     carried = [s for s in state.get("steps", []) if s.attempt == attempt]
     loaded = await load_referenced([s for s in carried if s.id in _still_read(state, carried)])
-    return [
-        s.model_copy(update={"output": loaded[s.output_ref.ref]})
-        if s.output_ref is not None and s.output_ref.ref in loaded
-        else s
-        for s in carried
-    ]
+    return resolve_refs(carried, loaded)
