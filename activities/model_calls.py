@@ -8,10 +8,13 @@ activity publishes the answer's pieces to the run's token stream as they come.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import asyncpg
 import redis.asyncio as aioredis
+import structlog
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -27,6 +30,10 @@ from schemas.errors import INVALID_MODEL_OUTPUT, MODEL_REQUEST_REJECTED
 
 WithHistory = TypeVar("WithHistory", calls.RouteInput, calls.PlanInput, calls.RespondInput)
 
+log = structlog.get_logger(__name__)
+
+HISTORY_READ_TIMEOUT_S = 2.0
+"""Longest a model step waits for its conversation's earlier turns before going without."""
 HEARTBEAT_EVERY_S = 1.0
 """Well inside the workflow's model heartbeat timeout (`workflows.timeouts`)."""
 
@@ -110,9 +117,16 @@ class InferenceActivities:
         """The request with its conversation's earlier turns, read here by reference."""
         if self._conversations is None or request.conversation_id is None or request.history:
             return request
-        turns = await self._conversations.recent_turns(
-            request.tenant, request.conversation_id, request.audience
-        )
+        try:
+            # Bounded and optional: a stalled Postgres must not cost the model step its
+            # heartbeats (it has not started heartbeating yet); the prompt goes without.
+            async with asyncio.timeout(HISTORY_READ_TIMEOUT_S):
+                turns = await self._conversations.recent_turns(
+                    request.tenant, request.conversation_id, request.audience
+                )
+        except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            log.warning("conversation_history_unavailable", error=repr(exc))
+            return request
         return request.model_copy(update={"history": turns})
 
     def all(self) -> list[Callable[..., Any]]:

@@ -1,12 +1,14 @@
 """Closed-loop load: agentkeel runs per second against the same-shape bare Temporal run.
 
     python -m bench.load [--runs N] [--in-flight C ...] [--server memory|sqlite|sqlite-tuned]
+                         [--sandbox on|off]
 
 A fresh dev server (in memory, or persisting to a SQLite file as `agentkeel up` does,
 with or without the tuned pragmas of `workers.stack.temporal`), in-process workers, the
 rules policy, the path cache off and distinct questions over orders and SKUs. For each
-load, `AgentWorkflow` and then `bench.bare.BenchBareWorkflow` (its shape, nothing else)
-run C at a time until N have finished; printed: runs/s, p50/p99 latency, lost runs, and
+load, `AgentWorkflow` and then `bench.bare.BenchBareWorkflow` (its shape, nothing else,
+always sandboxed) run C at a time until N have finished; printed: runs/s, p50/p99
+latency, lost runs, CPU per run of the workers (this process) and of the dev server, and
 agentkeel's runs/s as a ratio of the bare reference's, measured in the same invocation.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import tempfile
 import time
@@ -40,6 +43,24 @@ class Load:
     p50_ms: float
     p99_ms: float
     lost: int
+    cpu_ms: float = 0.0
+    """CPU per finished run of this process (client and workers)."""
+    server_cpu_ms: float = 0.0
+    """CPU per finished run of the dev server (a child of this process)."""
+
+
+def _children_cpu_s() -> float:
+    """User + system CPU seconds of this process's live children (the dev server), from /proc."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid():  # ppid
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    return total
 
 
 def questions() -> Callable[[int], str]:
@@ -69,15 +90,18 @@ async def closed_loop(start: Callable[[int], Awaitable[Any]], runs: int, in_flig
                 continue
             latencies.append((time.perf_counter() - begun) * 1000)
 
-    begun = time.perf_counter()
+    begun, cpu, server_cpu = time.perf_counter(), time.process_time(), _children_cpu_s()
     await asyncio.gather(*(worker() for _ in range(in_flight)))
     elapsed = time.perf_counter() - begun
+    done = max(len(latencies), 1)
     ordered = sorted(latencies) or [0.0]
     return Load(
         runs_per_s=len(latencies) / elapsed,
         p50_ms=statistics.median(ordered),
         p99_ms=ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
         lost=lost,
+        cpu_ms=(time.process_time() - cpu) * 1000 / done,
+        server_cpu_ms=(_children_cpu_s() - server_cpu) * 1000 / done,
     )
 
 
@@ -102,6 +126,7 @@ async def measure(args: argparse.Namespace) -> None:
                 stand_ins=[],
                 seed_orders=200,
                 semantic_cache="off",
+                workflow_sandbox=args.sandbox,
                 carrier_url=carrier_url,
                 dev_server_args=server_args(args.server, Path(folder)),
             ) as stack,
@@ -130,9 +155,13 @@ async def measure(args: argparse.Namespace) -> None:
             ):  # fmt: skip
                 await closed_loop(agent, 10, 5)  # warm up both
                 await closed_loop(bare, 10, 5)
-                print(f"server: {args.server}; {args.runs} runs per row")
+                print(
+                    f"server: {args.server}; agentkeel's workflow sandbox: {args.sandbox}; "
+                    f"{args.runs} runs per row"
+                )
                 print(f"{'in flight':>9} {'workflow':>10} {'runs/s':>7} {'p50 ms':>7} "
-                      f"{'p99 ms':>7} {'lost':>5} {'x bare':>7}")  # fmt: skip
+                      f"{'p99 ms':>7} {'lost':>5} {'x bare':>7} {'cpu ms/run':>10} "
+                      f"{'server':>7}")  # fmt: skip
                 for load in args.in_flight:
                     mine = await closed_loop(agent, args.runs, load)
                     ref = await closed_loop(bare, args.runs, load)
@@ -140,7 +169,8 @@ async def measure(args: argparse.Namespace) -> None:
                         ratio = row.runs_per_s / ref.runs_per_s
                         print(
                             f"{load:>9} {name:>10} {row.runs_per_s:>7.1f} {row.p50_ms:>7.0f} "
-                            f"{row.p99_ms:>7.0f} {row.lost:>5} {ratio:>7.2f}",
+                            f"{row.p99_ms:>7.0f} {row.lost:>5} {ratio:>7.2f} "
+                            f"{row.cpu_ms:>10.1f} {row.server_cpu_ms:>7.1f}",
                             flush=True,
                         )
                     print(
@@ -155,6 +185,9 @@ def main() -> None:
     parser.add_argument("--in-flight", type=int, nargs="+", default=[20])
     parser.add_argument("--server", choices=["memory", "sqlite", "sqlite-tuned"], default="memory")
     parser.add_argument("--carrier-ms", type=int, default=40, help="carrier latency")
+    parser.add_argument(
+        "--sandbox", choices=["on", "off"], default="off", help="AGENTKEEL_WORKFLOW_SANDBOX"
+    )
     asyncio.run(measure(parser.parse_args()))
 
 

@@ -21,6 +21,7 @@ from activities.database.migrate import apply_migrations
 from activities.model_calls import InferenceActivities
 from bench.react import BenchReactWorkflow
 from inference.policy import Policy
+from inference.rules.policy import RulesPolicy
 from workers.resources import cpu_activities
 from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
@@ -102,6 +103,10 @@ async def bench_stack(
         stack.push_async_callback(env.shutdown)
         # AgentWorkflow upserts them; unknown to the server, its workflow tasks would fail.
         await ensure_search_attributes(env.client, env.client.namespace)
+        if type(policy) is not RulesPolicy:
+            # The bench's policy is the inference worker's: the CPU worker must not answer
+            # policy steps itself with the rules.
+            settings_overrides.setdefault("local_policy", "off")
         settings = Settings(
             **{
                 "database_url": database_url,
@@ -115,7 +120,11 @@ async def bench_stack(
         activities = with_stand_ins(activities, stand_ins)
         for worker in (
             cpu_worker(
-                env.client, settings.task_queue, activities, extra_workflows=[BenchReactWorkflow]
+                env.client,
+                settings.task_queue,
+                activities,
+                extra_workflows=[BenchReactWorkflow],
+                sandboxed=settings.sandboxed_workflows(),
             ),
             inference_worker(
                 env.client,

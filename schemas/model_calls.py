@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -50,6 +50,8 @@ class RouteResult(BaseModel):
     confident: bool
     """Confidence reached the router threshold: `draft_plan` is used and `plan` is skipped."""
     draft_plan: Plan | None = None
+    warnings: list[str] = Field(default_factory=list)
+    """What the run's result should say about how this step was served (a fallback)."""
 
 
 class PlanInput(ModelCallInput):
@@ -68,6 +70,8 @@ class PlanResult(BaseModel):
     error: StepError | None = None
     """Set when the model gave no usable plan after every decode: this round's plan is
     rejected with this error (the plan is then empty)."""
+    warnings: list[str] = Field(default_factory=list)
+    """What the run's result should say about how this step was served (a fallback)."""
 
 
 class JoinDecision(StrEnum):
@@ -89,6 +93,8 @@ class JoinInput(BaseModel):
 class JoinResult(BaseModel):
     decision: JoinDecision
     reason: str = ""
+    warnings: list[str] = Field(default_factory=list)
+    """What the run's result should say about how this step was served (a fallback)."""
 
 
 class RespondInput(ModelCallInput):
@@ -105,3 +111,19 @@ class RespondResult(BaseModel):
     first_token_at: datetime | None = None
     """When the first piece of the answer existed (and was published to the run's token
     stream): the run's time to first token is measured to here."""
+    warnings: list[str] = Field(default_factory=list)
+    """What the run's result should say about how this step was served (a fallback)."""
+
+
+Answered = TypeVar("Answered", RouteResult, PlanResult, JoinResult, RespondResult)
+
+
+class LocalPolicyResult(BaseModel, Generic[Answered]):
+    """A policy step offered to the CPU worker first (a local activity, no queue hop).
+
+    `result` is None where that worker has no model-free policy (a deployment with models):
+    the step then goes to the inference pool. Recorded in history, so a replay takes the
+    same way whatever the worker's configuration is by then.
+    """
+
+    result: Answered | None = None

@@ -36,3 +36,15 @@ ROUTE: Final = "route"
 PLAN: Final = "plan"
 JOIN: Final = "join"
 RESPOND: Final = "respond"
+
+# The same steps as local activities of the CPU worker, where its policy needs no model.
+LOCAL_ROUTE: Final = "local_route"
+LOCAL_PLAN: Final = "local_plan"
+LOCAL_JOIN: Final = "local_join"
+LOCAL_RESPOND: Final = "local_respond"
+LOCAL_POLICY_STEPS: Final = {
+    ROUTE: LOCAL_ROUTE,
+    PLAN: LOCAL_PLAN,
+    JOIN: LOCAL_JOIN,
+    RESPOND: LOCAL_RESPOND,
+}

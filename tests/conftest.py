@@ -260,6 +260,10 @@ async def make_stack(
         ) -> AgentStack:
             """`on`: another Temporal client (the time-skipping server's) than the session's."""
             temporal = on or client
+            if policy is not None and type(policy) is not RulesPolicy:
+                # The test's policy is the inference worker's: the CPU worker must not
+                # answer policy steps itself with the rules.
+                settings_overrides.setdefault("local_policy", "off")
             queue = f"t-{uuid.uuid4().hex[:12]}"
             settings = Settings(
                 database_url=database_url,
@@ -277,7 +281,7 @@ async def make_stack(
             # The inference worker's own clients: token streams and conversations.
             resources = await exits.enter_async_context(inference_resources(settings))
             for worker in (
-                cpu_worker(temporal, queue, activities),
+                cpu_worker(temporal, queue, activities, sandboxed=settings.sandboxed_workflows()),
                 inference_worker(
                     temporal,
                     settings.inference_task_queue,

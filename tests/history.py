@@ -2,18 +2,33 @@
 
 from __future__ import annotations
 
+import json
+
 from temporalio.client import WorkflowHistory
+
+from schemas import names
 
 AGENT_ACTIVITIES = frozenset({"lookup_cache", "route", "plan", "join", "respond", "store"})
 
 
 def scheduled_activities(history: WorkflowHistory) -> list[str]:
-    """Activity types scheduled on task queues, in order (local activities excluded)."""
-    return [
-        e.activity_task_scheduled_event_attributes.activity_type.name
-        for e in history.events
-        if e.HasField("activity_task_scheduled_event_attributes")
-    ]
+    """Activity types scheduled on task queues, in order, with the policy steps the CPU
+    worker served itself as local activities named as the steps (`local_route` is `route`);
+    other local activities are excluded."""
+    steps = {local: step for step, local in names.LOCAL_POLICY_STEPS.items()}
+    scheduled = []
+    for e in history.events:
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            scheduled.append(e.activity_task_scheduled_event_attributes.activity_type.name)
+        elif (
+            e.HasField("marker_recorded_event_attributes")
+            and e.marker_recorded_event_attributes.marker_name == LOCAL_ACTIVITY_MARKER
+        ):
+            data = e.marker_recorded_event_attributes.details["data"].payloads[0].data
+            kind = json.loads(data)["activity_type"]
+            if kind in steps:
+                scheduled.append(steps[kind])
+    return scheduled
 
 
 def tool_activities_scheduled(history: WorkflowHistory) -> list[str]:

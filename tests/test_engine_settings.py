@@ -8,6 +8,7 @@ import pytest
 
 from inference.engines.protocol import GenerateRequest
 from inference.engines.vllm_settings import SpeculativeSettings
+from inference.fallback import FallbackPolicy
 from inference.llm.cascade import CascadePolicy
 from inference.llm.policy import LlmPolicy
 from inference.rules.policy import RulesPolicy
@@ -34,8 +35,10 @@ def test_a_light_url_alone_is_an_openai_engine_that_also_plans() -> None:
     assert light is not None and light.kind == EngineKind.OPENAI
     assert engine_config(s, Tier.HEAVY) is None
     assembly = build_policy(s)
-    assert isinstance(assembly.policy, LlmPolicy)
-    assert assembly.policy.tier == Tier.LIGHT
+    # A model-backed policy falls back to the rules while its model server is down.
+    assert isinstance(assembly.policy, FallbackPolicy)
+    assert isinstance(assembly.policy.primary, LlmPolicy)
+    assert assembly.policy.primary.tier == Tier.LIGHT
 
 
 def test_light_and_heavy_make_a_cascade_with_vllm_levers() -> None:
@@ -59,9 +62,11 @@ def test_light_and_heavy_make_a_cascade_with_vllm_levers() -> None:
     assert heavy.vllm.speculative == SpeculativeSettings(num_speculative_tokens=3)
     assert heavy.vllm.rope_scaling == {"rope_type": "yarn", "factor": 4.0}
     assembly = build_policy(s)
-    assert isinstance(assembly.policy, CascadePolicy)
-    assert isinstance(assembly.policy.light, LlmPolicy)
-    assert assembly.policy.light.threshold == 0.8
+    assert isinstance(assembly.policy, FallbackPolicy)
+    cascade = assembly.policy.primary
+    assert isinstance(cascade, CascadePolicy)
+    assert isinstance(cascade.light, LlmPolicy)
+    assert cascade.light.threshold == 0.8
 
 
 def test_the_light_vllm_engine_sets_the_workers_concurrency() -> None:
@@ -135,7 +140,8 @@ def test_model_limits_and_prompt_prefix_reach_the_policy_and_engine() -> None:
         PLAN_ATTEMPTS="1",
     )
     assembly = build_policy(s)
-    policy = assembly.policy
+    assert isinstance(assembly.policy, FallbackPolicy)
+    policy = assembly.policy.primary
     assert isinstance(policy, LlmPolicy)
     assert (policy.plan_max_tokens, policy.answer_max_tokens, policy.plan_attempts) == (160, 40, 1)
     params = assembly.engines[0]._params(  # type: ignore[attr-defined]

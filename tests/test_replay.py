@@ -14,6 +14,7 @@ import asyncpg
 import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from schemas import names
 from schemas.actor import Actor, Role
@@ -127,6 +128,19 @@ async def test_record_long_running_histories(
     await _save("fan_out_part", await child.fetch_history())
 
 
+@pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
+async def test_record_local_policy_histories(stack: AgentStack) -> None:
+    """Runs under `local-policy-v1`: the rules route, plan and answer on the CPU worker."""
+    for name, question in (
+        ("local_policy_confident", "Where is order 1001?"),
+        ("local_policy_unsure", "I have a problem with something I got"),
+        ("local_policy_failed_step", "Where is order 999999?"),
+    ):
+        handle = await stack.start(question)
+        await handle.result()
+        await _save(name, await handle.fetch_history())
+
+
 async def _save(name: str, history: WorkflowHistory) -> None:
     (HISTORIES / f"{name}.json").write_text(history.to_json())
 
@@ -136,12 +150,18 @@ def _recorded() -> list[Path]:
 
 
 def test_histories_are_committed() -> None:
-    assert len(_recorded()) >= 19, "recorded histories are missing from tests/histories"
+    assert len(_recorded()) >= 22, "recorded histories are missing from tests/histories"
 
 
 @pytest.mark.parametrize("path", _recorded(), ids=lambda p: p.stem)
 async def test_recorded_history_replays(path: Path) -> None:
     history = WorkflowHistory.from_json(path.stem, await asyncio.to_thread(path.read_text))
-    replayer = Replayer(workflows=[AgentWorkflow, FanOutWorkflow], plugins=agentkeel_plugins())
+    # In the sandbox, whatever the workers run with: a clock, random or I/O read in workflow
+    # code fails here (`workers.worker.cpu_worker` says why production runs without it).
+    replayer = Replayer(
+        workflows=[AgentWorkflow, FanOutWorkflow],
+        plugins=agentkeel_plugins(),
+        workflow_runner=SandboxedWorkflowRunner(),
+    )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"

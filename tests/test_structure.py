@@ -12,6 +12,7 @@ import pytest
 
 from activities.cache_lookup import CacheActivities
 from activities.hot_questions import WarmingActivities
+from activities.local_policy import LocalPolicyActivities
 from activities.model_calls import InferenceActivities
 from activities.outputs import OutputActivities
 from activities.run_control import RunControlActivities
@@ -89,13 +90,16 @@ def test_every_activity_name_is_defined_once_in_schemas() -> None:
     declared = {
         value
         for key, value in vars(names).items()
-        if key.isupper() and not key.endswith(("_WORKFLOW", "_QUERY", "_UPDATE", "_SIGNAL"))
+        if key.isupper()
+        and isinstance(value, str)
+        and not key.endswith(("_WORKFLOW", "_QUERY", "_UPDATE", "_SIGNAL"))
     }
     agent_side = _registered_names(
         CacheActivities,
         StoreActivities,
         WarmingActivities,
         InferenceActivities,
+        LocalPolicyActivities,
         RunControlActivities,
         OutputActivities,
     )

@@ -17,6 +17,7 @@ from activities.cache.path_cache import PathCache
 from activities.cache.tiers import ExactTier, PathTier, SemanticTier
 from activities.cache.tool_results import ToolResultCache, cached_tool, invalidating_tool
 from activities.downstream.guard import Downstreams, guarded_tool, shared_tool
+from activities.heartbeat import TOOL_HEARTBEAT_EVERY_S, heartbeating_tool
 from activities.tools.shop import ToolActivities
 from schemas.tools import TOOLS
 from workers.model_tiers import effective_cache_version
@@ -79,5 +80,6 @@ def tool_activities(
             method = invalidating_tool(method, spec, caches.backend)
         elif spec.cache_ttl is not None:
             method = cached_tool(method, spec, caches.tool_results)
-        wrapped.append(shared_tool(method, spec, downstreams.shared))
+        method = shared_tool(method, spec, downstreams.shared)
+        wrapped.append(heartbeating_tool(method, spec.name, TOOL_HEARTBEAT_EVERY_S))
     return wrapped

@@ -44,6 +44,10 @@ def _parser() -> argparse.ArgumentParser:
     up = sub.add_parser("up", help="start Temporal, Postgres, Redis, carrier service and workers")
     up.add_argument("--detach", action="store_true", help="run in the background")
     sub.add_parser("down", help="stop a stack started with `up --detach` or `demo`")
+    status = sub.add_parser(
+        "status", help="what the running stack runs: processes, restarts, addresses, workers"
+    )
+    status.add_argument("--json", action="store_true", help="print JSON")
     ask = sub.add_parser("ask", help="run one question through AgentWorkflow")
     ask.add_argument("question")
     ask.add_argument("--json", action="store_true", help="print the result JSON")
@@ -168,6 +172,15 @@ async def _watches(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _status(settings: Settings, args: argparse.Namespace) -> int:
+    """0: the stack runs, every process is up and every queue has a worker; 1: not so."""
+    from workers.stack.status import format_status, stack_status
+
+    report = await stack_status(settings)
+    print(report.to_json() if args.json else format_status(report))
+    return 0 if report.healthy else 1
+
+
 def _exit_skipping_teardown(code: int) -> int:
     """Leave a short-lived client process without interpreter teardown.
 
@@ -197,6 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             stopped = stop_detached(settings)
             print("agentkeel stack stopped" if stopped else "no agentkeel stack was running")
             return 0
+        if args.command == "status":
+            return _exit_skipping_teardown(asyncio.run(_status(settings, args)))
         if args.command == "ask":
             return _exit_skipping_teardown(asyncio.run(_ask(with_running_stack(settings), args)))
         if args.command == "approve":

@@ -1,4 +1,4 @@
-"""Connections every agentkeel process opens the same way: Temporal, Redis, outbound HTTP.
+"""Connections every agentkeel process opens the same way: Temporal, Postgres, Redis, HTTP.
 
 Each client is built once per process with its own retries off: Temporal owns retries.
 Nothing here imports LangGraph, policies or activities, so the client side can use it.
@@ -7,8 +7,10 @@ Nothing here imports LangGraph, policies or activities, so the client side can u
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import asyncpg
 import httpx
 import redis.asyncio as aioredis
 from redis.backoff import NoBackoff
@@ -65,3 +67,37 @@ def redact(url: str) -> str:
         return url
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
     return urlunsplit(parts._replace(netloc=netloc))
+
+
+# Postgres must fail a call in seconds, never hang it: a stalled or restarting server then
+# costs an activity attempt (retried by Temporal), not a run stuck until its timeouts.
+PG_CONNECT_TIMEOUT_S = 5.0
+PG_COMMAND_TIMEOUT_S = 10.0
+PG_ACQUIRE_TIMEOUT_S = 5.0
+PG_IDLE_LIFETIME_S = 60.0
+
+
+class BoundedPool(asyncpg.Pool):
+    """An asyncpg pool whose `acquire()` gives up after `PG_ACQUIRE_TIMEOUT_S` by default
+    (asyncpg waits forever), also for the pool's own `fetch`/`execute`."""
+
+    def acquire(self, *, timeout: float | None = None) -> Any:
+        return super().acquire(timeout=PG_ACQUIRE_TIMEOUT_S if timeout is None else timeout)
+
+
+async def postgres_pool(dsn: str, *, max_size: int, min_size: int = 1) -> asyncpg.Pool:
+    """A pool with connect, command and acquire timeouts; connections that a restarted
+    server dropped are replaced on their next use (asyncpg discards broken ones)."""
+    pool = BoundedPool(
+        dsn,
+        min_size=min_size,
+        max_size=max_size,
+        max_queries=50_000,
+        max_inactive_connection_lifetime=PG_IDLE_LIFETIME_S,
+        loop=None,
+        connection_class=asyncpg.Connection,
+        record_class=asyncpg.Record,
+        timeout=PG_CONNECT_TIMEOUT_S,
+        command_timeout=PG_COMMAND_TIMEOUT_S,
+    )
+    return await pool

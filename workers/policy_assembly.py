@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inference.engines.protocol import Engine, EngineUnavailableError
+from inference.fallback import FallbackPolicy
 from inference.llm.cascade import CascadePolicy
 from inference.llm.context import ContextBuilder
 from inference.llm.policy import LlmPolicy
@@ -97,4 +98,21 @@ def build_policy(settings: Settings) -> PolicyAssembly:
     policy = tier_policy(light)
     if heavy is not None and heavy.kind != EngineKind.RULES:
         policy = CascadePolicy(policy, tier_policy(heavy))
+    if engines:
+        policy = FallbackPolicy(policy, RulesPolicy(threshold=settings.router_threshold))
     return PolicyAssembly(policy, engines, inference_concurrency(settings, light, heavy))
+
+
+def local_policy(settings: Settings) -> RulesPolicy | None:
+    """The policy a CPU worker serves itself (`activities.local_policy`): the rules policy
+    where no model is configured and `AGENTKEEL_LOCAL_POLICY` is `auto`; else None."""
+    if settings.local_policy not in ("auto", "off"):
+        raise SettingsError(
+            f"{ENV_PREFIX}LOCAL_POLICY must be auto or off, got {settings.local_policy!r}"
+        )
+    if settings.local_policy == "off":
+        return None
+    tiers = [engine_config(settings, tier) for tier in (Tier.LIGHT, Tier.HEAVY)]
+    if any(config is not None and config.kind != EngineKind.RULES for config in tiers):
+        return None
+    return RulesPolicy(threshold=settings.router_threshold)

@@ -18,13 +18,16 @@ from activities.downstream.guard import Downstreams
 from activities.downstream.limiter import DownstreamLimiter
 from activities.downstream.sharing import SharedReads
 from activities.hot_questions import WarmingActivities
+from activities.local_policy import LocalPolicyActivities
+from activities.model_calls import InferenceActivities
 from activities.outputs import OutputActivities, OutputStore
 from activities.run_control import RunControlActivities
 from activities.run_store import StoreActivities
 from activities.tools.shop import ToolActivities
 from schemas.approvals import ApprovalPolicy
 from workers.cache_assembly import build_caches, tool_activities
-from workers.connections import http_client, redact, redis_client
+from workers.connections import http_client, postgres_pool, redact, redis_client
+from workers.policy_assembly import local_policy
 from workers.settings import Settings, SettingsError, StartupError
 
 log = structlog.get_logger(__name__)
@@ -48,7 +51,7 @@ async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[...,
             f"the CPU worker needs {', '.join(missing)} (or run it through `agentkeel up`)"
         )
     try:
-        pool = await asyncpg.create_pool(database_url, min_size=1, max_size=settings.db_pool_max)
+        pool = await postgres_pool(database_url, max_size=settings.db_pool_max)
     except (OSError, asyncpg.PostgresError) as exc:
         raise StartupError(f"Postgres at {redact(database_url)}: {exc}") from None
     redis = redis_client(redis_url)
@@ -70,6 +73,7 @@ async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[...,
             WarmingActivities(pool, caches.paths).hot_questions,
             *run_control.all_activities(),
             *_output_activities(pool),
+            *_local_policy_activities(settings, pool, redis),
         ]
     finally:
         if caches is not None:
@@ -97,6 +101,21 @@ def downstreams(settings: Settings, redis: aioredis.Redis) -> Downstreams:
         shared=SharedReads() if settings.share_reads == "on" else None,
         merge_window_s=settings.merge_window_ms / 1000,
     )
+
+
+def _local_policy_activities(
+    settings: Settings, pool: asyncpg.Pool, redis: aioredis.Redis
+) -> list[Callable[..., Any]]:
+    policy = local_policy(settings)
+    served = None
+    if policy is not None:
+        served = InferenceActivities(
+            policy,
+            redis=redis,
+            conversations=ConversationStore(pool),
+            outputs=OutputStore(pool),
+        )
+    return LocalPolicyActivities(served).all()
 
 
 def _output_activities(pool: asyncpg.Pool) -> list[Callable[..., Any]]:
@@ -135,7 +154,7 @@ async def inference_resources(
     pool = None
     if settings.database_url:
         try:
-            pool = await asyncpg.create_pool(settings.database_url, min_size=1, max_size=4)
+            pool = await postgres_pool(settings.database_url, max_size=4)
         except (OSError, asyncpg.PostgresError) as exc:
             raise StartupError(f"Postgres at {redact(settings.database_url)}: {exc}") from None
     try:

@@ -102,6 +102,13 @@ class Settings:
     heavy: ModelTierSettings = field(default_factory=lambda: ModelTierSettings())
     """The heavy model that plans when the router is not confident, from
     `AGENTKEEL_HEAVY_<FIELD>`. Unset: the light tier plans too (no escalation)."""
+    workflow_sandbox: str = "off"
+    """`on`: the CPU worker runs workflows in Temporal's sandbox (a guard while writing
+    workflow code, at about a third of the worker's CPU); `off` (see `workers.worker`)."""
+    local_policy: str = "auto"
+    """`auto`: where no model is configured (the rules policy), the CPU worker routes,
+    plans and answers itself as local activities, without a hop to the inference queue;
+    `off`: every policy step goes to the inference pool."""
     model_api_key: str = "EMPTY"
     """Bearer token for the OpenAI-compatible servers (vLLM without `--api-key` ignores it)."""
     router_threshold: float = 0.7
@@ -136,6 +143,14 @@ class Settings:
     @property
     def approval_timeout_s(self) -> float:
         return parse_duration(self.approval_timeout, ENV_PREFIX + "APPROVAL_TIMEOUT")
+
+    def sandboxed_workflows(self) -> bool:
+        """`workflow_sandbox` read: on or off, anything else stops the worker with its name."""
+        if self.workflow_sandbox not in ("on", "off"):
+            raise SettingsError(
+                f"{ENV_PREFIX}WORKFLOW_SANDBOX must be on or off, got {self.workflow_sandbox!r}"
+            )
+        return self.workflow_sandbox == "on"
 
     def downstream_limits(self) -> dict[str, DownstreamLimit]:
         """Each downstream's cap and rate: the catalog's defaults, overridden by settings."""

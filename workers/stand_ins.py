@@ -19,6 +19,19 @@ def activity_name(fn: Callable[..., Any]) -> str:
 def with_stand_ins(
     activities: Sequence[Callable[..., Any]], stand_ins: Sequence[Callable[..., Any]]
 ) -> list[Callable[..., Any]]:
-    """`activities` with those of the same names replaced (tests and benchmarks swap tools)."""
+    """`activities` with those of the same names replaced (tests and benchmarks swap tools).
+
+    A stand-in for a tool heartbeats as the real tool does (the workflow gives tool calls a
+    heartbeat timeout), so a slow stand-in is not taken for a dead worker.
+    """
     replaced = {activity_name(a) for a in stand_ins}
-    return [a for a in activities if activity_name(a) not in replaced] + list(stand_ins)
+    kept = [a for a in activities if activity_name(a) not in replaced]
+    return kept + [_as_tool(a) for a in stand_ins]
+
+
+def _as_tool(fn: Callable[..., Any]) -> Callable[..., Any]:
+    from activities.heartbeat import TOOL_HEARTBEAT_EVERY_S, heartbeating_tool
+    from schemas.tools import TOOLS
+
+    name = activity_name(fn)
+    return heartbeating_tool(fn, name, TOOL_HEARTBEAT_EVERY_S) if name in TOOLS else fn

@@ -10,7 +10,8 @@ from typing import Any
 
 import structlog
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from activities.model_calls import InferenceActivities
 from workers.policy_assembly import build_policy
@@ -26,6 +27,7 @@ from workflows.warmer import CacheWarmerWorkflow
 log = structlog.get_logger(__name__)
 
 GRACEFUL_SHUTDOWN = timedelta(seconds=10)
+STICKY_TIMEOUT = timedelta(seconds=2)
 CPU_MAX_ACTIVITIES = 200
 """Tool activities are I/O bound; the DB pool, not this, is the real limit."""
 
@@ -36,15 +38,30 @@ def cpu_worker(
     activities: Sequence[Callable[..., Any]],
     *,
     extra_workflows: Sequence[type] = (),
+    sandboxed: bool = False,
 ) -> Worker:
-    """Runs `AgentWorkflow` (and the cache warmer), the tools, the cache and persistence."""
+    """Runs `AgentWorkflow` (and the cache warmer), the tools, the cache and persistence.
+
+    `sandboxed`: run the workflows in Temporal's sandbox (`AGENTKEEL_WORKFLOW_SANDBOX=on`).
+    Off by default, for speed: the sandbox re-imports each workflow module for every run and
+    enters its restricted context for every activation and every payload, which under load
+    took about a third of this worker's CPU (`python -m bench.load`: 25 -> 34 runs/s at 20
+    in flight, the same-shape bare workflow 33). What the sandbox guards, no clock, random,
+    I/O or shared mutable state in workflow code, is checked instead where it cannot cost
+    a run anything: every recorded history replays under the sandbox in the test suite
+    (`tests/test_replay.py`), and the suite also runs the agent sandboxed.
+    """
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[AgentWorkflow, FanOutWorkflow, CacheWarmerWorkflow, *extra_workflows],
+        workflow_runner=SandboxedWorkflowRunner() if sandboxed else UnsandboxedWorkflowRunner(),
         activities=activities,
         max_concurrent_activities=CPU_MAX_ACTIVITIES,
         max_concurrent_workflow_tasks=100,
+        # A task for this worker's cached runs waits this long for it before any worker
+        # may take it (10 s by default): a killed worker's runs move on within seconds.
+        sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
         graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
     )
 
@@ -79,7 +96,10 @@ async def run_cpu_worker(settings: Settings) -> None:
     await ensure_search_attributes(client, settings.temporal_namespace)
     await ensure_warming_schedule(client, settings)
     async with cpu_activities(settings) as activities:
-        await _run_until_signalled(cpu_worker(client, settings.task_queue, activities))
+        worker = cpu_worker(
+            client, settings.task_queue, activities, sandboxed=settings.sandboxed_workflows()
+        )
+        await _run_until_signalled(worker)
 
 
 async def run_inference_worker(settings: Settings) -> None:

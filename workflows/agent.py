@@ -8,7 +8,6 @@ from typing import Any, cast
 from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, is_cancelled_exception
-from temporalio.langgraph import graph
 
 from schemas.approvals import ApprovalAnswer, ApprovalDecision
 from schemas.continuation import Continuation
@@ -22,7 +21,7 @@ from schemas.tools.downstreams import SlotWait
 from workflows.approvals import ApprovalGate
 from workflows.cancellation import announce_cancellation
 from workflows.dag.run_context import RunContext
-from workflows.graph import AGENT_GRAPH
+from workflows.graph import AGENT_GRAPH, compiled_graph
 from workflows.nodes.run_record import record_cancelled_run
 from workflows.state import AgentState
 from workflows.waiting import WaitBoard
@@ -35,6 +34,9 @@ RECURSION_LIMIT = 64
 MAX_ERROR_CHARS = 2000
 """An error message names every bad field, but never grows with a hostile input's size."""
 
+
+LOCAL_POLICY_PATCH = "local-policy-v1"
+"""Policy steps offered to the CPU worker first (`activities.local_policy`)."""
 
 AUTHORITY_PATCH = "authority-v1"
 """Actors, strict input checks, plan limits, side effects only when asked, approvals and
@@ -139,11 +141,12 @@ class AgentWorkflow:
                 gate=self._gate,
                 waits=self._waits,
                 authority=authority,
+                local_policy=None if workflow.patched(LOCAL_POLICY_PATCH) else False,
             ),
         }
         if carried is not None:
             self._pick_up(state, carried)
-        app = graph(AGENT_GRAPH).compile()
+        app = compiled_graph(AGENT_GRAPH)
         try:
             final = await app.ainvoke(state, config={"recursion_limit": RECURSION_LIMIT})
         except BaseException as exc:

@@ -9,8 +9,11 @@ ends after execute)
 from __future__ import annotations
 
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from temporalio.langgraph import graph as registered_graph
 
 from workflows import nodes
 from workflows.state import AgentState
@@ -18,6 +21,24 @@ from workflows.state import AgentState
 AGENT_GRAPH = "agent"
 
 _INLINE = {"execute_in": "workflow"}
+
+_compiled: WeakKeyDictionary[StateGraph[Any, Any, Any, Any], CompiledStateGraph[Any, Any, Any, Any]]
+_compiled = WeakKeyDictionary()
+"""Compiled graphs by the plugin's graph they came from: one compile per worker, not per run.
+
+A compiled graph holds no run state (each `ainvoke` builds its own channels), so runs share
+it; compiling took about 8 % of the CPU worker under load. This module is passed through
+the sandbox (`workers.plugin`), so the memo outlives a run; it is keyed by the plugin's own
+graph object, so two workers (or a worker and a replayer) never share one by mistake."""
+
+
+def compiled_graph(name: str) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The named graph of the plugin this run's worker runs, compiled once per worker."""
+    source = registered_graph(name)
+    app = _compiled.get(source)
+    if app is None:
+        app = _compiled[source] = source.compile()
+    return app
 
 
 def build_agent_graph() -> StateGraph[Any, Any, Any, Any]:

@@ -52,7 +52,7 @@ from schemas.tools import (
 __all__ = ["ToolActivities"]
 
 SIDE_EFFECT_HEARTBEAT_EVERY_S = 0.5
-"""Well inside the side effect's heartbeat timeout (`workflows.dag.dispatch`)."""
+"""Well inside the tool heartbeat timeout (`workflows.timeouts.TOOL_HEARTBEAT`)."""
 
 
 class ToolActivities:

@@ -194,6 +194,15 @@ class OpenAICompatEngine:
                 response = await self._client.completions.create(
                     **self._params(request, mode, stream=stream)
                 )
+            except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+                # Down or restarting: the caller may serve the step otherwise (the rules).
+                raise EngineUnavailableError(
+                    f"no model server answers at {self._base_url} ({type(exc).__name__})"
+                ) from exc
+            except openai.InternalServerError as exc:
+                raise EngineUnavailableError(
+                    f"model server at {self._base_url} answered HTTP {exc.status_code}"
+                ) from exc
             except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
                 first_error = first_error or exc
                 if mode in _NEXT_MODE:

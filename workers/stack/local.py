@@ -19,12 +19,14 @@ from workers.stack import services
 from workers.stack import temporal as stack_temporal
 from workers.stack.pids import kill_orphans, read_pid_file, record_children, write_pid_file
 from workers.stack.procs import (
+    Child,
     StackError,
     ensure_port_free,
     find_temporal_binary,
     port_answers,
     split_host_port,
 )
+from workers.stack.watchdog import Watchdog
 
 log = structlog.get_logger(__name__)
 
@@ -116,6 +118,16 @@ class LocalStack:
         endpoints.pids = {c.name: c.pid for c in launch.children} | {"supervisor": os.getpid()}
         _write_private(self._endpoints_path, endpoints.to_json())
         exits.callback(self._endpoints_path.unlink, missing_ok=True)
+
+        def restarted(child: Child) -> None:
+            endpoints.pids[child.name] = child.pid
+            _write_private(self._endpoints_path, endpoints.to_json())
+            record_children(children_path, launch.children)
+
+        watchdog = Watchdog(launch.children, s.state_dir / "status.json", on_restart=restarted)
+        watchdog.start()
+        # Pushed last, so it runs first: exits while the stack stops are not crashes.
+        exits.push_async_callback(watchdog.stop)
         self._endpoints = endpoints
         log.info("stack.up", **{k: v for k, v in asdict(endpoints).items() if k != "pids"})
         return endpoints

@@ -38,6 +38,9 @@ class Child:
     log_offset: int = 0
     """Where this run's output starts in `log_path` (appended to across runs)."""
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    argv: Sequence[str] = ()
+    env: Mapping[str, str] | None = None
+    """How it was started: a restart starts it the same way."""
 
     @property
     def pid(self) -> int:
@@ -76,7 +79,7 @@ async def start_child(
         except OSError as exc:
             raise StackError(f"could not start {name} ({argv[0]}): {exc}") from None
     log.info("stack.child_started", child=name, pid=proc.pid, log=str(log_path))
-    return Child(name, proc, log_path, offset)
+    return Child(name, proc, log_path, offset, argv=tuple(argv), env=env)
 
 
 def _open_log(log_dir: Path, name: str, argv: Sequence[str]) -> tuple[Path, BinaryIO]:

@@ -29,9 +29,6 @@ from workflows.dag.scheduler import DagScheduler
 from workflows.dag.step_gates import SchedulerLimits
 from workflows.dag.tool_activity import StepRefused, describe_error, execute_tool, summary_of
 
-SIDE_EFFECT_HEARTBEAT = timedelta(seconds=3)
-"""A side-effecting activity heartbeats: how a cancellation reaches it before it commits."""
-
 
 async def run_plan(
     plan: Plan,
@@ -144,10 +141,7 @@ async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> An
             await _await_approval(call, spec, ctx)
         # Cancelled with the run, and waited for: a refund not yet committed never commits
         # after the cancel (the activity heartbeats, sees it, and rolls back).
-        options = {
-            "cancellation_type": ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-            "heartbeat_timeout": SIDE_EFFECT_HEARTBEAT,
-        }
+        options = {"cancellation_type": ActivityCancellationType.WAIT_CANCELLATION_COMPLETED}
     try:
         return await execute_tool(spec, payload, ctx.tool_queue, summary_of(call), **options)
     finally:

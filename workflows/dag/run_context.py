@@ -41,6 +41,10 @@ class RunContext:
     moved_cents: int = 0
     """Money the run's side effects have been cleared to move so far: thresholds apply to
     the run's total, so splitting a refund into parts never avoids an approval."""
+    local_policy: bool | None = None
+    """This run's policy steps are served by its CPU worker (`activities.local_policy`);
+    None until the first step asked; False from the start for a run that predates
+    `LOCAL_POLICY_PATCH` (every step on the inference queue, as it was recorded)."""
     _policy: ApprovalPolicy | None = field(default=None, repr=False)
 
     async def approval_policy(self) -> ApprovalPolicy:

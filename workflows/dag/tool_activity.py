@@ -11,6 +11,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 from schemas import errors
 from schemas.result import StepError
 from schemas.tools import ToolSpec
+from workflows import timeouts
 from workflows.dag.calls import ToolCall
 
 _SUMMARY_CHARS = 120
@@ -34,6 +35,7 @@ async def execute_tool(
         result_type=spec.result_model,
         task_queue=task_queue,
         start_to_close_timeout=spec.timeout,
+        heartbeat_timeout=timeouts.TOOL_HEARTBEAT,
         retry_policy=RetryPolicy(
             maximum_attempts=spec.max_attempts,
             non_retryable_error_types=list(spec.non_retryable_errors),

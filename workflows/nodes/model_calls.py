@@ -1,10 +1,11 @@
-"""The graph's model-facing nodes: route, plan, join, respond (inference task queue).
+"""The graph's model-facing nodes: route, plan, join, respond.
 
-Each runs inline in the workflow and calls one typed activity on the inference
-worker pool. Calling typed activities from workflow-side nodes (rather than
-letting the plugin turn each node into an activity over the whole state) keeps
-one input and one result model per activity in history, sends each activity
-only what it needs, and lets every node measure its layer in workflow time.
+Each runs inline in the workflow and calls one typed activity: a local activity of the CPU
+worker where its policy needs no model (the rules), else an activity on the inference
+worker pool. Calling typed activities from workflow-side nodes (rather than letting the
+plugin turn each node into an activity over the whole state) keeps one input and one
+result model per activity in history, sends each activity only what it needs, and lets
+every node measure its layer in workflow time.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from schemas.model_calls import (
     JoinDecision,
     JoinInput,
     JoinResult,
+    LocalPolicyResult,
     PlanInput,
     PlanResult,
     RespondInput,
@@ -45,7 +47,23 @@ async def _call_model(
     *,
     summary: str,
 ) -> ResultT:
-    """One model activity on the inference pool: heartbeating, retried as models are."""
+    """One policy step: on this worker where its policy needs no model, else one model
+    activity on the inference pool (heartbeating, retried as models are)."""
+    context = state["context"]
+    if context.local_policy is not False:
+        local: LocalPolicyResult[Any] = await workflow.execute_local_activity(
+            names.LOCAL_POLICY_STEPS[activity],
+            request,
+            result_type=LocalPolicyResult[result_type],  # type: ignore[valid-type]
+            start_to_close_timeout=start_to_close,
+            retry_policy=timeouts.MODEL_RETRY,
+            summary=summary,
+        )
+        # Asked once per run: a worker without a model-free policy says so at the first step.
+        context.local_policy = local.result is not None
+        if local.result is not None:
+            answered: ResultT = local.result
+            return answered
     result: ResultT = await workflow.execute_activity(
         activity,
         request,
@@ -57,6 +75,13 @@ async def _call_model(
         summary=summary,
     )
     return result
+
+
+def _noted(state: AgentState, update: dict[str, Any], answered: Any) -> dict[str, Any]:
+    """`update` with what the step's answer asks the run's result to say (a fallback)."""
+    if answered.warnings:
+        update["warnings"] = [*state.get("warnings", []), *answered.warnings]
+    return update
 
 
 def _asked(state: AgentState) -> dict[str, Any]:
@@ -102,7 +127,7 @@ async def route(state: AgentState) -> dict[str, Any]:
     }
     if routed.draft_plan is not None:
         update["plan"] = routed.draft_plan
-    return update
+    return _noted(state, update, routed)
 
 
 async def plan(state: AgentState) -> dict[str, Any]:
@@ -134,7 +159,7 @@ async def plan(state: AgentState) -> dict[str, Any]:
         if attempt == 0:
             _allow_effects_of(state, planned.route)
         update["route"] = planned.route
-    return update
+    return _noted(state, update, planned)
 
 
 async def join(state: AgentState) -> dict[str, Any]:
@@ -172,7 +197,7 @@ async def join(state: AgentState) -> dict[str, Any]:
     }
     if replan:
         update["replans"] = replans + 1
-    return update
+    return _noted(state, update, joined)
 
 
 def _stream_run_id(state: AgentState) -> str:
@@ -205,4 +230,4 @@ async def respond(state: AgentState) -> dict[str, Any]:
         # Wall clocks of two machines: clamped, so skew never reports a negative TTFT.
         ttft = (answered.first_token_at - state["started_at"]).total_seconds() * 1000
         timings.ttft = min(max(ttft, 0.0), elapsed_ms(state["started_at"]))
-    return {"answer": answered.answer, "timings": timings}
+    return _noted(state, {"answer": answered.answer, "timings": timings}, answered)

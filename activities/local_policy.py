@@ -1,0 +1,51 @@
+"""The policy steps a CPU worker serves itself, as local activities, when they need no model.
+
+The rules policy decides in microseconds; sending it to the inference queue and back cost a
+run 50-150 ms per step (two task-queue hops and a workflow task each). Where the deployment
+names no model, the CPU worker hosts the same `InferenceActivities` over the rules policy,
+and the workflow offers each policy step here first. Where it names a model, each answer is
+"not here" (`result=None`) and the step goes to the inference pool as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from temporalio import activity
+
+from activities.model_calls import InferenceActivities
+from schemas import model_calls as calls
+from schemas import names
+
+
+class LocalPolicyActivities:
+    """`local` is None where the policy needs a model: then every step says "not here"."""
+
+    def __init__(self, local: InferenceActivities | None) -> None:
+        self._local = local
+
+    @activity.defn(name=names.LOCAL_ROUTE)
+    async def route(self, request: calls.RouteInput) -> calls.LocalPolicyResult[calls.RouteResult]:
+        answer = await self._local.route(request) if self._local else None
+        return calls.LocalPolicyResult[calls.RouteResult](result=answer)
+
+    @activity.defn(name=names.LOCAL_PLAN)
+    async def plan(self, request: calls.PlanInput) -> calls.LocalPolicyResult[calls.PlanResult]:
+        answer = await self._local.plan(request) if self._local else None
+        return calls.LocalPolicyResult[calls.PlanResult](result=answer)
+
+    @activity.defn(name=names.LOCAL_JOIN)
+    async def join(self, request: calls.JoinInput) -> calls.LocalPolicyResult[calls.JoinResult]:
+        answer = await self._local.join(request) if self._local else None
+        return calls.LocalPolicyResult[calls.JoinResult](result=answer)
+
+    @activity.defn(name=names.LOCAL_RESPOND)
+    async def respond(
+        self, request: calls.RespondInput
+    ) -> calls.LocalPolicyResult[calls.RespondResult]:
+        answer = await self._local.respond(request) if self._local else None
+        return calls.LocalPolicyResult[calls.RespondResult](result=answer)
+
+    def all(self) -> list[Callable[..., Any]]:
+        return [self.route, self.plan, self.join, self.respond]

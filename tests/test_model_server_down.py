@@ -1,0 +1,67 @@
+"""A model server that is down: the steps the rules can serve are served by them, and the
+run's result says so, instead of the run failing after three attempts."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from inference.engines.openai_compat import OpenAICompatEngine
+from inference.engines.protocol import EngineUnavailableError
+from inference.fallback import FallbackPolicy
+from inference.llm.cascade import CascadePolicy
+from inference.llm.policy import LlmPolicy
+from inference.rules.policy import RulesPolicy
+from schemas.model_calls import RouteInput, RouteResult
+from schemas.result import StepStatus
+from schemas.route import Tier
+from tests.conftest import StackFactory
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:  # bound, then released: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _unreachable(name: str) -> OpenAICompatEngine:
+    return OpenAICompatEngine(base_url=f"http://127.0.0.1:{_closed_port()}/v1", model=name)
+
+
+async def test_runs_complete_on_the_rules_while_the_model_server_is_down(
+    make_stack: StackFactory,
+) -> None:
+    light, heavy = _unreachable("router"), _unreachable("planner")
+    cascade = CascadePolicy(LlmPolicy(light, tier=Tier.LIGHT), LlmPolicy(heavy, tier=Tier.HEAVY))
+    policy = FallbackPolicy(cascade, RulesPolicy())
+    stack = await make_stack(policy=policy)
+    try:
+        result = await stack.ask("Where is order 1001?")
+    finally:
+        await light.close()
+        await heavy.close()
+    assert result.answer and "1001" in result.answer
+    assert [s.status for s in result.steps] == [StepStatus.SUCCEEDED] * 2
+    assert result.route.tier == Tier.RULES
+    said = " ".join(result.warnings)
+    assert "model server was unavailable" in said
+    assert "route step was served by the rules" in said
+    assert "respond step was served by the rules" in said
+    assert policy.fallbacks >= 2
+
+
+async def test_what_the_rules_cannot_serve_still_fails_with_the_engine_error() -> None:
+    engine = _unreachable("router")
+    policy = FallbackPolicy(LlmPolicy(engine, tier=Tier.LIGHT), RulesThatServeNothing())
+    try:
+        with pytest.raises(EngineUnavailableError, match="no model server answers"):
+            await policy.route(RouteInput(question="Where is order 1001?"))
+    finally:
+        await engine.close()
+    assert policy.fallbacks == 0
+
+
+class RulesThatServeNothing(RulesPolicy):
+    async def route(self, request: RouteInput) -> RouteResult:
+        raise ValueError("no rule matches")
