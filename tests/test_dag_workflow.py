@@ -212,3 +212,13 @@ async def test_progress_query_shows_live_steps(make_stack: StackFactory) -> None
     done = await handle.query(AgentWorkflow.progress)
     assert done.stage == "done"
     assert [s.status for s in done.steps] == [s.status for s in result.steps]
+
+
+async def test_the_agent_runs_the_same_in_the_workflow_sandbox(make_stack: StackFactory) -> None:
+    """Workers run workflows unsandboxed by default (`workers.worker.cpu_worker`); in the
+    sandbox, which forbids clocks, random and I/O in workflow code, runs still complete."""
+    stack = await make_stack(workflow_sandbox="on")
+    tracked = await stack.ask("Where is order 1001?")
+    assert [s.status for s in tracked.steps] == [StepStatus.SUCCEEDED] * 2
+    expanded = await stack.ask("Can order 1002 be fulfilled from stock?")
+    assert expanded.steps and all(s.status == StepStatus.SUCCEEDED for s in expanded.steps)

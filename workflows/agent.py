@@ -36,7 +36,10 @@ MAX_ERROR_CHARS = 2000
 
 
 LOCAL_POLICY_PATCH = "local-policy-v1"
-"""Policy steps offered to the CPU worker first (`activities.local_policy`)."""
+"""Policy steps offered to the CPU worker first (`activities.local_policy`). Asked at the
+start of the run, before any local activity: first asked after the cache lookup's local
+activity in the same workflow task, its marker did not replay when a query made the
+worker rebuild an evicted run (a nondeterminism error on the query)."""
 
 AUTHORITY_PATCH = "authority-v1"
 """Actors, strict input checks, plan limits, side effects only when asked, approvals and
