@@ -1,6 +1,7 @@
 """DAG scheduler benchmark: the same plans run four ways, one table.
 
     python -m bench.dag [--repeats N] [--latency-ms N] [--warmup N] [--model-ms N]
+                        [--policy-steps inference|cpu]
 
 * workflow      — `AgentWorkflow` on a real Temporal dev server with in-process workers,
   stand-in tools that sleep `--latency-ms`, and `max_concurrency=8`.
@@ -115,7 +116,16 @@ async def run_workflow(
     e2e = _ms_since(start)
     _check_succeeded(shape, result.steps)
     t = result.timings_ms
+    LAYERS[(shape.name, max_concurrency)].append(
+        {"route": t.route, "plan": t.plan, "respond": t.respond, "outside": e2e - t.total}
+    )
     return t.tools, t.route + t.plan + t.tools, e2e, _peak_overlap(result.steps)
+
+
+LAYERS: dict[tuple[str, int], list[dict[str, float]]] = defaultdict(list)
+"""Per shape and cap, each measured run's route, plan and respond layers and the time
+outside the run (client start and result, first and last workflow task): where the fixed
+part of the workflow's end-to-end time goes."""
 
 
 async def run_react(stack: BenchStack, shape: Shape, n: int) -> tuple[float, float, float, int]:
@@ -225,6 +235,41 @@ def report(samples: Samples, latency_ms: float) -> None:
         )
 
 
+def report_fixed(samples: Samples, latency_ms: float, warmup: int) -> None:
+    """Where the workflow's time beyond the tools' sleep goes, per shape (medians)."""
+    head = (
+        f"{'shape':<8}{'e2e':>8}{'limit':>8}{'e2e/limit':>10}{'fixed':>8}{'route':>8}"
+        f"{'plan':>8}{'respond':>9}{'outside':>9}{'tools ovh':>10}{'per cp step':>12}"
+    )
+    print(
+        "\nwhere the workflow's time goes (medians, ms): fixed = e2e - tools layer;"
+        "\noutside = e2e - the run's own total (client start and result, first and last"
+        "\nworkflow task); tools ovh = tools layer - critical path x latency"
+    )
+    print(head)
+    print("-" * len(head))
+    for name, d in samples.items():
+        shape = SHAPES[name]
+        cp = shape.critical_path_steps
+        runs = LAYERS[(name, WIDE_CONCURRENCY)][warmup:]
+        layer = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        e2e, tools, limit = (statistics.median(d[k]) for k in ("wf_e2e", "wf_tools", "limit"))
+        ovh = tools - cp * latency_ms
+        print(
+            f"{name:<8}{e2e:>8.1f}{limit:>8.1f}{e2e / limit:>10.2f}{e2e - tools:>8.1f}"
+            f"{layer['route']:>8.1f}{layer['plan']:>8.1f}{layer['respond']:>9.1f}"
+            f"{layer['outside']:>9.1f}{ovh:>10.1f}{ovh / cp:>12.1f}"
+        )
+
+
+_MODEL_CALLS = {
+    "inference": "  model calls:         a real inference worker round trip each, fake policy at\n"
+    "                       the model boundary (BenchPlanPolicy): no compute beyond --model-ms\n",
+    "cpu": "  model calls:         the fake policy (BenchPlanPolicy) served by the CPU worker as\n"
+    "                       local activities, as the rules policy is (react still hops)\n",
+}
+
+
 async def amain(args: argparse.Namespace, config: StackConfig) -> None:
     latency_s = args.latency_ms / 1000
     tools = StandInTools(latency_s)
@@ -238,18 +283,23 @@ async def amain(args: argparse.Namespace, config: StackConfig) -> None:
         "                       orchestration (1 route + 1 plan call), only parallelism differs\n"
         "  react:               BenchReactWorkflow: per step one model turn (plan activity) then\n"
         "                       that one tool, in topological order; then respond, as wf does\n"
-        "  model calls:         a real inference worker round trip each, fake policy at the model\n"
-        "                       boundary (BenchPlanPolicy): no model compute beyond --model-ms\n"
-        "  limit:               plain asyncio tasks, no orchestration (sched: DagScheduler "
+        + _MODEL_CALLS[args.policy_steps]
+        + "  limit:               plain asyncio tasks, no orchestration (sched: DagScheduler "
         "in-process)\n"
         "  tools = execute layer in workflow time (timings_ms.tools); react loop = think + act\n"
         "  turns in workflow time; e2e = client start_workflow → result",
         flush=True,
     )
     policy = BenchPlanPolicy(model_s=args.model_ms / 1000)
-    async with bench_stack(config, policy=policy, stand_ins=tools.all()) as stack:
+    async with bench_stack(
+        config,
+        policy=policy,
+        stand_ins=tools.all(),
+        policy_on_cpu_worker=args.policy_steps == "cpu",
+    ) as stack:
         samples = await measure(stack, args.repeats, args.warmup, latency_s)
     report(samples, args.latency_ms)
+    report_fixed(samples, args.latency_ms, args.warmup)
 
 
 def main() -> None:
@@ -259,6 +309,13 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2, help="unmeasured rounds first")
     parser.add_argument(
         "--model-ms", type=int, default=0, help="sleep of every route and plan (think) call"
+    )
+    parser.add_argument(
+        "--policy-steps",
+        choices=["inference", "cpu"],
+        default="inference",
+        help="route/plan/respond on the inference pool (model-backed) or on the CPU worker "
+        "(as the rules policy runs)",
     )
     args = parser.parse_args()
     if args.repeats < 1 or min(args.latency_ms, args.warmup, args.model_ms) < 0:

@@ -46,6 +46,7 @@ from schemas.model_calls import RespondInput
 from schemas.result import StepOutcome, StepStatus
 from schemas.route import Route, Tier
 from workers.stack.procs import find_temporal_binary
+from workers.stack.temporal import queue_poll_flags
 from workers.temporal_client import agentkeel_plugins
 from workers.worker import inference_worker
 
@@ -183,6 +184,7 @@ async def run(args: argparse.Namespace) -> None:
             dev_server_existing_path=find_temporal_binary(),
             plugins=agentkeel_plugins(),
             dev_server_log_level="error",
+            dev_server_extra_args=queue_poll_flags(),
         )
         stack.push_async_callback(env.shutdown)
         redis = aioredis.from_url(redis_url)

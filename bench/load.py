@@ -1,11 +1,11 @@
 """Closed-loop load: agentkeel runs per second against the same-shape bare Temporal run.
 
-    python -m bench.load [--runs N] [--in-flight C ...] [--server memory|sqlite|sqlite-tuned]
+    python -m bench.load [--runs N] [--in-flight C ...] [--server memory[-tuned]|sqlite[-tuned]]
                          [--sandbox on|off]
 
-A fresh dev server (in memory, or persisting to a SQLite file as `agentkeel up` does,
-with or without the tuned pragmas of `workers.stack.temporal`), in-process workers, the
-rules policy, the path cache off and distinct questions over orders and SKUs. For each
+A fresh dev server (in memory, or persisting to a SQLite file as `agentkeel up` does;
+with or without the queue poll rates and pragmas of `workers.stack.temporal`), in-process
+workers, the rules policy, the path cache off and distinct questions over orders and SKUs. For each
 load, `AgentWorkflow` and then `bench.bare.BenchBareWorkflow` (its shape, nothing else,
 always sandboxed) run C at a time until N have finished; printed: runs/s, p50/p99
 latency, lost runs, CPU per run of the workers (this process) and of the dev server, and
@@ -33,7 +33,7 @@ from bench.stack import StackConfig, bench_stack
 from inference.rules.policy import RulesPolicy
 from schemas.request import AgentRequest, RunOptions
 from workers.stack.carrier import serving as carrier
-from workers.stack.temporal import SQLITE_PRAGMAS
+from workers.stack.temporal import SQLITE_PRAGMAS, queue_poll_flags
 from workflows.agent import AgentWorkflow
 
 
@@ -105,10 +105,15 @@ async def closed_loop(start: Callable[[int], Awaitable[Any]], runs: int, in_flig
     )
 
 
+SERVERS = ("memory", "memory-tuned", "sqlite", "sqlite-tuned")
+"""`-tuned`: the queue poll rates of `workers.stack.temporal` (and, on SQLite, its pragmas);
+`sqlite-tuned` is the server `agentkeel up` runs."""
+
+
 def server_args(server: str, folder: Path) -> list[str]:
-    if server == "memory":
-        return []
-    args = ["--db-filename", str(folder / "temporal.db")]
+    args = queue_poll_flags() if server.endswith("-tuned") else []
+    if server.startswith("sqlite"):
+        args += ["--db-filename", str(folder / "temporal.db")]
     if server == "sqlite-tuned":
         for pragma in SQLITE_PRAGMAS:
             args += ["--sqlite-pragma", pragma]
@@ -183,7 +188,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.load", description=__doc__)
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--in-flight", type=int, nargs="+", default=[20])
-    parser.add_argument("--server", choices=["memory", "sqlite", "sqlite-tuned"], default="memory")
+    parser.add_argument("--server", choices=SERVERS, default="sqlite-tuned")
     parser.add_argument("--carrier-ms", type=int, default=40, help="carrier latency")
     parser.add_argument(
         "--sandbox", choices=["on", "off"], default="off", help="AGENTKEEL_WORKFLOW_SANDBOX"

@@ -27,6 +27,7 @@ from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
 from workers.stack.databases import throwaway_database
 from workers.stack.procs import find_temporal_binary
+from workers.stack.temporal import queue_poll_flags
 from workers.stand_ins import with_stand_ins
 from workers.temporal_client import agentkeel_plugins
 from workers.worker import cpu_worker, inference_worker
@@ -80,6 +81,7 @@ async def bench_stack(
     stand_ins: list[Callable[..., Any]],
     seed_orders: int | None = None,
     dev_server_args: list[str] | None = None,
+    policy_on_cpu_worker: bool = False,
     **settings_overrides: Any,
 ) -> AsyncIterator[BenchStack]:
     """A dev server and workers on a fresh task queue, with `stand_ins` replacing real tools
@@ -98,12 +100,14 @@ async def bench_stack(
             dev_server_existing_path=find_temporal_binary(),
             plugins=agentkeel_plugins(),
             dev_server_log_level="error",  # its start-up warnings would split the table
-            dev_server_extra_args=dev_server_args or [],
+            dev_server_extra_args=queue_poll_flags()
+            if dev_server_args is None
+            else dev_server_args,
         )
         stack.push_async_callback(env.shutdown)
         # AgentWorkflow upserts them; unknown to the server, its workflow tasks would fail.
         await ensure_search_attributes(env.client, env.client.namespace)
-        if type(policy) is not RulesPolicy:
+        if type(policy) is not RulesPolicy and not policy_on_cpu_worker:
             # The bench's policy is the inference worker's: the CPU worker must not answer
             # policy steps itself with the rules.
             settings_overrides.setdefault("local_policy", "off")
@@ -116,7 +120,8 @@ async def bench_stack(
                 **settings_overrides,
             }
         )
-        activities = await stack.enter_async_context(cpu_activities(settings))
+        local = policy if policy_on_cpu_worker else None
+        activities = await stack.enter_async_context(cpu_activities(settings, local=local))
         activities = with_stand_ins(activities, stand_ins)
         for worker in (
             cpu_worker(

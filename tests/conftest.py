@@ -54,6 +54,7 @@ from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
 from workers.stack.carrier import serving
 from workers.stack.procs import StackError, find_temporal_binary
+from workers.stack.temporal import queue_poll_flags
 from workers.stand_ins import with_stand_ins
 from workers.temporal_client import agentkeel_plugins
 from workers.worker import cpu_worker, inference_worker
@@ -86,7 +87,9 @@ def _record(request: pytest.FixtureRequest, name: str, service: Service) -> None
 @pytest.fixture(scope="session")
 async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), plugins=agentkeel_plugins()
+        dev_server_existing_path=temporal_binary(),
+        dev_server_extra_args=queue_poll_flags(),
+        plugins=agentkeel_plugins(),
     )
     # What `agentkeel worker cpu` does at start: AgentWorkflow upserts these.
     await ensure_search_attributes(env.client, env.client.namespace)
@@ -105,7 +108,7 @@ async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
     a day-long wait ends in about a second (time-skipping V2, enabled by dynamic config)."""
     env = await WorkflowEnvironment.start_time_skipping_v2(
         dev_server_existing_path=temporal_binary(),
-        dev_server_extra_args=TIME_SKIPPING_FLAGS,
+        dev_server_extra_args=[*TIME_SKIPPING_FLAGS, *queue_poll_flags()],
         plugins=agentkeel_plugins(),
     )
     await ensure_search_attributes(env.client, env.client.namespace)

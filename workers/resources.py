@@ -24,6 +24,7 @@ from activities.outputs import OutputActivities, OutputStore
 from activities.run_control import RunControlActivities
 from activities.run_store import StoreActivities
 from activities.tools.shop import ToolActivities
+from inference.policy import Policy
 from schemas.approvals import ApprovalPolicy
 from workers.cache_assembly import build_caches, tool_activities
 from workers.connections import http_client, postgres_pool, redact, redis_client
@@ -34,8 +35,13 @@ log = structlog.get_logger(__name__)
 
 
 @asynccontextmanager
-async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[..., Any]]]:
-    """Every activity the CPU worker serves, bound to this process's pools."""
+async def cpu_activities(
+    settings: Settings, *, local: Policy | None = None
+) -> AsyncIterator[list[Callable[..., Any]]]:
+    """Every activity the CPU worker serves, bound to this process's pools.
+
+    `local`: the model-free policy this worker serves itself (`activities.local_policy`);
+    None: the one the settings make (the rules, where no model is configured)."""
     database_url, redis_url, carrier_url = (
         settings.database_url,
         settings.redis_url,
@@ -73,7 +79,7 @@ async def cpu_activities(settings: Settings) -> AsyncIterator[list[Callable[...,
             WarmingActivities(pool, caches.paths).hot_questions,
             *run_control.all_activities(),
             *_output_activities(pool),
-            *_local_policy_activities(settings, pool, redis),
+            *_local_policy_activities(local or local_policy(settings), pool, redis),
         ]
     finally:
         if caches is not None:
@@ -104,9 +110,8 @@ def downstreams(settings: Settings, redis: aioredis.Redis) -> Downstreams:
 
 
 def _local_policy_activities(
-    settings: Settings, pool: asyncpg.Pool, redis: aioredis.Redis
+    policy: Policy | None, pool: asyncpg.Pool, redis: aioredis.Redis
 ) -> list[Callable[..., Any]]:
-    policy = local_policy(settings)
     served = None
     if policy is not None:
         served = InferenceActivities(
