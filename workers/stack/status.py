@@ -6,7 +6,9 @@ workers, from Temporal itself: a worker counts once it polls its task queue.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import socket
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -17,6 +19,7 @@ from temporalio.client import Client
 
 from workers.settings import Settings
 from workers.stack.local import StackEndpoints
+from workers.stack.pids import pid_alive
 from workers.stack.supervisor import describe, read_endpoints
 from workers.stack.watchdog import ChildState, ChildStatus, read_status
 
@@ -89,15 +92,25 @@ async def _pollers(client: Client, namespace: str, queue: str, kind: int) -> Que
             p.identity
             for p in resp.pollers
             if p.last_access_time.ToDatetime(tzinfo=UTC) >= seen_after
+            and not _dead_here(p.identity)
         ],
     )
+
+
+def _dead_here(identity: str) -> bool:
+    """A poller named `pid@host` (the SDK's default identity) of this host whose process
+    is gone: the server lists it for a minute after a crash."""
+    pid, _, host = identity.partition("@")
+    return host == socket.gethostname() and pid.isdigit() and not pid_alive(int(pid))
 
 
 def format_status(status: StackStatus) -> str:
     if status.endpoints is None:
         return "no agentkeel stack is running from this state directory (start one: agentkeel up)"
     lines = ["agentkeel stack: " + ("healthy" if status.healthy else "NOT healthy")]
-    lines.append(describe(status.endpoints))
+    # Child pids are in the table below.
+    supervisor = {"supervisor": status.endpoints.pids.get("supervisor", 0)}
+    lines.append(describe(dataclasses.replace(status.endpoints, pids=supervisor)))
     if status.children:
         lines.append("")
         lines.append(f"  {'process':<18} {'state':<11} {'pid':>7} {'restarts':>8}  last exit")
