@@ -115,12 +115,11 @@ async def _one_pass(
     await asyncio.gather(*(lane() for _ in range(in_flight)))
     db = await asyncpg.connect(db_url)
     try:
-        # Each refund request names one order: more than one refund of it by this pass's
-        # requests is a duplicate side effect.
+        # Each refund request of a pass names an order of its own: a second refund of that
+        # order by the pass's requests (under another key) is a duplicate side effect.
         result.duplicates = await db.fetchval(
             "SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM refunds "
-            "WHERE idempotency_key LIKE '%/' || $1 || '-%' GROUP BY idempotency_key, order_id"
-            ") per_request",
+            "WHERE idempotency_key LIKE '%/' || $1 || '-%' GROUP BY order_id) per_order",
             tag,
         )
     finally:
@@ -160,14 +159,16 @@ async def _faults(
     return done
 
 
-async def _running_pid(settings: Settings, name: str) -> int:
+async def _running_pid(settings: Settings, name: str, timeout_s: float = 60.0) -> int:
     from workers.stack.watchdog import ChildState, read_status
 
-    while True:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
         for child in read_status(settings.state_dir / "status.json"):
             if child.name == name and child.state == ChildState.RUNNING:
                 return child.pid
         await asyncio.sleep(0.05)
+    raise RuntimeError(f"{name} was not running again within {timeout_s:.0f} s")
 
 
 async def measure(args: argparse.Namespace) -> None:

@@ -2,9 +2,10 @@
 
 A model server that is restarting, or gone for a minute, would fail every run after three
 attempts. Where the rules policy can serve a step (it routes, plans and answers the
-catalog's intents without a model), the step is served by it at once, the result says so
-in `warnings`, and a counter (`agentkeel.policy.fallbacks`) counts it. What the rules
-cannot serve fails as before, with the engine's error.
+catalog's intents without a model), the step's second attempt is served by it, the result
+says so in `warnings` (and is not cached), and a counter (`agentkeel.policy.fallbacks`)
+counts it. What the rules cannot serve fails as before, with the engine's error; so does an
+answer whose model text had begun streaming.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TypeVar
 
 import structlog
 from opentelemetry import metrics
+from temporalio import activity
 
 from inference.engines.protocol import EngineUnavailableError
 from inference.policy import Policy, TokenSink
@@ -26,6 +28,10 @@ _FALLBACKS = metrics.get_meter("agentkeel.policy").create_counter(
     "agentkeel.policy.fallbacks",
     description="Policy steps served by the rules because the model server was unavailable",
 )
+
+FALLBACK_FROM_ATTEMPT = 2
+"""The attempt of a model activity from which an unavailable model server is stood in for:
+the first attempt's failure is retried with the model (200 ms later, `workflows.timeouts`)."""
 
 R = TypeVar("R", calls.RouteResult, calls.PlanResult, calls.JoinResult, calls.RespondResult)
 
@@ -56,15 +62,33 @@ class FallbackPolicy:
     async def respond(
         self, request: calls.RespondInput, sink: TokenSink | None = None
     ) -> calls.RespondResult:
-        primary, rules = self.primary.respond(request, sink), self.rules
-        return await self._either("respond", primary, lambda: rules.respond(request, sink))
+        sent = False
+
+        async def noting(piece: str) -> None:
+            nonlocal sent
+            sent = True
+            if sink is not None:
+                await sink(piece)
+
+        primary, rules = self.primary.respond(request, noting), self.rules
+        # Once the model's answer has begun on the stream, another answer after it would
+        # read as one garbled text: only an answer not yet begun falls back.
+        return await self._either(
+            "respond", primary, lambda: rules.respond(request, sink), usable=lambda: not sent
+        )
 
     async def _either(
-        self, step: str, primary: Awaitable[R], rules: Callable[[], Awaitable[R]]
+        self,
+        step: str,
+        primary: Awaitable[R],
+        rules: Callable[[], Awaitable[R]],
+        usable: Callable[[], bool] = lambda: True,
     ) -> R:
         try:
             return await primary
         except EngineUnavailableError as exc:
+            if not (_retried() and usable()):
+                raise
             try:
                 served = await rules()
             except Exception:
@@ -72,8 +96,16 @@ class FallbackPolicy:
             self.fallbacks += 1
             _FALLBACKS.add(1, {"step": step})
             log.warning("policy.fallback_to_rules", step=step, error=str(exc))
+            served.fallback = True
             served.warnings.append(
-                f"the model server was unavailable ({exc}): "
-                f"the {step} step was served by the rules policy"
+                f"the model server was unavailable: the {step} step was served by the rules "
+                "policy (this answer is not cached)"
             )
             return served
+
+
+def _retried() -> bool:
+    """A blip (a dropped connection, one restart) gets Temporal's retry with the model:
+    only the second attempt of a model activity falls back. Outside an activity (tests
+    call the policy directly) there is no retry to wait for."""
+    return not activity.in_activity() or activity.info().attempt >= FALLBACK_FROM_ATTEMPT

@@ -42,4 +42,6 @@ class Continuation(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     approvals: list[ApprovalRecord] = Field(default_factory=list)
     continued: int = Field(default=0, ge=0)
+    local_policy: bool | None = None
+    """Whether the chain's policy steps are served by its CPU worker (asked once per chain)."""
     """How many runs came before this one in the chain."""

@@ -52,6 +52,8 @@ class RouteResult(BaseModel):
     draft_plan: Plan | None = None
     warnings: list[str] = Field(default_factory=list)
     """What the run's result should say about how this step was served (a fallback)."""
+    fallback: bool = False
+    """Served by the rules because the model server was unavailable: the run is not cached."""
 
 
 class PlanInput(ModelCallInput):
@@ -72,6 +74,8 @@ class PlanResult(BaseModel):
     rejected with this error (the plan is then empty)."""
     warnings: list[str] = Field(default_factory=list)
     """What the run's result should say about how this step was served (a fallback)."""
+    fallback: bool = False
+    """Served by the rules because the model server was unavailable: the run is not cached."""
 
 
 class JoinDecision(StrEnum):
@@ -95,6 +99,8 @@ class JoinResult(BaseModel):
     reason: str = ""
     warnings: list[str] = Field(default_factory=list)
     """What the run's result should say about how this step was served (a fallback)."""
+    fallback: bool = False
+    """Served by the rules because the model server was unavailable: the run is not cached."""
 
 
 class RespondInput(ModelCallInput):
@@ -113,6 +119,8 @@ class RespondResult(BaseModel):
     stream): the run's time to first token is measured to here."""
     warnings: list[str] = Field(default_factory=list)
     """What the run's result should say about how this step was served (a fallback)."""
+    fallback: bool = False
+    """Served by the rules because the model server was unavailable: the run is not cached."""
 
 
 Answered = TypeVar("Answered", RouteResult, PlanResult, JoinResult, RespondResult)

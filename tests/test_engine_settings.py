@@ -14,7 +14,7 @@ from inference.llm.policy import LlmPolicy
 from inference.rules.policy import RulesPolicy
 from schemas.route import Tier
 from workers.model_tiers import EngineKind, effective_cache_version, engine_config, policy_version
-from workers.policy_assembly import build_policy
+from workers.policy_assembly import build_policy, local_policy
 from workers.settings import Settings, SettingsError, StartupError
 
 
@@ -148,3 +148,12 @@ def test_model_limits_and_prompt_prefix_reach_the_policy_and_engine() -> None:
         GenerateRequest(prompt="Hi"), "none", stream=False
     )
     assert params["prompt"] == "<bos>Hi"
+
+
+def test_the_cpu_worker_serves_policy_steps_only_where_no_model_is_configured() -> None:
+    assert isinstance(local_policy(settings()), RulesPolicy)
+    assert local_policy(settings(LIGHT_URL="http://127.0.0.1:9/v1", LIGHT_MODEL="m")) is None
+    assert local_policy(settings(HEAVY_ENGINE="vllm", HEAVY_MODEL="/m")) is None
+    assert local_policy(settings(LOCAL_POLICY="off")) is None
+    with pytest.raises(SettingsError, match="AGENTKEEL_LOCAL_POLICY must be auto or off"):
+        local_policy(settings(LOCAL_POLICY="yes"))

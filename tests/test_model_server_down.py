@@ -12,10 +12,11 @@ from inference.engines.protocol import EngineUnavailableError
 from inference.fallback import FallbackPolicy
 from inference.llm.cascade import CascadePolicy
 from inference.llm.policy import LlmPolicy
+from inference.policy import TokenSink
 from inference.rules.policy import RulesPolicy
-from schemas.model_calls import RouteInput, RouteResult
-from schemas.result import StepStatus
-from schemas.route import Tier
+from schemas.model_calls import RespondInput, RespondResult, RouteInput, RouteResult
+from schemas.result import AgentResult, CacheStatus, StepStatus
+from schemas.route import Route, Tier
 from tests.conftest import StackFactory
 
 
@@ -38,9 +39,16 @@ async def test_runs_complete_on_the_rules_while_the_model_server_is_down(
     stack = await make_stack(policy=policy)
     try:
         result = await stack.ask("Where is order 1001?")
+        assert_served_by_the_rules(result, policy)
+        # A stand-in's answer is not kept for the next asker, who gets the model when back.
+        again = await stack.ask("Where is order 1001?")
+        assert again.cache == CacheStatus.MISS
     finally:
         await light.close()
         await heavy.close()
+
+
+def assert_served_by_the_rules(result: AgentResult, policy: FallbackPolicy) -> None:
     assert result.answer and "1001" in result.answer
     assert [s.status for s in result.steps] == [StepStatus.SUCCEEDED] * 2
     assert result.route.tier == Tier.RULES
@@ -48,6 +56,7 @@ async def test_runs_complete_on_the_rules_while_the_model_server_is_down(
     assert "model server was unavailable" in said
     assert "route step was served by the rules" in said
     assert "respond step was served by the rules" in said
+    assert "127.0.0.1" not in said, "no internal address in what users read"
     assert policy.fallbacks >= 2
 
 
@@ -65,3 +74,30 @@ async def test_what_the_rules_cannot_serve_still_fails_with_the_engine_error() -
 class RulesThatServeNothing(RulesPolicy):
     async def route(self, request: RouteInput) -> RouteResult:
         raise ValueError("no rule matches")
+
+
+class FakeEngineThatDiesMidAnswer(RulesPolicy):
+    """A fake at the model boundary: its answer's first words are streamed, then the server
+    goes away."""
+
+    async def respond(self, request: RespondInput, sink: TokenSink | None = None) -> RespondResult:
+        if sink is not None:
+            await sink("Order 1001 is")
+        raise EngineUnavailableError("the server went away")
+
+
+async def test_an_answer_already_streaming_is_not_followed_by_the_rules_answer() -> None:
+    policy = FallbackPolicy(FakeEngineThatDiesMidAnswer(), RulesPolicy())
+    streamed: list[str] = []
+
+    async def sink(piece: str) -> None:
+        streamed.append(piece)
+
+    request = RespondInput(
+        question="Where is order 1001?",
+        route=Route(intent="order_status", confidence=1.0),
+        steps=[],
+    )
+    with pytest.raises(EngineUnavailableError):
+        await policy.respond(request, sink)
+    assert streamed == ["Order 1001 is"] and policy.fallbacks == 0

@@ -81,5 +81,9 @@ def tool_activities(
         elif spec.cache_ttl is not None:
             method = cached_tool(method, spec, caches.tool_results)
         method = shared_tool(method, spec, downstreams.shared)
-        wrapped.append(heartbeating_tool(method, spec.name, TOOL_HEARTBEAT_EVERY_S))
+        if spec.idempotent:
+            # A side effect heartbeats inside its own transaction, and only there: a cancel
+            # carried by a heartbeat after its commit would report a refund made as not.
+            method = heartbeating_tool(method, spec.name, TOOL_HEARTBEAT_EVERY_S)
+        wrapped.append(method)
     return wrapped

@@ -112,6 +112,10 @@ def local_policy(settings: Settings) -> RulesPolicy | None:
         )
     if settings.local_policy == "off":
         return None
+    if not 0.0 <= settings.router_threshold <= 1.0:
+        raise SettingsError(
+            f"{ENV_PREFIX}ROUTER_THRESHOLD must be between 0 and 1, got {settings.router_threshold}"
+        )
     tiers = [engine_config(settings, tier) for tier in (Tier.LIGHT, Tier.HEAVY)]
     if any(config is not None and config.kind != EngineKind.RULES for config in tiers):
         return None

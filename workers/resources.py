@@ -113,6 +113,8 @@ def _local_policy_activities(
     policy: Policy | None, pool: asyncpg.Pool, redis: aioredis.Redis
 ) -> list[Callable[..., Any]]:
     served = None
+    # Said once at start: which pool answers route, plan, join and respond.
+    log.info("policy_steps", served_by="this worker" if policy else "the inference pool")
     if policy is not None:
         served = InferenceActivities(
             policy,

@@ -34,4 +34,6 @@ def _as_tool(fn: Callable[..., Any]) -> Callable[..., Any]:
     from schemas.tools import TOOLS
 
     name = activity_name(fn)
-    return heartbeating_tool(fn, name, TOOL_HEARTBEAT_EVERY_S) if name in TOOLS else fn
+    if name not in TOOLS or not TOOLS[name].idempotent:  # as `cache_assembly.tool_activities`
+        return fn
+    return heartbeating_tool(fn, name, TOOL_HEARTBEAT_EVERY_S)

@@ -170,6 +170,8 @@ class AgentWorkflow:
         context = state["context"]
         context.calls_used, context.moved_cents = carried.calls_used, carried.moved_cents
         context.allowed_effects = frozenset(carried.allowed_effects)
+        if context.local_policy is None:  # (False: a chain that predates local-policy-v1)
+            context.local_policy = carried.local_policy
         self._progress.approvals = list(carried.approvals)
         self._progress.continued = carried.continued
         self._progress.route = carried.route
@@ -209,6 +211,7 @@ class AgentWorkflow:
             warnings=final.get("warnings", []),
             approvals=list(self._progress.approvals),
             continued=self._progress.continued + 1,
+            local_policy=context.local_policy,
         )
         workflow.logger.info("continuing as new (%d)", carried.continued)
         workflow.continue_as_new(

@@ -32,6 +32,8 @@ class AgentState(TypedDict, total=False):
     answer: str
     timings: Timings
     warnings: list[str]
+    degraded: bool
+    """A policy step was served by the rules in a model's place (`inference.fallback`)."""
     result: AgentResult
     progress: RunProgress
     """Owned by the workflow (answers the `progress` query); nodes update it in place."""

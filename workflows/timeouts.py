@@ -15,9 +15,11 @@ PLAN_TIMEOUT = timedelta(seconds=60)
 JOIN_TIMEOUT = timedelta(seconds=30)
 RESPOND_TIMEOUT = timedelta(seconds=120)
 STORE_TIMEOUT = timedelta(seconds=10)
-TOOL_HEARTBEAT = timedelta(seconds=3)
+TOOL_HEARTBEAT = timedelta(seconds=5)
 """A tool call running longer than a second heartbeats every second (`activities.heartbeat`):
-a killed worker's calls are retried elsewhere after this long, not their start-to-close."""
+a killed worker's calls are retried elsewhere after this long, not their start-to-close
+(a side effect's transaction heartbeats every half second). Room for a stalled event loop
+of a few seconds before an attempt is taken for lost."""
 MODEL_HEARTBEAT = timedelta(seconds=10)
 """Model activities heartbeat every second: a dead inference worker is noticed in this
 long, not after the whole start-to-close timeout, and the activity retried elsewhere."""

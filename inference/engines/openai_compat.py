@@ -200,6 +200,8 @@ class OpenAICompatEngine:
                     f"no model server answers at {self._base_url} ({type(exc).__name__})"
                 ) from exc
             except openai.InternalServerError as exc:
+                if exc.status_code not in (502, 503, 504):  # a 500 may be this request's
+                    raise
                 raise EngineUnavailableError(
                     f"model server at {self._base_url} answered HTTP {exc.status_code}"
                 ) from exc

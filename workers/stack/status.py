@@ -6,6 +6,7 @@ workers, from Temporal itself: a worker counts once it polls its task queue.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import socket
@@ -23,6 +24,7 @@ from workers.stack.pids import pid_alive
 from workers.stack.supervisor import describe, read_endpoints
 from workers.stack.watchdog import ChildState, ChildStatus, read_status
 
+TEMPORAL_ANSWER_S = 5.0
 POLLER_SEEN_S = 60
 """A poller seen this recently counts as a live worker."""
 
@@ -46,7 +48,8 @@ class StackStatus:
     def healthy(self) -> bool:
         return (
             self.endpoints is not None
-            and all(c.state == ChildState.RUNNING for c in self.children)
+            and bool(self.children)
+            and all(c.state == ChildState.RUNNING and pid_alive(c.pid) for c in self.children)
             and self.temporal_error is None
             and all(q.pollers for q in self.queues)
         )
@@ -61,8 +64,9 @@ async def stack_status(settings: Settings) -> StackStatus:
         return StackStatus(endpoints=None)
     status = StackStatus(endpoints, read_status(settings.state_dir / "status.json"))
     try:
-        client = await Client.connect(
-            endpoints.temporal_address, namespace=settings.temporal_namespace
+        client = await asyncio.wait_for(
+            Client.connect(endpoints.temporal_address, namespace=settings.temporal_namespace),
+            TEMPORAL_ANSWER_S,
         )
         for queue, kind in (
             (settings.task_queue, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW),

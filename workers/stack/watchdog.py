@@ -19,12 +19,12 @@ from pathlib import Path
 
 import structlog
 
-from workers.stack.procs import Child, start_child
+from workers.stack.procs import Child, signal_group, start_child
 
 log = structlog.get_logger(__name__)
 
-BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
-"""Pause before the n-th restart in a row; the last value repeats."""
+BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)
+"""Pause before the n-th restart within the crash window."""
 GIVE_UP_AFTER = 5
 """Deaths within `CRASH_WINDOW_S` after which a child is left down and reported as failed."""
 CRASH_WINDOW_S = 120.0
@@ -105,6 +105,9 @@ class Watchdog:
         status = self._status[child.name]
         while True:
             code = await child.proc.wait()
+            # What it left behind (an engine's subprocess holding a GPU or a port) goes
+            # with it, or the restart would fail on what the dead one still holds.
+            signal_group(child.pid, signal.SIGKILL)
             now = time.monotonic()
             deaths = [t for t in deaths if now - t < self._crash_window_s] + [now]
             status.last_exit = f"{describe_exit(code)} at {_now()}"
@@ -142,12 +145,18 @@ class Watchdog:
             log.warning(
                 "stack.child_restarted", child=child.name, pid=child.pid, restarts=status.restarts
             )
-            restarted = self._on_restart(child)
-            if restarted is not None:
-                await restarted
+            try:
+                restarted = self._on_restart(child)
+                if restarted is not None:
+                    await restarted
+            except Exception as exc:  # the child runs; only its bookkeeping failed
+                log.error("stack.child_restart_not_recorded", child=child.name, error=str(exc))
 
     def _write(self) -> None:
-        write_status(self._status_path, self.statuses())
+        try:
+            write_status(self._status_path, self.statuses())
+        except OSError as exc:  # a full disk must not stop the watching
+            log.error("stack.status_not_written", path=str(self._status_path), error=str(exc))
 
 
 async def _restart(child: Child) -> None:

@@ -81,6 +81,8 @@ def _noted(state: AgentState, update: dict[str, Any], answered: Any) -> dict[str
     """`update` with what the step's answer asks the run's result to say (a fallback)."""
     if answered.warnings:
         update["warnings"] = [*state.get("warnings", []), *answered.warnings]
+    if answered.fallback:
+        update["degraded"] = True  # a stand-in's answer is not kept for the next asker
     return update
 
 

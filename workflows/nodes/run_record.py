@@ -46,7 +46,8 @@ async def store(state: AgentState) -> dict[str, Any]:
         workflow_id=info.workflow_id,
         run_id=info.run_id,
     )
-    return await _record(state, result, update_cache=request.options.use_cache)
+    update_cache = request.options.use_cache and not state.get("degraded", False)
+    return await _record(state, result, update_cache=update_cache)
 
 
 async def record_cancelled_run(state: AgentState, progress: RunProgress) -> None:
