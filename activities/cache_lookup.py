@@ -7,8 +7,10 @@ from temporalio import activity
 
 from activities.cache.backend import CacheUnavailable
 from activities.cache.path_cache import PathCache
-from schemas import names
+from activities.span_notes import note
+from schemas import metrics, names
 from schemas.cache_lookup import LookupCacheInput, LookupCacheResult
+from schemas.result import CacheStatus
 
 log = structlog.get_logger(__name__)
 
@@ -20,7 +22,7 @@ class CacheActivities:
     @activity.defn(name=names.LOOKUP_CACHE)
     async def lookup_cache(self, request: LookupCacheInput) -> LookupCacheResult:
         try:
-            return await self._cache.lookup(
+            found = await self._cache.lookup(
                 request.tenant,
                 request.question,
                 conversation_id=request.conversation_id,
@@ -29,4 +31,24 @@ class CacheActivities:
             )
         except CacheUnavailable as exc:
             log.warning("cache_unavailable", error=str(exc), op="lookup")
-            return LookupCacheResult(available=False)
+            found = LookupCacheResult(available=False)
+        _count(found)
+        note(
+            cache_status=found.status.value,
+            cache_hit=found.status != CacheStatus.MISS,
+            cache_similarity=found.similarity,
+            cache_available=found.available,
+        )
+        return found
+
+
+def _count(found: LookupCacheResult) -> None:
+    lookups = activity.metric_meter().create_counter(
+        metrics.CACHE_LOOKUPS, "Path-cache lookups, by tier and outcome"
+    )
+    if not found.available:
+        lookups.add(1, {"tier": "all", "outcome": "unavailable"})
+    elif found.status == CacheStatus.MISS:
+        lookups.add(1, {"tier": "all", "outcome": "miss"})
+    else:
+        lookups.add(1, {"tier": found.status.value, "outcome": "hit"})

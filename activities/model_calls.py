@@ -21,11 +21,13 @@ from temporalio.exceptions import ApplicationError
 from activities.conversations import ConversationStore
 from activities.heartbeat import heartbeating
 from activities.outputs import OutputStore
+from activities.span_notes import note
 from activities.token_stream import TokenStream
 from inference.engines.protocol import ConstraintViolationError, EngineRequestError
+from inference.metering import meter
 from inference.policy import Policy
+from schemas import metrics, names
 from schemas import model_calls as calls
-from schemas import names
 from schemas.errors import INVALID_MODEL_OUTPUT, MODEL_REQUEST_REJECTED
 
 WithHistory = TypeVar("WithHistory", calls.RouteInput, calls.PlanInput, calls.RespondInput)
@@ -83,13 +85,32 @@ class InferenceActivities:
         asked_only = [
             calls.ConversationTurn(question=t.question, answer="") for t in request.history
         ]
-        return await model_call(
+        routed = await model_call(
             self._policy.route(request.model_copy(update={"history": asked_only}))
         )
+        decisions = meter().create_counter(
+            metrics.ROUTER_DECISIONS, "Routes decided, by the tier that plans the run"
+        )
+        decisions.add(1, {"tier": routed.route.tier.value})
+        note(
+            policy=self._policy.name,
+            tier=routed.route.tier.value,
+            intent=routed.route.intent,
+            confidence=routed.route.confidence,
+            confident=routed.confident,
+        )
+        return routed
 
     @activity.defn(name=names.PLAN)
     async def plan(self, request: calls.PlanInput) -> calls.PlanResult:
-        return await model_call(self._policy.plan(await self._with_history(request)))
+        planned = await model_call(self._policy.plan(await self._with_history(request)))
+        note(
+            policy=self._policy.name,
+            tier=planned.tier.value,
+            plan_steps=len(planned.plan.steps),
+            plan_error=planned.error.type if planned.error else None,
+        )
+        return planned
 
     @activity.defn(name=names.JOIN)
     async def join(self, request: calls.JoinInput) -> calls.JoinResult:
@@ -111,6 +132,13 @@ class InferenceActivities:
         await stream.finish()
         if result.first_token_at is None:
             result.first_token_at = stream.first_token_at
+        first = result.first_token_at
+        note(
+            policy=self._policy.name,
+            tier=request.route.tier.value,
+            # From this attempt's start: the model's own time to its first token.
+            first_token_ms=(first - info.started_time).total_seconds() * 1000 if first else None,
+        )
         return result
 
     async def _with_history(self, request: WithHistory) -> WithHistory:

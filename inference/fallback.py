@@ -3,7 +3,7 @@
 A model server that is restarting, or gone for a minute, would fail every run after three
 attempts. Where the rules policy can serve a step (it routes, plans and answers the
 catalog's intents without a model), the step's second attempt is served by it, the result
-says so in `warnings` (and is not cached), and a counter (`agentkeel.policy.fallbacks`)
+says so in `warnings` (and is not cached), and a counter (`agentkeel_policy_fallbacks`)
 counts it. What the rules cannot serve fails as before, with the engine's error; so does an
 answer whose model text had begun streaming.
 """
@@ -14,20 +14,16 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import structlog
-from opentelemetry import metrics
 from temporalio import activity
 
 from inference.engines.protocol import EngineUnavailableError
+from inference.metering import meter
 from inference.policy import Policy, TokenSink
 from inference.rules.policy import RulesPolicy
+from schemas import metrics
 from schemas import model_calls as calls
 
 log = structlog.get_logger(__name__)
-
-_FALLBACKS = metrics.get_meter("agentkeel.policy").create_counter(
-    "agentkeel.policy.fallbacks",
-    description="Policy steps served by the rules because the model server was unavailable",
-)
 
 FALLBACK_FROM_ATTEMPT = 2
 """The attempt of a model activity from which an unavailable model server is stood in for:
@@ -94,7 +90,10 @@ class FallbackPolicy:
             except Exception:
                 raise exc from None
             self.fallbacks += 1
-            _FALLBACKS.add(1, {"step": step})
+            fallbacks = meter().create_counter(
+                metrics.POLICY_FALLBACKS, "Policy steps the rules served, the model server down"
+            )
+            fallbacks.add(1, {"step": step})
             log.warning("policy.fallback_to_rules", step=step, error=str(exc))
             served.fallback = True
             served.warnings.append(

@@ -49,6 +49,8 @@ async def running(tmp_path: Path) -> AsyncIterator[tuple[Settings, StackEndpoint
         carrier_port=_free_port(),
         carrier_latency_ms=0,
         task_queue=f"faults-{os.getpid()}",
+        # The CPU worker's metrics here, the inference worker's at the next port.
+        metrics_address=f"127.0.0.1:{_free_port()}",
         state_dir=tmp_path / "stack",
     )
     stack = LocalStack(settings, start_workers=True)

@@ -54,7 +54,7 @@ def test_the_client_side_loads_no_langgraph_and_no_policy_code() -> None:
 
 
 def test_workflow_modules_import_only_the_standard_library_temporal_and_schemas() -> None:
-    allowed_third_party = {"temporalio", "pydantic", "langgraph"}
+    allowed_third_party = {"temporalio", "pydantic", "langgraph", "opentelemetry"}
     for path in _python_files("workflows"):
         for module in _imported_modules(path):
             top = module.split(".")[0]
@@ -63,6 +63,10 @@ def test_workflow_modules_import_only_the_standard_library_temporal_and_schemas(
             assert top in allowed_third_party, f"{path.relative_to(ROOT)} imports {module}"
             if top == "langgraph":  # only the graph's definition builds a StateGraph
                 assert path.name == "graph.py", f"{path.relative_to(ROOT)} imports {module}"
+            if top == "opentelemetry":  # the nodes' spans, through the tracing API alone
+                assert module == "opentelemetry" and path.name == "graph.py", (
+                    f"{path.relative_to(ROOT)} imports {module}"
+                )
 
 
 def test_schemas_import_no_other_layer() -> None:

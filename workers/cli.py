@@ -9,6 +9,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from datetime import timedelta
 
 from pydantic import ValidationError
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
@@ -27,7 +28,7 @@ from workers.client.agent_client import (
 from workers.client.report import StreamedAnswer, format_result
 from workers.client.watches import format_waiting, waiting_runs
 from workers.logging import configure_logging
-from workers.settings import Settings, SettingsError, StartupError
+from workers.settings import Settings, SettingsError, StartupError, parse_duration
 from workers.stack.demo import run_demo
 from workers.stack.supervisor import (
     StackError,
@@ -36,6 +37,7 @@ from workers.stack.supervisor import (
     start_detached,
     stop_detached,
 )
+from workers.tracing import configure_tracing, flush_tracing
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -80,6 +82,16 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="decide only if request N is the one pending (see the progress query)",
     )
+    stats = sub.add_parser(
+        "stats", help="per-layer latency, cache and router figures of recent runs"
+    )
+    stats.add_argument("--since", default="1h", help="how far back: 90s, 15m, 1h, 2d (default 1h)")
+    stats.add_argument("--tenant", help="one tenant's runs only")
+    stats.add_argument("--json", action="store_true", help="print JSON")
+    trace = sub.add_parser("trace", help="a run's waterfall from its Temporal history")
+    trace.add_argument("workflow_id")
+    trace.add_argument("--run-id", help="that run of the workflow id (default: the latest)")
+    trace.add_argument("--width", type=int, default=60, help="columns of the time axis")
     add_schedule_parser(sub)
     sub.add_parser("demo", help="start the stack and run sample questions")
     worker = sub.add_parser("worker", help="run one worker process")
@@ -96,6 +108,7 @@ def with_running_stack(settings: Settings) -> Settings:
         settings,
         temporal_address=endpoints.temporal_address,
         redis_url=settings.redis_url or endpoints.redis_url,
+        database_url=settings.database_url or endpoints.database_url,
     )
 
 
@@ -172,6 +185,31 @@ async def _watches(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _stats(settings: Settings, args: argparse.Namespace) -> int:
+    from workers.client.stats import format_stats, run_stats
+
+    if not settings.database_url:
+        raise SettingsError("no run records to read: set AGENTKEEL_DATABASE_URL or start the stack")
+    since = timedelta(seconds=parse_duration(args.since, "--since"))
+    stats = await run_stats(settings.database_url, since=since, tenant=args.tenant)
+    print(stats.to_json() if args.json else format_stats(stats))
+    return 0
+
+
+async def _trace(settings: Settings, args: argparse.Namespace) -> int:
+    from workers.client.trace import format_waterfall, run_waterfall
+
+    client = await connect_client(settings)
+    handle = client.get_workflow_handle(args.workflow_id, run_id=args.run_id)
+    try:
+        history = await handle.fetch_history()
+    except RPCError as exc:
+        print(f"agentkeel trace: {args.workflow_id}: {exc.message}", file=sys.stderr)
+        return 1
+    print(format_waterfall(run_waterfall(history), width=args.width))
+    return 0
+
+
 async def _status(settings: Settings, args: argparse.Namespace) -> int:
     """0: the stack runs, every process is up and every queue has a worker; 1: not so."""
     from workers.stack.status import format_status, stack_status
@@ -188,6 +226,7 @@ def _exit_skipping_teardown(code: int) -> int:
     CPython's finalization ("PyGILState_Release ... finalizing", temporalio/sdk-python#300),
     turning a successful `ask` into a crash. Everything is flushed; nothing else is pending.
     """
+    flush_tracing()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
@@ -198,6 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = Settings.from_env()
         configure_logging(settings.log_level, settings.log_format)
+        if args.command not in ("up", "demo", "worker"):  # (their workers trace themselves)
+            configure_tracing("agentkeel-cli")
         if args.command == "up":
             if not args.detach:
                 return run_foreground(settings)
@@ -210,6 +251,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             stopped = stop_detached(settings)
             print("agentkeel stack stopped" if stopped else "no agentkeel stack was running")
             return 0
+        if args.command == "stats":
+            return _exit_skipping_teardown(asyncio.run(_stats(with_running_stack(settings), args)))
+        if args.command == "trace":
+            return _exit_skipping_teardown(asyncio.run(_trace(with_running_stack(settings), args)))
         if args.command == "status":
             return _exit_skipping_teardown(asyncio.run(_status(settings, args)))
         if args.command == "ask":

@@ -23,11 +23,13 @@ from workers.settings import Settings, StartupError
 
 async def connect_temporal(settings: Settings, plugins: Sequence[Plugin]) -> Client:
     """A Temporal client, or a `StartupError` that says where Temporal was expected."""
+    from workers.tracing import tracing_plugins
+
     try:
         return await Client.connect(
             settings.temporal_address,
             namespace=settings.temporal_namespace,
-            plugins=list(plugins),
+            plugins=[*plugins, *tracing_plugins()],
         )
     except (RuntimeError, RPCError) as exc:
         raise StartupError(

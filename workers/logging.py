@@ -16,10 +16,11 @@ import sys
 from typing import Any
 
 import structlog
+from opentelemetry import trace
 from structlog.typing import EventDict, Processor, WrappedLogger
 from temporalio import activity, workflow
 
-__all__ = ["add_temporal_context", "configure_logging"]
+__all__ = ["add_temporal_context", "add_trace_context", "configure_logging"]
 
 _LEVELS = {
     "debug": logging.DEBUG,
@@ -51,6 +52,15 @@ def add_temporal_context(_: WrappedLogger, __: str, event_dict: EventDict) -> Ev
     return event_dict
 
 
+def add_trace_context(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
+    """Add the current span's trace and span ids, so a log line leads to its trace."""
+    context = trace.get_current_span().get_span_context()
+    if context.is_valid:
+        event_dict.setdefault("trace_id", format(context.trace_id, "032x"))
+        event_dict.setdefault("span_id", format(context.span_id, "016x"))
+    return event_dict
+
+
 def configure_logging(level: str = "info", fmt: str = "auto") -> None:
     """Route structlog and stdlib logging through one processor chain and a background writer.
 
@@ -78,6 +88,7 @@ def configure_logging(level: str = "info", fmt: str = "auto") -> None:
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         add_temporal_context,
+        add_trace_context,
     ]
     renderer: Processor
     if as_json:

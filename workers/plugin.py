@@ -33,6 +33,7 @@ PASSTHROUGH_MODULES = (
         f"workflows.{name}"
         for name in (
             "graph",
+            "metrics",
             "state",
             "nodes",
             "dag",

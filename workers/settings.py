@@ -102,6 +102,9 @@ class Settings:
     heavy: ModelTierSettings = field(default_factory=lambda: ModelTierSettings())
     """The heavy model that plans when the router is not confident, from
     `AGENTKEEL_HEAVY_<FIELD>`. Unset: the light tier plans too (no escalation)."""
+    metrics_address: str = ""
+    """Where this worker serves Prometheus metrics (`host:port`, or `off`); empty: the CPU
+    worker 127.0.0.1:9464, the inference worker 127.0.0.1:9465 (`workers.metrics`)."""
     workflow_sandbox: str = "off"
     """`on`: the CPU worker runs workflows in Temporal's sandbox (a guard while writing
     workflow code, at about a third of the worker's CPU); `off` (see `workers.worker`)."""

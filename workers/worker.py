@@ -14,11 +14,13 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from activities.model_calls import InferenceActivities
+from workers.metrics import metrics_address, metrics_runtime
 from workers.policy_assembly import build_policy
 from workers.resources import cpu_activities, inference_resources
 from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
 from workers.temporal_client import connect
+from workers.tracing import configure_tracing
 from workers.warming_schedule import ensure_warming_schedule
 from workflows.agent import AgentWorkflow
 from workflows.fan_out_part import FanOutWorkflow
@@ -90,7 +92,17 @@ async def _run_until_signalled(worker: Worker) -> None:
         log.info("worker_stopping", task_queue=worker.task_queue)
 
 
+def _serve_metrics(settings: Settings, kind: str) -> None:
+    """Metrics at the worker's address; traces where the `OTEL_*` variables say."""
+    configure_tracing(f"agentkeel-worker-{kind}")
+    address = metrics_address(settings, kind)
+    if address is not None:
+        metrics_runtime(address)
+        log.info("metrics_served", url=f"http://{address}/metrics")
+
+
 async def run_cpu_worker(settings: Settings) -> None:
+    _serve_metrics(settings, "cpu")
     client = await connect(settings)
     # AgentWorkflow upserts these; without them its workflow tasks would fail.
     await ensure_search_attributes(client, settings.temporal_namespace)
@@ -111,6 +123,7 @@ async def run_inference_worker(settings: Settings) -> None:
     releases the engines.
     """
     assembly = build_policy(settings)
+    _serve_metrics(settings, "inference")
     client = await connect(settings)
     async with inference_resources(settings) as resources:
         await assembly.start()

@@ -23,6 +23,7 @@ from workflows.cancellation import announce_cancellation
 from workflows.dag.run_context import RunContext
 from workflows.graph import AGENT_GRAPH, compiled_graph
 from workflows.nodes.run_record import record_cancelled_run
+from workflows.search_attributes import AGENT_TENANT
 from workflows.state import AgentState
 from workflows.waiting import WaitBoard
 
@@ -40,6 +41,9 @@ LOCAL_POLICY_PATCH = "local-policy-v1"
 start of the run, before any local activity: first asked after the cache lookup's local
 activity in the same workflow task, its marker did not replay when a query made the
 worker rebuild an evicted run (a nondeterminism error on the query)."""
+
+TENANT_ATTRIBUTE_PATCH = "tenant-attribute-v1"
+"""The run's tenant as the `AgentTenant` search attribute, set at its start."""
 
 AUTHORITY_PATCH = "authority-v1"
 """Actors, strict input checks, plan limits, side effects only when asked, approvals and
@@ -128,6 +132,8 @@ class AgentWorkflow:
         authority = workflow.patched(AUTHORITY_PATCH)
         request = parse_request(inputs, strict=authority)
         carried = parse_continuation(inputs)
+        if workflow.patched(TENANT_ATTRIBUTE_PATCH):
+            workflow.upsert_search_attributes([AGENT_TENANT.value_set(request.tenant)])
         queue = workflow.info().task_queue
         state: AgentState = {
             "request": request,

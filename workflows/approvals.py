@@ -16,6 +16,7 @@ from temporalio import workflow
 from schemas.approvals import ApprovalAnswer, ApprovalDecision, ApprovalRecord, ApprovalRequest
 from schemas.progress import RunProgress
 from schemas.tools.spec import money
+from workflows.metrics import observe_approval
 from workflows.search_attributes import AGENT_AWAITING
 
 AWAITING_APPROVAL = "approval"
@@ -77,6 +78,7 @@ class ApprovalGate:
                 f"{request.call_id} ({money(request.amount_cents)}), {request.why}"
             )
             workflow.upsert_search_attributes([AGENT_AWAITING.value_set(AWAITING_APPROVAL)])
+            observe_approval(None)
             try:
                 await workflow.wait_condition(
                     lambda: self._decision is not None, timeout=decide_within
@@ -89,6 +91,9 @@ class ApprovalGate:
                 self._show(previous_stage)
             record = self._record(request)
             self._progress.approvals.append(record)
+            observe_approval(
+                "timed_out" if record.timed_out else "approved" if record.approved else "rejected"
+            )
             return record
 
     def _record(self, request: ApprovalRequest) -> ApprovalRecord:

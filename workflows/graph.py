@@ -8,11 +8,14 @@ ends after execute)
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Awaitable, Callable
 from typing import Any
 from weakref import WeakKeyDictionary
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from opentelemetry import trace
 from temporalio.langgraph import graph as registered_graph
 
 from workflows import nodes
@@ -41,6 +44,22 @@ def compiled_graph(name: str) -> CompiledStateGraph[Any, Any, Any, Any]:
     return app
 
 
+Node = Callable[[AgentState], Awaitable[dict[str, Any]]]
+
+
+def _traced(name: str, node: Node) -> Any:
+    """The node inside a span `agent.<name>` (a no-op unless tracing is configured; with the
+    Temporal OpenTelemetry plugin's replay-safe provider, never emitted while replaying)."""
+
+    @functools.wraps(node)
+    async def run(state: AgentState) -> dict[str, Any]:
+        tracer = trace.get_tracer("agentkeel.workflow")
+        with tracer.start_as_current_span(f"agent.{name}", attributes={"agentkeel.node": name}):
+            return await node(state)
+
+    return run
+
+
 def build_agent_graph() -> StateGraph[Any, Any, Any, Any]:
     """A fresh graph: the plugin rewrites node callables, so each plugin needs its own."""
     graph: StateGraph[Any, Any, Any, Any] = StateGraph(AgentState)
@@ -53,7 +72,7 @@ def build_agent_graph() -> StateGraph[Any, Any, Any, Any]:
         ("respond", nodes.respond),
         ("store", nodes.store),
     ):
-        graph.add_node(name, node, metadata=dict(_INLINE))
+        graph.add_node(name, _traced(name, node), metadata=dict(_INLINE))
     graph.add_conditional_edges(START, nodes.at_start, {"resume": "execute", "new": "lookup_cache"})
     graph.add_conditional_edges(
         "lookup_cache", nodes.after_cache, {"hit": "store", "plan": "execute", "miss": "route"}

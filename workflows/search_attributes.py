@@ -18,4 +18,6 @@ AGENT_AWAITING = SearchAttributeKey.for_keyword("AgentAwaiting")
 AGENT_WAITING = SearchAttributeKey.for_bool("AgentWaiting")
 """True while a run waits on a timer or a watch (`progress.waiting` says what); unset
 otherwise."""
-ALL_KEYS = (AGENT_INTENT, AGENT_TIER, AGENT_CACHE, AGENT_AWAITING, AGENT_WAITING)
+AGENT_TENANT = SearchAttributeKey.for_keyword("AgentTenant")
+"""The request's tenant, from the run's first workflow task: `AgentTenant = "acme"`."""
+ALL_KEYS = (AGENT_INTENT, AGENT_TIER, AGENT_CACHE, AGENT_AWAITING, AGENT_WAITING, AGENT_TENANT)

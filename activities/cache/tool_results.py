@@ -21,6 +21,7 @@ from temporalio import activity
 
 from activities.cache.backend import CacheBackend, CacheUnavailable
 from activities.cache.entities import entities_in
+from activities.span_notes import note
 from schemas.actor import SYSTEM_ACTOR
 from schemas.tools import ActorScoped, ToolSpec, catalog_version
 
@@ -73,10 +74,13 @@ class ToolResultCache:
             entry = json.loads(raw)
             value: M = spec.result_model.model_validate(entry["value"])  # type: ignore[assignment]
             if time.time() < entry["fresh_until"]:
+                note(cache_hit=True)
                 return value
             if self._swr:
                 self._refresh_in_background(key, spec, args, compute)
+                note(cache_hit=True, cache_stale=True)
                 return value
+        note(cache_hit=False)
         return await self._compute_and_store(key, spec, args, compute)
 
     async def _compute_and_store(

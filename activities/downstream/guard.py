@@ -24,6 +24,7 @@ from activities.cache.tool_results import tool_key
 from activities.downstream.batching import Batcher
 from activities.downstream.limiter import DownstreamLimiter, OnWait
 from activities.downstream.sharing import SharedReads
+from activities.span_notes import note_tool_call
 from schemas.names import AGENT_WORKFLOW, SLOT_WAIT_SIGNAL
 from schemas.tools import ToolSpec
 from schemas.tools.downstreams import SlotWait
@@ -113,16 +114,24 @@ def shared_tool(
     method: Callable[[Any], Awaitable[M]], spec: ToolSpec, shared: SharedReads | None
 ) -> Any:
     """The tool activity `method` (the cached one: outermost, so only the read that flies
-    stores its result, with its own start time) sharing identical reads in flight.
+    stores its result, with its own start time) sharing identical reads in flight; every
+    tool's call notes its tool, step and attempt on its span here.
 
     Never a side effect, and never a watch's read (`fresh`): it exists to see a change,
     so it must not join a read that began before the change.
     """
     if shared is None or not spec.idempotent:
-        return method
 
-    @functools.wraps(method, updated=())  # not __dict__: it holds the activity definition
+        @functools.wraps(method, updated=())  # not __dict__: it holds the activity definition
+        async def alone(args: Any) -> M:
+            note_tool_call(spec.name, args)
+            return await method(args)
+
+        return activity.defn(name=spec.name)(alone)
+
+    @functools.wraps(method, updated=())
     async def run(args: Any) -> M:
+        note_tool_call(spec.name, args)
         if getattr(args, "fresh", False):
             return await method(args)
         return await shared.read(tool_key(spec, args), lambda: method(args))

@@ -6,27 +6,21 @@ threshold, or on "uncertain", the run is the heavy tier's: it plans, reading the
 afresh (a different intent than the router's is an override), and replans, judges and
 answers. A confident run stays on the light tier throughout.
 
-Counters (OpenTelemetry, `agentkeel.router.*`) give the heavy share and the overrides
-per worker; the run records (`tier`, `route_reason`) give them per run.
+Counters on the worker's metrics endpoint give the heavy share
+(`agentkeel_router_decisions{tier}`, counted for every policy by the route activity) and the
+overrides (`agentkeel_router_overrides`) per worker; the run records (`tier`,
+`route_reason`) give them per run.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from opentelemetry import metrics
-
+from inference.metering import meter
 from inference.policy import Policy, TokenSink
+from schemas import metrics
 from schemas import model_calls as calls
 from schemas.route import Route, Tier
-
-_meter = metrics.get_meter("agentkeel.router")
-_ROUTES = _meter.create_counter(
-    "agentkeel.router.routes", description="Routes decided, by the tier that planned"
-)
-_OVERRIDES = _meter.create_counter(
-    "agentkeel.router.overrides", description="Routes whose intent the heavy model changed"
-)
 
 
 @dataclass
@@ -55,10 +49,8 @@ class CascadePolicy:
         routed = await self.light.route(request)
         self.stats.routes += 1
         if routed.confident:
-            _ROUTES.add(1, {"tier": routed.route.tier.value})
             return routed
         self.stats.escalated += 1
-        _ROUTES.add(1, {"tier": Tier.HEAVY.value})
         # From here the run is the heavy tier's: it plans, replans, judges and answers,
         # even if its first plan fails before it could re-read the intent.
         routed.route.tier = Tier.HEAVY
@@ -71,7 +63,10 @@ class CascadePolicy:
         if first_reading and planned.route is not None:
             if planned.route.overridden_intent is not None:
                 self.stats.overridden += 1
-                _OVERRIDES.add(1, {"from": request.route.intent, "to": planned.route.intent})
+                overrides = meter().create_counter(
+                    metrics.ROUTER_OVERRIDES, "Routes whose intent the heavy model changed"
+                )
+                overrides.add(1, {"from": request.route.intent, "to": planned.route.intent})
             planned.route.reason = f"{request.route.reason}; {planned.route.reason}"
         return planned
 

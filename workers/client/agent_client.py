@@ -222,14 +222,39 @@ class AgentClient:
     async def _start(
         self, request: AgentRequest, workflow_id: str, **policies: Any
     ) -> WorkflowHandle[Any, AgentResult]:
+        summary, details = ui_summary(request)
         return await self.temporal.start_workflow(
             AGENT_WORKFLOW,
             request,
             id=workflow_id,
             task_queue=self._task_queue,
             result_type=AgentResult,
+            static_summary=summary,
+            static_details=details,
             **policies,
         )
+
+
+SUMMARY_CHARS = 80
+
+
+def ui_summary(request: AgentRequest) -> tuple[str, str]:
+    """What the Web UI lists for a run (the question, shortened) and shows on its page
+    (tenant, actor, conversation): readable runs instead of opaque ids. Set at start, so
+    they are in the run's first event and visible before it does anything."""
+    question = " ".join(request.question.split())
+    if len(question) > SUMMARY_CHARS:
+        question = question[: SUMMARY_CHARS - 1] + "…"
+    actor = request.actor
+    who = actor.role.value + (f" {actor.name}" if actor.name else "")
+    if actor.customer_id is not None:
+        who += f" (customer {actor.customer_id})"
+    lines = [f"**tenant** {request.tenant}", f"**actor** {who}"]
+    if request.conversation_id:
+        lines.append(f"**conversation** {request.conversation_id}")
+    if request.request_id:
+        lines.append(f"**request** {request.request_id}")
+    return question, "  \n".join(lines)
 
 
 class NothingAwaiting(Exception):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import structlog
 
+from workers.metrics import stack_metrics_addresses
 from workers.settings import ENV_PREFIX, Settings
 from workers.stack import services
 from workers.stack import temporal as stack_temporal
@@ -41,6 +42,8 @@ class StackEndpoints:
     redis_url: str
     carrier_url: str
     log_dir: str = ""
+    metrics: dict[str, str] = field(default_factory=dict)
+    """Prometheus metrics URLs by worker (`worker cpu`, `worker inference`)."""
     pids: dict[str, int] = field(default_factory=dict)
     """Child processes by name (`temporal`, `redis`, `carrier`, `worker cpu`, ...), plus
     `supervisor`, the process that owns them."""
@@ -90,7 +93,7 @@ class LocalStack:
             ended = await asyncio.to_thread(kill_orphans, children_path)
             if ended:
                 log.warning("stack.orphans_stopped", children=ended)
-            _check_ports(s)
+            _check_ports(s, workers=self.start_workers)
             try:
                 async with asyncio.TaskGroup() as tg:
                     temporal = tg.create_task(stack_temporal.temporal(launch))
@@ -111,6 +114,11 @@ class LocalStack:
             )
             if self.start_workers:
                 await stack_temporal.workers(launch, child_env(s, endpoints))
+                endpoints.metrics = {
+                    f"worker {kind}": f"http://{address}/metrics"
+                    for kind, address in stack_metrics_addresses(s).items()
+                    if address is not None
+                }
         except BaseException:
             self._exits = None
             await exits.aclose()
@@ -180,7 +188,7 @@ def child_env(settings: Settings, endpoints: StackEndpoints | None = None) -> di
     return env
 
 
-def _check_ports(s: Settings) -> None:
+def _check_ports(s: Settings, *, workers: bool) -> None:
     # Before anything starts, so that a taken port costs nothing to undo.
     host, port = split_host_port(s.temporal_address, 7233)
     if not port_answers(host, port):
@@ -189,6 +197,11 @@ def _check_ports(s: Settings) -> None:
         ensure_port_free(host, s.temporal_ui_port, "Temporal Web UI")
     if not s.carrier_url:
         ensure_port_free("127.0.0.1", s.carrier_port, "carrier service")
+    if workers:
+        for kind, address in stack_metrics_addresses(s).items():
+            if address is not None:
+                host, port = split_host_port(address, 0)
+                ensure_port_free(host, port, f"metrics of the {kind} worker")
 
 
 def _first_stack_error(group: BaseExceptionGroup) -> BaseException:

@@ -49,6 +49,7 @@ def describe(endpoints: StackEndpoints) -> str:
         ("Redis", endpoints.redis_url),
         ("Carrier service", endpoints.carrier_url),
     ]
+    rows += [(f"Metrics ({name})", url) for name, url in endpoints.metrics.items()]
     rows += [(name, f"pid {pid}") for name, pid in endpoints.pids.items()]
     rows.append(("logs", endpoints.log_dir))
     width = max(len(name) for name, _ in rows)

@@ -13,13 +13,14 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, DescribeTaskQueueRequest
 from temporalio.client import Client
 
+from workers.metrics import stack_metrics_addresses
 from workers.model_tiers import loads_model
 from workers.search_attributes import (
     SearchAttributesError,
     dev_server_flags,
     ensure_search_attributes,
 )
-from workers.settings import Settings
+from workers.settings import ENV_PREFIX, Settings
 from workers.stack.procs import (
     Child,
     StackError,
@@ -126,9 +127,11 @@ async def workers(launch: Launch, env: Mapping[str, str]) -> None:
     wf, act = TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY
     plan = [("cpu", s.task_queue, (wf, act)), ("inference", s.inference_task_queue, (act,))]
     started = []
+    metrics = stack_metrics_addresses(s)
     for name, queue, kinds in plan:
         argv = [sys.executable, "-m", "workers.cli", "worker", name]
-        started.append((await launch.child(f"worker {name}", argv, env), queue, kinds))
+        own = {**env, ENV_PREFIX + "METRICS_ADDRESS": metrics[name] or "off"}
+        started.append((await launch.child(f"worker {name}", argv, own), queue, kinds))
     for child, queue, kinds in started:
 
         async def polled(child: Child = child, queue: str = queue, kinds: Any = kinds) -> bool:

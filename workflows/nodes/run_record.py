@@ -16,6 +16,7 @@ from schemas.run_record import StoreInput, StoreResult
 from schemas.tokens import CANCELLED_TEXT
 from workflows import timeouts
 from workflows.cancellation import ends_the_run
+from workflows.metrics import observe_run
 from workflows.state import AgentState
 from workflows.visibility import elapsed_ms, stage
 
@@ -77,7 +78,9 @@ async def _record(state: AgentState, result: AgentResult, *, update_cache: bool)
     final_timings = result.timings_ms.model_copy(update={"total": total})
     if result.cache in (CacheStatus.EXACT, CacheStatus.SEMANTIC):
         final_timings.ttft = total
-    return {"result": result.model_copy(update={"timings_ms": final_timings, "warnings": warnings})}
+    final = result.model_copy(update={"timings_ms": final_timings, "warnings": warnings})
+    observe_run(final)
+    return {"result": final}
 
 
 async def _write_record(state: AgentState, result: AgentResult, *, update_cache: bool) -> list[str]:

@@ -1,0 +1,34 @@
+"""The project's own Prometheus metrics: names, labels and buckets, one place for every emitter.
+
+Each worker serves them at `AGENTKEEL_METRICS_ADDRESS` beside the Temporal SDK's own
+(`workers.metrics`); counters carry the `_total` suffix there. Labels are low-cardinality
+on purpose: tool names, tiers, layers and outcomes, never tenants, ids or questions.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+LAYER_DURATION: Final = "agentkeel_layer_duration_seconds"
+"""Histogram per finished run and layer (`layer`: cache, route, plan, tools, respond, total,
+ttft): the seeds' per-layer P50/P99 and each layer's share, live."""
+CACHE_LOOKUPS: Final = "agentkeel_cache_lookups"
+"""Counter per path-cache lookup: `tier` (exact, semantic, plan; `all` for a miss) and
+`outcome` (hit, miss, unavailable)."""
+ROUTER_DECISIONS: Final = "agentkeel_router_decisions"
+"""Counter per route decided: `tier` that plans the run (rules, light, heavy)."""
+ROUTER_OVERRIDES: Final = "agentkeel_router_overrides"
+"""Counter per route whose intent the heavy model changed."""
+POLICY_FALLBACKS: Final = "agentkeel_policy_fallbacks"
+"""Counter per policy step the rules served while the model server was down (`step`)."""
+TOOL_CALLS: Final = "agentkeel_tool_calls"
+"""Counter per finished plan step: `tool` and `outcome` (the step's status)."""
+APPROVALS_REQUESTED: Final = "agentkeel_approvals_requested"
+"""Counter per side effect that waited for an approver; minus the decided ones: waiting."""
+APPROVALS_ENDED: Final = "agentkeel_approvals_ended"
+"""Counter per approval wait that ended: `outcome` (approved, rejected, timed_out)."""
+
+LAYER_BUCKETS_S: Final = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 120.0,
+)  # fmt: skip
+"""From a cache hit (milliseconds) to a model planning on a CPU (tens of seconds)."""
