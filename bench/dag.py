@@ -1,7 +1,7 @@
 """DAG scheduler benchmark: the same plans run four ways, one table.
 
     python -m bench.dag [--repeats N] [--latency-ms N] [--warmup N] [--model-ms N]
-                        [--policy-steps inference|cpu]
+                        [--policy-steps inference|cpu] [--tracing]
 
 * workflow      — `AgentWorkflow` on a real Temporal dev server with in-process workers,
   stand-in tools that sleep `--latency-ms`, and `max_concurrency=8`.
@@ -31,8 +31,12 @@ import statistics
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from bench.fakes import BenchPlanPolicy, StandInTools, stand_in_result
 from bench.plans import SHAPES, Shape, question_for
@@ -41,6 +45,7 @@ from bench.stack import BenchStack, StackConfig, bench_stack
 from schemas.request import AgentRequest, RunOptions
 from schemas.result import StepOutcome, StepStatus
 from schemas.tools import TOOLS
+from workers.tracing import configure_tracing
 from workflows.agent import AgentWorkflow
 from workflows.dag.calls import ToolCall
 from workflows.dag.dispatch import describe_error
@@ -270,6 +275,13 @@ _MODEL_CALLS = {
 }
 
 
+class DroppedSpans(SpanExporter):
+    """An exporter that sends nothing: the spans' cost up to the wire, and no further."""
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
 async def amain(args: argparse.Namespace, config: StackConfig) -> None:
     latency_s = args.latency_ms / 1000
     tools = StandInTools(latency_s)
@@ -311,6 +323,11 @@ def main() -> None:
         "--model-ms", type=int, default=0, help="sleep of every route and plan (think) call"
     )
     parser.add_argument(
+        "--tracing",
+        action="store_true",
+        help="trace every run (spans made and batched as for a collector, then dropped)",
+    )
+    parser.add_argument(
         "--policy-steps",
         choices=["inference", "cpu"],
         default="inference",
@@ -321,6 +338,8 @@ def main() -> None:
     if args.repeats < 1 or min(args.latency_ms, args.warmup, args.model_ms) < 0:
         parser.error("--repeats must be >= 1; --latency-ms, --warmup and --model-ms >= 0")
     config = StackConfig.from_env()
+    if args.tracing:
+        configure_tracing("agentkeel-bench", processor=BatchSpanProcessor(DroppedSpans()))
     try:
         asyncio.run(amain(args, config))
     except KeyboardInterrupt:

@@ -30,6 +30,7 @@ from workers.stack.procs import find_temporal_binary
 from workers.stack.temporal import queue_poll_flags
 from workers.stand_ins import with_stand_ins
 from workers.temporal_client import agentkeel_plugins
+from workers.tracing import tracing_plugins
 from workers.worker import cpu_worker, inference_worker
 
 DEFAULT_ADMIN_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -98,7 +99,7 @@ async def bench_stack(
             await _migrate(database_url)
         env = await WorkflowEnvironment.start_local(
             dev_server_existing_path=find_temporal_binary(),
-            plugins=agentkeel_plugins(),
+            plugins=[*agentkeel_plugins(), *tracing_plugins()],
             dev_server_log_level="error",  # its start-up warnings would split the table
             dev_server_extra_args=queue_poll_flags()
             if dev_server_args is None
