@@ -10,6 +10,7 @@ error in the prompt; the workflow's replanning loop covers what remains.
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,10 +22,12 @@ from inference.engines.protocol import (
     ConstraintViolationError,
     Engine,
     GenerateRequest,
+    GenerateResult,
     JsonSchemaConstraint,
 )
 from inference.llm.confidence import label_confidence
 from inference.llm.context import ContextBuilder
+from inference.llm.model_events import model_event as _model_event
 from inference.llm.plan_schema import plan_json_schema
 from inference.llm.prompts import (
     INTENT_TOOLS,
@@ -149,7 +152,7 @@ class LlmPolicy:
                 plan_error=last_error or error,
             )
             try:
-                result = await self.engine.generate(
+                result = await self._generate(
                     GenerateRequest(
                         prompt=prompt,
                         max_tokens=self.plan_max_tokens,
@@ -232,7 +235,7 @@ class LlmPolicy:
         Raises:
             ConstraintViolationError: the engine could not keep to the labels.
         """
-        result = await self.engine.generate(
+        result = await self._generate(
             GenerateRequest(
                 prompt=prompt,
                 max_tokens=LABEL_MAX_TOKENS,
@@ -241,6 +244,20 @@ class LlmPolicy:
             )
         )
         return result.text.strip().strip('"'), label_confidence(result.logprobs, labels)
+
+    async def _generate(self, request: GenerateRequest) -> GenerateResult:
+        """`engine.generate`, and on the activity's span an event with what it cost."""
+        started = time.perf_counter()
+        result = await self.engine.generate(request)
+        _model_event(
+            self.engine.name,
+            self.tier,
+            prompt_tokens=result.usage.prompt_tokens,
+            output_tokens=result.usage.completion_tokens,
+            finish_reason=result.finish_reason,
+            ms=(time.perf_counter() - started) * 1000,
+        )
+        return result
 
     async def respond(
         self, request: calls.RespondInput, sink: TokenSink | None = None
@@ -258,6 +275,7 @@ class LlmPolicy:
         )
         parts: list[str] = []
         first_at: datetime | None = None
+        asked_at = datetime.now(UTC)
         async for delta in self.engine.stream(
             GenerateRequest(prompt=prompt, max_tokens=self.answer_max_tokens, stop=ANSWER_STOPS)
         ):
@@ -268,6 +286,12 @@ class LlmPolicy:
             parts.append(delta.text)
             if sink is not None:
                 await sink(delta.text)
+        _model_event(
+            self.engine.name,
+            self.tier,
+            output_tokens=len(parts),  # one piece per decoded token, as engines stream them
+            ttft_ms=(first_at - asked_at).total_seconds() * 1000 if first_at else None,
+        )
         return calls.RespondResult(answer="".join(parts).strip(), first_token_at=first_at)
 
 
