@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any, TypeVar
 
 import asyncpg
@@ -56,6 +57,14 @@ async def model_call(call: Awaitable[T]) -> T:
         raise ApplicationError(str(exc), type=INVALID_MODEL_OUTPUT, non_retryable=True) from exc
     except EngineRequestError as exc:
         raise ApplicationError(str(exc), type=MODEL_REQUEST_REJECTED, non_retryable=True) from exc
+
+
+def _since_ms(start: datetime, at: datetime | None) -> float | None:
+    """From this attempt's start to `at` (the model's own time to its first token); None
+    for a time a policy gave without a zone, rather than fail the answer over a metric."""
+    if at is None or at.tzinfo is None:
+        return None
+    return (at - start).total_seconds() * 1000
 
 
 class InferenceActivities:
@@ -132,12 +141,10 @@ class InferenceActivities:
         await stream.finish()
         if result.first_token_at is None:
             result.first_token_at = stream.first_token_at
-        first = result.first_token_at
         note(
             policy=self._policy.name,
             tier=request.route.tier.value,
-            # From this attempt's start: the model's own time to its first token.
-            first_token_ms=(first - info.started_time).total_seconds() * 1000 if first else None,
+            first_token_ms=_since_ms(info.started_time, result.first_token_at),
         )
         return result
 

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 import redis.asyncio as aioredis
 import structlog
+from opentelemetry.instrumentation.utils import suppress_instrumentation
 from redis.exceptions import RedisError
 
 from schemas.tokens import (
@@ -102,7 +103,9 @@ class TokenStream:
         if expire:
             pipe.expire(self._key, TOKEN_STREAM_TTL_S)
         try:
-            await pipe.execute()
+            # Not one trace span per token: the respond activity's span stands for them.
+            with suppress_instrumentation():
+                await pipe.execute()
         except (RedisError, OSError) as exc:
             self._redis = None
             log.warning("token_stream_off", key=self._key, attempt=self._attempt, error=repr(exc))

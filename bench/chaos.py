@@ -183,6 +183,7 @@ async def measure(args: argparse.Namespace) -> None:
             carrier_port=_free_port(),
             carrier_latency_ms=20,
             task_queue=f"chaos-{uuid.uuid4().hex[:8]}",
+            metrics_address="off",  # beside a developer's `agentkeel up` and its ports
             state_dir=Path(folder) / "stack",
         )
         stack = LocalStack(settings, start_workers=True)

@@ -7,6 +7,8 @@ and the policies, so there is one scrape target per worker and no second HTTP se
 
 from __future__ import annotations
 
+import ipaddress
+
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 from schemas import metrics
@@ -21,7 +23,10 @@ def metrics_address(settings: Settings, kind: str) -> str | None:
     address = settings.metrics_address.strip()
     if address.lower() == OFF:
         return None
-    return address or DEFAULT_ADDRESSES[kind]
+    if not address:
+        return DEFAULT_ADDRESSES[kind]
+    host, port = _ip_and_port(address)
+    return f"{host}:{port}"
 
 
 def metrics_runtime(address: str) -> Runtime:
@@ -56,9 +61,21 @@ def stack_metrics_addresses(settings: Settings) -> dict[str, str | None]:
         return {"cpu": None, "inference": None}
     if not address:
         return dict(DEFAULT_ADDRESSES)
+    host, port = _ip_and_port(address)
+    return {"cpu": f"{host}:{port}", "inference": f"{host}:{port + 1}"}
+
+
+def _ip_and_port(address: str) -> tuple[str, int]:
+    """`ip:port` checked (the Temporal runtime binds only a literal address)."""
     host, _, port = address.rpartition(":")
-    if not port.isdigit():
+    host = "127.0.0.1" if host == "localhost" else host
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        host = ""
+    if not host or not port.isdigit():
         raise SettingsError(
-            f"{ENV_PREFIX}METRICS_ADDRESS must be host:port or off, got {address!r}"
+            f"{ENV_PREFIX}METRICS_ADDRESS must be ip:port (127.0.0.1:9464, 0.0.0.0:9464) "
+            f"or off, got {address!r}"
         )
-    return {"cpu": address, "inference": f"{host}:{int(port) + 1}"}
+    return host, int(port)

@@ -51,16 +51,19 @@ def configure_tracing(service_name: str, *, processor: SpanProcessor | None = No
     `OTEL_SERVICE_NAME` overrides `service_name`; `OTEL_TRACES_SAMPLER` and its argument are
     read by the SDK (e.g. `parentbased_traceidratio` with `0.1`)."""
     global _configured
-    if _configured:
-        return True
-    if processor is None and not tracing_requested():
-        return False
+    if processor is None and (_configured or not tracing_requested()):
+        return _configured
     name = os.environ.get("OTEL_SERVICE_NAME") or service_name
     global _provider
     provider = _provider
     if provider is None:  # one per process (OpenTelemetry refuses a second)
         provider = create_tracer_provider(resource=Resource.create({"service.name": name}))
         trace.set_tracer_provider(provider)
+        if trace.get_tracer_provider() is not provider:
+            # Another provider came first (an auto-instrumentation wrapper, say): workflow
+            # code must not trace through one that is not replay-safe.
+            log.warning("tracing_off", reason="another OpenTelemetry tracer provider is set")
+            return False
         _provider = provider
     provider.add_span_processor(processor or BatchSpanProcessor(_exporter()))
     _instrument_libraries()
@@ -70,7 +73,11 @@ def configure_tracing(service_name: str, *, processor: SpanProcessor | None = No
 
 
 def tracing_plugins() -> list[SimplePlugin]:
-    """The Temporal plugin that carries and records spans, when tracing is configured."""
+    """The Temporal plugin that carries and records spans, when tracing is configured (by
+    this process's entry point, or here, for a service embedding `AgentClient` with the
+    `OTEL_*` variables set)."""
+    if not _configured and tracing_requested():
+        configure_tracing(os.environ.get("OTEL_SERVICE_NAME") or "agentkeel-client")
     return [OpenTelemetryPlugin(add_temporal_spans=True)] if _configured else []
 
 
@@ -99,6 +106,23 @@ def flush_tracing(timeout_ms: int = 5000) -> None:
 def _exporter() -> SpanExporter:
     if os.environ.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "console":
         return ConsoleSpanExporter()
+    protocol = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get(
+        "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"
+    )
+    if protocol.strip().lower() == "grpc":
+        try:
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+                OTLPSpanExporter as GrpcExporter,
+            )
+        except ImportError:
+            log.warning(
+                "tracing_protocol",
+                wanted="grpc",
+                using="http/protobuf",
+                why="no grpc exporter installed",
+            )
+        else:
+            return GrpcExporter()
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     return OTLPSpanExporter()  # endpoint, headers and timeout from OTEL_EXPORTER_OTLP_*

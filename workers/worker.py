@@ -18,7 +18,7 @@ from workers.metrics import metrics_address, metrics_runtime
 from workers.policy_assembly import build_policy
 from workers.resources import cpu_activities, inference_resources
 from workers.search_attributes import ensure_search_attributes
-from workers.settings import Settings
+from workers.settings import Settings, StartupError
 from workers.temporal_client import connect
 from workers.tracing import configure_tracing
 from workers.warming_schedule import ensure_warming_schedule
@@ -96,9 +96,17 @@ def _serve_metrics(settings: Settings, kind: str) -> None:
     """Metrics at the worker's address; traces where the `OTEL_*` variables say."""
     configure_tracing(f"agentkeel-worker-{kind}")
     address = metrics_address(settings, kind)
-    if address is not None:
+    if address is None:
+        return
+    try:
         metrics_runtime(address)
-        log.info("metrics_served", url=f"http://{address}/metrics")
+    except StartupError as exc:
+        if settings.metrics_address.strip():
+            raise  # an address the operator chose: not serving it is an error
+        # The default one (a second worker on this host has it): serve runs, say so.
+        log.warning("metrics_not_served", reason=str(exc))
+        return
+    log.info("metrics_served", url=f"http://{address}/metrics")
 
 
 async def run_cpu_worker(settings: Settings) -> None:

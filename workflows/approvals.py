@@ -85,6 +85,9 @@ class ApprovalGate:
                 )
             except TimeoutError:
                 pass
+            except BaseException:  # cancelled while waiting: the wait ends without a decision
+                observe_approval("abandoned")
+                raise
             finally:
                 self._progress.awaiting = None
                 workflow.upsert_search_attributes([AGENT_AWAITING.value_unset()])

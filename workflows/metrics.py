@@ -9,7 +9,7 @@ from __future__ import annotations
 from temporalio import workflow
 
 from schemas import metrics
-from schemas.result import AgentResult
+from schemas.result import AgentResult, CacheStatus
 
 LAYERS = ("cache", "route", "plan", "tools", "respond", "total", "ttft")
 
@@ -33,13 +33,23 @@ def _observe(result: AgentResult) -> None:
         # Not recorded for a layer the run did not go through (a hit skips routing).
         if value is not None and (value > 0 or layer == "total"):
             durations.record(value / 1000, {"layer": layer})
+    if result.cache in (CacheStatus.EXACT, CacheStatus.SEMANTIC):
+        return  # a whole answer from the cache: its steps ran in the run that was cached
     calls = meter.create_counter(metrics.TOOL_CALLS, "Plan steps finished, by tool and outcome")
     for step in result.steps:
         calls.add(1, {"tool": step.tool, "outcome": step.status.value})
 
 
 def observe_approval(outcome: str | None) -> None:
-    """An approval wait began (`outcome` None) or ended (approved, rejected, timed_out)."""
+    """An approval wait began (`outcome` None) or ended (approved, rejected, timed_out,
+    abandoned: the run was cancelled or continued while it waited)."""
+    try:
+        _approval(outcome)
+    except Exception as exc:
+        workflow.logger.warning("approval metrics not recorded: %s", exc)
+
+
+def _approval(outcome: str | None) -> None:
     meter = workflow.metric_meter()
     if outcome is None:
         meter.create_counter(metrics.APPROVALS_REQUESTED, "Approval waits begun").add(1)

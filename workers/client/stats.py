@@ -57,11 +57,15 @@ class RunStats:
 
 _LAYER_SQL = """
 SELECT percentile_cont(ARRAY[0.5, 0.95, 0.99])
-         WITHIN GROUP (ORDER BY coalesce((timings->>$3)::float, 0)) AS p,
-       coalesce(sum(coalesce((timings->>$3)::float, 0)), 0) AS total
+         WITHIN GROUP (ORDER BY (timings->>$3)::float)
+         FILTER (WHERE (timings->>$3)::float > 0 OR $3 = 'total') AS p,
+       coalesce(sum((timings->>$3)::float), 0) AS total,
+       count(*) FILTER (WHERE (timings->>$3)::float > 0) AS runs
 FROM agent_runs
 WHERE created_at >= now() - make_interval(secs => $1) AND ($2::text IS NULL OR tenant = $2)
 """
+"""Percentiles over the runs that went through the layer (a cache hit skips routing: its
+zero is not a fast route), as the layer histogram of the metrics records them."""
 _WHERE = "created_at >= now() - make_interval(secs => $1) AND ($2::text IS NULL OR tenant = $2)"
 
 
@@ -81,7 +85,7 @@ async def _stats(conn: Any, since_s: float, tenant: str | None) -> RunStats:
     measured = {}
     for layer in (*LAYERS, "total", "ttft"):
         row = await conn.fetchrow(_LAYER_SQL, since_s, tenant, layer)
-        measured[layer] = (row["p"], row["total"])
+        measured[layer] = (row["p"] or [0.0, 0.0, 0.0], row["total"])
     grand_total = measured["total"][1] or 1.0
     layered = 0.0
     for layer in (*LAYERS, "total"):

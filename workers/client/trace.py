@@ -28,6 +28,7 @@ _TASK_ENDS = {
     "workflow_task_timed_out_event_attributes": "timed out",
 }
 _CHILD_STARTED = "child_workflow_execution_started_event_attributes"
+_CHILD_START_FAILED = "start_child_workflow_execution_failed_event_attributes"
 _CLOSES = {
     "workflow_execution_completed_event_attributes": "completed",
     "workflow_execution_failed_event_attributes": "failed",
@@ -78,31 +79,24 @@ def run_waterfall(history: WorkflowHistory) -> Waterfall:
             open_spans[e.event_id] = (span, _at(e))
         elif kind == "workflow_task_started_event_attributes":
             _started(open_spans, e.workflow_task_started_event_attributes.scheduled_event_id, e)
-        elif kind in (
-            "workflow_task_completed_event_attributes",
-            "workflow_task_failed_event_attributes",
-            "workflow_task_timed_out_event_attributes",
-        ):
-            attrs = getattr(e, kind)
-            done = _ended(open_spans, attrs.scheduled_event_id, e)
+        elif kind in _TASK_ENDS:
+            done = _ended(open_spans, getattr(e, kind).scheduled_event_id, e)
             if done is not None:
-                done.note = (
-                    "" if kind.endswith("completed_event_attributes") else kind.split("_")[2]
-                )
+                done.note = _TASK_ENDS[kind]
                 spans.append(done)
         elif kind == "activity_task_scheduled_event_attributes":
-            attrs = e.activity_task_scheduled_event_attributes
-            summary = _summary(e)
-            label = attrs.activity_type.name + (
-                f" · {summary}" if summary and summary != attrs.activity_type.name else ""
-            )
-            span = Span(label, at, note=f"queue {attrs.task_queue.name}")
+            scheduled = e.activity_task_scheduled_event_attributes
+            name, summary = scheduled.activity_type.name, _summary(e)
+            label = f"{name} · {summary}" if summary and summary != name else name
+            span = Span(label, at, note=f"queue {scheduled.task_queue.name}")
             open_spans[e.event_id] = (span, _at(e))
         elif kind == "activity_task_started_event_attributes":
-            attrs = e.activity_task_started_event_attributes
-            span_at = _started(open_spans, attrs.scheduled_event_id, e)
-            if span_at is not None and attrs.attempt > 1:
-                span_at.note += f", attempt {attrs.attempt}"
+            started = e.activity_task_started_event_attributes
+            span_at = _started(open_spans, started.scheduled_event_id, e)
+            if span_at is not None and started.attempt > 1:
+                # History records only the last attempt's start: what precedes it is the
+                # earlier attempts and their backoff, not a queue.
+                span_at.note += f", attempt {started.attempt} (· includes earlier attempts)"
         elif kind in _ENDS:
             done = _ended(open_spans, getattr(e, kind).scheduled_event_id, e)
             if done is not None:
@@ -117,23 +111,18 @@ def run_waterfall(history: WorkflowHistory) -> Waterfall:
             open_spans[e.event_id] = (Span(f"timer · {summary}", at), _at(e))
             open_spans[e.event_id][0].queued_ms = 0.0
             _started(open_spans, e.event_id, e)
-        elif kind == "timer_fired_event_attributes":
-            done = _ended(open_spans, e.timer_fired_event_attributes.started_event_id, e)
+        elif kind in ("timer_fired_event_attributes", "timer_canceled_event_attributes"):
+            done = _ended(open_spans, getattr(e, kind).started_event_id, e)
+            if done is not None and kind == "timer_canceled_event_attributes":
+                done.note = "cancelled (what it waited for came first)"
             if done is not None:
                 spans.append(done)
         elif kind == "start_child_workflow_execution_initiated_event_attributes":
-            attrs = e.start_child_workflow_execution_initiated_event_attributes
-            open_spans[e.event_id] = (Span(f"child {attrs.workflow_id}", at), _at(e))
-        elif kind == "child_workflow_execution_started_event_attributes":
-            _started(
-                open_spans,
-                e.child_workflow_execution_started_event_attributes.initiated_event_id,
-                e,
-            )
-        elif (
-            kind.startswith("child_workflow_execution_")
-            and kind != "child_workflow_execution_started_event_attributes"
-        ):
+            child = e.start_child_workflow_execution_initiated_event_attributes
+            open_spans[e.event_id] = (Span(f"child {child.workflow_id}", at), _at(e))
+        elif kind == _CHILD_STARTED:
+            _started(open_spans, getattr(e, kind).initiated_event_id, e)
+        elif kind.startswith("child_workflow_execution_") or kind == _CHILD_START_FAILED:
             done = _ended(open_spans, getattr(e, kind).initiated_event_id, e)
             if done is not None:
                 spans.append(done)
@@ -211,7 +200,9 @@ def format_waterfall(w: Waterfall, *, width: int = 60) -> str:
         lead = int(s.start_ms * scale)
         queued = round(s.queued_ms * scale)
         ran = max(round(s.ran_ms * scale), 0)
-        bar = " " * lead + QUEUED * queued + (RAN * ran if ran else POINT)
+        local = s.label.endswith("(local)")
+        # Anything that ran outside a workflow task shows at least one cell of running.
+        bar = " " * lead + QUEUED * queued + (POINT if local else RAN * max(ran, 1))
         timing = f"{s.start_ms:8.1f} +{s.queued_ms:6.1f} +{s.ran_ms:7.1f} ms"
         lines.append(f"  {label:<{label_w}} {timing}  {bar:<{width + 1}} {s.note}".rstrip())
     lines.append("")
