@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import importlib.metadata
 import json
 import os
 import sys
 from collections.abc import Sequence
-from datetime import timedelta
 
 from pydantic import ValidationError
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
@@ -17,6 +17,8 @@ from temporalio.service import RPCError
 
 from schemas.approvals import ApprovalDecision
 from schemas.request import AgentRequest, RunOptions
+from schemas.result import AgentResult, StepStatus
+from workers.cli_operate import OPERATOR_COMMANDS, add_operator_parsers, run_operator
 from workers.cli_options import actor_of, add_actor_options
 from workers.cli_schedule import add_schedule_parser, run_schedule
 from workers.client.agent_client import (
@@ -28,7 +30,7 @@ from workers.client.agent_client import (
 from workers.client.report import StreamedAnswer, format_result
 from workers.client.watches import format_waiting, waiting_runs
 from workers.logging import configure_logging
-from workers.settings import Settings, SettingsError, StartupError, parse_duration
+from workers.settings import Settings, SettingsError, StartupError
 from workers.stack.demo import run_demo
 from workers.stack.supervisor import (
     StackError,
@@ -39,17 +41,18 @@ from workers.stack.supervisor import (
 )
 from workers.tracing import configure_tracing, flush_tracing
 
+EXIT_ANSWERED, EXIT_FAILED, EXIT_INVALID, EXIT_TIMED_OUT = 0, 1, 2, 3
+"""`agentkeel` exit statuses: answered; a failed run, a failed step or a stack error;
+invalid input; no answer in time."""
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentkeel", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"agentkeel {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start Temporal, Postgres, Redis, carrier service and workers")
     up.add_argument("--detach", action="store_true", help="run in the background")
     sub.add_parser("down", help="stop a stack started with `up --detach` or `demo`")
-    status = sub.add_parser(
-        "status", help="what the running stack runs: processes, restarts, addresses, workers"
-    )
-    status.add_argument("--json", action="store_true", help="print JSON")
     ask = sub.add_parser("ask", help="run one question through AgentWorkflow")
     ask.add_argument("question")
     ask.add_argument("--json", action="store_true", help="print the result JSON")
@@ -62,6 +65,13 @@ def _parser() -> argparse.ArgumentParser:
         help="always start a run of its own, even if the same question is being answered",
     )
     add_actor_options(ask)
+    ask.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="give up waiting after this long (exit status 3; the run goes on)",
+    )
     ask.add_argument("--request-id", help="your id for this request: side effects happen once")
     ask.add_argument(
         "--watch-every",
@@ -82,21 +92,19 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="decide only if request N is the one pending (see the progress query)",
     )
-    stats = sub.add_parser(
-        "stats", help="per-layer latency, cache and router figures of recent runs"
-    )
-    stats.add_argument("--since", default="1h", help="how far back: 90s, 15m, 1h, 2d (default 1h)")
-    stats.add_argument("--tenant", help="one tenant's runs only")
-    stats.add_argument("--json", action="store_true", help="print JSON")
-    trace = sub.add_parser("trace", help="a run's waterfall from its Temporal history")
-    trace.add_argument("workflow_id")
-    trace.add_argument("--run-id", help="that run of the workflow id (default: the latest)")
-    trace.add_argument("--width", type=int, default=60, help="columns of the time axis")
+    add_operator_parsers(sub)
     add_schedule_parser(sub)
     sub.add_parser("demo", help="start the stack and run sample questions")
     worker = sub.add_parser("worker", help="run one worker process")
     worker.add_argument("kind", choices=["cpu", "inference"])
     return parser
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("agentkeel")
+    except importlib.metadata.PackageNotFoundError:
+        return "(not installed)"
 
 
 def with_running_stack(settings: Settings) -> Settings:
@@ -126,24 +134,41 @@ async def _ask(settings: Settings, args: argparse.Namespace) -> int:
     # --json prints the result alone, so it streams nothing.
     streamed = None if args.json else StreamedAnswer(sys.stdout)
     try:
-        if streamed is None:
-            result = await client.ask(request, coalesce=coalesce)
-        else:
-            result = await client.ask_streaming(
-                request, on_event=streamed.on_event, coalesce=coalesce
-            )
+        async with asyncio.timeout(args.timeout):
+            if streamed is None:
+                result = await client.ask(request, coalesce=coalesce)
+            else:
+                result = await client.ask_streaming(
+                    request, on_event=streamed.on_event, coalesce=coalesce
+                )
     except WorkflowFailureError as exc:
         if streamed is not None:
             streamed.close(None)
         print(f"agentkeel ask: the run failed: {exc.cause}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
+    except TimeoutError:
+        if streamed is not None:
+            streamed.close(None)
+        print(
+            f"agentkeel ask: no answer within {args.timeout:g} s from Temporal at "
+            f"{settings.temporal_address}: is a worker polling task queue "
+            f"{settings.task_queue!r}? (`agentkeel status` shows it); the run, if it started, "
+            "goes on",
+            file=sys.stderr,
+        )
+        return EXIT_TIMED_OUT
     finally:
         await client.close()
     if streamed is None:
         print(result.model_dump_json(indent=2))
     else:
         print(format_result(result, answer_shown=streamed.close(result.answer)))
-    return 0
+    return EXIT_FAILED if _went_wrong(result) else EXIT_ANSWERED
+
+
+def _went_wrong(result: AgentResult) -> bool:
+    """A run that answered but whose plan was rejected or a step failed: exit status 1."""
+    return result.plan_error is not None or any(s.status == StepStatus.FAILED for s in result.steps)
 
 
 async def _approve(settings: Settings, args: argparse.Namespace) -> int:
@@ -185,40 +210,6 @@ async def _watches(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _stats(settings: Settings, args: argparse.Namespace) -> int:
-    from workers.client.stats import format_stats, run_stats
-
-    if not settings.database_url:
-        raise SettingsError("no run records to read: set AGENTKEEL_DATABASE_URL or start the stack")
-    since = timedelta(seconds=parse_duration(args.since, "--since"))
-    stats = await run_stats(settings.database_url, since=since, tenant=args.tenant)
-    print(stats.to_json() if args.json else format_stats(stats))
-    return 0
-
-
-async def _trace(settings: Settings, args: argparse.Namespace) -> int:
-    from workers.client.trace import format_waterfall, run_waterfall
-
-    client = await connect_client(settings)
-    handle = client.get_workflow_handle(args.workflow_id, run_id=args.run_id)
-    try:
-        history = await handle.fetch_history()
-    except RPCError as exc:
-        print(f"agentkeel trace: {args.workflow_id}: {exc.message}", file=sys.stderr)
-        return 1
-    print(format_waterfall(run_waterfall(history), width=args.width))
-    return 0
-
-
-async def _status(settings: Settings, args: argparse.Namespace) -> int:
-    """0: the stack runs, every process is up and every queue has a worker; 1: not so."""
-    from workers.stack.status import format_status, stack_status
-
-    report = await stack_status(settings)
-    print(report.to_json() if args.json else format_status(report))
-    return 0 if report.healthy else 1
-
-
 def _exit_skipping_teardown(code: int) -> int:
     """Leave a short-lived client process without interpreter teardown.
 
@@ -251,12 +242,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             stopped = stop_detached(settings)
             print("agentkeel stack stopped" if stopped else "no agentkeel stack was running")
             return 0
-        if args.command == "stats":
-            return _exit_skipping_teardown(asyncio.run(_stats(with_running_stack(settings), args)))
-        if args.command == "trace":
-            return _exit_skipping_teardown(asyncio.run(_trace(with_running_stack(settings), args)))
-        if args.command == "status":
-            return _exit_skipping_teardown(asyncio.run(_status(settings, args)))
+        if args.command in OPERATOR_COMMANDS:
+            running = settings if args.command == "status" else with_running_stack(settings)
+            return _exit_skipping_teardown(asyncio.run(run_operator(running, args)))
         if args.command == "ask":
             return _exit_skipping_teardown(asyncio.run(_ask(with_running_stack(settings), args)))
         if args.command == "approve":

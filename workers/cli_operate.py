@@ -1,0 +1,71 @@
+"""The operators' commands: `agentkeel status`, `stats` and `trace`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import timedelta
+from typing import Any
+
+from temporalio.service import RPCError
+
+from workers.client.agent_client import connect_client
+from workers.settings import Settings, SettingsError, parse_duration
+
+OPERATOR_COMMANDS = ("status", "stats", "trace")
+
+
+def add_operator_parsers(sub: Any) -> None:
+    status = sub.add_parser(
+        "status", help="what the running stack runs: processes, restarts, addresses, workers"
+    )
+    status.add_argument("--json", action="store_true", help="print JSON")
+    stats = sub.add_parser(
+        "stats", help="per-layer latency, cache and router figures of recent runs"
+    )
+    stats.add_argument("--since", default="1h", help="how far back: 90s, 15m, 1h, 2d (default 1h)")
+    stats.add_argument("--tenant", help="one tenant's runs only")
+    stats.add_argument("--json", action="store_true", help="print JSON")
+    trace = sub.add_parser("trace", help="a run's waterfall from its Temporal history")
+    trace.add_argument("workflow_id")
+    trace.add_argument("--run-id", help="that run of the workflow id (default: the latest)")
+    trace.add_argument("--width", type=int, default=60, help="columns of the time axis")
+
+
+async def run_operator(settings: Settings, args: argparse.Namespace) -> int:
+    run = {"status": _status, "stats": _stats, "trace": _trace}[args.command]
+    return await run(settings, args)
+
+
+async def _stats(settings: Settings, args: argparse.Namespace) -> int:
+    from workers.client.stats import format_stats, run_stats
+
+    if not settings.database_url:
+        raise SettingsError("no run records to read: set AGENTKEEL_DATABASE_URL or start the stack")
+    since = timedelta(seconds=parse_duration(args.since, "--since"))
+    stats = await run_stats(settings.database_url, since=since, tenant=args.tenant)
+    print(stats.to_json() if args.json else format_stats(stats))
+    return 0
+
+
+async def _trace(settings: Settings, args: argparse.Namespace) -> int:
+    from workers.client.trace import format_waterfall, run_waterfall
+
+    client = await connect_client(settings)
+    handle = client.get_workflow_handle(args.workflow_id, run_id=args.run_id)
+    try:
+        history = await handle.fetch_history()
+    except RPCError as exc:
+        print(f"agentkeel trace: {args.workflow_id}: {exc.message}", file=sys.stderr)
+        return 1
+    print(format_waterfall(run_waterfall(history), width=args.width))
+    return 0
+
+
+async def _status(settings: Settings, args: argparse.Namespace) -> int:
+    """0: the stack runs, every process is up and every queue has a worker; 1: not so."""
+    from workers.stack.status import format_status, stack_status
+
+    report = await stack_status(settings)
+    print(report.to_json() if args.json else format_status(report))
+    return 0 if report.healthy else 1
