@@ -3,8 +3,13 @@ Temporal's OpenTelemetry plugin, with the attributes a trace reader needs."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import socket
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -15,12 +20,16 @@ from temporalio.testing import WorkflowEnvironment
 
 from inference.llm.policy import LlmPolicy
 from schemas.model_calls import RespondInput, RouteInput
+from schemas.request import AgentRequest
 from schemas.route import Route, Tier
 from tests.conftest import StackFactory
 from tests.fakes import FakeEngine
 from tests.test_llm_policy import GOOD_PLAN
+from workers.settings import Settings
+from workers.stack.local import LocalStack
 from workers.temporal_client import agentkeel_plugins
 from workers.tracing import configure_tracing, stop_tracing, tracing_plugins, tracing_requested
+from workflows.agent import AgentWorkflow
 
 
 @pytest.fixture
@@ -32,6 +41,12 @@ def spans() -> Iterator[InMemorySpanExporter]:
     finally:
         stop_tracing()
         exporter.shutdown()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def _ancestors(span: ReadableSpan, by_id: dict[int, ReadableSpan]) -> list[str]:
@@ -120,3 +135,76 @@ async def test_each_model_call_is_an_event_with_engine_tier_tokens_and_time() ->
     assert {e["agentkeel.tier"] for e in events} == {"light"}
     assert all("agentkeel.output_tokens" in e for e in events)
     assert "agentkeel.ttft_ms" in events[-1] and "agentkeel.ms" in events[0]
+
+
+def _printed_spans(log: Path) -> list[dict[str, Any]]:
+    """The spans a worker printed (`OTEL_TRACES_EXPORTER=console`: indented JSON objects
+    between its one-line log records)."""
+    found, block = [], []
+    for line in log.read_text(errors="replace").splitlines():
+        if line == "{":
+            block = [line]
+        elif block:
+            block.append(line)
+            if line == "}":
+                found.append(json.loads("\n".join(block)))
+                block = []
+    return found
+
+
+async def test_one_trace_crosses_the_client_and_both_worker_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spans: InMemorySpanExporter
+) -> None:
+    # The workers (child processes) print their spans into their logs, promptly.
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+    settings = Settings(
+        database_url=None,
+        redis_url=None,
+        carrier_url=None,
+        temporal_address=f"127.0.0.1:{_free_port()}",
+        temporal_ui_port=_free_port(),
+        carrier_port=_free_port(),
+        carrier_latency_ms=0,
+        metrics_address="off",
+        local_policy="off",  # route on the inference worker, as with a model
+        state_dir=tmp_path / "stack",
+    )
+    async with LocalStack(settings, start_workers=True) as endpoints:
+        client = await Client.connect(
+            endpoints.temporal_address, plugins=[*agentkeel_plugins(), *tracing_plugins()]
+        )
+        handle = await client.start_workflow(
+            AgentWorkflow.run,
+            AgentRequest(question="Where is order 1001?", tenant="traced"),
+            id=f"traced-{uuid.uuid4().hex[:8]}",
+            task_queue=settings.task_queue,
+        )
+        await handle.result()
+        [start] = [
+            s
+            for s in spans.get_finished_spans()
+            if s.name == "StartWorkflow:AgentWorkflow"
+            and (s.attributes or {}).get("temporalWorkflowID") == handle.id
+        ]
+        trace_id = f"0x{start.context.trace_id:032x}"
+        logs = Path(endpoints.log_dir)
+        cpu: list[dict[str, Any]] = []
+        inference: list[dict[str, Any]] = []
+        for _ in range(50):  # until both workers' batches are printed
+            await asyncio.sleep(0.1)
+            cpu = [s for s in _printed_spans(logs / "worker-cpu.log")
+                   if s["context"]["trace_id"] == trace_id]  # fmt: skip
+            inference = [s for s in _printed_spans(logs / "worker-inference.log")
+                         if s["context"]["trace_id"] == trace_id]  # fmt: skip
+            if any(s["name"] == "RunActivity:route" for s in inference) and any(
+                s["name"] == "RunActivity:get_order" for s in cpu
+            ):
+                break
+    names = {s["name"] for s in cpu}
+    assert {"RunWorkflow:AgentWorkflow", "agent.route", "RunActivity:get_order"} <= names
+    route = next(s for s in inference if s["name"] == "RunActivity:route")
+    # Its parent is the CPU worker's span that scheduled it: one trace, three processes.
+    parents = {s["context"]["span_id"]: s["name"] for s in cpu}
+    assert parents.get(route["parent_id"]) == "StartActivity:route"
+    assert route["resource"]["attributes"]["service.name"] == "agentkeel-worker-inference"

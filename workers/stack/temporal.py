@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping
 from datetime import UTC
@@ -81,7 +82,10 @@ async def temporal(launch: Launch) -> tuple[str, str | None]:
     if s.temporal_namespace != "default":
         argv += ["--namespace", s.temporal_namespace]
     argv += dev_server_flags()
-    child = await launch.child("temporal", argv)
+    # The server reads the OpenTelemetry variables too (and refuses `console`): meant for
+    # agentkeel's processes, they are not passed on to it.
+    server_env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    child = await launch.child("temporal", argv, server_env)
 
     async def ready() -> bool:
         await _temporal_client(s)
