@@ -19,7 +19,6 @@ import asyncio
 import os
 import random
 import signal
-import socket
 import tempfile
 import time
 import uuid
@@ -33,7 +32,7 @@ from schemas.actor import Actor, Role
 from schemas.request import AgentRequest, RunOptions
 from schemas.result import StepStatus
 from workers.settings import Settings
-from workers.stack.local import LocalStack, StackEndpoints
+from workers.stack.local import LocalStack, StackEndpoints, embedded_settings
 from workers.temporal_client import agentkeel_plugins
 from workflows.agent import AgentWorkflow
 
@@ -52,12 +51,6 @@ class Pass:
     def p(self, q: float) -> float:
         ordered = sorted(self.latencies_ms or [0.0])
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def _one_pass(
@@ -174,17 +167,11 @@ async def _running_pid(settings: Settings, name: str, timeout_s: float = 60.0) -
 async def measure(args: argparse.Namespace) -> None:
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory() as folder:
-        settings = Settings(
-            database_url=None,
-            redis_url=None,
-            carrier_url=None,
-            temporal_address=f"127.0.0.1:{_free_port()}",
-            temporal_ui_port=_free_port(),
-            carrier_port=_free_port(),
+        settings = embedded_settings(
+            Path(folder) / "stack",
             carrier_latency_ms=20,
             task_queue=f"chaos-{uuid.uuid4().hex[:8]}",
             metrics_address="off",  # beside a developer's `agentkeel up` and its ports
-            state_dir=Path(folder) / "stack",
         )
         stack = LocalStack(settings, start_workers=True)
         endpoints = await stack.start()

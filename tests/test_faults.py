@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -21,7 +20,8 @@ from schemas.actor import Actor, Role
 from schemas.request import AgentRequest
 from schemas.result import AgentResult, StepStatus
 from workers.settings import Settings
-from workers.stack.local import LocalStack, StackEndpoints
+from workers.stack.local import LocalStack, StackEndpoints, embedded_settings
+from workers.stack.procs import free_port
 from workers.stack.status import stack_status
 from workers.stack.watchdog import ChildState
 from workers.temporal_client import agentkeel_plugins
@@ -31,27 +31,14 @@ RUN_TIMEOUT_S = 120
 STAFF = Actor(role=Role.STAFF, name="ops")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 async def running(tmp_path: Path) -> AsyncIterator[tuple[Settings, StackEndpoints]]:
     """A whole local stack (embedded Postgres and Redis, dev server, carrier, workers)."""
-    settings = Settings(
-        database_url=None,
-        redis_url=None,
-        carrier_url=None,
-        temporal_address=f"127.0.0.1:{_free_port()}",
-        temporal_ui_port=_free_port(),
-        carrier_port=_free_port(),
-        carrier_latency_ms=0,
+    settings = embedded_settings(
+        tmp_path / "stack",
         task_queue=f"faults-{os.getpid()}",
         # The CPU worker's metrics here, the inference worker's at the next port.
-        metrics_address=f"127.0.0.1:{_free_port()}",
-        state_dir=tmp_path / "stack",
+        metrics_address=f"127.0.0.1:{free_port()}",
     )
     stack = LocalStack(settings, start_workers=True)
     endpoints = await stack.start()

@@ -15,6 +15,7 @@ from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
 
 from workers.settings import Settings
+from workers.stack.local import embedded_settings
 from workers.stack.pids import pid_alive
 from workers.stack.supervisor import LocalStack, StackError, read_endpoints
 
@@ -26,24 +27,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings(
-        database_url=None,
-        redis_url=None,
-        carrier_url=None,
-        temporal_address=f"127.0.0.1:{_free_port()}",
-        temporal_ui_port=_free_port(),
-        carrier_port=_free_port(),
-        carrier_latency_ms=0,
-        state_dir=tmp_path / "stack",
-    )
+    return embedded_settings(tmp_path / "stack")
 
 
 async def test_local_stack_starts_every_service_and_stops_them(settings: Settings) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,8 +24,7 @@ from schemas.route import Route, Tier
 from tests.conftest import StackFactory
 from tests.fakes import FakeEngine
 from tests.test_llm_policy import GOOD_PLAN
-from workers.settings import Settings
-from workers.stack.local import LocalStack
+from workers.stack.local import LocalStack, embedded_settings
 from workers.temporal_client import agentkeel_plugins
 from workers.tracing import configure_tracing, stop_tracing, tracing_plugins, tracing_requested
 from workflows.agent import AgentWorkflow
@@ -41,12 +39,6 @@ def spans() -> Iterator[InMemorySpanExporter]:
     finally:
         stop_tracing()
         exporter.shutdown()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _ancestors(span: ReadableSpan, by_id: dict[int, ReadableSpan]) -> list[str]:
@@ -158,17 +150,10 @@ async def test_one_trace_crosses_the_client_and_both_worker_processes(
     # The workers (child processes) print their spans into their logs, promptly.
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
     monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
-    settings = Settings(
-        database_url=None,
-        redis_url=None,
-        carrier_url=None,
-        temporal_address=f"127.0.0.1:{_free_port()}",
-        temporal_ui_port=_free_port(),
-        carrier_port=_free_port(),
-        carrier_latency_ms=0,
+    settings = embedded_settings(
+        tmp_path / "stack",
         metrics_address="off",
         local_policy="off",  # route on the inference worker, as with a model
-        state_dir=tmp_path / "stack",
     )
     async with LocalStack(settings, start_workers=True) as endpoints:
         client = await Client.connect(

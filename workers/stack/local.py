@@ -11,6 +11,7 @@ from contextlib import AsyncExitStack
 from dataclasses import asdict, dataclass, field, fields
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -24,6 +25,7 @@ from workers.stack.procs import (
     StackError,
     ensure_port_free,
     find_temporal_binary,
+    free_port,
     port_answers,
     split_host_port,
 )
@@ -166,6 +168,22 @@ class LocalStack:
         with contextlib.suppress(OSError, ValueError):
             if int(self._pid_path.read_text()) == os.getpid():
                 self._pid_path.unlink()
+
+
+def embedded_settings(state_dir: Path, **overrides: Any) -> Settings:
+    """Settings for a whole embedded stack (Postgres, Redis, dev server, carrier) in
+    `state_dir` on free ports, beside any other: for the fault tests and `bench.chaos`."""
+    base: dict[str, Any] = {
+        "database_url": None,
+        "redis_url": None,
+        "carrier_url": None,
+        "temporal_address": f"127.0.0.1:{free_port()}",
+        "temporal_ui_port": free_port(),
+        "carrier_port": free_port(),
+        "carrier_latency_ms": 0,
+        "state_dir": state_dir,
+    }
+    return Settings(**(base | overrides))
 
 
 def child_env(settings: Settings, endpoints: StackEndpoints | None = None) -> dict[str, str]:

@@ -162,6 +162,13 @@ def port_answers(host: str, port: int, timeout_s: float = 0.5) -> bool:
         return False
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on now (the OS's choice): for stacks beside another one."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
 def ensure_port_free(host: str, port: int, what: str) -> None:
     """Raise a `StackError` naming the port and its role when it is taken."""
     if port_answers(host, port):
