@@ -17,8 +17,16 @@ from inference.engines.protocol import (
     TokenDelta,
     TokenLogprob,
 )
+from inference.policy import TokenSink
 from inference.rules.policy import RulesPolicy
-from schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
+from schemas.model_calls import (
+    PlanInput,
+    PlanResult,
+    RespondInput,
+    RespondResult,
+    RouteInput,
+    RouteResult,
+)
 from schemas.plan.model import Plan
 from schemas.route import Route, Tier
 
@@ -135,3 +143,22 @@ class FakeEngine:
             finish_reason="stop",
             logprobs=logprobs if request.logprobs is not None else None,
         )
+
+
+class FakeStreamingPolicy(RulesPolicy):
+    """The rules policy, but its answer reaches the token stream word by word, `delay_s`
+    apart, as a model's would (the rules render it whole, in one piece)."""
+
+    name = "fake-streaming"
+
+    def __init__(self, delay_s: float = 0.02) -> None:
+        super().__init__()
+        self.delay_s = delay_s
+
+    async def respond(self, request: RespondInput, sink: TokenSink | None = None) -> RespondResult:
+        result = await super().respond(request, None)
+        if sink is not None:
+            for i, word in enumerate(result.answer.split(" ")):
+                await sink(word if i == 0 else " " + word)
+                await asyncio.sleep(self.delay_s)
+        return result

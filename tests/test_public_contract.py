@@ -144,3 +144,12 @@ async def test_cli_ask_without_temporal_is_one_clear_line(tmp_path: Path) -> Non
     message = err.decode().strip()
     assert "cannot reach Temporal at 127.0.0.1:1" in message
     assert "Traceback" not in message
+
+
+def test_the_published_json_schemas_match_the_models() -> None:
+    from schemas.export import OUT_DIR, rendered
+
+    files = rendered()
+    assert {p.name for p in OUT_DIR.glob("*.schema.json")} == set(files)
+    for name, text in files.items():
+        assert (OUT_DIR / name).read_text() == text, f"{name} is stale: python -m schemas.export"

@@ -95,6 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     add_operator_parsers(sub)
     add_schedule_parser(sub)
     sub.add_parser("demo", help="start the stack and run sample questions")
+    sub.add_parser("gateway", help="serve the HTTP/SSE gateway at AGENTKEEL_GATEWAY_ADDRESS")
     worker = sub.add_parser("worker", help="run one worker process")
     worker.add_argument("kind", choices=["cpu", "inference"])
     return parser
@@ -228,7 +229,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = Settings.from_env()
         configure_logging(settings.log_level, settings.log_format)
-        if args.command not in ("up", "demo", "worker"):  # (their workers trace themselves)
+        if args.command not in (
+            "up",
+            "demo",
+            "worker",
+            "gateway",
+        ):  # (their workers trace themselves)
             configure_tracing("agentkeel-cli")
         if args.command == "up":
             if not args.detach:
@@ -261,6 +267,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if args.command == "demo":
             return _exit_skipping_teardown(asyncio.run(run_demo(settings)))
+        if args.command == "gateway":
+            from workers.gateway.server import serve_gateway
+
+            asyncio.run(serve_gateway(with_running_stack(settings)))
+            return 0
         if args.command == "worker":
             from workers.worker import run_cpu_worker, run_inference_worker
 

@@ -139,6 +139,11 @@ class Settings:
     share_reads: str = "on"
     """`on`: an idempotent read already in flight (same tool, arguments and audience) is
     awaited by the next caller instead of being sent again; `off`."""
+    gateway_address: str = "127.0.0.1:8080"
+    """Where the HTTP gateway (`agentkeel gateway`, and `up`) listens, `host:port`."""
+    api_keys_file: str = ""
+    """JSON file of the gateway's API keys (`workers.gateway.keys`). Empty: no keys, and
+    the gateway serves the loopback address only."""
     log_format: str = "auto"
     """`json`, `console`, or `auto` (console on a TTY, JSON otherwise)."""
     log_level: str = "info"

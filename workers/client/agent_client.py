@@ -115,6 +115,11 @@ class AgentClient:
         temporal = await connect_client(settings)
         return cls.from_settings(temporal, settings, redis_url=redis_url)
 
+    @property
+    def redis(self) -> aioredis.Redis | None:
+        """The Redis of the fast path and token streams, if this client has one."""
+        return self._redis
+
     async def close(self) -> None:
         if self._redis is not None:
             await self._redis.aclose()

@@ -44,6 +44,8 @@ class StackEndpoints:
     redis_url: str
     carrier_url: str
     log_dir: str = ""
+    gateway_url: str = ""
+    """The HTTP gateway (`workers.gateway`), when the stack started one."""
     metrics: dict[str, str] = field(default_factory=dict)
     """Prometheus metrics URLs by worker (`worker cpu`, `worker inference`)."""
     pids: dict[str, int] = field(default_factory=dict)
@@ -116,6 +118,7 @@ class LocalStack:
             )
             if self.start_workers:
                 await stack_temporal.workers(launch, child_env(s, endpoints))
+                endpoints.gateway_url = await services.gateway(launch, child_env(s, endpoints))
                 endpoints.metrics = {
                     f"worker {kind}": f"http://{address}/metrics"
                     for kind, address in stack_metrics_addresses(s).items()
@@ -181,6 +184,7 @@ def embedded_settings(state_dir: Path, **overrides: Any) -> Settings:
         "temporal_ui_port": free_port(),
         "carrier_port": free_port(),
         "carrier_latency_ms": 0,
+        "gateway_address": f"127.0.0.1:{free_port()}",
         "state_dir": state_dir,
     }
     return Settings(**(base | overrides))
@@ -216,6 +220,8 @@ def _check_ports(s: Settings, *, workers: bool) -> None:
     if not s.carrier_url:
         ensure_port_free("127.0.0.1", s.carrier_port, "carrier service")
     if workers:
+        host, port = split_host_port(s.gateway_address, 8080)
+        ensure_port_free(host, port, "gateway")
         for kind, address in stack_metrics_addresses(s).items():
             if address is not None:
                 host, port = split_host_port(address, 0)

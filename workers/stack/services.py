@@ -190,6 +190,22 @@ async def carrier(launch: Launch, env: Mapping[str, str]) -> str:
     return url
 
 
+async def gateway(launch: Launch, env: Mapping[str, str]) -> str:
+    """The gateway's URL, once `agentkeel gateway` answers its health check."""
+    argv = [sys.executable, "-m", "workers.cli", "gateway"]
+    child = await launch.child("gateway", argv, env)
+    host, _, port = launch.settings.gateway_address.rpartition(":")
+    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host.strip("[]")
+    url = f"http://{host}:{port}"
+
+    async def healthy() -> bool:
+        async with httpx.AsyncClient(timeout=2, trust_env=False) as http:
+            return (await http.get(f"{url}/healthz")).status_code == 200
+
+    await wait_for(f"gateway at {url}/healthz", healthy, timeout_s=SERVICE_READY_S, child=child)
+    return url
+
+
 async def migrate_and_seed(database_url: str) -> None:
     """Apply the schema migrations and the demo data (both idempotent)."""
     try:

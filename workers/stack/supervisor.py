@@ -49,6 +49,8 @@ def describe(endpoints: StackEndpoints) -> str:
         ("Redis", endpoints.redis_url),
         ("Carrier service", endpoints.carrier_url),
     ]
+    if endpoints.gateway_url:
+        rows.append(("Gateway", f"{endpoints.gateway_url}  (API: {endpoints.gateway_url}/docs)"))
     rows += [(f"Metrics ({name})", url) for name, url in endpoints.metrics.items()]
     rows += [(name, f"pid {pid}") for name, pid in endpoints.pids.items()]
     rows.append(("logs", endpoints.log_dir))

@@ -1,0 +1,1 @@
+"""The HTTP/SSE gateway onto `AgentWorkflow` (`agentkeel gateway`)."""

@@ -1,0 +1,167 @@
+"""API keys of the gateway: a bearer token stands for one tenant and one actor.
+
+A customer-facing client holds a key that names its tenant and actor; whatever its
+request body says, it cannot act as another tenant or actor. A backend that authenticates
+its own users holds a key with `acts_for_others`: it names the actor per request (within
+its tenant), as a Temporal client would.
+
+The file (`AGENTKEEL_API_KEYS_FILE`) is JSON::
+
+    {"keys": [
+      {"token_sha256": "<hex>", "tenant": "acme",
+       "actor": {"role": "customer", "customer_id": 7}},
+      {"token_sha256": "<hex>", "tenant": "acme",
+       "actor": {"role": "staff", "name": "ops"}, "acts_for_others": true}
+    ]}
+
+Tokens are kept as SHA-256 digests (`"token"` in clear is accepted for local use), and
+compared in constant time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from schemas.actor import SYSTEM_ACTOR, Actor, Role
+from schemas.request import AgentRequest
+from schemas.text import Identifier
+from workers.settings import StartupError
+
+
+class ApiKey(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    token_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    token: str | None = Field(default=None, min_length=16)
+    tenant: Identifier
+    actor: Actor = SYSTEM_ACTOR
+    acts_for_others: bool = False
+    """May name any actor of its tenant in a request, and any approver."""
+
+    @model_validator(mode="after")
+    def _one_token(self) -> ApiKey:
+        if (self.token is None) == (self.token_sha256 is None):
+            raise ValueError("give exactly one of token_sha256 and token")
+        return self
+
+    @property
+    def digest(self) -> bytes:
+        if self.token_sha256 is not None:
+            return bytes.fromhex(self.token_sha256)
+        assert self.token is not None
+        return hashlib.sha256(self.token.encode()).digest()
+
+
+class ApiKeyFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    keys: list[ApiKey] = Field(min_length=1)
+
+
+class Refused(Exception):
+    """The caller may not do this: `status` is the HTTP status to answer with."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: a key's tenant and actor, or anyone on loopback without keys."""
+
+    key: ApiKey | None
+
+    def admit(self, request: AgentRequest) -> AgentRequest:
+        """`request` with the key's tenant and actor, or `Refused` if it claims others."""
+        key = self.key
+        if key is None:
+            return request
+        sent = request.model_fields_set
+        if "tenant" in sent and request.tenant != key.tenant:
+            raise Refused(403, f"this API key is for tenant {key.tenant!r}, not {request.tenant!r}")
+        actor = key.actor
+        if "actor" in sent and request.actor != key.actor:
+            if not key.acts_for_others:
+                raise Refused(
+                    403, f"this API key acts as {key.actor.describe()}; it may not name another"
+                )
+            actor = request.actor
+        return request.model_copy(update={"tenant": key.tenant, "actor": actor})
+
+    def may_see(self, tenant: str, actor: Actor) -> bool:
+        """Whether this caller may see (and cancel) a run of `tenant` acting for `actor`: its
+        own tenant's runs, and for a customer's key only that customer's."""
+        key = self.key
+        if key is None:
+            return True
+        if tenant != key.tenant:
+            return False
+        if key.actor.role is Role.CUSTOMER and not key.acts_for_others:
+            return actor.audience == key.actor.audience
+        return True
+
+    def approver(self, named: str | None) -> str:
+        """Who decides an approval made by this caller; `Refused` if it may not decide."""
+        key = self.key
+        if key is None or key.acts_for_others:
+            if named is None:
+                raise Refused(422, "approver: name who decides")
+            return named
+        if key.actor.role is not Role.STAFF:
+            raise Refused(403, f"only staff may approve; this API key acts as {key.actor.role}")
+        own = key.actor.name
+        if own is None:
+            raise Refused(403, "this staff API key has no actor name to record as approver")
+        if named is not None and named != own:
+            raise Refused(403, f"this API key approves as {own!r}; it may not name another")
+        return own
+
+
+class ApiKeys:
+    def __init__(self, keys: list[ApiKey]) -> None:
+        self._keys = keys
+
+    @property
+    def configured(self) -> bool:
+        return bool(self._keys)
+
+    def caller(self, authorization: str | None) -> Caller:
+        """The caller an `Authorization` header names; `Refused(401)` if it names none."""
+        if not self._keys:
+            return Caller(None)
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Refused(401, "missing API key: send `Authorization: Bearer <key>`")
+        digest = hashlib.sha256(token.strip().encode()).digest()
+        found = None
+        for key in self._keys:  # every key compared: the time taken does not tell which
+            if hmac.compare_digest(digest, key.digest):
+                found = key
+        if found is None:
+            raise Refused(401, "unknown API key")
+        return Caller(found)
+
+    @classmethod
+    def load(cls, path: str) -> ApiKeys:
+        """The keys in `path`; no path, no keys. A file that cannot be used stops the start."""
+        if not path:
+            return cls([])
+        try:
+            raw = json.loads(Path(path).expanduser().read_text())
+            return cls(ApiKeyFile.model_validate(raw).keys)
+        except OSError as exc:
+            raise StartupError(f"cannot read API keys file {path}: {exc.strerror}") from None
+        except json.JSONDecodeError as exc:
+            raise StartupError(f"API keys file {path} is not JSON: {exc}") from None
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise StartupError(f"API keys file {path}: {where}: {first['msg']}") from None

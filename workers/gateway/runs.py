@@ -1,0 +1,110 @@
+"""Reading a run for the gateway: who it acts for, its state, progress and result.
+
+Everything comes from Temporal when asked (the gateway keeps nothing), so a restarted
+gateway, or another replica, answers the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from temporalio.client import (
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+)
+from temporalio.service import RPCError, RPCStatusCode
+
+from schemas.actor import SYSTEM_ACTOR, Actor
+from schemas.gateway import RunState, RunView
+from schemas.progress import RunProgress
+from schemas.result import AgentResult
+from workers.client.agent_client import AgentClient
+from workers.gateway.keys import Caller, Refused
+
+PROGRESS_TIMEOUT_S = 2.0
+"""A query needs a worker to answer it; without one the view says so instead of hanging."""
+
+
+def not_found(workflow_id: str) -> Refused:
+    return Refused(404, f"no run {workflow_id!r}")
+
+
+class Runs:
+    def __init__(self, client: AgentClient) -> None:
+        self.client = client
+
+    def handle(self, workflow_id: str) -> WorkflowHandle[Any, AgentResult]:
+        return self.client.temporal.get_workflow_handle(workflow_id, result_type=AgentResult)
+
+    async def checked(self, caller: Caller, workflow_id: str) -> WorkflowExecutionStatus:
+        """The run's status, once `caller` may see it; a run it may not see is `not_found`
+        (its existence is not told)."""
+        handle = self.handle(workflow_id)
+        try:
+            status = (await handle.describe()).status
+            if caller.key is not None:
+                tenant, actor = await self._owner(handle)
+                if not caller.may_see(tenant, actor):
+                    raise not_found(workflow_id)
+        except RPCError as exc:
+            if exc.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
+                raise not_found(workflow_id) from None
+            raise
+        if status is None:
+            raise not_found(workflow_id)
+        return status
+
+    async def view(self, workflow_id: str, status: WorkflowExecutionStatus) -> RunView:
+        handle = self.handle(workflow_id)
+        run_id = (await handle.describe()).run_id
+        state = state_of(status)
+        if state is RunState.RUNNING:
+            return RunView(
+                workflow_id=workflow_id,
+                run_id=run_id,
+                state=state,
+                progress=await self.progress(workflow_id),
+            )
+        result, error = await self.outcome(handle)
+        return RunView(
+            workflow_id=workflow_id, run_id=run_id, state=state, result=result, error=error
+        )
+
+    async def progress(self, workflow_id: str) -> RunProgress | None:
+        """The `progress` query, or None when no worker answers it in time."""
+        try:
+            async with asyncio.timeout(PROGRESS_TIMEOUT_S):
+                return await self.client.progress(workflow_id)
+        except (TimeoutError, RPCError):
+            return None
+
+    async def outcome(
+        self, handle: WorkflowHandle[Any, AgentResult]
+    ) -> tuple[AgentResult | None, str | None]:
+        """A finished run's result with outputs read back, or why it has none."""
+        try:
+            return await self.client.resolve_outputs(await handle.result()), None
+        except WorkflowFailureError as exc:
+            return None, str(exc.cause or exc)
+
+    async def _owner(self, handle: WorkflowHandle[Any, AgentResult]) -> tuple[str, Actor]:
+        """Tenant and actor from the run's own input (its first history event), so runs
+        started through any SDK are checked alike."""
+        async for event in handle.fetch_history_events(page_size=1):
+            payloads = event.workflow_execution_started_event_attributes.input.payloads
+            if not payloads:
+                break
+            [request] = await self.client.temporal.data_converter.decode(
+                [payloads[0]], [dict[str, Any]]
+            )
+            actor = request.get("actor")
+            return str(request.get("tenant", "default")), (
+                Actor.model_validate(actor) if actor else SYSTEM_ACTOR
+            )
+        return "default", SYSTEM_ACTOR
+
+
+def state_of(status: WorkflowExecutionStatus) -> RunState:
+    return RunState(status.name.lower())

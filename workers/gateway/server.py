@@ -1,0 +1,63 @@
+"""Serving the gateway: `agentkeel gateway`, and one process of `agentkeel up`."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import structlog
+import uvicorn
+
+from workers.client.agent_client import AgentClient
+from workers.gateway.app import create_app
+from workers.gateway.keys import ApiKeys
+from workers.settings import ENV_PREFIX, Settings, StartupError
+from workers.stack.procs import ensure_port_free
+
+log = structlog.get_logger(__name__)
+
+
+def gateway_host_port(settings: Settings) -> tuple[str, int]:
+    host, _, port = settings.gateway_address.strip().rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise StartupError(
+            f"{ENV_PREFIX}GATEWAY_ADDRESS must be host:port, got {settings.gateway_address!r}"
+        )
+    return host.strip("[]"), int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def checked_keys(settings: Settings, host: str) -> ApiKeys:
+    """The API keys; without any, only a loopback address may be served."""
+    keys = ApiKeys.load(settings.api_keys_file)
+    if not keys.configured and not is_loopback(host):
+        raise StartupError(
+            f"the gateway has no API keys, so it serves only 127.0.0.1, not {host}: set "
+            f"{ENV_PREFIX}API_KEYS_FILE (see workers/gateway/keys.py) to serve other hosts"
+        )
+    return keys
+
+
+async def serve_gateway(settings: Settings) -> None:
+    host, port = gateway_host_port(settings)
+    keys = checked_keys(settings, host)
+    if not keys.configured:
+        log.warning(
+            "gateway_without_api_keys",
+            note="no API keys: serving loopback only; requests act as their body says",
+        )
+    ensure_port_free(host, port, "gateway")
+    client = await AgentClient.connect(settings)
+    app = create_app(client, keys)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_config=None, access_log=False, lifespan="on"
+    )
+    log.info("gateway_serving", address=f"http://{host}:{port}", api_keys=keys.configured)
+    await uvicorn.Server(config).serve()
