@@ -22,6 +22,7 @@ from activities.model_calls import InferenceActivities
 from bench.react import BenchReactWorkflow
 from inference.policy import Policy
 from inference.rules.policy import RulesPolicy
+from workers.connections import redis_client
 from workers.resources import cpu_activities
 from workers.search_attributes import ensure_search_attributes
 from workers.settings import Settings
@@ -83,10 +84,12 @@ async def bench_stack(
     seed_orders: int | None = None,
     dev_server_args: list[str] | None = None,
     policy_on_cpu_worker: bool = False,
+    token_streams: bool = False,
     **settings_overrides: Any,
 ) -> AsyncIterator[BenchStack]:
     """A dev server and workers on a fresh task queue, with `stand_ins` replacing real tools
-    (and `settings_overrides` on top of the defaults)."""
+    (and `settings_overrides` on top of the defaults). `token_streams`: the inference worker
+    publishes answers to Redis as they are written, as in production."""
     async with AsyncExitStack() as stack:
         if config.database_url is None:
             database_url = await stack.enter_async_context(
@@ -124,6 +127,10 @@ async def bench_stack(
         local = policy if policy_on_cpu_worker else None
         activities = await stack.enter_async_context(cpu_activities(settings, local=local))
         activities = with_stand_ins(activities, stand_ins)
+        streams = None
+        if token_streams:
+            streams = redis_client(config.redis_url)
+            stack.push_async_callback(streams.aclose)
         for worker in (
             cpu_worker(
                 env.client,
@@ -135,7 +142,7 @@ async def bench_stack(
             inference_worker(
                 env.client,
                 settings.inference_task_queue,
-                InferenceActivities(policy),
+                InferenceActivities(policy, redis=streams),
                 max_concurrent=INFERENCE_CONCURRENCY,
             ),
         ):

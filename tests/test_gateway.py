@@ -13,7 +13,6 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
-import uvicorn
 
 from schemas.actor import Actor, Role
 from tests.conftest import AgentStack, StackFactory
@@ -21,7 +20,7 @@ from tests.fakes import FakeStreamingPolicy
 from tests.test_authority import refundable_order
 from workers.gateway.app import create_app
 from workers.gateway.keys import ApiKey, ApiKeys
-from workers.gateway.server import checked_keys
+from workers.gateway.server import checked_keys, serving
 from workers.settings import Settings, StartupError
 from workers.stack.procs import free_port
 
@@ -42,21 +41,10 @@ async def gateway(
     stack: AgentStack, keys: ApiKeys | None = None
 ) -> AsyncIterator[httpx.AsyncClient]:
     """The gateway app served by uvicorn on a free port, and an HTTP client for it."""
-    port = free_port()
     app = create_app(stack.agent_client(), keys or ApiKeys([]))
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, lifespan="on")
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    while not server.started:
-        assert not serving.done(), "the gateway did not start"
-        await asyncio.sleep(0.02)
-    try:
-        base = f"http://127.0.0.1:{port}"
+    async with serving(app, "127.0.0.1", free_port()) as base:
         async with httpx.AsyncClient(base_url=base, timeout=BOUND_S, trust_env=False) as http:
             yield http
-    finally:
-        server.should_exit = True
-        await serving
 
 
 async def read_events(

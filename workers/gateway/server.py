@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import structlog
 import uvicorn
+from fastapi import FastAPI
 
 from workers.client.agent_client import AgentClient
 from workers.gateway.app import create_app
@@ -43,6 +47,24 @@ def checked_keys(settings: Settings, host: str) -> ApiKeys:
             f"{ENV_PREFIX}API_KEYS_FILE (see workers/gateway/keys.py) to serve other hosts"
         )
     return keys
+
+
+@asynccontextmanager
+async def serving(app: FastAPI, host: str, port: int) -> AsyncIterator[str]:
+    """`app` served by uvicorn in this event loop (tests and benchmarks); yields its URL."""
+    config = uvicorn.Config(app, host=host, port=port, log_config=None, lifespan="on")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+            raise StartupError(f"the gateway did not start on {host}:{port}")
+        await asyncio.sleep(0.02)
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.should_exit = True
+        await task
 
 
 async def serve_gateway(settings: Settings) -> None:
