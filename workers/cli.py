@@ -18,6 +18,7 @@ from temporalio.service import RPCError
 from schemas.approvals import ApprovalDecision
 from schemas.request import AgentRequest, RunOptions
 from schemas.result import AgentResult, StepStatus
+from schemas.tokens import TokenEvent
 from workers.cli_operate import OPERATOR_COMMANDS, add_operator_parsers, run_operator
 from workers.cli_options import actor_of, add_actor_options
 from workers.cli_schedule import add_schedule_parser, run_schedule
@@ -28,6 +29,7 @@ from workers.client.agent_client import (
     decide_approval,
 )
 from workers.client.report import StreamedAnswer, format_result
+from workers.client.status_line import StatusLine, follow_progress, stack_starting
 from workers.client.watches import format_waiting, waiting_runs
 from workers.logging import configure_logging
 from workers.settings import Settings, SettingsError, StartupError
@@ -134,13 +136,26 @@ async def _ask(settings: Settings, args: argparse.Namespace) -> int:
     coalesce = not args.no_coalesce
     # --json prints the result alone, so it streams nothing.
     streamed = None if args.json else StreamedAnswer(sys.stdout)
+    line = StatusLine("checking the cache")
+    following: list[asyncio.Task[None]] = []
+
+    def started(workflow_id: str) -> None:
+        line.update(f"started {workflow_id}")
+        following.append(asyncio.create_task(follow_progress(client, workflow_id, line)))
+
+    def on_event(event: TokenEvent) -> None:
+        line.stop()  # the answer takes the terminal from here
+        if streamed is not None:
+            streamed.on_event(event)
+
     try:
+        line.start()
         async with asyncio.timeout(args.timeout):
             if streamed is None:
-                result = await client.ask(request, coalesce=coalesce)
+                result = await client.ask(request, coalesce=coalesce, on_started=started)
             else:
                 result = await client.ask_streaming(
-                    request, on_event=streamed.on_event, coalesce=coalesce
+                    request, on_event=on_event, coalesce=coalesce, on_started=started
                 )
     except WorkflowFailureError as exc:
         if streamed is not None:
@@ -159,6 +174,9 @@ async def _ask(settings: Settings, args: argparse.Namespace) -> int:
         )
         return EXIT_TIMED_OUT
     finally:
+        for task in following:
+            task.cancel()
+        line.stop()
         await client.close()
     if streamed is None:
         print(result.model_dump_json(indent=2))
@@ -241,7 +259,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return run_foreground(settings)
             from workers.stack.supervisor import describe
 
-            print(f"agentkeel stack is up in the background\n{describe(start_detached(settings))}")
+            with StatusLine("starting the local stack") as line:
+                endpoints = start_detached(settings, on_wait=stack_starting(line))
+            print(f"agentkeel stack is up in the background\n{describe(endpoints)}")
             print("stop it with: agentkeel down")
             return 0
         if args.command == "down":

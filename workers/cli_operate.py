@@ -12,7 +12,7 @@ from temporalio.service import RPCError
 from workers.client.agent_client import connect_client
 from workers.settings import Settings, SettingsError, parse_duration
 
-OPERATOR_COMMANDS = ("status", "stats", "trace")
+OPERATOR_COMMANDS = ("status", "stats", "trace", "logs")
 
 
 def add_operator_parsers(sub: Any) -> None:
@@ -30,10 +30,14 @@ def add_operator_parsers(sub: Any) -> None:
     trace.add_argument("workflow_id")
     trace.add_argument("--run-id", help="that run of the workflow id (default: the latest)")
     trace.add_argument("--width", type=int, default=60, help="columns of the time axis")
+    logs = sub.add_parser("logs", help="the local stack's logs (all, or one process's)")
+    logs.add_argument("name", nargs="?", help="a process: temporal, worker-cpu, gateway, ...")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    logs.add_argument("-n", "--lines", type=int, default=50, help="lines of each log to show")
 
 
 async def run_operator(settings: Settings, args: argparse.Namespace) -> int:
-    run = {"status": _status, "stats": _stats, "trace": _trace}[args.command]
+    run = {"status": _status, "stats": _stats, "trace": _trace, "logs": _logs}[args.command]
     return await run(settings, args)
 
 
@@ -69,3 +73,26 @@ async def _status(settings: Settings, args: argparse.Namespace) -> int:
     report = await stack_status(settings)
     print(report.to_json() if args.json else format_status(report))
     return 0 if report.healthy else 1
+
+
+async def _logs(settings: Settings, args: argparse.Namespace) -> int:
+    """0: shown; 1: no logs (no stack ran from here); 2: no log of that name."""
+    from workers.stack.logs import NoSuchLog, follow, log_files, pick, show
+
+    log_dir = settings.state_dir / "logs"
+    files = log_files(log_dir)
+    if not files:
+        print(
+            f"agentkeel logs: no logs in {log_dir}: start the stack with `agentkeel up --detach`",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        chosen = pick(files, args.name)
+    except NoSuchLog as exc:
+        print(f"agentkeel logs: {exc}", file=sys.stderr)
+        return 2
+    show(chosen, args.lines, sys.stdout)
+    if args.follow:
+        await follow(chosen, sys.stdout)
+    return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -38,6 +39,10 @@ from workers.settings import Settings
 async def connect_client(settings: Settings) -> Client:
     """A Temporal client for starting and steering runs: the data converter, no LangGraph."""
     return await connect_temporal(settings, [agentkeel_plugin()])
+
+
+OnStarted = Callable[[str], None]
+"""Told the workflow id of the run an ask started."""
 
 
 def new_workflow_id(prefix: str = "ask") -> str:
@@ -125,12 +130,21 @@ class AgentClient:
             await self._redis.aclose()
 
     async def ask(
-        self, request: AgentRequest, *, coalesce: bool = True, workflow_id: str | None = None
+        self,
+        request: AgentRequest,
+        *,
+        coalesce: bool = True,
+        workflow_id: str | None = None,
+        on_started: OnStarted | None = None,
     ) -> AgentResult:
+        """The run's result; `on_started` is told the workflow id once a run is started (a
+        fast-path answer starts none)."""
         cached = await self.cached_answer(request)
         if cached is not None:
             return await self.resolve_outputs(cached)
         handle = await self.start(request, coalesce=coalesce, workflow_id=workflow_id)
+        if on_started is not None:
+            on_started(handle.id)
         return await self.resolve_outputs(await handle.result())
 
     async def resolve_outputs(self, result: AgentResult) -> AgentResult:
@@ -151,6 +165,7 @@ class AgentClient:
         on_event: OnEvent,
         coalesce: bool = True,
         workflow_id: str | None = None,
+        on_started: OnStarted | None = None,
     ) -> AgentResult:
         """`ask`, handing the answer's token events to `on_event` as the model writes them.
 
@@ -161,6 +176,8 @@ class AgentClient:
         if cached is not None:
             return await self.resolve_outputs(cached)
         handle = await self.start(request, coalesce=coalesce, workflow_id=workflow_id)
+        if on_started is not None:
+            on_started(handle.id)
         # result_run_id is the run the start resolved to: with USE_EXISTING, the run this
         # caller attached to, which is the one whose respond activity publishes.
         run_id = handle.result_run_id

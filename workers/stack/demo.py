@@ -10,6 +10,7 @@ from temporalio.client import WorkflowFailureError
 from schemas.request import AgentRequest
 from workers.client.agent_client import AgentClient
 from workers.client.report import format_result
+from workers.client.status_line import StatusLine, stack_starting
 from workers.settings import Settings
 from workers.stack.demo_watch import demo_watch
 from workers.stack.supervisor import describe, start_detached
@@ -46,7 +47,8 @@ DEMO_QUESTIONS: tuple[tuple[str, str], ...] = (
 
 async def run_demo(settings: Settings) -> int:
     print("agentkeel demo: starting the local stack (first start seeds the database) ...")
-    endpoints = start_detached(settings)
+    with StatusLine("starting the local stack") as line:
+        endpoints = start_detached(settings, on_wait=stack_starting(line))
     print(describe(endpoints), end="\n\n")
     client = await AgentClient.connect(
         dataclasses.replace(settings, temporal_address=endpoints.temporal_address),

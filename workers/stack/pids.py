@@ -56,6 +56,14 @@ def record_children(path: Path, children: Sequence[Child]) -> None:
     tmp.replace(path)
 
 
+def started_children(path: Path) -> list[str]:
+    """The names of the children recorded in `path` so far (none when it is unreadable)."""
+    try:
+        return [str(row["name"]) for row in json.loads(path.read_text())]
+    except (OSError, ValueError, TypeError, KeyError):
+        return []
+
+
 def kill_orphans(path: Path, timeout_s: float = 5.0) -> list[str]:
     """End the children recorded in `path` that still run the same program; return their names."""
     try:

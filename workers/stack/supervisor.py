@@ -15,11 +15,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 from workers.connections import redact
 from workers.settings import Settings
 from workers.stack.local import LocalStack, StackEndpoints, child_env
-from workers.stack.pids import pid_alive, read_pid_file, write_pid_file
+from workers.stack.pids import pid_alive, read_pid_file, started_children, write_pid_file
 from workers.stack.procs import StackError, log_tail
 
 __all__ = [
@@ -104,10 +105,13 @@ def read_endpoints(settings: Settings) -> StackEndpoints | None:
     return endpoints if endpoints.pids.get("supervisor") == pid else None
 
 
-def start_detached(settings: Settings) -> StackEndpoints:
+def start_detached(
+    settings: Settings, on_wait: Callable[[list[str]], None] | None = None
+) -> StackEndpoints:
     """Run `agentkeel up` in the background; return its endpoints once it is ready.
 
     Returns the running stack's endpoints when one already runs from the state directory.
+    `on_wait` is told, while it starts, the names of the processes started so far.
     """
     running = read_endpoints(settings)
     if running is not None:
@@ -140,6 +144,8 @@ def start_detached(settings: Settings) -> StackEndpoints:
                 f"the stack was not up after {DETACHED_READY_S:.0f} s; "
                 f"last log lines ({log_path}):\n{log_tail(log_path, since=since)}"
             )
+        if on_wait is not None:
+            on_wait(started_children(settings.state_dir / "children.json"))
         time.sleep(0.2)
 
 
