@@ -33,6 +33,7 @@ from schemas.request import AgentRequest, RunOptions
 from schemas.result import StepStatus
 from workers.settings import Settings
 from workers.stack.local import LocalStack, StackEndpoints, embedded_settings
+from workers.stack.services import restart_embedded_postgres
 from workers.temporal_client import agentkeel_plugins
 from workflows.agent import AgentWorkflow
 
@@ -125,9 +126,6 @@ async def _faults(
 ) -> list[str]:
     """SIGKILL the CPU worker `kills` times, restart Postgres once, SIGKILL Redis once, at
     random moments within `span_s`; returns what was done, in order."""
-    import pgserver
-    from pgserver import _commands
-
     moments = sorted(
         [(rng.uniform(0.1, span_s), "kill cpu worker") for _ in range(kills)]
         + [(rng.uniform(0.1, span_s), "restart postgres"), (rng.uniform(0.1, span_s), "kill redis")]
@@ -137,13 +135,7 @@ async def _faults(
     for at, what in moments:
         await asyncio.sleep(max(0.0, at - (time.monotonic() - begun)))
         if what == "restart postgres":
-            server = pgserver.get_server(settings.state_dir / "pg")
-            await asyncio.to_thread(
-                _commands.pg_ctl,  # type: ignore[attr-defined]
-                ["-w", "restart", "-m", "fast"],
-                pgdata=server.pgdata,
-                user=server.system_user,
-            )
+            await asyncio.to_thread(restart_embedded_postgres, settings.state_dir)
         else:
             name = "worker cpu" if what == "kill cpu worker" else "redis"
             pid = await _running_pid(settings, name)  # after the restart of an earlier kill

@@ -32,6 +32,8 @@ import pytest
 
 from workers.connections import redact
 from workers.stack.databases import throwaway_database
+from workers.stack.machine_postgres import MachinePostgres, socket_dir_for
+from workers.stack.services import pgserver_available
 
 ADMIN_DSN_ENV = "AGENTKEEL_TEST_ADMIN_DSN"
 EMBEDDED_ENV = "AGENTKEEL_TEST_EMBEDDED"
@@ -95,11 +97,24 @@ async def _probe(dsn: str, timeout_s: float) -> str | None:
 
 @asynccontextmanager
 async def _embedded_server() -> AsyncIterator[str]:
+    workdir = Path(tempfile.mkdtemp(prefix="agentkeel-pg-"))
+    if not pgserver_available():
+        # No wheel for this Python: the machine's binaries (`MachinePostgres`).
+        os.chmod(workdir, 0o755)  # run as `postgres` when the tests run as root
+        machine = MachinePostgres.in_dir(workdir / "pgdata", socket_dir_for(workdir / "pgdata"))
+        try:
+            await asyncio.to_thread(machine.start)
+            try:
+                yield machine.dsn
+            finally:
+                await asyncio.to_thread(machine.stop)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        return
     logging.getLogger("pgserver").setLevel(logging.WARNING)  # it narrates every step at INFO
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR at import
         import pgserver
-    workdir = Path(tempfile.mkdtemp(prefix="agentkeel-pg-"))
     try:
         server: Any = await asyncio.to_thread(pgserver.get_server, workdir / "pgdata", "stop")
         try:

