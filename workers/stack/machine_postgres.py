@@ -9,10 +9,12 @@ as root it runs as the `postgres` system user that the distributions' packages c
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import pwd
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,11 +35,19 @@ def socket_dir_for(pgdata: Path) -> Path:
     wanted = pgdata.with_name(pgdata.name + "-socket")  # initdb wants its directory empty
     if len(str(wanted / f".s.PGSQL.{PORT}")) < 100:
         return wanted
-    import hashlib
-    import tempfile
+    return Path(tempfile.gettempdir()) / f"agentkeel-pgsock-{_tag(wanted)}"
 
-    tag = hashlib.sha256(str(wanted).encode()).hexdigest()[:12]
-    return Path(tempfile.gettempdir()) / f"agentkeel-pg-{tag}"
+
+def _tag(path: Path) -> str:
+    return hashlib.sha256(str(path).encode()).hexdigest()[:12]
+
+
+def _postgres_can_enter(directory: Path) -> bool:
+    probe = ["runuser", "-u", "postgres", "--", "test", "-x", str(directory)]
+    try:
+        return subprocess.run(probe, capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
 
 
 def find_bindir() -> Path | None:
@@ -76,6 +86,13 @@ class MachinePostgres:
             raise StackError(
                 f"no embedded Postgres for this Python and no initdb found: {INSTALL_HINT}"
             )
+        if os.geteuid() == 0 and not _postgres_can_enter(pgdata.parent):
+            # As root in a directory the `postgres` user cannot enter (a private temporary
+            # directory, say): the data goes to /tmp instead, at a path named after the one
+            # asked for, so the same state directory finds it again.
+            base = Path(tempfile.gettempdir()) / f"agentkeel-pg-{_tag(pgdata)}"
+            base.mkdir(mode=0o755, exist_ok=True)
+            return cls(base / "data", base / "socket", bindir)
         return cls(pgdata, socket_dir, bindir)
 
     @property
@@ -101,7 +118,10 @@ class MachinePostgres:
             self._run("pg_ctl", "-D", str(self.pgdata), "-m", "fast", "-w", "stop")
 
     def restart(self) -> None:
-        self._run("pg_ctl", "-D", str(self.pgdata), "-m", "fast", "-w", "restart")
+        # With its log file, as at start: a postmaster writing to pg_ctl's output would hold
+        # our pipe open, and the call would never return.
+        log = str(self.pgdata / "log")
+        self._run("pg_ctl", "-D", str(self.pgdata), "-l", log, "-m", "fast", "-w", "restart")
 
     def _running(self) -> bool:
         return (self.pgdata / "postmaster.pid").exists() and subprocess.run(
