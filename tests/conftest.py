@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
+import tempfile
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -348,3 +351,16 @@ def _glob_escape(text: str) -> str:
 @pytest.fixture
 async def stack(make_stack: StackFactory) -> AgentStack:
     return await make_stack()
+
+
+@pytest.fixture
+def stack_dir() -> Iterator[Path]:
+    """A state directory for a whole local stack, removed afterwards. Open to other users
+    (mode 755): where the machine's Postgres runs as `postgres` (root, Python 3.13), it
+    keeps its data here rather than in /tmp, and goes with the directory."""
+    path = Path(tempfile.mkdtemp(prefix="agentkeel-stack-"))
+    os.chmod(path, 0o755)
+    try:
+        yield path / "stack"
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

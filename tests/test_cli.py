@@ -125,3 +125,13 @@ def test_the_status_line_draws_on_a_terminal_and_nothing_elsewhere() -> None:
     assert describe_progress(progress) == (
         "running 2 steps (round 0) · 1/2 steps done · track_shipment running"
     )
+
+
+async def test_a_bad_setting_is_one_line_naming_it_not_a_traceback(tmp_path: Path) -> None:
+    env = {"AGENTKEEL_STATE_DIR": str(tmp_path), "AGENTKEEL_LOG_LEVEL": "loud"}
+    code, _, err = await _agentkeel("ask", "hi", env=env)
+    assert code == 1 and "AGENTKEEL_LOG_LEVEL must be one of" in err
+    assert "Traceback" not in err
+    env = {"AGENTKEEL_STATE_DIR": str(tmp_path), "AGENTKEEL_GATEWAY_ADDRESS": "0.0.0.0:1"}
+    code, _, err = await _agentkeel("gateway", env=env)
+    assert code == 1 and "serves only 127.0.0.1" in err and "Traceback" not in err

@@ -33,10 +33,10 @@ STAFF = Actor(role=Role.STAFF, name="ops")
 
 
 @pytest.fixture
-async def running(tmp_path: Path) -> AsyncIterator[tuple[Settings, StackEndpoints]]:
+async def running(stack_dir: Path) -> AsyncIterator[tuple[Settings, StackEndpoints]]:
     """A whole local stack (embedded Postgres and Redis, dev server, carrier, workers)."""
     settings = embedded_settings(
-        tmp_path / "stack",
+        stack_dir,
         task_queue=f"faults-{os.getpid()}",
         # The CPU worker's metrics here, the inference worker's at the next port.
         metrics_address=f"127.0.0.1:{free_port()}",

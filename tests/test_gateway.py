@@ -13,12 +13,14 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
+from temporalio.service import RPCError, RPCStatusCode
 
 from schemas.actor import Actor, Role
 from tests.conftest import AgentStack, StackFactory
 from tests.fakes import FakeStreamingPolicy
 from tests.test_authority import refundable_order
 from workers.gateway.app import create_app
+from workers.gateway.events import run_events
 from workers.gateway.keys import ApiKey, ApiKeys
 from workers.gateway.server import checked_keys, serving
 from workers.settings import Settings, StartupError
@@ -167,6 +169,22 @@ async def test_bad_bodies_and_unknown_runs_get_clear_errors(stack: AgentStack) -
         assert not_json.status_code == 422
         huge = await http.post("/v1/runs", content=b"x" * 70_000)
         assert huge.status_code == 413
+
+        async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: chunked
+            for _ in range(100):
+                yield b"x" * 1000
+
+        chunked = await http.post(
+            "/v1/runs", content=chunks(), headers={"content-type": "application/json"}
+        )
+        assert chunked.status_code == 413 and "over" in chunked.json()["detail"]
+        # A workflow that is not an AgentWorkflow run is no run of the gateway's.
+        other = await stack.client.start_workflow(
+            "SomethingElse", id=f"other-{stack.tenant}", task_queue="nobody-polls-this"
+        )
+        stack.started.append(other)
+        for path in (f"/v1/runs/{other.id}", f"/v1/runs/{other.id}/events"):
+            assert (await http.get(path)).status_code == 404
         for path in ("/v1/runs/no-such-run", "/v1/runs/no-such-run/events"):
             missing = await http.get(path)
             assert missing.status_code == 404 and "no-such-run" in missing.json()["detail"]
@@ -213,7 +231,17 @@ async def test_api_keys_bind_tenant_and_actor(stack: AgentStack, database_url: s
         assert started.status_code == 202, started.text
         workflow_id = started.json()["workflow_id"]
         stack.started.append(stack.client.get_workflow_handle(workflow_id))
-        assert (await http.get(f"/v1/runs/{workflow_id}", headers=other)).status_code == 404
+        for method, path in (
+            ("GET", ""),
+            ("GET", "/events"),
+            ("POST", "/cancel"),
+        ):
+            refused = await http.request(method, f"/v1/runs/{workflow_id}{path}", headers=other)
+            assert refused.status_code == 404, (method, path, refused.text)
+        foreign = await http.post(
+            f"/v1/runs/{workflow_id}/approve", json={"approved": True}, headers=other
+        )
+        assert foreign.status_code == 403  # a customer's key approves nothing
         awaiting = None
         for _ in range(150):
             view = (await http.get(f"/v1/runs/{workflow_id}", headers=customer)).json()
@@ -249,9 +277,51 @@ def test_without_keys_the_gateway_serves_loopback_only(tmp_path: Path) -> None:
         checked_keys(Settings(gateway_address="0.0.0.0:8080"), "0.0.0.0")
     assert not checked_keys(Settings(), "127.0.0.1").configured
     bad = tmp_path / "keys.json"
-    bad.write_text(json.dumps({"keys": [{"tenant": "acme"}]}))
+    staff = {"role": "staff", "name": "ops"}
+    bad.write_text(json.dumps({"keys": [{"tenant": "acme", "actor": staff}]}))
     with pytest.raises(StartupError, match="exactly one of token_sha256 and token"):
+        checked_keys(Settings(api_keys_file=str(bad)), "127.0.0.1")
+    bad.write_text(json.dumps({"keys": [{"tenant": "acme", "token": "t" * 20}]}))
+    with pytest.raises(StartupError, match=r"keys\.0\.actor: Field required"):
+        checked_keys(Settings(api_keys_file=str(bad)), "127.0.0.1")
+    twice = {"tenant": "acme", "token": "t" * 20, "actor": staff}
+    bad.write_text(json.dumps({"keys": [twice, twice]}))
+    with pytest.raises(StartupError, match="two keys have the same token"):
         checked_keys(Settings(api_keys_file=str(bad)), "127.0.0.1")
     bad.write_text("{")
     with pytest.raises(StartupError, match="not JSON"):
         checked_keys(Settings(api_keys_file=str(bad)), "127.0.0.1")
+
+
+class _Described:
+    run_id = "r1"
+    status = None
+
+
+class _Handle:
+    id = "w1"
+
+    async def describe(self) -> _Described:
+        return _Described()
+
+
+class _UnreachableRuns:
+    """A `Runs` whose Temporal stops answering once the stream has begun."""
+
+    def handle(self, workflow_id: str) -> _Handle:
+        return _Handle()
+
+    async def progress(self, workflow_id: str) -> None:
+        return None
+
+    async def outcome(self, handle: _Handle) -> Any:
+        raise RPCError("connection refused", RPCStatusCode.UNAVAILABLE, b"")
+
+
+async def test_a_stream_whose_outcome_cannot_be_read_ends_with_an_error() -> None:
+    events = []
+    async with asyncio.timeout(5):
+        async for event in run_events(_UnreachableRuns(), None, "w1", None):  # type: ignore[arg-type]
+            events.append(event)
+    assert [e.type.value for e in events] == ["error"]
+    assert "could not read the run's outcome" in json.loads(events[0].data)["message"]

@@ -28,8 +28,8 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return embedded_settings(tmp_path / "stack")
+def settings(stack_dir: Path) -> Settings:
+    return embedded_settings(stack_dir)
 
 
 async def test_local_stack_starts_every_service_and_stops_them(settings: Settings) -> None:

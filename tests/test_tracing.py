@@ -145,13 +145,13 @@ def _printed_spans(log: Path) -> list[dict[str, Any]]:
 
 
 async def test_one_trace_crosses_the_client_and_both_worker_processes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spans: InMemorySpanExporter
+    stack_dir: Path, monkeypatch: pytest.MonkeyPatch, spans: InMemorySpanExporter
 ) -> None:
     # The workers (child processes) print their spans into their logs, promptly.
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
     monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
     settings = embedded_settings(
-        tmp_path / "stack",
+        stack_dir,
         metrics_address="off",
         local_policy="off",  # route on the inference worker, as with a model
     )

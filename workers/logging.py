@@ -20,6 +20,8 @@ from opentelemetry import trace
 from structlog.typing import EventDict, Processor, WrappedLogger
 from temporalio import activity, workflow
 
+from workers.settings import SettingsError
+
 __all__ = ["add_temporal_context", "add_trace_context", "configure_logging"]
 
 _LEVELS = {
@@ -69,16 +71,20 @@ def configure_logging(level: str = "info", fmt: str = "auto") -> None:
         fmt: `json`, `console`, or `auto` (console when stderr is a TTY, JSON otherwise).
 
     Raises:
-        ValueError: an unknown level or format, named in the message.
+        SettingsError: an unknown level or format, named in the message.
 
     Calling it again replaces the previous configuration (tests do; processes call it once).
     """
     global _listener
     numeric = _LEVELS.get(level.lower())
     if numeric is None:
-        raise ValueError(f"log level must be one of {', '.join(_LEVELS)}, got {level!r}")
+        raise SettingsError(
+            f"AGENTKEEL_LOG_LEVEL must be one of {', '.join(_LEVELS)}, got {level!r}"
+        )
     if fmt not in _FORMATS:
-        raise ValueError(f"log format must be one of {', '.join(_FORMATS)}, got {fmt!r}")
+        raise SettingsError(
+            f"AGENTKEEL_LOG_FORMAT must be one of {', '.join(_FORMATS)}, got {fmt!r}"
+        )
     tty = sys.stderr.isatty()
     as_json = fmt == "json" or (fmt == "auto" and not tty)
 

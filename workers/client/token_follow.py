@@ -86,11 +86,15 @@ class TokenReader:
 
     async def drain(self) -> list[TokenEvent]:
         """What the stream holds after `last_id`, without waiting (one round trip)."""
+        return [event for _, event in await self.drain_with_ids()]
+
+    async def drain_with_ids(self) -> list[tuple[bytes | str, TokenEvent]]:
+        """`drain`, each event with its stream entry id."""
         entries = await self._read(block_ms=None)
         for entry_id, event in entries:
             self.last_id = entry_id
             self._attempt = max(self._attempt, event.attempt)
-        return [event for _, event in entries]
+        return entries
 
     async def _read(self, *, block_ms: int | None) -> list[tuple[bytes | str, TokenEvent]]:
         """Entries after `last_id`, parsed; `last_id` is left for the caller to advance."""

@@ -8,7 +8,7 @@ in `schemas/gateway.py` and `GET /openapi.json`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
@@ -22,6 +22,7 @@ from schemas.approvals import ApprovalAnswer, ApprovalDecision
 from schemas.gateway import GatewayApproval, Problem, RunState, RunView
 from schemas.request import AgentRequest
 from workers.client.agent_client import AgentClient, NothingAwaiting, decide_approval
+from workers.gateway.body_limit import BodyLimit
 from workers.gateway.events import run_events
 from workers.gateway.keys import ApiKeys, Caller, Refused
 from workers.gateway.runs import Runs
@@ -72,15 +73,7 @@ def create_app(client: AgentClient, keys: ApiKeys) -> FastAPI:
     async def _temporal_down(_: Request, exc: RPCError) -> JSONResponse:
         return JSONResponse({"detail": f"Temporal: {exc.message}"}, status_code=503)
 
-    @app.middleware("http")
-    async def _body_limit(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
-            detail = f"request body over {MAX_BODY_BYTES} bytes"
-            return JSONResponse({"detail": detail}, status_code=413)
-        return await call_next(request)
+    app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, bool]:

@@ -2,15 +2,18 @@
 
 Three sources are merged: the run's token stream in Redis (`token`, `reset`), its
 `progress` query, polled and sent when it changes (`progress`), and its outcome
-(`result` or `error`, always last). The token stream is read from its first entry, so a
-client that connects late gets the answer so far; every event's id is the position in the
-token stream reached so far, so a client that reconnects with `Last-Event-ID` resumes
-after the last token it saw (progress, being state, is sent again as it is now).
+(`result` or `error`, always last, and always sent: a stream never hangs). The token stream
+is read from its first entry, so a client that connects late gets the answer so far. Every
+event's id is `<token-stream position>/<attempt>`: a client that reconnects with
+`Last-Event-ID` resumes after the last token it saw, still ignoring a superseded attempt's
+(progress, being state, is sent again as it is now). A run that continues as new answers
+under its new run id: the follower moves to that run's stream when the progress shows it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -26,6 +29,7 @@ from workers.client.token_follow import TokenReader
 from workers.gateway.runs import Runs
 
 PROGRESS_EVERY_S = 0.25
+DRAIN_TIMEOUT_S = 1.0
 log = structlog.get_logger(__name__)
 
 
@@ -36,135 +40,153 @@ class RunEvent:
     id: str
 
 
-_STREAM_ID_CHARS = frozenset("0123456789-")
-
-
-def resume_point(last_event_id: str | None) -> str:
-    """The token-stream position to resume after; `0` (the start) for anything else."""
-    if last_event_id and set(last_event_id) <= _STREAM_ID_CHARS and last_event_id[0].isdigit():
-        return last_event_id
-    return "0"
+def resume_point(last_event_id: str | None) -> tuple[str, int]:
+    """(token-stream position, attempt) to resume after; the start for anything else."""
+    position, _, attempt = (last_event_id or "").partition("/")
+    head, _, seq = position.partition("-")
+    if head.isdigit() and (seq == "" or seq.isdigit()):
+        return position, int(attempt) if attempt.isdigit() else 0
+    return "0", 0
 
 
 async def run_events(
     runs: Runs, redis: aioredis.Redis | None, workflow_id: str, last_event_id: str | None
 ) -> AsyncIterator[RunEvent]:
     """Every event of the run until its outcome; cancelling the iteration stops them all."""
-    queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
-    cursor = _Cursor(resume_point(last_event_id))
-    tasks = [asyncio.create_task(_progress(runs, workflow_id, queue, cursor))]
-    follow: _Follow | None = None
-    if redis is not None:
-        run_id = (await runs.handle(workflow_id).describe()).run_id
-        reader = TokenReader(redis, token_stream_key(workflow_id, run_id), idle_timeout_s=None)
-        reader.last_id = cursor.position
-        follow = _Follow(reader, run_id, asyncio.create_task(_tokens(reader, queue, cursor)))
-        tasks.append(follow.task)
-    tasks.append(asyncio.create_task(_outcome(runs, workflow_id, queue, cursor, follow, redis)))
+    stream = _RunStream(runs, redis, workflow_id, *resume_point(last_event_id))
     try:
-        while (event := await queue.get()) is not None:
+        await stream.start()
+        while (event := await stream.queue.get()) is not None:
             yield event
     finally:
+        await stream.stop()
+
+
+class _RunStream:
+    def __init__(
+        self,
+        runs: Runs,
+        redis: aioredis.Redis | None,
+        workflow_id: str,
+        position: str,
+        attempt: int,
+    ) -> None:
+        self.runs, self.redis, self.workflow_id = runs, redis, workflow_id
+        self.queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
+        self.position, self.attempt = position, attempt
+        self.reader: TokenReader | None = None
+        self.run_id = ""
+        self._follower: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def event_id(self) -> str:
+        return f"{self.position}/{self.attempt}"
+
+    async def start(self) -> None:
+        self.run_id = (await self.runs.handle(self.workflow_id).describe()).run_id
+        self._follow(self.run_id, self.position)
+        self._tasks = [asyncio.create_task(self._progress()), asyncio.create_task(self._outcome())]
+
+    async def stop(self) -> None:
+        tasks = [*self._tasks, *([self._follower] if self._follower else [])]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
+    def _follow(self, run_id: str, position: str) -> None:
+        if self.redis is None:
+            return
+        self.reader = TokenReader(
+            self.redis, token_stream_key(self.workflow_id, run_id), idle_timeout_s=None
+        )
+        self.reader.last_id = position
+        self._follower = asyncio.create_task(self._tokens(self.reader))
 
-@dataclass
-class _Follow:
-    reader: TokenReader
-    run_id: str
-    task: asyncio.Task[None]
+    async def _tokens(self, reader: TokenReader) -> None:
+        try:
+            async for event in reader.follow():
+                await self._relay(event, reader.last_id)
+        except Exception as exc:  # the stream is a preview: the outcome still comes
+            log.warning("gateway_token_stream_failed", error=repr(exc))
 
+    async def _relay(self, event: TokenEvent, entry_id: bytes | str) -> None:
+        self.position = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+        if event.attempt < self.attempt:
+            return  # a superseded attempt still writing: not the answer
+        self.attempt = event.attempt
+        if event.type is TokenEventType.TOKEN:
+            data: dict[str, Any] = {"text": event.text, "attempt": event.attempt}
+            await self._put(RunEventType.TOKEN, json.dumps(data))
+        elif event.type is TokenEventType.RESET:
+            await self._put(RunEventType.RESET, json.dumps({"attempt": event.attempt}))
+        # `done` and `cancelled` are told by the outcome that follows.
 
-class _Cursor:
-    """The token-stream position reached: the id of every event sent."""
+    async def _put(self, kind: RunEventType, data: str) -> None:
+        await self.queue.put(RunEvent(kind, data, self.event_id))
 
-    def __init__(self, position: str) -> None:
-        self.position = position
+    async def _progress(self) -> None:
+        last: RunProgress | None = None
+        while True:
+            progress = await self.runs.progress(self.workflow_id)
+            if progress is not None and progress != last:
+                if last is not None and progress.continued != last.continued:
+                    await self._switch_run()
+                last = progress
+                await self._put(RunEventType.PROGRESS, progress.model_dump_json())
+            await asyncio.sleep(PROGRESS_EVERY_S)
 
+    async def _switch_run(self) -> None:
+        """The run continued as new: follow the new run's stream from its start."""
+        with contextlib.suppress(Exception):
+            run_id = (await self.runs.handle(self.workflow_id).describe()).run_id
+            if run_id != self.run_id and self.redis is not None:
+                if self._follower is not None:
+                    self._follower.cancel()
+                self.run_id, self.attempt = run_id, 0
+                self._follow(run_id, "0")
 
-async def _progress(
-    runs: Runs, workflow_id: str, queue: asyncio.Queue[RunEvent | None], cursor: _Cursor
-) -> None:
-    last: RunProgress | None = None
-    while True:
-        progress = await runs.progress(workflow_id)
-        if progress is not None and progress != last:
-            last = progress
-            await queue.put(
-                RunEvent(RunEventType.PROGRESS, progress.model_dump_json(), cursor.position)
+    async def _outcome(self) -> None:
+        """The last event, whatever happens: the result, the run's error, or the gateway's."""
+        try:
+            handle = self.runs.handle(self.workflow_id)
+            result, error = await self.runs.outcome(handle)
+            await self._rest_of_stream(handle)
+            if result is not None:
+                await self._put(RunEventType.RESULT, result.model_dump_json())
+            else:
+                status = (await handle.describe()).status
+                state = status.name.lower() if status else "unknown"
+                await self._put(RunEventType.ERROR, json.dumps({"state": state, "message": error}))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("gateway_outcome_unreadable", workflow_id=self.workflow_id, error=repr(exc))
+            message = f"the gateway could not read the run's outcome: {exc}"
+            await self._put(
+                RunEventType.ERROR, json.dumps({"state": "unknown", "message": message})
             )
-        await asyncio.sleep(PROGRESS_EVERY_S)
+        finally:
+            self.queue.put_nowait(None)
 
-
-async def _tokens(
-    reader: TokenReader, queue: asyncio.Queue[RunEvent | None], cursor: _Cursor
-) -> None:
-    try:
-        async for event in reader.follow():
-            await _relay(event, reader, queue, cursor)
-    except Exception as exc:  # the stream is a preview: the outcome still comes
-        log.warning("gateway_token_stream_failed", error=repr(exc))
-
-
-async def _relay(
-    event: TokenEvent,
-    reader: TokenReader,
-    queue: asyncio.Queue[RunEvent | None],
-    cursor: _Cursor,
-) -> None:
-    last_id = reader.last_id
-    cursor.position = last_id.decode() if isinstance(last_id, bytes) else str(last_id)
-    if event.type is TokenEventType.TOKEN:
-        data: dict[str, Any] = {"text": event.text, "attempt": event.attempt}
-        await queue.put(RunEvent(RunEventType.TOKEN, json.dumps(data), cursor.position))
-    elif event.type is TokenEventType.RESET:
-        data = {"attempt": event.attempt}
-        await queue.put(RunEvent(RunEventType.RESET, json.dumps(data), cursor.position))
-    # `done` and `cancelled` are told by the outcome that follows.
-
-
-async def _outcome(
-    runs: Runs,
-    workflow_id: str,
-    queue: asyncio.Queue[RunEvent | None],
-    cursor: _Cursor,
-    follow: _Follow | None,
-    redis: aioredis.Redis | None,
-) -> None:
-    handle = runs.handle(workflow_id)
-    result, error = await runs.outcome(handle)
-    if follow is not None and redis is not None:
-        await _rest_of_stream(handle, follow, redis, queue, cursor)
-    if result is not None:
-        await queue.put(RunEvent(RunEventType.RESULT, result.model_dump_json(), cursor.position))
-    else:
-        state = (await handle.describe()).status
-        data = {"state": state.name.lower() if state else "unknown", "message": error}
-        await queue.put(RunEvent(RunEventType.ERROR, json.dumps(data), cursor.position))
-    await queue.put(None)
-
-
-async def _rest_of_stream(
-    handle: Any,
-    follow: _Follow,
-    redis: aioredis.Redis,
-    queue: asyncio.Queue[RunEvent | None],
-    cursor: _Cursor,
-) -> None:
-    """What the stream holds that was not sent yet, read once without waiting: the respond
-    step wrote its `done` before the run could finish, so tokens never follow the result.
-    A run that continued as new answered under its last run id: that stream is read whole."""
-    follow.task.cancel()
-    await asyncio.gather(follow.task, return_exceptions=True)
-    reader = follow.reader
-    final_run = (await handle.describe()).run_id
-    if final_run != follow.run_id:
-        reader = TokenReader(redis, token_stream_key(handle.id, final_run), idle_timeout_s=None)
-    try:
-        async with asyncio.timeout(1.0):
-            for event in await reader.drain():
-                await _relay(event, reader, queue, cursor)
-    except Exception as exc:
-        log.warning("gateway_token_stream_failed", error=repr(exc))
+    async def _rest_of_stream(self, handle: Any) -> None:
+        """What the stream holds that was not sent yet, read once without waiting: the
+        respond step wrote its `done` before the run could finish, so tokens never follow
+        the result. A run that continued as new answered under its last run id."""
+        if self.redis is None:
+            return
+        if self._follower is not None:
+            self._follower.cancel()
+            await asyncio.gather(self._follower, return_exceptions=True)
+        try:
+            final_run = (await handle.describe()).run_id
+            if final_run != self.run_id or self.reader is None:
+                self.run_id, self.attempt = final_run, 0
+                key = token_stream_key(self.workflow_id, final_run)
+                self.reader = TokenReader(self.redis, key, idle_timeout_s=None)
+            reader = self.reader
+            async with asyncio.timeout(DRAIN_TIMEOUT_S):
+                for entry_id, event in await reader.drain_with_ids():
+                    await self._relay(event, entry_id)
+        except Exception as exc:
+            log.warning("gateway_token_stream_failed", error=repr(exc))

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from schemas.actor import SYSTEM_ACTOR, Actor, Role
+from schemas.actor import Actor, Role
 from schemas.request import AgentRequest
 from schemas.text import Identifier
 from workers.settings import StartupError
@@ -40,7 +40,8 @@ class ApiKey(BaseModel):
     token_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
     token: str | None = Field(default=None, min_length=16)
     tenant: Identifier
-    actor: Actor = SYSTEM_ACTOR
+    actor: Actor
+    """Required: a key that forgot it must not become a trusted service."""
     acts_for_others: bool = False
     """May name any actor of its tenant in a request, and any approver."""
 
@@ -62,6 +63,13 @@ class ApiKeyFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     keys: list[ApiKey] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _distinct_tokens(self) -> ApiKeyFile:
+        digests = [key.digest for key in self.keys]
+        if len(set(digests)) != len(digests):
+            raise ValueError("two keys have the same token")
+        return self
 
 
 class Refused(Exception):

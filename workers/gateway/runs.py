@@ -18,6 +18,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from schemas.actor import SYSTEM_ACTOR, Actor
 from schemas.gateway import RunState, RunView
+from schemas.names import AGENT_WORKFLOW
 from schemas.progress import RunProgress
 from schemas.result import AgentResult
 from workers.client.agent_client import AgentClient
@@ -43,7 +44,10 @@ class Runs:
         (its existence is not told)."""
         handle = self.handle(workflow_id)
         try:
-            status = (await handle.describe()).status
+            described = await handle.describe()
+            status = described.status
+            if described.workflow_type != AGENT_WORKFLOW:
+                raise not_found(workflow_id)  # the warmer, fan-out children: not runs of users
             if caller.key is not None:
                 tenant, actor = await self._owner(handle)
                 if not caller.may_see(tenant, actor):

@@ -13,6 +13,7 @@ import hashlib
 import os
 import pwd
 import shutil
+import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -36,6 +37,24 @@ def socket_dir_for(pgdata: Path) -> Path:
     if len(str(wanted / f".s.PGSQL.{PORT}")) < 100:
         return wanted
     return Path(tempfile.gettempdir()) / f"agentkeel-pgsock-{_tag(wanted)}"
+
+
+def _private_dir(path: Path, mode: int = 0o700) -> None:
+    """Make `path`, or accept it when it is a directory (not a link) owned by this user or
+    by `postgres`; anything else is refused."""
+    try:
+        os.mkdir(path, mode)
+        return
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    owners = {os.geteuid()}
+    try:
+        owners.add(pwd.getpwnam("postgres").pw_uid)
+    except KeyError:
+        pass
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid not in owners:
+        raise StackError(f"refusing {path}: not a directory of this user or of postgres")
 
 
 def _tag(path: Path) -> str:
@@ -91,7 +110,7 @@ class MachinePostgres:
             # directory, say): the data goes to /tmp instead, at a path named after the one
             # asked for, so the same state directory finds it again.
             base = Path(tempfile.gettempdir()) / f"agentkeel-pg-{_tag(pgdata)}"
-            base.mkdir(mode=0o755, exist_ok=True)
+            _private_dir(base, mode=0o755)
             return cls(base / "data", base / "socket", bindir)
         return cls(pgdata, socket_dir, bindir)
 
@@ -100,8 +119,11 @@ class MachinePostgres:
         return f"postgresql://postgres@/postgres?host={self.socket_dir}&port={PORT}"
 
     def start(self) -> None:
-        self.pgdata.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.socket_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        # Owned by us (or by `postgres`), never a link: anyone who could put the socket
+        # directory in place would be a superuser of a server with trust auth.
+        _private_dir(self.pgdata)
+        _private_dir(self.socket_dir)
         self._own(self.pgdata, self.socket_dir)
         if not (self.pgdata / "PG_VERSION").exists():
             self._run(
@@ -124,9 +146,13 @@ class MachinePostgres:
         self._run("pg_ctl", "-D", str(self.pgdata), "-l", log, "-m", "fast", "-w", "restart")
 
     def _running(self) -> bool:
-        return (self.pgdata / "postmaster.pid").exists() and subprocess.run(
-            self._argv("pg_ctl", "-D", str(self.pgdata), "status"), capture_output=True
-        ).returncode == 0
+        if not (self.pgdata / "postmaster.pid").exists():
+            return False
+        status = self._argv("pg_ctl", "-D", str(self.pgdata), "status")
+        try:
+            return subprocess.run(status, capture_output=True, timeout=30).returncode == 0
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise StackError(f"pg_ctl status failed: {exc}") from None
 
     def _run(self, *args: str) -> None:
         try:
@@ -154,4 +180,4 @@ class MachinePostgres:
                 "run agentkeel as another user, or " + INSTALL_HINT
             ) from None
         for path in paths:
-            os.chown(path, user.pw_uid, user.pw_gid)
+            os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)

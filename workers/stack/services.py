@@ -251,8 +251,8 @@ async def gateway(launch: Launch, env: Mapping[str, str]) -> str:
     argv = [sys.executable, "-m", "workers.cli", "gateway"]
     child = await launch.child("gateway", argv, env)
     host, _, port = launch.settings.gateway_address.rpartition(":")
-    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host.strip("[]")
-    url = f"http://{host}:{port}"
+    host = "127.0.0.1" if host in ("0.0.0.0", "::", "[::]", "") else host.strip("[]")
+    url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     async def healthy() -> bool:
         async with httpx.AsyncClient(timeout=2, trust_env=False) as http:
