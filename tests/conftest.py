@@ -34,6 +34,7 @@ from inference.policy import Policy
 from inference.rules.policy import RulesPolicy
 from schemas.request import AgentRequest
 from schemas.result import AgentResult
+from tests.llama_server import llama_server as llama_server
 
 # Real-model fixtures, shared by the modules that skip themselves without vLLM.
 from tests.models import http_engine as http_engine

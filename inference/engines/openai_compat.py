@@ -8,21 +8,29 @@ Structured output, best first, learnt per engine and kept for the life of the pr
 
 - `vllm`: `extra_body={"structured_outputs": {"json": schema}}` (or `{"choice": [...]}`),
   vLLM's own parameter since 0.12 (earlier: `guided_json`);
+- `llamacpp`: llama.cpp's server (`llama-server`), whose completions endpoint does not
+  apply `response_format` but takes its own fields: `json_schema` (compiled to a grammar
+  by the server) and, for a choice, a GBNF `grammar` of the alternatives;
 - `json_schema`: `response_format={"type": "json_schema", ...}`, the OpenAI form;
 - `json_object`: `response_format={"type": "json_object"}` (llama.cpp's server may
   offer only this);
 - `none`: unconstrained.
 
-`auto` picks `vllm` when `/models` says the server is vLLM (`owned_by: "vllm"`); else it
-starts at `json_schema` and steps down when the server answers 400/422 to a mode. A
-server may also ignore a parameter it does not know (vLLM logs and drops unknown
-fields), so every output is validated afterwards (`constraints.check_output`).
+`auto` picks `vllm` when `/models` says the server is vLLM (`owned_by: "vllm"`), and
+`llamacpp` when it says llama.cpp (`owned_by: "llamacpp"`) or the server answers llama.cpp's
+`GET /props`; else it starts at `json_schema` and steps down when the server answers 400/422
+to a mode. A server may also ignore a parameter it does not know (vLLM logs and drops
+unknown fields), so every output is validated afterwards (`constraints.check_output`). A
+server left with no constraint at all is reported once, not per request.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
+
+import httpx
+import structlog
 
 from inference.engines.constraints import check_output
 from inference.engines.protocol import (
@@ -43,11 +51,12 @@ from inference.engines.protocol import (
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-StructuredMode = Literal["auto", "vllm", "json_schema", "json_object", "none"]
+StructuredMode = Literal["auto", "vllm", "llamacpp", "json_schema", "json_object", "none"]
 _NEXT_MODE = {"json_schema": "json_object", "json_object": "none"}
-"""Where to step down on a 400/422. Never from `vllm`: vLLM has structured outputs, so its
-400 is about the request (a schema its grammar backend refuses), and stepping down would
-weaken every later request for one bad schema."""
+"""Where to step down on a 400/422. Never from `vllm` or `llamacpp`: those servers have
+structured outputs, so their 400 is about the request (a schema the grammar compiler
+refuses), and stepping down would weaken every later request for one bad schema."""
+log = structlog.get_logger(__name__)
 
 
 def new_client(base_url: str, *, api_key: str = "EMPTY", timeout_s: float = 120.0) -> AsyncOpenAI:
@@ -134,7 +143,35 @@ class OpenAICompatEngine:
             )
         if self._mode == "auto":
             owner = getattr(served[self.name], "owned_by", "")
-            self._mode = "vllm" if owner == "vllm" else "json_schema"
+            if owner == "vllm":
+                self._mode = "vllm"
+            elif owner == "llamacpp" or await self._answers_llamacpp_props():
+                self._mode = "llamacpp"
+            else:
+                self._mode = "json_schema"
+        log.info("model_server_constraints", url=self._base_url, model=self.name, mode=self._mode)
+        if self._mode == "none":
+            self._warn_unconstrained()
+
+    async def _answers_llamacpp_props(self) -> bool:
+        """llama.cpp's server answers `GET /props` (at its root, beside `/v1`)."""
+        root = self._base_url.rstrip("/").removesuffix("/v1")
+        try:
+            async with httpx.AsyncClient(timeout=self._check_timeout_s, trust_env=False) as http:
+                response = await http.get(f"{root}/props")
+            props = response.json() if response.status_code == 200 else {}
+        except (httpx.HTTPError, ValueError):
+            return False
+        return isinstance(props, dict) and "default_generation_settings" in props
+
+    def _warn_unconstrained(self) -> None:
+        log.warning(
+            "model_server_unconstrained",
+            url=self._base_url,
+            model=self.name,
+            note="this server applies no output constraint: every structured output is "
+            "checked after generation, and invalid ones are retried or fail the step",
+        )
 
     async def close(self) -> None:
         """Close the engine's own connection pool (the worker calls this on shutdown)."""
@@ -215,6 +252,8 @@ class OpenAICompatEngine:
                 ) from exc
             if request.constraint is not None and mode != self._mode:
                 self._mode = mode
+                if mode == "none":
+                    self._warn_unconstrained()  # once: the mode is kept from now on
             return response, mode
 
     def _params(self, request: GenerateRequest, mode: str, *, stream: bool) -> dict[str, Any]:
@@ -248,15 +287,35 @@ def _structured_body(constraint: Constraint | None, mode: str) -> dict[str, Any]
     if isinstance(constraint, ChoiceConstraint):
         if mode == "vllm":
             return {"structured_outputs": {"choice": list(constraint.choices)}}
+        if mode == "llamacpp":
+            return {"grammar": choice_grammar(constraint.choices)}
         if mode == "json_schema":  # a JSON string from the list; `_parse` unwraps it
             schema: dict[str, Any] = {"type": "string", "enum": list(constraint.choices)}
             return {"response_format": _json_schema_format(schema)}
         return {}
     if mode == "vllm":
         return {"structured_outputs": {"json": constraint.json_schema}}
+    if mode == "llamacpp":
+        return {"json_schema": constraint.json_schema}
     if mode == "json_schema":
         return {"response_format": _json_schema_format(constraint.json_schema)}
     return {"response_format": {"type": "json_object"}}
+
+
+def choice_grammar(choices: Sequence[str]) -> str:
+    """A GBNF grammar whose only sentences are `choices`, exactly."""
+    return "root ::= " + " | ".join(_gbnf_literal(choice) for choice in choices)
+
+
+def _gbnf_literal(text: str) -> str:
+    escaped = (
+        text.replace("\\", "\\\\")
+        .replace('"', '\\"')
+        .replace("\n", "\\n")
+        .replace("\r", "\\r")
+        .replace("\t", "\\t")
+    )
+    return f'"{escaped}"'
 
 
 def _json_schema_format(schema: dict[str, Any]) -> dict[str, Any]:

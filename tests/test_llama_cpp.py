@@ -1,0 +1,94 @@
+"""A llama.cpp-family server as the model tiers: llama.cpp's own server with Gemma 3 270M.
+
+Its completions endpoint ignores OpenAI's `response_format`; the engine detects the server
+and sends llama.cpp's own constraint fields, so plans are schema-valid by construction and
+a run through the cascade ends with an answer instead of a `plan_error`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import jsonschema
+import pytest_asyncio
+
+from inference.engines.openai_compat import OpenAICompatEngine
+from inference.engines.protocol import ChoiceConstraint, GenerateRequest, JsonSchemaConstraint
+from inference.llm.cascade import CascadePolicy
+from inference.llm.context import ContextBuilder
+from inference.llm.plan_schema import plan_json_schema
+from inference.llm.policy import LlmPolicy
+from inference.llm.prompts import ROUTE_LABELS, system_prefix
+from schemas.route import Tier
+from tests.conftest import StackFactory
+from tests.models import MODEL_NAME, report
+
+PLAN_TOKENS = 200
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def llama_engine(llama_server: str) -> AsyncIterator[OpenAICompatEngine]:
+    engine = OpenAICompatEngine(base_url=llama_server, model=MODEL_NAME, timeout_s=300)
+    await engine.start()
+    yield engine
+    await engine.close()
+
+
+def policy(engine: OpenAICompatEngine, tier: Tier, threshold: float = 0.7) -> LlmPolicy:
+    return LlmPolicy(
+        engine,
+        tier=tier,
+        threshold=threshold,
+        context=ContextBuilder(budget=1400),
+        plan_attempts=2,
+        plan_max_tokens=PLAN_TOKENS,
+        answer_max_tokens=24,
+    )
+
+
+async def test_the_server_is_detected_and_plans_are_schema_valid(
+    llama_engine: OpenAICompatEngine,
+) -> None:
+    assert llama_engine.structured_mode == "llamacpp"
+    schema = plan_json_schema()
+    for question in ("Where is order 1001?", "Is SKU-00001 in stock?"):
+        result = await llama_engine.generate(
+            GenerateRequest(
+                prompt=system_prefix() + f"Customer: {question}\nPlan JSON:",
+                max_tokens=PLAN_TOKENS,
+                constraint=JsonSchemaConstraint(json_schema=schema),
+            )
+        )
+        report(f"llama.cpp plan ({result.finish_reason}): {result.text[:160]}")
+        assert result.finish_reason == "stop", "a constrained plan ends, not cut at max_tokens"
+        jsonschema.validate(result.parsed, schema)
+
+
+async def test_a_choice_is_one_of_its_labels(llama_engine: OpenAICompatEngine) -> None:
+    result = await llama_engine.generate(
+        GenerateRequest(
+            prompt=system_prefix() + "Customer: Where is order 1001?\nIntent:",
+            max_tokens=16,
+            constraint=ChoiceConstraint(choices=list(ROUTE_LABELS)),
+        )
+    )
+    assert result.parsed in ROUTE_LABELS
+
+
+async def test_a_run_through_the_cascade_ends_with_an_answer(
+    make_stack: StackFactory, llama_engine: OpenAICompatEngine
+) -> None:
+    # One model plays both tiers; a threshold of 1.0 escalates whatever it is unsure of,
+    # so the heavy path plans with real, constrained decoding.
+    cascade = CascadePolicy(
+        policy(llama_engine, Tier.LIGHT, threshold=1.0), policy(llama_engine, Tier.HEAVY)
+    )
+    stack = await make_stack(policy=cascade)
+    result = await stack.ask("Where is order 1001?", options={"use_cache": False, "max_replans": 0})
+    report(
+        f"llama.cpp cascade: tier={result.route.tier.value} steps={len(result.steps)} "
+        f"plan_error={result.plan_error and result.plan_error.type} "
+        f"total {result.timings_ms.total:.0f} ms"
+    )
+    assert result.plan_error is None, result.plan_error
+    assert result.steps and result.answer.strip()
