@@ -340,10 +340,31 @@ def _parse(constraint: Constraint | None, text: str, finish: str | None, mode: s
 
 
 def _logprobs(raw: Any) -> list[TokenLogprob]:
-    if raw is None or not raw.tokens:
+    if raw is None:
+        return []
+    content = getattr(raw, "content", None) or (
+        raw.get("content") if isinstance(raw, dict) else None
+    )
+    if content:
+        # llama.cpp answers completions with the chat form: one entry per token, each with
+        # its `top_logprobs` as a list.
+        return [_content_logprob(item) for item in content]
+    if not getattr(raw, "tokens", None):
         return []
     tops = raw.top_logprobs or [None] * len(raw.tokens)
     return [
         TokenLogprob(token=token, logprob=logprob if logprob is not None else 0.0, top=top or {})
         for token, logprob, top in zip(raw.tokens, raw.token_logprobs or [], tops, strict=False)
     ]
+
+
+def _content_logprob(item: Any) -> TokenLogprob:
+    def field(obj: Any, name: str) -> Any:
+        return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+    tops = field(item, "top_logprobs") or []
+    return TokenLogprob(
+        token=field(item, "token") or "",
+        logprob=field(item, "logprob") or 0.0,
+        top={field(t, "token") or "": field(t, "logprob") or 0.0 for t in tops},
+    )
