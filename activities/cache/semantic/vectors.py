@@ -1,4 +1,4 @@
-"""One tenant's vectors in memory: exact cosine search with FAISS over unit vectors."""
+"""One tenant's vectors in memory: cosine search with FAISS over unit vectors (exact, then HNSW)."""
 
 from __future__ import annotations
 
@@ -22,20 +22,45 @@ class Neighbour:
     path_key: str
 
 
+HNSW_FROM = 20_000
+"""Entries from which a tenant's index is approximate (HNSW): below, exact search costs
+under a millisecond; at 100k it costs 15-30 ms, HNSW a fraction of one."""
+HNSW_M = 32
+HNSW_EF_CONSTRUCTION = 80
+HNSW_EF_SEARCH = 96
+"""Candidates kept while searching: recall against the exact index is measured by
+`python -m bench.cache_semantic` (top-1 above the threshold)."""
+REBUILD_TOMBSTONES = 0.10
+"""Share of removed entries (still in the graph, skipped at search) that triggers a rebuild."""
+
+
 class VectorIndex:
-    """One tenant's entries: exact inner-product search over unit vectors.
+    """One tenant's entries: inner-product search over unit vectors, exact (a flat index)
+    up to `hnsw_from` entries and approximate (HNSW) beyond.
+
+    HNSW cannot delete: a removed entry stays in the graph as a tombstone, excluded from
+    every search by an id selector (so a removed entry is never served), until tombstones
+    pass `REBUILD_TOMBSTONES` of the index and it is rebuilt from the live vectors.
 
     Not safe for a mutation concurrent with a search in another thread: `SemanticIndex`
     serializes them with a lock.
     """
 
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int, *, hnsw_from: int = HNSW_FROM) -> None:
         self.dim = dim
+        self.hnsw_from = hnsw_from
         self._faiss: Any = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
+        self._approximate = False
+        self._tombstones: set[int] = set()
+        self._selector: tuple[Any, Any] | None = None
         self._entries: dict[int, tuple[str, str]] = {}  # id -> (question, path_key)
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    @property
+    def approximate(self) -> bool:
+        return self._approximate
 
     def add(
         self,
@@ -43,8 +68,14 @@ class VectorIndex:
         vectors: npt.NDArray[np.float32],
         entries: Sequence[tuple[str, str]],
     ) -> None:
-        """Add `(question, path_key)` entries under their ids; ids already present are skipped."""
-        keep = [i for i, entry_id in enumerate(ids) if entry_id not in self._entries]
+        """Add `(question, path_key)` entries under their ids; ids already present are skipped
+        (an id removed earlier comes back only after the next rebuild: ids are never reused
+        by the store, so this does not happen in practice)."""
+        keep = [
+            i
+            for i, entry_id in enumerate(ids)
+            if entry_id not in self._entries and entry_id not in self._tombstones
+        ]
         if not keep:
             return
         self._faiss.add_with_ids(
@@ -53,22 +84,68 @@ class VectorIndex:
         )
         for i in keep:
             self._entries[ids[i]] = entries[i]
+        if not self._approximate and len(self._entries) >= self.hnsw_from:
+            self._rebuild(approximate=True)
 
     def remove(self, ids: Iterable[int]) -> int:
         present = [i for i in ids if i in self._entries]
-        if present:
+        if not present:
+            return 0
+        for i in present:
+            del self._entries[i]
+        if not self._approximate:
             self._faiss.remove_ids(np.asarray(present, dtype=np.int64))
-            for i in present:
-                del self._entries[i]
+            return len(present)
+        self._tombstones.update(present)
+        self._selector = None
+        if len(self._tombstones) > REBUILD_TOMBSTONES * (
+            len(self._entries) + len(self._tombstones)
+        ):
+            self._rebuild(approximate=len(self._entries) >= self.hnsw_from)
         return len(present)
 
     def search(self, vector: npt.NDArray[np.float32], k: int) -> list[Neighbour]:
         if not self._entries or k <= 0:
             return []
         query = np.ascontiguousarray(vector, dtype=np.float32).reshape(1, self.dim)
-        scores, ids = self._faiss.search(query, min(k, len(self._entries)))
+        k = min(k, len(self._entries))
+        if self._approximate:
+            params: Any = faiss.SearchParametersHNSW(  # type: ignore[attr-defined]  # no stub
+                efSearch=max(HNSW_EF_SEARCH, 2 * k)
+            )
+            excluded = self._excluded()
+            if excluded is not None:
+                params.sel = excluded[1]
+            scores, ids = self._faiss.search(query, k, params=params)
+        else:
+            scores, ids = self._faiss.search(query, k)
         return [
             Neighbour(float(score), *self._entries[int(entry_id)])
             for score, entry_id in zip(scores[0], ids[0], strict=True)
-            if entry_id >= 0
+            if entry_id >= 0 and int(entry_id) in self._entries
         ]
+
+    def _excluded(self) -> tuple[Any, Any] | None:
+        """A selector of every id but the tombstones, made once per change to them. Both
+        objects are kept: the outer one holds only a pointer to the inner one."""
+        if not self._tombstones:
+            return None
+        if self._selector is None:
+            batch = faiss.IDSelectorBatch(np.fromiter(self._tombstones, dtype=np.int64))
+            self._selector = (batch, faiss.IDSelectorNot(batch))
+        return self._selector
+
+    def _rebuild(self, *, approximate: bool) -> None:
+        """A new index of the live entries (the vectors are read back from the old one)."""
+        live = np.fromiter(self._entries, dtype=np.int64, count=len(self._entries))
+        vectors = np.vstack([self._faiss.reconstruct(int(i)) for i in live]) if len(live) else None
+        if approximate:
+            inner: Any = faiss.IndexHNSWFlat(self.dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+            inner.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+        else:
+            inner = faiss.IndexFlatIP(self.dim)
+        rebuilt: Any = faiss.IndexIDMap2(inner)
+        if vectors is not None:
+            rebuilt.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), live)
+        self._faiss, self._approximate = rebuilt, approximate
+        self._tombstones, self._selector = set(), None
