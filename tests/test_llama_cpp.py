@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 import jsonschema
 import pytest_asyncio
 
-from inference.engines.openai_compat import OpenAICompatEngine
+from inference.engines.openai_compat import OpenAICompatEngine, choice_grammar
 from inference.engines.protocol import ChoiceConstraint, GenerateRequest, JsonSchemaConstraint
 from inference.llm.cascade import CascadePolicy
 from inference.llm.confidence import NO_LOGPROBS
@@ -104,3 +104,20 @@ async def test_a_run_through_the_cascade_ends_with_an_answer(
     )
     assert result.plan_error is None, result.plan_error
     assert result.steps and result.answer.strip()
+
+
+def test_choice_grammar_escapes_what_gbnf_literals_cannot_hold() -> None:
+    grammar = choice_grammar(['say "yes"', "back\\slash", "two\nlines", "nul\x00"])
+    assert grammar == 'root ::= "say \\"yes\\"" | "back\\\\slash" | "two\\nlines" | "nul\\x00"'
+
+
+async def test_labels_with_quotes_and_backslashes_decode_exactly(
+    llama_engine: OpenAICompatEngine,
+) -> None:
+    choices = ['say "yes"', "back\\slash"]
+    result = await llama_engine.generate(
+        GenerateRequest(
+            prompt="Answer:", max_tokens=12, constraint=ChoiceConstraint(choices=choices)
+        )
+    )
+    assert result.text in choices

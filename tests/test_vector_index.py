@@ -67,3 +67,41 @@ def test_top1_recall_against_the_exact_index_for_close_matches(vectors: np.ndarr
         agree += approximate.search(query, 1)[0].path_key == best.path_key
     assert close > 300
     assert agree / close >= 0.98
+
+
+def test_the_tombstone_selector_keeps_results_full(vectors: np.ndarray) -> None:
+    """Removed neighbours are skipped inside the graph search, not filtered afterwards: a
+    search still returns as many live entries as asked."""
+    index = filled(vectors, hnsw_from=1000)
+    query = vectors[42]
+    nearest = [int(n.path_key[1:]) for n in index.search(query, 9)]
+    index.remove(nearest)
+    found = index.search(query, 10)
+    assert len(found) == 10
+    assert not {f"k{i}" for i in nearest} & {n.path_key for n in found}
+
+
+async def test_searches_never_meet_a_change_in_a_thread(vectors: np.ndarray) -> None:
+    """A batch into a large index runs in a worker thread; searches meanwhile answer
+    nothing (a miss) instead of reading a graph being changed, and a cancelled change still
+    finishes before the tenant's lock is released."""
+    import asyncio
+
+    from activities.cache.semantic.index import _mutate, _Tenant
+
+    target = _Tenant(filled(vectors[:1500], hnsw_from=1000), asyncio.Lock())
+    extra = unit(np.random.default_rng(5).normal(size=(1500, DIM)))
+    ids = list(range(10_000, 11_500))
+
+    async def change() -> None:
+        async with target.lock:
+            await _mutate(target, len(ids), target.index.add, ids, extra, [("q", "x")] * 1500)
+
+    task = asyncio.create_task(change())
+    await asyncio.sleep(0)  # the thread has started
+    assert target.changing_in_thread
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not target.changing_in_thread and not target.lock.locked()
+    assert len(target.index) == 3000, "the change finished although its caller was cancelled"

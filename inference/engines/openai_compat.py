@@ -110,6 +110,7 @@ class OpenAICompatEngine:
         self._owns_client = client is None
         self._client = client or new_client(base_url, api_key=api_key, timeout_s=timeout_s)
         self._check_timeout_s = check_timeout_s
+        self._api_key = api_key
         self._mode: str = structured_output
         self._prompt_prefix = prompt_prefix
 
@@ -156,9 +157,10 @@ class OpenAICompatEngine:
     async def _answers_llamacpp_props(self) -> bool:
         """llama.cpp's server answers `GET /props` (at its root, beside `/v1`)."""
         root = self._base_url.rstrip("/").removesuffix("/v1")
+        headers = {"Authorization": f"Bearer {self._api_key}"}  # a server with --api-key
         try:
-            async with httpx.AsyncClient(timeout=self._check_timeout_s, trust_env=False) as http:
-                response = await http.get(f"{root}/props")
+            async with httpx.AsyncClient(timeout=self._check_timeout_s) as http:
+                response = await http.get(f"{root}/props", headers=headers)
             props = response.json() if response.status_code == 200 else {}
         except (httpx.HTTPError, ValueError):
             return False
@@ -307,13 +309,15 @@ def choice_grammar(choices: Sequence[str]) -> str:
     return "root ::= " + " | ".join(_gbnf_literal(choice) for choice in choices)
 
 
+_GBNF_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
 def _gbnf_literal(text: str) -> str:
-    escaped = (
-        text.replace("\\", "\\\\")
-        .replace('"', '\\"')
-        .replace("\n", "\\n")
-        .replace("\r", "\\r")
-        .replace("\t", "\\t")
+    """`text` as a GBNF string literal: quotes and backslashes escaped, control characters
+    as `\\xHH` (a raw NUL would end the grammar early)."""
+    escaped = "".join(
+        _GBNF_ESCAPES.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7F else c)
+        for c in text
     )
     return f'"{escaped}"'
 

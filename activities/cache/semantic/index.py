@@ -37,6 +37,8 @@ T = TypeVar("T")
 
 THREADED_SEARCH_MIN = 20_000
 """Entries above which a search runs in a worker thread (below, it takes well under 1 ms)."""
+INLINE_GRAPH_ADDS = 16
+"""Entries added to an HNSW graph inline (well under a millisecond each); more go to a thread."""
 SYNC_BATCH = 5_000
 """Rows per query when loading or syncing (bounds memory; 384-d rows are 1.5 KiB each)."""
 GAP_WINDOW = 1_000
@@ -110,7 +112,11 @@ class _Cursor:
 class _Tenant:
     index: VectorIndex
     lock: asyncio.Lock
-    """Held by mutations and by searches that run in a thread (see `VectorIndex`)."""
+    """Held by every search and every change: FAISS releases the GIL, so a search must
+    never run beside a change made in a worker thread (see `VectorIndex`)."""
+    changing_in_thread: bool = False
+    """A change runs in a worker thread (it may be rebuilding the graph, for seconds):
+    searches meanwhile answer nothing, a miss, rather than wait."""
 
 
 @dataclass
@@ -206,7 +212,7 @@ class SemanticIndex:
             async with target.lock:
                 before = len(target.index)
                 await _mutate(
-                    target.index,
+                    target,
                     len(good),
                     target.index.add,
                     [r["id"] for r in good],
@@ -221,7 +227,7 @@ class SemanticIndex:
         if target is None:
             return 0
         async with target.lock:
-            removed: int = await _mutate(target.index, 0, target.index.remove, ids)
+            removed: int = await _mutate(target, 0, target.index.remove, ids)
             return removed
 
     async def add(
@@ -238,7 +244,7 @@ class SemanticIndex:
         target = self._tenant(self._state, tenant)
         async with target.lock:
             await _mutate(
-                target.index,
+                target,
                 1,
                 target.index.add,
                 [entry_id],
@@ -267,9 +273,11 @@ class SemanticIndex:
         target = self._state.tenants.get(tenant)
         if target is None:
             return []
-        if len(target.index) < THREADED_SEARCH_MIN:
-            return target.index.search(vector, k)
+        if target.changing_in_thread:
+            return []
         async with target.lock:
+            if len(target.index) < THREADED_SEARCH_MIN:
+                return target.index.search(vector, k)
             return await asyncio.to_thread(target.index.search, vector, k)
 
     async def remove_path_keys(self, keys: Collection[str]) -> int:
@@ -289,13 +297,28 @@ class SemanticIndex:
         return len(rows)
 
 
-async def _mutate(index: VectorIndex, adding: int, change: Callable[..., T], *args: Any) -> T:
-    """Apply `change` to a tenant's index: inline while it is small, in a worker thread once
-    it is large, where a change may rebuild an HNSW graph for seconds (the event loop, and
-    every other activity of the worker, goes on; the tenant's searches wait on its lock)."""
-    if len(index) + adding < THREADED_SEARCH_MIN:
+async def _mutate(target: _Tenant, adding: int, change: Callable[..., T], *args: Any) -> T:
+    """Apply `change` to a tenant's index, its lock held by the caller: inline while the
+    index is small and exact, else in a worker thread, where a change may rebuild an HNSW
+    graph for seconds (the event loop, and every other activity of the worker, goes on).
+
+    A cancelled caller still waits for the thread before the lock is released: a change
+    half done in a thread must never meet a search."""
+    index = target.index
+    small_and_exact = not index.approximate and len(index) + adding < THREADED_SEARCH_MIN
+    few_into_the_graph = index.approximate and 0 < adding <= INLINE_GRAPH_ADDS  # no rebuild
+    if small_and_exact or few_into_the_graph:
         return change(*args)
-    return await asyncio.to_thread(change, *args)
+    target.changing_in_thread = True
+    running = asyncio.ensure_future(asyncio.to_thread(change, *args))
+    try:
+        return await asyncio.shield(running)
+    except asyncio.CancelledError:
+        await asyncio.wait([running])
+        raise
+    finally:
+        if running.done():
+            target.changing_in_thread = False
 
 
 def _by_tenant(rows: Iterable[asyncpg.Record]) -> dict[str, list[asyncpg.Record]]:

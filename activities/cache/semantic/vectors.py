@@ -30,6 +30,8 @@ HNSW_EF_CONSTRUCTION = 80
 HNSW_EF_SEARCH = 96
 """Candidates kept while searching: recall against the exact index is measured by
 `python -m bench.cache_semantic` (top-1 above the threshold)."""
+EXACT_BELOW = 0.8
+"""An approximate index rebuilt below this share of `hnsw_from` entries becomes exact."""
 REBUILD_TOMBSTONES = 0.10
 """Share of removed entries (still in the graph, skipped at search) that triggers a rebuild."""
 
@@ -68,9 +70,8 @@ class VectorIndex:
         vectors: npt.NDArray[np.float32],
         entries: Sequence[tuple[str, str]],
     ) -> None:
-        """Add `(question, path_key)` entries under their ids; ids already present are skipped
-        (an id removed earlier comes back only after the next rebuild: ids are never reused
-        by the store, so this does not happen in practice)."""
+        """Add `(question, path_key)` entries under their ids; ids already present, and ids
+        removed (a sync re-applying an entry deleted meanwhile), are skipped."""
         keep = [
             i
             for i, entry_id in enumerate(ids)
@@ -101,7 +102,9 @@ class VectorIndex:
         if len(self._tombstones) > REBUILD_TOMBSTONES * (
             len(self._entries) + len(self._tombstones)
         ):
-            self._rebuild(approximate=len(self._entries) >= self.hnsw_from)
+            # Back to exact only well below the switch, not to pay an HNSW build again at
+            # the next add.
+            self._rebuild(approximate=len(self._entries) >= EXACT_BELOW * self.hnsw_from)
         return len(present)
 
     def search(self, vector: npt.NDArray[np.float32], k: int) -> list[Neighbour]:
