@@ -12,7 +12,8 @@ from collections.abc import AsyncIterator
 import jsonschema
 import pytest_asyncio
 
-from inference.engines.openai_compat import OpenAICompatEngine, choice_grammar
+from inference.engines.gbnf import choice_grammar
+from inference.engines.openai_compat import OpenAICompatEngine
 from inference.engines.protocol import ChoiceConstraint, GenerateRequest, JsonSchemaConstraint
 from inference.llm.cascade import CascadePolicy
 from inference.llm.confidence import NO_LOGPROBS
@@ -121,3 +122,45 @@ async def test_labels_with_quotes_and_backslashes_decode_exactly(
         )
     )
     assert result.text in choices
+
+
+async def test_a_gbnf_grammar_from_the_plan_schema_constrains_like_the_schema(
+    llama_server: str,
+) -> None:
+    """The `gbnf` mode (llama-cpp-python's servers take only a grammar), checked with
+    llama.cpp's own grammar engine: the converted plan schema yields schema-valid plans."""
+    engine = OpenAICompatEngine(base_url=llama_server, model=MODEL_NAME, structured_output="gbnf")
+    await engine.start()
+    try:
+        schema = plan_json_schema()
+        result = await engine.generate(
+            GenerateRequest(
+                prompt=system_prefix() + "Customer: Can order 1002 be fulfilled from stock?\n"
+                "Plan JSON:",
+                max_tokens=PLAN_TOKENS,
+                constraint=JsonSchemaConstraint(json_schema=schema),
+            )
+        )
+        report(f"gbnf plan ({result.finish_reason}): {result.text[:160]}")
+        assert result.finish_reason == "stop"
+        jsonschema.validate(result.parsed, schema)
+        optional = {
+            "type": "object",
+            "properties": {
+                "a": {"type": "integer", "minimum": 0},
+                "b": {"type": "string", "enum": ["x", "y"]},
+                "c": {"type": "array", "items": {"type": "boolean"}, "maxItems": 2},
+            },
+            "required": ["c"],
+            "additionalProperties": False,
+        }
+        small = await engine.generate(
+            GenerateRequest(
+                prompt='JSON: {"c": [true], "a": 3}\nJSON:',
+                max_tokens=40,
+                constraint=JsonSchemaConstraint(json_schema=optional),
+            )
+        )
+        jsonschema.validate(small.parsed, optional)
+    finally:
+        await engine.close()

@@ -11,6 +11,8 @@ Structured output, best first, learnt per engine and kept for the life of the pr
 - `llamacpp`: llama.cpp's server (`llama-server`), whose completions endpoint does not
   apply `response_format` but takes its own fields: `json_schema` (compiled to a grammar
   by the server) and, for a choice, a GBNF `grammar` of the alternatives;
+- `gbnf`: a GBNF `grammar` converted from the JSON Schema (`gbnf.py`): servers built on
+  llama.cpp whose completions take only a grammar (llama-cpp-python's);
 - `json_schema`: `response_format={"type": "json_schema", ...}`, the OpenAI form;
 - `json_object`: `response_format={"type": "json_object"}` (llama.cpp's server may
   offer only this);
@@ -18,7 +20,8 @@ Structured output, best first, learnt per engine and kept for the life of the pr
 
 `auto` picks `vllm` when `/models` says the server is vLLM (`owned_by: "vllm"`), and
 `llamacpp` when it says llama.cpp (`owned_by: "llamacpp"`) or the server answers llama.cpp's
-`GET /props`; else it starts at `json_schema` and steps down when the server answers 400/422
+`GET /props`, and `gbnf` when its OpenAPI title names llama.cpp (llama-cpp-python's server);
+else it starts at `json_schema` and steps down when the server answers 400/422
 to a mode. A server may also ignore a parameter it does not know (vLLM logs and drops
 unknown fields), so every output is validated afterwards (`constraints.check_output`). A
 server left with no constraint at all is reported once, not per request.
@@ -26,7 +29,8 @@ server left with no constraint at all is reported once, not per request.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import json
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
@@ -47,11 +51,12 @@ from inference.engines.protocol import (
     Usage,
     as_finish_reason,
 )
+from inference.engines.structured import structured_body
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-StructuredMode = Literal["auto", "vllm", "llamacpp", "json_schema", "json_object", "none"]
+StructuredMode = Literal["auto", "vllm", "llamacpp", "gbnf", "json_schema", "json_object", "none"]
 _NEXT_MODE = {"json_schema": "json_object", "json_object": "none"}
 """Where to step down on a 400/422. Never from `vllm` or `llamacpp`: those servers have
 structured outputs, so their 400 is about the request (a schema the grammar compiler
@@ -148,6 +153,8 @@ class OpenAICompatEngine:
                 self._mode = "vllm"
             elif owner == "llamacpp" or await self._answers_llamacpp_props():
                 self._mode = "llamacpp"
+            elif await self._is_llama_cpp_python():
+                self._mode = "gbnf"
             else:
                 self._mode = "json_schema"
         log.info("model_server_constraints", url=self._base_url, model=self.name, mode=self._mode)
@@ -156,15 +163,25 @@ class OpenAICompatEngine:
 
     async def _answers_llamacpp_props(self) -> bool:
         """llama.cpp's server answers `GET /props` (at its root, beside `/v1`)."""
+        props = await self._get_root_json("props")
+        return isinstance(props, dict) and "default_generation_settings" in props
+
+    async def _get_root_json(self, path: str) -> Any:
+        """`GET <server root>/<path>` as JSON; None when it does not answer so."""
         root = self._base_url.rstrip("/").removesuffix("/v1")
         headers = {"Authorization": f"Bearer {self._api_key}"}  # a server with --api-key
         try:
             async with httpx.AsyncClient(timeout=self._check_timeout_s) as http:
-                response = await http.get(f"{root}/props", headers=headers)
-            props = response.json() if response.status_code == 200 else {}
+                response = await http.get(f"{root}/{path}", headers=headers)
+            return response.json() if response.status_code == 200 else None
         except (httpx.HTTPError, ValueError):
-            return False
-        return isinstance(props, dict) and "default_generation_settings" in props
+            return None
+
+    async def _is_llama_cpp_python(self) -> bool:
+        """llama-cpp-python's server titles its OpenAPI document "... llama.cpp Python API"."""
+        document = await self._get_root_json("openapi.json")
+        info = document.get("info") if isinstance(document, dict) else None
+        return isinstance(info, dict) and "llama.cpp" in str(info.get("title", ""))
 
     def _warn_unconstrained(self) -> None:
         log.warning(
@@ -277,62 +294,14 @@ class OpenAICompatEngine:
             params["extra_headers"] = {"X-Request-Id": request.request_id}
         if stream:
             params["stream_options"] = {"include_usage": True}
-        extra = _structured_body(request.constraint, mode)
+        extra = structured_body(request.constraint, mode)
         if extra:
             params["extra_body"] = extra
         return params
 
 
-def _structured_body(constraint: Constraint | None, mode: str) -> dict[str, Any]:
-    if constraint is None or mode == "none":
-        return {}
-    if isinstance(constraint, ChoiceConstraint):
-        if mode == "vllm":
-            return {"structured_outputs": {"choice": list(constraint.choices)}}
-        if mode == "llamacpp":
-            return {"grammar": choice_grammar(constraint.choices)}
-        if mode == "json_schema":  # a JSON string from the list; `_parse` unwraps it
-            schema: dict[str, Any] = {"type": "string", "enum": list(constraint.choices)}
-            return {"response_format": _json_schema_format(schema)}
-        return {}
-    if mode == "vllm":
-        return {"structured_outputs": {"json": constraint.json_schema}}
-    if mode == "llamacpp":
-        return {"json_schema": constraint.json_schema}
-    if mode == "json_schema":
-        return {"response_format": _json_schema_format(constraint.json_schema)}
-    return {"response_format": {"type": "json_object"}}
-
-
-def choice_grammar(choices: Sequence[str]) -> str:
-    """A GBNF grammar whose only sentences are `choices`, exactly."""
-    return "root ::= " + " | ".join(_gbnf_literal(choice) for choice in choices)
-
-
-_GBNF_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _gbnf_literal(text: str) -> str:
-    """`text` as a GBNF string literal: quotes and backslashes escaped, control characters
-    as `\\xHH` (a raw NUL would end the grammar early)."""
-    escaped = "".join(
-        _GBNF_ESCAPES.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7F else c)
-        for c in text
-    )
-    return f'"{escaped}"'
-
-
-def _json_schema_format(schema: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": "output", "schema": schema, "strict": True},
-    }
-
-
 def _parse(constraint: Constraint | None, text: str, finish: str | None, mode: str) -> Any:
     if isinstance(constraint, ChoiceConstraint) and mode == "json_schema":
-        import json
-
         try:
             value = json.loads(text)
         except ValueError:

@@ -1,0 +1,48 @@
+"""The request fields that constrain a completion, per structured-output mode (see
+`openai_compat`): vLLM's, llama.cpp's, a GBNF grammar, or OpenAI's `response_format`."""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+from inference.engines.gbnf import choice_grammar, json_schema_to_gbnf
+from inference.engines.protocol import ChoiceConstraint, Constraint
+
+
+def structured_body(constraint: Constraint | None, mode: str) -> dict[str, Any]:
+    if constraint is None or mode == "none":
+        return {}
+    if isinstance(constraint, ChoiceConstraint):
+        if mode == "vllm":
+            return {"structured_outputs": {"choice": list(constraint.choices)}}
+        if mode in ("llamacpp", "gbnf"):
+            return {"grammar": choice_grammar(constraint.choices)}
+        if mode == "json_schema":  # a JSON string from the list; `_parse` unwraps it
+            schema: dict[str, Any] = {"type": "string", "enum": list(constraint.choices)}
+            return {"response_format": _json_schema_format(schema)}
+        return {}
+    if mode == "vllm":
+        return {"structured_outputs": {"json": constraint.json_schema}}
+    if mode == "llamacpp":
+        return {"json_schema": constraint.json_schema}
+    if mode == "gbnf":
+        # Not key-sorted: the order of properties is the order the grammar asks them in.
+        return {"grammar": _grammar_of(json.dumps(constraint.json_schema))}
+    if mode == "json_schema":
+        return {"response_format": _json_schema_format(constraint.json_schema)}
+    return {"response_format": {"type": "json_object"}}
+
+
+@functools.lru_cache(maxsize=64)
+def _grammar_of(schema_json: str) -> str:
+    """The GBNF of a schema, converted once (the plan schema is the same for every call)."""
+    return json_schema_to_gbnf(json.loads(schema_json))
+
+
+def _json_schema_format(schema: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "output", "schema": schema, "strict": True},
+    }

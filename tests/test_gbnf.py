@@ -1,0 +1,54 @@
+"""JSON Schema to GBNF: the shapes the grammar takes (its decoding is checked on a real
+llama.cpp server in `test_llama_cpp.py`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from inference.engines.gbnf import UnsupportedSchema, choice_grammar, json_schema_to_gbnf
+from inference.llm.plan_schema import plan_json_schema
+
+
+def rules(grammar: str) -> dict[str, str]:
+    return dict(line.split(" ::= ", 1) for line in grammar.strip().splitlines())
+
+
+def test_required_properties_come_first_and_optional_ones_may_be_left_out() -> None:
+    grammar = rules(
+        json_schema_to_gbnf(
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "boolean"}},
+                "required": ["b"],
+            }
+        )
+    )
+    root = grammar[grammar["root"]]
+    assert root.startswith('"{" ws "\\"b\\"" ws ":" ws boolean')
+    assert '(ws "," ws ' in root, "the optional property follows, optionally"
+
+
+def test_arrays_keep_their_bounds_and_patterns_become_character_rules() -> None:
+    grammar = json_schema_to_gbnf(
+        {
+            "type": "array",
+            "items": {"type": "string", "pattern": "^s[0-9]{1,2}$"},
+            "minItems": 1,
+            "maxItems": 3,
+        }
+    )
+    assert '("s" [0-9]{1,2})' in grammar
+    assert "{0,2}" in grammar, "one item, then at most two more"
+
+
+def test_the_plan_schema_converts_and_unsupported_constructs_are_named() -> None:
+    grammar = json_schema_to_gbnf(plan_json_schema())
+    assert grammar.startswith("root ::= ") and "get_order" in grammar
+    with pytest.raises(UnsupportedSchema, match="only local"):
+        json_schema_to_gbnf({"$ref": "https://example.com/schema.json"})
+    with pytest.raises(UnsupportedSchema, match="anchor"):
+        json_schema_to_gbnf({"type": "string", "pattern": "^a^b$"})
+
+
+def test_choice_grammar_quotes_every_label() -> None:
+    assert choice_grammar(["a", 'b"c']) == 'root ::= "a" | "b\\"c"'
