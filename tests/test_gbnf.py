@@ -46,9 +46,50 @@ def test_the_plan_schema_converts_and_unsupported_constructs_are_named() -> None
     assert grammar.startswith("root ::= ") and "get_order" in grammar
     with pytest.raises(UnsupportedSchema, match="only local"):
         json_schema_to_gbnf({"$ref": "https://example.com/schema.json"})
-    with pytest.raises(UnsupportedSchema, match="anchor"):
+    with pytest.raises(UnsupportedSchema, match=r"'\^' at 1"):
         json_schema_to_gbnf({"type": "string", "pattern": "^a^b$"})
+
+
+@pytest.mark.parametrize(
+    ("schema", "refusal"),
+    [
+        ({"type": "string", "pattern": '^["a]+$'}, "in a class"),
+        ({"type": "string", "pattern": "^[^a]+$"}, "negated"),
+        ({"type": "string", "pattern": "^a\\nb$"}, "escape"),
+        ({"type": "string", "pattern": '^a"b$'}, "'\"'"),
+        ({"type": "string", "pattern": "^a+?$"}, "lazy"),
+        ({"type": "object", "properties": {}, "required": ["x"]}, "without a schema"),
+        ({"type": "object", "additionalProperties": {"type": "integer"}}, "additionalProperties"),
+        ({"enum": []}, "empty enum"),
+        ({"allOf": [{"type": "integer"}]}, "allOf"),
+    ],
+)
+def test_what_cannot_be_expressed_faithfully_is_refused(
+    schema: dict[str, object], refusal: str
+) -> None:
+    with pytest.raises(UnsupportedSchema, match=refusal):
+        json_schema_to_gbnf(schema)
+
+
+def test_edge_shapes() -> None:
+    assert '"[" ws "]"' in json_schema_to_gbnf({"type": "array", "maxItems": 0})
+    unanchored = json_schema_to_gbnf({"type": "string", "pattern": "abc"})
+    assert 'char* ("a" "b" "c") char*' in unanchored
+    dollar = json_schema_to_gbnf({"type": "string", "pattern": "^price\\$"})
+    assert '"p" "r" "i" "c" "e" "$") char*' in dollar, "an escaped $ is no anchor"
+    long = rules(json_schema_to_gbnf({"type": "string", "maxLength": 5000}))
+    assert long[long["root"]] == '"\\"" char* "\\""', "past llama.cpp's repeat limit: open"
 
 
 def test_choice_grammar_quotes_every_label() -> None:
     assert choice_grammar(["a", 'b"c']) == 'root ::= "a" | "b\\"c"'
+
+
+def test_a_schema_gbnf_cannot_express_goes_unconstrained_not_failing() -> None:
+    from inference.engines.protocol import JsonSchemaConstraint
+    from inference.engines.structured import structured_body
+
+    odd = JsonSchemaConstraint(json_schema={"type": "string", "pattern": "^[^a]+$"})
+    assert structured_body(odd, "gbnf") == {}
+    plain = JsonSchemaConstraint(json_schema={"type": "integer"})
+    assert structured_body(plain, "gbnf")["grammar"].startswith("root ::= integer")

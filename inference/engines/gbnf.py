@@ -25,7 +25,13 @@ PRIMITIVES = {
     "number": 'integer ("." [0-9]+)? ([eE] [-+]? [0-9]+)?',
     "boolean": '"true" | "false"',
     "null": '"null"',
+    "value": "object | array | string | number | boolean | null",
+    "object": '"{" ws (string ws ":" ws value (ws "," ws string ws ":" ws value)*)? ws "}"',
+    "array": '"[" ws (value (ws "," ws value)*)? ws "]"',
 }
+MAX_REPEAT = 2000
+"""llama.cpp refuses larger repetition counts: a longer bound is left open (and checked
+after decoding)."""
 
 
 class UnsupportedSchema(ValueError):
@@ -42,6 +48,7 @@ class _Converter:
         self._root = schema
         self._rules: dict[str, str] = {}
         self._names: dict[str, str] = {}  # rule body -> name, to share identical rules
+        self._refs: dict[str, str] = {}  # $ref -> its rule
 
     def grammar(self) -> str:
         root = self._visit(self._root, "root")
@@ -69,6 +76,8 @@ class _Converter:
         if "const" in schema:
             return _literal(json.dumps(schema["const"]))
         if "enum" in schema:
+            if not schema["enum"]:
+                raise UnsupportedSchema(f"an empty enum at {hint}")
             return "(" + " | ".join(_literal(json.dumps(v)) for v in schema["enum"]) + ")"
         for key in ("anyOf", "oneOf"):
             if key in schema:
@@ -89,25 +98,39 @@ class _Converter:
             return "natural" if low is not None and low >= 0 else "integer"
         if kind in ("number", "boolean", "null"):
             return str(kind)
+        if "allOf" in schema:
+            raise UnsupportedSchema(f"allOf at {hint}")
         if kind is None:
-            return self._rule("any", "string | number | boolean | null")
+            return "value"
         raise UnsupportedSchema(f"type {kind!r} at {hint}")
 
     def _ref(self, ref: str) -> str:
-        if not ref.startswith("#/"):
+        if ref != "#" and not ref.startswith("#/"):
             raise UnsupportedSchema(f"only local $refs: {ref}")
+        if ref in self._refs:
+            return self._refs[ref]
         target: Any = self._root
-        for part in ref[2:].split("/"):
-            target = target[part]
-        name = "ref-" + ref.rsplit("/", 1)[-1]
-        safe = re.sub(r"[^a-zA-Z0-9-]+", "-", name).lower()
-        if safe not in self._rules:
-            self._rules[safe] = ""  # reserved first: a schema may refer to itself
-            self._rules[safe] = self._visit(target, safe)
-        return safe
+        for part in ref[2:].split("/") if ref != "#" else []:
+            target = target[part.replace("~1", "/").replace("~0", "~")]
+        base = "ref-" + re.sub(r"[^a-zA-Z0-9-]+", "-", ref[2:]).strip("-").lower()
+        name, n = base or "ref-root", 1
+        while name in self._rules or name in PRIMITIVES:
+            n += 1
+            name = f"{base}-{n}"
+        self._refs[ref] = name
+        self._rules[name] = ""  # reserved first: a schema may refer to itself
+        self._rules[name] = self._visit(target, name)
+        return name
 
     def _object(self, schema: dict[str, Any], hint: str) -> str:
         properties: dict[str, Any] = schema.get("properties", {})
+        missing = [k for k in schema.get("required", []) if k not in properties]
+        if missing:
+            raise UnsupportedSchema(f"required {missing} without a schema at {hint}")
+        if isinstance(schema.get("additionalProperties"), dict):
+            raise UnsupportedSchema(f"additionalProperties with a schema at {hint}")
+        if not properties and schema.get("additionalProperties", True) is not False:
+            return "object"  # any object
         required = [k for k in properties if k in schema.get("required", [])]
         optional = [k for k in properties if k not in required]
         pair = {
@@ -133,9 +156,13 @@ class _Converter:
         return self._rule(f"{hint}-{len(pairs)}", body)
 
     def _array(self, schema: dict[str, Any], hint: str) -> str:
-        item = self._visit(schema.get("items", {}), f"{hint}-item")
         low = int(schema.get("minItems", 0))
-        high = schema.get("maxItems")
+        high = None if schema.get("maxItems") is None else int(schema["maxItems"])
+        if high is not None and high < low:
+            raise UnsupportedSchema(f"maxItems below minItems at {hint}")
+        if high == 0:
+            return '"[" ws "]"'
+        item = self._visit(schema.get("items", {}), f"{hint}-item")
         more = f'(ws "," ws {item})' + _repeat(max(low - 1, 0), None if high is None else high - 1)
         items = f"{item} {more}"
         body = f'"[" ws ({items})? ws "]"' if low == 0 else f'"[" ws {items} ws "]"'
@@ -145,7 +172,10 @@ class _Converter:
         if "pattern" in schema:
             inner = _regex_to_gbnf(schema["pattern"])
             return self._rule(hint, f'"\\"" {inner} "\\""')
-        low, high = schema.get("minLength", 0), schema.get("maxLength")
+        low = int(schema.get("minLength", 0))
+        high = None if schema.get("maxLength") is None else int(schema["maxLength"])
+        if high is not None and high < low:
+            raise UnsupportedSchema(f"maxLength below minLength at {hint}")
         if not low and high is None:
             return "string"
         return self._rule(hint, f'"\\"" char{_repeat(low, high)} "\\""')
@@ -157,6 +187,10 @@ def choice_grammar(choices: Sequence[str]) -> str:
 
 
 def _repeat(low: int, high: int | None) -> str:
+    if low > MAX_REPEAT:
+        raise UnsupportedSchema(f"a repetition of at least {low}")
+    if high is not None and high > MAX_REPEAT:
+        high = None
     if high is None:
         return "*" if low == 0 else f"{{{low},}}"
     return f"{{{low},{high}}}"
@@ -174,16 +208,42 @@ def _literal(text: str) -> str:
 
 
 _QUANTIFIER = re.compile(r"\*|\+|\?|\{\d+(,\d*)?\}")
+_SAFE = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-.,:;@#%&=+/!?'<>~*()|$^{}[]"
+)
+"""Characters a pattern may hold literally: printable, and none that JSON escapes."""
+_ESCAPED_LITERALS = frozenset(".$-()[]{}*+?|/^,:@#%&=!~")
+_CLASS_ESCAPES = {"d": "0-9", "w": "A-Za-z0-9_"}
 
 
 def _regex_to_gbnf(pattern: str) -> str:
-    """A regular expression (anchored, of literals, escapes, classes, groups, `|` and
-    quantifiers) as a GBNF expression over the characters of a JSON string's content."""
-    text = pattern.removeprefix("^").removesuffix("$")
+    """A regular expression of literals, escapes, classes, groups, `|` and greedy
+    quantifiers as a GBNF expression over a JSON string's content. Unanchored ends may hold
+    anything, as in JSON Schema; what it cannot translate faithfully is refused."""
+    text = pattern
+    anchored_start = text.startswith("^")
+    text = text[1:] if anchored_start else text
+    anchored_end = text.endswith("$") and not _escaped_at(text, len(text) - 1)
+    text = text[:-1] if anchored_end else text
     parsed, end = _sequence(text, 0)
     if end != len(text):
         raise UnsupportedSchema(f"pattern {pattern!r}: unexpected {text[end]!r} at {end}")
-    return f"({parsed})"
+    return " ".join(
+        part
+        for part in (
+            "" if anchored_start else "char*",
+            f"({parsed})",
+            "" if anchored_end else "char*",
+        )
+        if part
+    )
+
+
+def _escaped_at(text: str, i: int) -> bool:
+    slashes = 0
+    while i - 1 - slashes >= 0 and text[i - 1 - slashes] == "\\":
+        slashes += 1
+    return slashes % 2 == 1
 
 
 def _sequence(text: str, i: int) -> tuple[str, int]:
@@ -200,24 +260,57 @@ def _sequence(text: str, i: int) -> tuple[str, int]:
                 raise UnsupportedSchema(f"pattern {text!r}: unclosed group")
             atom, i = f"({inner})", i + 1
         elif c == "[":
-            close = text.index("]", i + 1)
-            atom, i = text[i : close + 1], close + 1
+            atom, i = _char_class(text, i)
         elif c == "\\":
-            atom, i = _escape(text[i + 1]), i + 2
+            if i + 1 >= len(text):
+                raise UnsupportedSchema(f"pattern {text!r}: a trailing backslash")
+            atom, i = _escape(text[i + 1], text), i + 2
         elif c == ".":
-            atom, i = '[^"\\\\\\x00-\\x1f]', i + 1
-        elif c in "^$":
-            raise UnsupportedSchema(f"pattern {text!r}: anchor inside")
+            atom, i = "char", i + 1
+        elif c in "^$" or c not in _SAFE:
+            raise UnsupportedSchema(f"pattern {text!r}: {c!r} at {i}")
         else:
             atom, i = _literal(c), i + 1
         quantifier = _QUANTIFIER.match(text, i)
         if quantifier:
             atom += quantifier.group()
             i = quantifier.end()
+            if i < len(text) and text[i] in "?+":
+                raise UnsupportedSchema(f"pattern {text!r}: a lazy or possessive quantifier")
         alternatives[-1].append(atom)
     return " | ".join(" ".join(a) if a else '""' for a in alternatives), i
 
 
-def _escape(c: str) -> str:
-    classes = {"d": "[0-9]", "w": "[A-Za-z0-9_]", "s": "[ \\t]"}
-    return classes.get(c) or _literal(c)
+def _char_class(text: str, i: int) -> tuple[str, int]:
+    """`[...]` of safe characters, ranges and `\\d`/`\\w`; negation and anything JSON would
+    escape are refused (a class is copied into the grammar)."""
+    j, parts = i + 1, []
+    if j < len(text) and text[j] in "^]":
+        raise UnsupportedSchema(f"pattern {text!r}: a negated or ]-first class")
+    while j < len(text) and text[j] != "]":
+        c = text[j]
+        if c == "\\" and j + 1 < len(text):
+            e = text[j + 1]
+            if e in _CLASS_ESCAPES:
+                parts.append(_CLASS_ESCAPES[e])
+            elif e in ".-":
+                parts.append("\\-" if e == "-" else e)
+            else:
+                raise UnsupportedSchema(f"pattern {text!r}: escape \\{e} in a class")
+            j += 2
+            continue
+        if c not in _SAFE or c in "[":
+            raise UnsupportedSchema(f"pattern {text!r}: {c!r} in a class")
+        parts.append(c)
+        j += 1
+    if j >= len(text):
+        raise UnsupportedSchema(f"pattern {text!r}: unclosed class")
+    return "[" + "".join(parts) + "]", j + 1
+
+
+def _escape(c: str, text: str) -> str:
+    if c in _CLASS_ESCAPES:
+        return f"[{_CLASS_ESCAPES[c]}]"
+    if c in _ESCAPED_LITERALS:
+        return _literal(c)
+    raise UnsupportedSchema(f"pattern {text!r}: escape \\{c}")

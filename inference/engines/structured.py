@@ -7,8 +7,12 @@ import functools
 import json
 from typing import Any
 
-from inference.engines.gbnf import choice_grammar, json_schema_to_gbnf
+import structlog
+
+from inference.engines.gbnf import UnsupportedSchema, choice_grammar, json_schema_to_gbnf
 from inference.engines.protocol import ChoiceConstraint, Constraint
+
+log = structlog.get_logger(__name__)
 
 
 def structured_body(constraint: Constraint | None, mode: str) -> dict[str, Any]:
@@ -29,16 +33,23 @@ def structured_body(constraint: Constraint | None, mode: str) -> dict[str, Any]:
         return {"json_schema": constraint.json_schema}
     if mode == "gbnf":
         # Not key-sorted: the order of properties is the order the grammar asks them in.
-        return {"grammar": _grammar_of(json.dumps(constraint.json_schema))}
+        grammar = _grammar_of(json.dumps(constraint.json_schema))
+        return {} if grammar is None else {"grammar": grammar}
     if mode == "json_schema":
         return {"response_format": _json_schema_format(constraint.json_schema)}
     return {"response_format": {"type": "json_object"}}
 
 
 @functools.lru_cache(maxsize=64)
-def _grammar_of(schema_json: str) -> str:
-    """The GBNF of a schema, converted once (the plan schema is the same for every call)."""
-    return json_schema_to_gbnf(json.loads(schema_json))
+def _grammar_of(schema_json: str) -> str | None:
+    """The GBNF of a schema, converted once (the plan schema is the same for every call);
+    None, said once, for a schema GBNF cannot express here: that output goes unconstrained
+    and is checked after decoding."""
+    try:
+        return json_schema_to_gbnf(json.loads(schema_json))
+    except UnsupportedSchema as exc:
+        log.warning("schema_not_expressible_as_gbnf", error=str(exc))
+        return None
 
 
 def _json_schema_format(schema: dict[str, Any]) -> dict[str, Any]:
