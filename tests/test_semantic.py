@@ -1,6 +1,6 @@
 """The semantic tier of the path cache: real MiniLM embeddings, real Postgres, the guard.
 
-Needs the `semantic` extra (in `dev`); without it the module is skipped.
+Needs the `semantic` extra (not in `dev`); without it the module is skipped.
 """
 
 from __future__ import annotations

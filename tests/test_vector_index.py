@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 pytest.importorskip("faiss", reason="the semantic extra is not installed")
+
+import numpy as np
 
 from activities.cache.semantic.vectors import VectorIndex
 
