@@ -16,6 +16,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from inference.engines.gbnf_pattern import UnsupportedSchema, literal, regex_to_gbnf
+
+__all__ = ["UnsupportedSchema", "choice_grammar", "json_schema_to_gbnf"]
+
 PRIMITIVES = {
     "ws": "[ \\t\\n]{0,20}",
     "char": '[^"\\\\\\x00-\\x1f] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4})',
@@ -32,10 +36,6 @@ PRIMITIVES = {
 MAX_REPEAT = 2000
 """llama.cpp refuses larger repetition counts: a longer bound is left open (and checked
 after decoding)."""
-
-
-class UnsupportedSchema(ValueError):
-    """A schema construct this converter cannot express."""
 
 
 def json_schema_to_gbnf(schema: dict[str, Any]) -> str:
@@ -74,11 +74,11 @@ class _Converter:
         if "$ref" in schema:
             return self._ref(schema["$ref"])
         if "const" in schema:
-            return _literal(json.dumps(schema["const"]))
+            return literal(json.dumps(schema["const"]))
         if "enum" in schema:
             if not schema["enum"]:
                 raise UnsupportedSchema(f"an empty enum at {hint}")
-            return "(" + " | ".join(_literal(json.dumps(v)) for v in schema["enum"]) + ")"
+            return "(" + " | ".join(literal(json.dumps(v)) for v in schema["enum"]) + ")"
         for key in ("anyOf", "oneOf"):
             if key in schema:
                 options = [self._visit(s, f"{hint}-{i}") for i, s in enumerate(schema[key])]
@@ -134,7 +134,7 @@ class _Converter:
         required = [k for k in properties if k in schema.get("required", [])]
         optional = [k for k in properties if k not in required]
         pair = {
-            key: f'{_literal(json.dumps(key))} ws ":" ws {self._visit(sub, f"{hint}-{key}")}'
+            key: f'{literal(json.dumps(key))} ws ":" ws {self._visit(sub, f"{hint}-{key}")}'
             for key, sub in properties.items()
         }
         body = ' ws "," ws '.join(pair[k] for k in required)
@@ -170,7 +170,7 @@ class _Converter:
 
     def _string(self, schema: dict[str, Any], hint: str) -> str:
         if "pattern" in schema:
-            inner = _regex_to_gbnf(schema["pattern"])
+            inner = regex_to_gbnf(schema["pattern"])
             return self._rule(hint, f'"\\"" {inner} "\\""')
         low = int(schema.get("minLength", 0))
         high = None if schema.get("maxLength") is None else int(schema["maxLength"])
@@ -183,7 +183,7 @@ class _Converter:
 
 def choice_grammar(choices: Sequence[str]) -> str:
     """A GBNF grammar whose only sentences are `choices`, exactly."""
-    return "root ::= " + " | ".join(_literal(choice) for choice in choices)
+    return "root ::= " + " | ".join(literal(choice) for choice in choices)
 
 
 def _repeat(low: int, high: int | None) -> str:
@@ -194,123 +194,3 @@ def _repeat(low: int, high: int | None) -> str:
     if high is None:
         return "*" if low == 0 else f"{{{low},}}"
     return f"{{{low},{high}}}"
-
-
-def _literal(text: str) -> str:
-    """`text` as a GBNF string literal: quotes and backslashes escaped, control characters
-    as `\\xHH` (a raw NUL would end the grammar early)."""
-    escaped = "".join(
-        {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(c)
-        or (f"\\x{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7F else c)
-        for c in text
-    )
-    return f'"{escaped}"'
-
-
-_QUANTIFIER = re.compile(r"\*|\+|\?|\{\d+(,\d*)?\}")
-_SAFE = frozenset(
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-.,:;@#%&=+/!?'<>~*()|$^{}[]"
-)
-"""Characters a pattern may hold literally: printable, and none that JSON escapes."""
-_ESCAPED_LITERALS = frozenset(".$-()[]{}*+?|/^,:@#%&=!~")
-_CLASS_ESCAPES = {"d": "0-9", "w": "A-Za-z0-9_"}
-
-
-def _regex_to_gbnf(pattern: str) -> str:
-    """A regular expression of literals, escapes, classes, groups, `|` and greedy
-    quantifiers as a GBNF expression over a JSON string's content. Unanchored ends may hold
-    anything, as in JSON Schema; what it cannot translate faithfully is refused."""
-    text = pattern
-    anchored_start = text.startswith("^")
-    text = text[1:] if anchored_start else text
-    anchored_end = text.endswith("$") and not _escaped_at(text, len(text) - 1)
-    text = text[:-1] if anchored_end else text
-    parsed, end = _sequence(text, 0)
-    if end != len(text):
-        raise UnsupportedSchema(f"pattern {pattern!r}: unexpected {text[end]!r} at {end}")
-    return " ".join(
-        part
-        for part in (
-            "" if anchored_start else "char*",
-            f"({parsed})",
-            "" if anchored_end else "char*",
-        )
-        if part
-    )
-
-
-def _escaped_at(text: str, i: int) -> bool:
-    slashes = 0
-    while i - 1 - slashes >= 0 and text[i - 1 - slashes] == "\\":
-        slashes += 1
-    return slashes % 2 == 1
-
-
-def _sequence(text: str, i: int) -> tuple[str, int]:
-    alternatives: list[list[str]] = [[]]
-    while i < len(text) and text[i] != ")":
-        c = text[i]
-        if c == "|":
-            alternatives.append([])
-            i += 1
-            continue
-        if c == "(":
-            inner, i = _sequence(text, i + 1 + (2 if text.startswith("?:", i + 1) else 0))
-            if i >= len(text) or text[i] != ")":
-                raise UnsupportedSchema(f"pattern {text!r}: unclosed group")
-            atom, i = f"({inner})", i + 1
-        elif c == "[":
-            atom, i = _char_class(text, i)
-        elif c == "\\":
-            if i + 1 >= len(text):
-                raise UnsupportedSchema(f"pattern {text!r}: a trailing backslash")
-            atom, i = _escape(text[i + 1], text), i + 2
-        elif c == ".":
-            atom, i = "char", i + 1
-        elif c in "^$" or c not in _SAFE:
-            raise UnsupportedSchema(f"pattern {text!r}: {c!r} at {i}")
-        else:
-            atom, i = _literal(c), i + 1
-        quantifier = _QUANTIFIER.match(text, i)
-        if quantifier:
-            atom += quantifier.group()
-            i = quantifier.end()
-            if i < len(text) and text[i] in "?+":
-                raise UnsupportedSchema(f"pattern {text!r}: a lazy or possessive quantifier")
-        alternatives[-1].append(atom)
-    return " | ".join(" ".join(a) if a else '""' for a in alternatives), i
-
-
-def _char_class(text: str, i: int) -> tuple[str, int]:
-    """`[...]` of safe characters, ranges and `\\d`/`\\w`; negation and anything JSON would
-    escape are refused (a class is copied into the grammar)."""
-    j, parts = i + 1, []
-    if j < len(text) and text[j] in "^]":
-        raise UnsupportedSchema(f"pattern {text!r}: a negated or ]-first class")
-    while j < len(text) and text[j] != "]":
-        c = text[j]
-        if c == "\\" and j + 1 < len(text):
-            e = text[j + 1]
-            if e in _CLASS_ESCAPES:
-                parts.append(_CLASS_ESCAPES[e])
-            elif e in ".-":
-                parts.append("\\-" if e == "-" else e)
-            else:
-                raise UnsupportedSchema(f"pattern {text!r}: escape \\{e} in a class")
-            j += 2
-            continue
-        if c not in _SAFE or c in "[":
-            raise UnsupportedSchema(f"pattern {text!r}: {c!r} in a class")
-        parts.append(c)
-        j += 1
-    if j >= len(text):
-        raise UnsupportedSchema(f"pattern {text!r}: unclosed class")
-    return "[" + "".join(parts) + "]", j + 1
-
-
-def _escape(c: str, text: str) -> str:
-    if c in _CLASS_ESCAPES:
-        return f"[{_CLASS_ESCAPES[c]}]"
-    if c in _ESCAPED_LITERALS:
-        return _literal(c)
-    raise UnsupportedSchema(f"pattern {text!r}: escape \\{c}")

@@ -23,8 +23,7 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from activities.cache.backend import CacheBackend, CacheUnavailable
 from activities.cache.path_cache import PathCache, normalize_question
 from activities.outputs import OutputStore
-from schemas.approvals import ApprovalAnswer, ApprovalDecision
-from schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE, PROGRESS_QUERY
+from schemas.names import AGENT_WORKFLOW, PROGRESS_QUERY
 from schemas.progress import RunProgress
 from schemas.request import AgentRequest
 from schemas.result import AgentResult, CacheStatus, Timings
@@ -277,31 +276,3 @@ def ui_summary(request: AgentRequest) -> tuple[str, str]:
     if request.request_id:
         lines.append(f"**request** {request.request_id}")
     return question, "  \n".join(lines)
-
-
-class NothingAwaiting(Exception):
-    """The run does not wait for an approval."""
-
-
-async def decide_approval(
-    temporal: Client, workflow_id: str, decision: ApprovalDecision
-) -> ApprovalAnswer:
-    """Decide the side effect the run at `workflow_id` waits for, as it is now.
-
-    The decision names the call the run shows as awaiting and goes to that run (not to a
-    later run under the same id), so it can only land on the request it was made for. A run
-    that waits for nothing, or was decided already, refuses it.
-    """
-    run_id = (await temporal.get_workflow_handle(workflow_id).describe()).run_id
-    handle = temporal.get_workflow_handle(workflow_id, run_id=run_id)
-    progress = await handle.query(PROGRESS_QUERY, result_type=RunProgress)
-    if progress.awaiting is None:
-        raise NothingAwaiting(f"{workflow_id} is not waiting for an approval")
-    if decision.approval_id is None:
-        # Pinned to what is pending now: if it changes before the update lands (a deadline
-        # passed, the next request began), the run refuses the decision.
-        decision = decision.model_copy(update={"approval_id": progress.awaiting.approval_id})
-    answer: ApprovalAnswer = await handle.execute_update(
-        APPROVE_UPDATE, decision, result_type=ApprovalAnswer
-    )
-    return answer

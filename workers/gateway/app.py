@@ -21,7 +21,8 @@ from temporalio.service import RPCError
 from schemas.approvals import ApprovalAnswer, ApprovalDecision
 from schemas.gateway import GatewayApproval, Problem, RunState, RunView
 from schemas.request import AgentRequest
-from workers.client.agent_client import AgentClient, NothingAwaiting, decide_approval
+from workers.client.agent_client import AgentClient
+from workers.client.approvals import NothingAwaiting, decide_approval
 from workers.gateway.body_limit import BodyLimit
 from workers.gateway.events import run_events
 from workers.gateway.keys import ApiKeys, Caller, Refused
@@ -152,11 +153,13 @@ def create_app(client: AgentClient, keys: ApiKeys) -> FastAPI:
     async def cancel_run(workflow_id: str, who: CallerDep) -> RunView:
         """Ask the run to cancel (it stops its tools and ends `canceled`); `409` if it has
         already ended."""
-        status = await runs.checked(who, workflow_id)
+        described = await runs.checked(who, workflow_id)
+        status = described.status
         if status is not WorkflowExecutionStatus.RUNNING:
-            raise Refused(409, f"run {workflow_id!r} has ended ({status.name.lower()})")
+            ended = status.name.lower() if status else "unknown"
+            raise Refused(409, f"run {workflow_id!r} has ended ({ended})")
         await runs.handle(workflow_id).cancel()
-        return await runs.view(workflow_id, status)
+        return await runs.view(workflow_id, described)
 
     @app.post("/v1/runs/{workflow_id}/approve", response_model=ApprovalAnswer, responses=PROBLEMS)
     async def approve_run(workflow_id: str, body: GatewayApproval, who: CallerDep) -> Any:

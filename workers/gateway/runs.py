@@ -10,6 +10,7 @@ import asyncio
 from typing import Any
 
 from temporalio.client import (
+    WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
@@ -39,9 +40,9 @@ class Runs:
     def handle(self, workflow_id: str) -> WorkflowHandle[Any, AgentResult]:
         return self.client.temporal.get_workflow_handle(workflow_id, result_type=AgentResult)
 
-    async def checked(self, caller: Caller, workflow_id: str) -> WorkflowExecutionStatus:
-        """The run's status, once `caller` may see it; a run it may not see is `not_found`
-        (its existence is not told)."""
+    async def checked(self, caller: Caller, workflow_id: str) -> WorkflowExecutionDescription:
+        """The run as Temporal describes it, once `caller` may see it; a run it may not see
+        is `not_found` (its existence is not told)."""
         handle = self.handle(workflow_id)
         try:
             described = await handle.describe()
@@ -58,12 +59,14 @@ class Runs:
             raise
         if status is None:
             raise not_found(workflow_id)
-        return status
+        return described
 
-    async def view(self, workflow_id: str, status: WorkflowExecutionStatus) -> RunView:
+    async def view(self, workflow_id: str, described: WorkflowExecutionDescription) -> RunView:
+        """The run as `checked` described it, with its progress or outcome."""
         handle = self.handle(workflow_id)
-        run_id = (await handle.describe()).run_id
-        state = state_of(status)
+        run_id = described.run_id
+        assert described.status is not None  # `checked` refuses a run without one
+        state = state_of(described.status)
         if state is RunState.RUNNING:
             return RunView(
                 workflow_id=workflow_id,

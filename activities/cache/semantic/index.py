@@ -19,26 +19,21 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
 
 import asyncpg
 import numpy as np
 import numpy.typing as npt
 import structlog
 
+from activities.cache.semantic.tenant import THREADED_SEARCH_MIN, _mutate, _Tenant
 from activities.cache.semantic.vectors import Neighbour, VectorIndex
 
 __all__ = ["Neighbour", "SemanticIndex", "VectorIndex"]  # vectors re-exported for callers
 
 log = structlog.get_logger(__name__)
-T = TypeVar("T")
 
-THREADED_SEARCH_MIN = 20_000
-"""Entries above which a search runs in a worker thread (below, it takes well under 1 ms)."""
-INLINE_GRAPH_ADDS = 16
-"""Entries added to an HNSW graph inline (well under a millisecond each); more go to a thread."""
 SYNC_BATCH = 5_000
 """Rows per query when loading or syncing (bounds memory; 384-d rows are 1.5 KiB each)."""
 GAP_WINDOW = 1_000
@@ -106,17 +101,6 @@ class _Cursor:
             start = max(self.last + 1, top - GAP_WINDOW)
             self._gaps.update((i, now) for i in range(start, top) if i not in seen)
             self.last = top
-
-
-@dataclass
-class _Tenant:
-    index: VectorIndex
-    lock: asyncio.Lock
-    """Held by every search and every change: FAISS releases the GIL, so a search must
-    never run beside a change made in a worker thread (see `VectorIndex`)."""
-    changing_in_thread: bool = False
-    """A change runs in a worker thread (it may be rebuilding the graph, for seconds):
-    searches meanwhile answer nothing, a miss, rather than wait."""
 
 
 @dataclass
@@ -295,30 +279,6 @@ class SemanticIndex:
         for tenant, group in _by_tenant(rows).items():
             await self._drop(self._state, tenant, [r["id"] for r in group])
         return len(rows)
-
-
-async def _mutate(target: _Tenant, adding: int, change: Callable[..., T], *args: Any) -> T:
-    """Apply `change` to a tenant's index, its lock held by the caller: inline while the
-    index is small and exact, else in a worker thread, where a change may rebuild an HNSW
-    graph for seconds (the event loop, and every other activity of the worker, goes on).
-
-    A cancelled caller still waits for the thread before the lock is released: a change
-    half done in a thread must never meet a search."""
-    index = target.index
-    small_and_exact = not index.approximate and len(index) + adding < THREADED_SEARCH_MIN
-    few_into_the_graph = index.approximate and 0 < adding <= INLINE_GRAPH_ADDS  # no rebuild
-    if small_and_exact or few_into_the_graph:
-        return change(*args)
-    target.changing_in_thread = True
-    running = asyncio.ensure_future(asyncio.to_thread(change, *args))
-    try:
-        return await asyncio.shield(running)
-    except asyncio.CancelledError:
-        await asyncio.wait([running])
-        raise
-    finally:
-        if running.done():
-            target.changing_in_thread = False
 
 
 def _by_tenant(rows: Iterable[asyncpg.Record]) -> dict[str, list[asyncpg.Record]]:
