@@ -9,8 +9,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from schemas.approvals import ApprovalRecord
+from schemas.deadline import DeadlineReport
 from schemas.plan.model import Plan
 from schemas.route import Route
+from schemas.speculation import SpeculationReport
 
 
 class StepStatus(StrEnum):
@@ -69,6 +71,8 @@ class StepOutcome(BaseModel):
     """For a repeated step still watching: when it runs next."""
     output_ref: OutputRef | None = None
     """Set instead of `output` when the output was too large to carry (see `OutputRef`)."""
+    speculative: bool = False
+    """Served by a call started speculatively while the plan was being written."""
 
     @property
     def as_planned(self) -> bool:
@@ -92,9 +96,15 @@ class CacheStatus(StrEnum):
     """The cached answer of the same (normalized) question."""
     SEMANTIC = "semantic"
     """The cached answer of a paraphrase with the same entities."""
+    CANONICAL = "canonical"
+    """The cached answer of a question read the same: same facts, same concepts."""
     PLAN = "plan"
     """The cached plan, run fresh: the cached answer was older than its tools' TTLs."""
     BYPASS = "bypass"
+
+
+ANSWER_HITS = frozenset({CacheStatus.EXACT, CacheStatus.SEMANTIC, CacheStatus.CANONICAL})
+"""Statuses of a run answered whole from the cache (its steps ran in the cached run)."""
 
 
 class CacheMatch(BaseModel):
@@ -114,6 +124,8 @@ class Timings(BaseModel):
     ttft: float | None = None
     """Run start to the first piece of the answer on the token stream. For a cache hit,
     the answer comes whole: equal to `total`."""
+    speculation_saved: float = 0.0
+    """Tool time already done by speculative calls when their steps asked for them."""
 
 
 class AgentResult(BaseModel):
@@ -132,5 +144,9 @@ class AgentResult(BaseModel):
     """Degradations that did not stop the run (e.g. the cache was unreachable)."""
     approvals: list[ApprovalRecord] = Field(default_factory=list)
     """Every side effect that waited for approval: who decided, what, and why."""
+    speculation: SpeculationReport | None = None
+    """The reads started while the heavy model planned, used or not (None: none)."""
+    deadline: DeadlineReport | None = None
+    """With `options.deadline_ms`: the budget, whether it was met, every trade made."""
     workflow_id: str = ""
     run_id: str = ""

@@ -8,6 +8,7 @@ import asyncpg
 import pytest
 import redis.asyncio as aioredis
 
+from activities.cache.reading_tier import POINTER_PREFIX as READING_PREFIX
 from activities.cache.tool_results import KEY_PREFIX as TOOL_KEY_PREFIX
 from schemas.request import AgentRequest, RunOptions
 from schemas.result import CacheStatus, StepStatus
@@ -129,7 +130,8 @@ async def test_semantic_tier_serves_paraphrases_and_refuses_other_entities(
     make_stack: StackFactory,
 ) -> None:
     pytest.importorskip("faiss", reason="the semantic extra is not installed")
-    stack = await make_stack(semantic=True)
+    # The reading tier, asked first, would serve this paraphrase itself.
+    stack = await make_stack(semantic=True, reading_cache="off")
     original = await stack.ask(KB_QUESTION)
     paraphrase = await stack.ask("Whats your policy on returning damaged items?")
     assert paraphrase.cache == CacheStatus.SEMANTIC
@@ -143,6 +145,41 @@ async def test_semantic_tier_serves_paraphrases_and_refuses_other_entities(
     other_order = await stack.ask("Where is order 1002?")
     assert other_order.cache == CacheStatus.MISS, "a different order id is never a hit"
     assert step_output(other_order, "get_order")["order_id"] == 1002
+
+
+async def test_reading_tier_serves_a_question_read_the_same(stack: AgentStack) -> None:
+    original = await stack.ask("Do you offer free shipping?")
+    assert original.cache == CacheStatus.MISS
+    reworded = await stack.ask("is shipping free")
+    assert reworded.cache == CacheStatus.CANONICAL
+    assert reworded.answer == original.answer
+    assert reworded.cache_match is not None
+    assert reworded.cache_match.question == "Do you offer free shipping?"
+    assert reworded.steps == original.steps, "served whole: no tool ran again"
+    # A word the vocabulary does not fold must occur in both; a conversation never shares.
+    assert (await stack.ask("is shipping free to Sydney")).cache == CacheStatus.MISS
+    in_conversation = await stack.ask("is shipping free", conversation_id="c-reading")
+    assert in_conversation.cache == CacheStatus.MISS
+
+    await stack.ask("Where is my package TRK0000001003?")
+    # About one parcel, where it is and its tracking are one answer (here: its plan, since
+    # tracking has no TTL); another parcel is another request.
+    assert (await stack.ask("track package TRK0000001003")).cache == CacheStatus.PLAN
+    assert (await stack.ask("track package TRK0000001004")).cache == CacheStatus.MISS
+
+
+async def test_reading_tier_misses_once_the_path_is_gone(stack: AgentStack, redis_url: str) -> None:
+    await stack.ask("Do gift cards expire?")
+    redis = aioredis.from_url(redis_url)
+    pointers = [k async for k in redis.scan_iter(f"{READING_PREFIX}:{stack.tenant}@*")]
+    assert len(pointers) == 1
+    path = await redis.get(pointers[0])
+    await redis.delete(path)  # as an invalidation or expiry would
+    again = await stack.ask("please, do gift cards expire")
+    assert again.cache == CacheStatus.MISS
+    assert await redis.exists(pointers[0]) == 1, "the fresh run stored a new pointer"
+    assert await redis.get(pointers[0]) != path
+    await redis.aclose()
 
 
 async def test_semantic_entries_of_another_version_are_not_served(

@@ -14,6 +14,7 @@ import structlog
 
 from activities.cache.backend import CacheBackend
 from activities.cache.path_cache import PathCache
+from activities.cache.reading_tier import ReadingTier
 from activities.cache.tiers import ExactTier, PathTier, SemanticTier
 from activities.cache.tool_results import ToolResultCache, cached_tool, invalidating_tool
 from activities.downstream.guard import Downstreams, guarded_tool, shared_tool
@@ -48,11 +49,22 @@ def semantic_wanted(settings: Settings) -> bool:
     return mode == "on" or (mode == "auto" and installed)
 
 
+def reading_wanted(settings: Settings) -> bool:
+    if settings.reading_cache not in ("on", "off"):
+        raise SettingsError(
+            f"AGENTKEEL_READING_CACHE must be on or off, got {settings.reading_cache!r}"
+        )
+    return settings.reading_cache == "on"
+
+
 async def build_caches(settings: Settings, redis: aioredis.Redis, pool: asyncpg.Pool) -> Caches:
     plan_ttl = timedelta(seconds=settings.cache_ttl_s)
     backend = CacheBackend(redis, index_ttl=plan_ttl)
-    # The path cache's tiers, asked in this order: one key read, then a guarded paraphrase.
+    # The path cache's tiers, asked in this order: one key read, the question's reading
+    # (two key reads), then a guarded paraphrase (an embedding and a vector search).
     tiers: list[PathTier] = [ExactTier()]
+    if reading_wanted(settings):
+        tiers.append(ReadingTier(backend, ttl=plan_ttl))
     if semantic_wanted(settings):
         from activities.cache.semantic.setup import build_semantic_cache  # heavy: torch, faiss
 

@@ -78,6 +78,9 @@ class Settings:
     policy_version: str = ""
     """Part of every cache key, with the tool catalog's digest. Empty: a digest of the rules
     policy's code, so any change to it starts the cache cold. Set it to pin a version."""
+    reading_cache: str = "on"
+    """`on` or `off`. The reading tier: a question read the same as a cached one (same facts and concepts,
+    `activities.cache.reading`) is served its path. Needs no embedder."""
     semantic_cache: str = "auto"
     """`on`, `off`, or `auto` (on when the `semantic` extra is installed)."""
     semantic_threshold: float = 0.90
@@ -139,6 +142,11 @@ class Settings:
     share_reads: str = "on"
     """`on`: an idempotent read already in flight (same tool, arguments and audience) is
     awaited by the next caller instead of being sent again; `off`."""
+    speculation: str = "on"
+    """`on`: while the heavy model plans, a run starts the cached, idempotent reads the
+    router's reading predicts (`get_order` for an order id in the question); `off`."""
+    speculation_max_calls: int = 4
+    """Most reads one run starts speculatively (at most 8, whatever is set here)."""
     gateway_address: str = "127.0.0.1:8080"
     """Where the HTTP gateway (`agentkeel gateway`, and `up`) listens, `host:port`."""
     api_keys_file: str = ""
@@ -261,3 +269,17 @@ def _coerce(var: str, type_name: str, raw: str) -> object:
     if type_name.startswith("Path"):
         return Path(raw).expanduser()
     return raw
+
+
+def speculative_calls(settings: Settings) -> int:
+    """How many reads a run may speculate by `AGENTKEEL_SPECULATION*` (0: off)."""
+    if settings.speculation not in ("on", "off"):
+        raise SettingsError(
+            f"AGENTKEEL_SPECULATION must be on or off, got {settings.speculation!r}"
+        )
+    if settings.speculation_max_calls < 0:
+        raise SettingsError(
+            "AGENTKEEL_SPECULATION_MAX_CALLS must be 0 or more, "
+            f"got {settings.speculation_max_calls}"
+        )
+    return settings.speculation_max_calls if settings.speculation == "on" else 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 from temporalio import workflow
 
 from schemas import metrics
-from schemas.result import AgentResult, CacheStatus
+from schemas.result import ANSWER_HITS, AgentResult
 
 LAYERS = ("cache", "route", "plan", "tools", "respond", "total", "ttft")
 
@@ -33,7 +33,7 @@ def _observe(result: AgentResult) -> None:
         # Not recorded for a layer the run did not go through (a hit skips routing).
         if value is not None and (value > 0 or layer == "total"):
             durations.record(value / 1000, {"layer": layer})
-    if result.cache in (CacheStatus.EXACT, CacheStatus.SEMANTIC):
+    if result.cache in ANSWER_HITS:
         return  # a whole answer from the cache: its steps ran in the run that was cached
     calls = meter.create_counter(metrics.TOOL_CALLS, "Plan steps finished, by tool and outcome")
     for step in result.steps:

@@ -121,6 +121,10 @@ class CacheBackend:
         )
         return bool(stored)
 
+    async def set(self, key: str, value: str, ttl: timedelta) -> None:
+        """A plain value with a TTL, outside the entity index (a tier's pointer)."""
+        await self._call("set", key, value, px=int(ttl / _MS))
+
     async def delete(self, *keys: str) -> int:
         return int(await self._call("delete", *keys)) if keys else 0
 

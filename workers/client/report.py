@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from schemas.result import AgentResult, StepStatus
+from schemas.result import ANSWER_HITS, AgentResult, StepStatus
 from schemas.route import Tier
 from schemas.tokens import CANCELLED_TEXT, TokenEvent
 from workers.client.token_follow import AnswerView, ViewChange
@@ -71,7 +71,7 @@ def format_result(result: AgentResult, *, answer_shown: bool = False) -> str:
     )
     if route.tier in (Tier.LIGHT, Tier.HEAVY):
         lines.append(f"  why this tier: {route.reason}")
-    cached = result.cache.value in ("exact", "semantic")
+    cached = result.cache in ANSWER_HITS
     if result.cache_match is not None:
         similarity = result.cache_match.similarity
         score = f" (similarity {similarity:.2f})" if similarity is not None else ""

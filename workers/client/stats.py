@@ -143,7 +143,7 @@ def format_stats(stats: RunStats) -> str:
         t = stats.ttft
         lines.append(f"  {'first token':<14}{t.p50_ms:>9.1f}{t.p95_ms:>9.1f}{t.p99_ms:>9.1f}")
     lines.append("")
-    hits = {k: v for k, v in stats.cache.items() if k in ("exact", "semantic", "plan")}
+    hits = {k: v for k, v in stats.cache.items() if k in ("exact", "canonical", "semantic", "plan")}
     looked = sum(v for k, v in stats.cache.items() if k != "bypass")
     ratio = sum(hits.values()) / looked if looked else 0.0
     by_tier = ", ".join(f"{k} {v / looked:.0%}" for k, v in sorted(hits.items())) if looked else ""

@@ -10,7 +10,7 @@ from temporalio.exceptions import ActivityError
 from schemas import names
 from schemas.plan.model import Plan
 from schemas.progress import RunProgress
-from schemas.result import AgentResult, CacheStatus, StepError, Timings
+from schemas.result import ANSWER_HITS, AgentResult, CacheStatus, StepError, Timings
 from schemas.route import Route
 from schemas.run_record import StoreInput, StoreResult
 from schemas.tokens import CANCELLED_TEXT
@@ -46,7 +46,11 @@ async def store(state: AgentState) -> dict[str, Any]:
         approvals=list(state["progress"].approvals),
         workflow_id=info.workflow_id,
         run_id=info.run_id,
+        speculation=state.get("speculation"),
     )
+    deadline = state["context"].deadline
+    if deadline is not None:
+        result.deadline = deadline.report(timings.total)
     update_cache = request.options.use_cache and not state.get("degraded", False)
     return await _record(state, result, update_cache=update_cache)
 
@@ -76,9 +80,12 @@ async def _record(state: AgentState, result: AgentResult, *, update_cache: bool)
     warnings = [*result.warnings, *await _write_record(state, result, update_cache=update_cache)]
     total = elapsed_ms(state["started_at"])
     final_timings = result.timings_ms.model_copy(update={"total": total})
-    if result.cache in (CacheStatus.EXACT, CacheStatus.SEMANTIC):
+    if result.cache in ANSWER_HITS:
         final_timings.ttft = total
     final = result.model_copy(update={"timings_ms": final_timings, "warnings": warnings})
+    deadline = state["context"].deadline
+    if deadline is not None and final.deadline is not None:
+        final.deadline = deadline.report(total)
     observe_run(final)
     return {"result": final}
 

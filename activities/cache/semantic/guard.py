@@ -15,7 +15,7 @@ import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-__all__ = ["Facts", "GuardVerdict", "facts", "guard"]
+__all__ = ["Facts", "GuardVerdict", "facts", "facts_and_rest", "guard"]
 
 
 @dataclass(frozen=True)
@@ -171,6 +171,12 @@ def _cut(pattern: re.Pattern[str], text: str) -> tuple[list[re.Match[str]], str]
 
 def facts(question: str) -> Facts:
     """The facts of `question` the guard compares (see `Facts`)."""
+    return facts_and_rest(question)[0]
+
+
+def facts_and_rest(question: str) -> tuple[Facts, str]:
+    """`facts`, and the casefolded question with its SKUs, tracking numbers, emails, amounts
+    and numbers cut out: the words left to compare (`activities.cache.reading`)."""
     text = unicodedata.normalize("NFKC", question).casefold().replace("\u2019", "'")
     negations = sum(
         1
@@ -186,7 +192,7 @@ def facts(question: str) -> Facts:
     emails, text = _cut(_EMAIL, text)
     money, text = _cut(_MONEY, text)
     numbers, text = _cut(_NUMBER, text)
-    return Facts(
+    found = Facts(
         skus=frozenset(f"SKU-{int(m.group(1)):05d}" for m in skus),
         tracking=frozenset(f"TRK{m.group(1)}" for m in tracking),
         emails=frozenset(m.group() for m in emails),
@@ -197,6 +203,7 @@ def facts(question: str) -> Facts:
         quantities=quantities,
         follow_up=follow_up,
     )
+    return found, text
 
 
 def guard(question: str, candidate: str) -> GuardVerdict:
