@@ -9,6 +9,7 @@ activity publishes the answer's pieces to the run's token stream as they come.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, TypeVar
@@ -21,15 +22,19 @@ from temporalio.exceptions import ApplicationError
 
 from activities.conversations import ConversationStore
 from activities.heartbeat import heartbeating
+from activities.latency import LatencyBook, scope_of
 from activities.outputs import OutputStore
 from activities.span_notes import note
 from activities.token_stream import TokenStream
 from inference.engines.protocol import ConstraintViolationError, EngineRequestError
 from inference.metering import meter
 from inference.policy import Policy
+from inference.rules.intents import extract_entities
 from schemas import metrics, names
 from schemas import model_calls as calls
 from schemas.errors import INVALID_MODEL_OUTPUT, MODEL_REQUEST_REJECTED
+from schemas.speculation import MAX_SPECULATIVE_CALLS, Reading, predicted_calls
+from schemas.tools import TOOLS
 
 WithHistory = TypeVar("WithHistory", calls.RouteInput, calls.PlanInput, calls.RespondInput)
 
@@ -77,14 +82,21 @@ class InferenceActivities:
         redis: aioredis.Redis | None = None,
         conversations: ConversationStore | None = None,
         outputs: OutputStore | None = None,
+        speculate_calls: int = 4,
+        latencies: LatencyBook | None = None,
     ) -> None:
         """`redis`: where token streams go; None publishes nothing (answers still return).
         `conversations`: where earlier turns are read; None gives prompts no history.
-        `outputs`: where large step outputs are read back; None leaves them references."""
+        `outputs`: where large step outputs are read back; None leaves them references.
+        `speculate_calls`: most reads an unsure route proposes to start while the heavy
+        model plans (`AGENTKEEL_SPECULATION_MAX_CALLS`; 0 when `AGENTKEEL_SPECULATION=off`).
+        `latencies`: where plan and respond durations are recorded (default: `redis`)."""
         self._policy = policy
         self._redis = redis
         self._conversations = conversations
         self._outputs = outputs
+        self._speculate_calls = min(max(speculate_calls, 0), MAX_SPECULATIVE_CALLS)
+        self._latencies = latencies or LatencyBook(redis)
 
     @activity.defn(name=names.ROUTE)
     async def route(self, request: calls.RouteInput) -> calls.RouteResult:
@@ -101,6 +113,10 @@ class InferenceActivities:
             metrics.ROUTER_DECISIONS, "Routes decided, by the tier that plans the run"
         )
         decisions.add(1, {"tier": routed.route.tier.value})
+        if not routed.confident:
+            # The heavy model will plan: the reads this reading predicts may start meanwhile.
+            routed.reading = routed.reading or reading_of(request.question)
+            routed.speculate = predicted_calls(routed.reading, TOOLS, limit=self._speculate_calls)
         note(
             policy=self._policy.name,
             tier=routed.route.tier.value,
@@ -112,7 +128,9 @@ class InferenceActivities:
 
     @activity.defn(name=names.PLAN)
     async def plan(self, request: calls.PlanInput) -> calls.PlanResult:
+        started = time.perf_counter()
         planned = await model_call(self._policy.plan(await self._with_history(request)))
+        self._observe(f"plan:{planned.tier.value}", started)
         note(
             policy=self._policy.name,
             tier=planned.tier.value,
@@ -137,7 +155,14 @@ class InferenceActivities:
             self._redis, info.workflow_id, request.run_id or info.workflow_run_id, info.attempt
         )
         await stream.begin()
+        started = time.perf_counter()
         result = await model_call(self._policy.respond(request, stream.publish))
+        self._observe(f"respond:{request.route.tier.value}", started)
+        if request.left_out:
+            # The run traded parts of its plan for its deadline: the answer says which.
+            said = " ".join(request.left_out)
+            result.answer = f"{result.answer.rstrip()} {said}" if result.answer else said
+            await stream.publish(f" {said}")
         await stream.finish()
         if result.first_token_at is None:
             result.first_token_at = stream.first_token_at
@@ -147,6 +172,10 @@ class InferenceActivities:
             first_token_ms=_since_ms(info.started_time, result.first_token_at),
         )
         return result
+
+    def _observe(self, what: str, started: float) -> None:
+        elapsed = (time.perf_counter() - started) * 1000
+        self._latencies.observe(scope_of(activity.info().task_queue), what, elapsed)
 
     async def _with_history(self, request: WithHistory) -> WithHistory:
         """The request with its conversation's earlier turns, read here by reference."""
@@ -166,3 +195,11 @@ class InferenceActivities:
 
     def all(self) -> list[Callable[..., Any]]:
         return [self.route, self.plan, self.join, self.respond]
+
+
+def reading_of(question: str) -> Reading:
+    """The entities of a question, by the tool argument each fills (the rules' reading)."""
+    found = extract_entities(question)
+    reading: Reading = {"order_id": list(found.orders), "email": list(found.emails)}
+    reading["sku"] = list(found.skus)
+    return {name: values for name, values in reading.items() if values}

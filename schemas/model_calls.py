@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from schemas.plan.model import Plan
 from schemas.result import StepError, StepOutcome
 from schemas.route import Route, Tier
+from schemas.speculation import PredictedCall, Reading
 
 
 class ConversationTurn(BaseModel):
@@ -54,6 +55,11 @@ class RouteResult(BaseModel):
     """What the run's result should say about how this step was served (a fallback)."""
     fallback: bool = False
     """Served by the rules because the model server was unavailable: the run is not cached."""
+    reading: Reading = Field(default_factory=dict)
+    """The entities the router read in the request, by the argument they fill."""
+    speculate: list[PredictedCall] = Field(default_factory=list)
+    """Reads the reading predicts, to start while the heavy model plans (empty when
+    confident, or where the worker's `AGENTKEEL_SPECULATION` is off)."""
 
 
 class PlanInput(ModelCallInput):
@@ -110,6 +116,8 @@ class RespondInput(ModelCallInput):
     run_id: str = ""
     """The run whose token stream the answer is published to (the one the client started,
     also after continue-as-new); empty: the activity's own run."""
+    left_out: list[str] = Field(default_factory=list)
+    """What the run left out to meet its deadline, in words: the answer ends saying so."""
 
 
 class RespondResult(BaseModel):

@@ -30,6 +30,7 @@ ANNOUNCE_CANCELLATION: Final = "announce_cancellation"
 STORE_OUTPUT: Final = "store_output"
 LOAD_OUTPUTS: Final = "load_outputs"
 COMBINE_OUTPUTS: Final = "combine_outputs"
+LATENCY_ESTIMATES: Final = "latency_estimates"
 
 # Activities of the inference worker pool.
 ROUTE: Final = "route"

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from schemas.actor import SYSTEM_ACTOR, Actor
+from schemas.deadline import MAX_DEADLINE_MS
 from schemas.text import FreeText, Identifier
 
 MAX_QUESTION_CHARS = 4000
@@ -50,6 +51,13 @@ class RunOptions(BaseModel):
     """After this many re-runs of watched steps a run continues as new (same workflow id,
     carrying its plan, outputs and deadlines), so its history stays small however long
     it watches."""
+    speculate: StrictBool = True
+    """While the heavy model plans, start the reads the router's reading predicts (cached,
+    idempotent tools only); `false` waits for the plan."""
+    deadline_ms: StrictInt | None = Field(default=None, gt=0, le=MAX_DEADLINE_MS)
+    """How long the caller will wait for the answer, in ms. The run plans to meet it from
+    measured latencies (a lighter tier, a higher concurrency cap, leaving out optional
+    steps), lists its trades in `result.deadline`, and says at once when it cannot."""
 
 
 class AgentRequest(BaseModel):

@@ -55,7 +55,7 @@ from workers.client.agent_client import AgentClient
 from workers.connections import redact
 from workers.resources import cpu_activities, inference_resources
 from workers.search_attributes import ensure_search_attributes
-from workers.settings import Settings
+from workers.settings import Settings, speculative_calls
 from workers.stack.carrier import serving
 from workers.stack.procs import StackError, find_temporal_binary
 from workers.stack.temporal import queue_poll_flags
@@ -297,6 +297,7 @@ async def make_stack(
                         redis=resources.redis,
                         conversations=resources.conversations,
                         outputs=resources.outputs,
+                        speculate_calls=speculative_calls(settings),
                     ),
                     max_concurrent=inference_concurrency,
                 ),

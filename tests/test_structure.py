@@ -12,6 +12,7 @@ import pytest
 
 from activities.cache_lookup import CacheActivities
 from activities.hot_questions import WarmingActivities
+from activities.latency import LatencyActivities
 from activities.local_policy import LocalPolicyActivities
 from activities.model_calls import InferenceActivities
 from activities.outputs import OutputActivities
@@ -106,6 +107,7 @@ def test_every_activity_name_is_defined_once_in_schemas() -> None:
         LocalPolicyActivities,
         RunControlActivities,
         OutputActivities,
+        LatencyActivities,
     )
     assert agent_side == declared
     assert _registered_names(ToolActivities) == set(ACTIVITY_TOOLS)

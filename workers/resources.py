@@ -18,6 +18,7 @@ from activities.downstream.guard import Downstreams
 from activities.downstream.limiter import DownstreamLimiter
 from activities.downstream.sharing import SharedReads
 from activities.hot_questions import WarmingActivities
+from activities.latency import LatencyActivities, LatencyBook, timed_tool
 from activities.local_policy import LocalPolicyActivities
 from activities.model_calls import InferenceActivities
 from activities.outputs import OutputActivities, OutputStore
@@ -29,7 +30,8 @@ from schemas.approvals import ApprovalPolicy
 from workers.cache_assembly import build_caches, tool_activities
 from workers.connections import http_client, postgres_pool, redact, redis_client
 from workers.policy_assembly import local_policy
-from workers.settings import Settings, SettingsError, StartupError
+from workers.settings import Settings, SettingsError, StartupError, speculative_calls
+from workers.stand_ins import activity_name
 
 log = structlog.get_logger(__name__)
 
@@ -72,14 +74,22 @@ async def cpu_activities(
     try:
         caches = await build_caches(settings, redis, pool)
         tools = ToolActivities(pool, http, carrier_url)
+        # What each tool took, as runs saw it: what a run with a deadline plans from.
+        latencies = LatencyBook(redis)
         yield [
-            *tool_activities(tools, caches, downstreams(settings, redis)),
+            *(
+                timed_tool(method, activity_name(method), latencies)
+                for method in tool_activities(tools, caches, downstreams(settings, redis))
+            ),
+            LatencyActivities(latencies).latency_estimates,
             CacheActivities(caches.paths).lookup_cache,
             StoreActivities(pool, caches.paths).store,
             WarmingActivities(pool, caches.paths).hot_questions,
             *run_control.all_activities(),
             *_output_activities(pool),
-            *_local_policy_activities(local or local_policy(settings), pool, redis),
+            *_local_policy_activities(
+                local or local_policy(settings), pool, redis, speculative_calls(settings)
+            ),
         ]
     finally:
         if caches is not None:
@@ -110,7 +120,7 @@ def downstreams(settings: Settings, redis: aioredis.Redis) -> Downstreams:
 
 
 def _local_policy_activities(
-    policy: Policy | None, pool: asyncpg.Pool, redis: aioredis.Redis
+    policy: Policy | None, pool: asyncpg.Pool, redis: aioredis.Redis, speculate: int
 ) -> list[Callable[..., Any]]:
     served = None
     # Said once at start: which pool answers route, plan, join and respond.
@@ -121,6 +131,7 @@ def _local_policy_activities(
             redis=redis,
             conversations=ConversationStore(pool),
             outputs=OutputStore(pool),
+            speculate_calls=speculate,
         )
     return LocalPolicyActivities(served).all()
 

@@ -18,7 +18,7 @@ from workers.metrics import metrics_address, metrics_runtime
 from workers.policy_assembly import build_policy
 from workers.resources import cpu_activities, inference_resources
 from workers.search_attributes import ensure_search_attributes
-from workers.settings import Settings, StartupError
+from workers.settings import Settings, StartupError, speculative_calls
 from workers.temporal_client import connect
 from workers.tracing import configure_tracing
 from workers.warming_schedule import ensure_warming_schedule
@@ -141,6 +141,7 @@ async def run_inference_worker(settings: Settings) -> None:
                 redis=resources.redis,
                 conversations=resources.conversations,
                 outputs=resources.outputs,
+                speculate_calls=speculative_calls(settings),
             )
             worker = inference_worker(
                 client,

@@ -10,6 +10,7 @@ from schemas.progress import RunProgress
 from schemas.request import AgentRequest
 from schemas.result import AgentResult, CacheMatch, CacheStatus, StepError, StepOutcome, Timings
 from schemas.route import Route
+from schemas.speculation import PredictedCall, SpeculationReport
 from workflows.dag.run_context import RunContext
 
 
@@ -41,5 +42,9 @@ class AgentState(TypedDict, total=False):
     """Owned by the workflow: actor, request id, limits, approvals, allowed side effects."""
     resume: bool
     """This run continues another: its plan is running (watches pick up where they were)."""
+    speculate: list[PredictedCall]
+    """The reads an unsure route predicted, to start while the heavy model plans."""
+    speculation: SpeculationReport
+    """What the run's speculative reads did."""
     suspended: bool
     """Watches stopped for a continue-as-new: the run hands on instead of answering."""

@@ -104,6 +104,7 @@ def step_schema(spec: ToolSpec) -> dict[str, Any]:
             "after": {"type": "array", "items": {"type": "string", "pattern": STEP_ID_PATTERN}},
             "for_each": _REFERENCE,
             "when": _CONDITION,
+            "optional": {"type": "boolean"},
             **({"repeat": _REPEAT} if spec.idempotent and not spec.runs_in_workflow else {}),
         },
         "required": ["id", "tool", "args"],

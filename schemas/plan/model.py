@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 REF_PREFIX = "$"
 ITEM_REF = "$item"
@@ -94,6 +94,9 @@ class PlanStep(BaseModel):
     """Run only if this holds once the steps it references are done; else skipped."""
     repeat: Repeat | None = None
     """Re-run until its own output passes a test (a watch); idempotent tools only."""
+    optional: StrictBool = False
+    """The answer is complete enough without it: a run short of time may leave it out
+    (and its dependants), saying so in the answer."""
 
     @field_validator("id")
     @classmethod

@@ -74,6 +74,7 @@ FIND_CUSTOMER = ToolSpec(
     input_model=FindCustomerInput,
     result_model=Customer,
     cache_ttl=timedelta(minutes=5),
+    speculate_arg="email",
     render=_customer,
 )
 LIST_ORDERS = ToolSpec(

@@ -49,5 +49,6 @@ CHECK_INVENTORY = ToolSpec(
     result_model=Inventory,
     cache_ttl=timedelta(seconds=5),
     max_concurrency=4,
+    speculate_arg="sku",
     render=_inventory,
 )

@@ -54,5 +54,6 @@ GET_ORDER = ToolSpec(
     input_model=GetOrderInput,
     result_model=Order,
     cache_ttl=timedelta(seconds=30),
+    speculate_arg="order_id",
     render=_order,
 )

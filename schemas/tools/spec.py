@@ -77,12 +77,18 @@ class ToolSpec:
     runs_in_workflow: bool = False
     """A built-in the workflow runs itself (the `wait` timer): no activity, no downstream,
     never cached or repeated."""
+    speculate_arg: str | None = None
+    """The one argument the router's reading of a request can fill (`order_id`): with it,
+    an idempotent tool with a cache TTL may be started speculatively while the heavy model
+    plans (`schemas.speculation`)."""
     render: Render | None = field(default=None, compare=False)
     """How answers describe one result of this tool; None: its JSON as it is."""
 
     def __post_init__(self) -> None:
         if self.max_concurrency is not None and self.max_concurrency < 1:
             raise ValueError(f"{self.name}: max_concurrency must be at least 1")
+        if self.speculate_arg is not None and not (self.idempotent and self.cache_ttl):
+            raise ValueError(f"{self.name}: only a cached, idempotent read may be speculated")
 
     @property
     def activity_input_model(self) -> type[BaseModel]:

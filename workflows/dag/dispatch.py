@@ -78,7 +78,7 @@ def _limits(ctx: RunContext) -> SchedulerLimits:
         return SchedulerLimits(max_concurrency=ctx.request.options.max_concurrency)
     options = ctx.request.options
     return SchedulerLimits(
-        max_concurrency=options.max_concurrency,
+        max_concurrency=ctx.concurrency or options.max_concurrency,
         max_fan_out=options.max_fan_out,
         max_calls=max(options.max_tool_calls - ctx.calls_used, 0),
         watch_every_s=options.watch_every_s,
@@ -128,6 +128,10 @@ async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> An
     spec = TOOLS[call.tool]
     if call.batch is not None:
         return await run_fan_out(call, ctx)
+    if ctx.speculation is not None and spec.idempotent:
+        twin = ctx.speculation.claim(call)
+        if twin is not None:  # started while the plan was written: its result is this call's
+            return await ctx.speculation.serve(twin, call)
     payload: dict[str, Any] = {**call.args, "actor": ctx.request.actor.model_dump(mode="json")}
     if spec.downstream is not None and ctx.authority:
         payload["call_id"] = call.call_id  # a wait for a downstream slot is shown against it

@@ -18,6 +18,8 @@ from schemas.approvals import ApprovalPolicy, ApprovalPolicyInput
 from schemas.request import AgentRequest
 from workflows import timeouts
 from workflows.approvals import ApprovalGate
+from workflows.deadline import Deadline
+from workflows.speculation import Speculation
 from workflows.waiting import WaitBoard
 
 APPROVAL_POLICY_TIMEOUT = timedelta(seconds=5)
@@ -45,6 +47,12 @@ class RunContext:
     """This run's policy steps are served by its CPU worker (`activities.local_policy`);
     None until the first step asked; False from the start for a run that predates
     `LOCAL_POLICY_PATCH` (every step on the inference queue, as it was recorded)."""
+    speculation: Speculation | None = None
+    """Reads started while the heavy model planned this round (`workflows.speculation`)."""
+    deadline: Deadline | None = None
+    """The request's deadline and the trades made for it (`workflows.deadline`)."""
+    concurrency: int | None = None
+    """The concurrency cap a deadline raised the run's to; None: the request's."""
     _policy: ApprovalPolicy | None = field(default=None, repr=False)
 
     async def approval_policy(self) -> ApprovalPolicy:

@@ -32,6 +32,7 @@ from schemas.model_calls import (
 from schemas.route import Route
 from schemas.tools.domain import requested_side_effects
 from workflows import timeouts
+from workflows.nodes.ahead import before_planning
 from workflows.state import AgentState
 from workflows.visibility import add_timing, elapsed_ms, publish_route, stage
 
@@ -129,6 +130,8 @@ async def route(state: AgentState) -> dict[str, Any]:
     }
     if routed.draft_plan is not None:
         update["plan"] = routed.draft_plan
+    if routed.speculate and not update["confident"]:
+        update["speculate"] = routed.speculate
     return _noted(state, update, routed)
 
 
@@ -136,6 +139,10 @@ async def plan(state: AgentState) -> dict[str, Any]:
     attempt = state.get("replans", 0)
     stage(state, f"planning (round {attempt})")
     started = workflow.now()
+    retiered = await before_planning(state) if attempt == 0 else None
+    if retiered is not None:  # the deadline leaves no time for the heavy tier
+        publish_route(state, retiered)
+        state["route"] = retiered
     planned: PlanResult = await _call_model(
         state,
         names.PLAN,
@@ -155,7 +162,9 @@ async def plan(state: AgentState) -> dict[str, Any]:
         "planner_error": planned.error,
         "timings": add_timing(state, "plan", started),
     }
-    if planned.route is not None:
+    if retiered is not None:
+        update["route"] = retiered
+    if planned.route is not None and retiered is None:
         # The heavy tier read the request itself: its route is the run's from now on.
         publish_route(state, planned.route)
         if attempt == 0:
@@ -213,6 +222,13 @@ async def respond(state: AgentState) -> dict[str, Any]:
     stage(state, "writing the answer")
     started = workflow.now()
     replans = state.get("replans", 0)
+    deadline = state["context"].deadline
+    if deadline is not None and deadline.refused is not None:
+        # Said at once: no model call, the reason is the answer.
+        return {"answer": deadline.refused, "timings": add_timing(state, "respond", started)}
+    extra = (
+        {"left_out": list(deadline.left_out)} if deadline is not None and deadline.left_out else {}
+    )
     answered: RespondResult = await _call_model(
         state,
         names.RESPOND,
@@ -222,6 +238,7 @@ async def respond(state: AgentState) -> dict[str, Any]:
             steps=[s for s in state.get("steps", []) if s.attempt == replans],
             plan_error=state.get("plan_error"),
             run_id=_stream_run_id(state),
+            **extra,
         ),
         RespondResult,
         timeouts.RESPOND_TIMEOUT,

@@ -10,6 +10,7 @@ from schemas.outputs import resolve_refs
 from schemas.plan.validation import dependencies
 from schemas.result import StepOutcome, StepStatus
 from workflows.dag.dispatch import run_plan
+from workflows.nodes.ahead import deadline_of, end_speculation, fit_to_deadline, passed_over
 from workflows.outputs import carry_by_reference, load_referenced
 from workflows.state import AgentState
 from workflows.visibility import add_timing, stage
@@ -24,17 +25,34 @@ async def execute(state: AgentState) -> dict[str, Any]:
     planner_error = state.get("planner_error")
     if planner_error is not None:
         # The planner had no usable plan this round: nothing runs, join sees why.
-        return {"steps": state.get("steps", []), "plan_error": planner_error}
+        return {
+            "steps": state.get("steps", []),
+            "plan_error": planner_error,
+            **await end_speculation(state, []),
+        }
     earlier = [s for s in state.get("steps", []) if s.attempt < attempt]
     resume = await _resumed(state, attempt)
-    outcomes, plan_error = await run_plan(
-        state["plan"],
-        state["context"],
-        attempt=attempt,
-        # The scheduler updates these outcome objects in place: the query sees them live.
-        on_start=lambda live: setattr(progress, "steps", [*earlier, *live]),
-        resume=resume,
+    plan, left_out = state["plan"], set[str]()
+    deadline = None if resume else await deadline_of(state)
+    if deadline is not None:
+        plan, left_out = fit_to_deadline(state, plan)
+    outcomes, plan_error = (
+        await run_plan(
+            plan,
+            state["context"],
+            attempt=attempt,
+            # The scheduler updates these outcome objects in place: the query sees them live.
+            on_start=lambda live: setattr(progress, "steps", [*earlier, *live]),
+            resume=resume,
+        )
+        if plan.steps or not left_out
+        else ([], None)
     )
+    if left_out and plan_error is None:
+        why = (deadline.refused if deadline and deadline.refused else None) or (
+            f"left out to answer within the deadline of {state['request'].options.deadline_ms} ms"
+        )
+        outcomes = passed_over(state["plan"], outcomes, left_out, attempt, why)
     await carry_by_reference(outcomes, state["request"].tenant)
     update: dict[str, Any] = {
         "steps": [*earlier, *outcomes],
@@ -42,6 +60,10 @@ async def execute(state: AgentState) -> dict[str, Any]:
         "timings": add_timing(state, "tools", started),
         "resume": False,
     }
+    state["timings"] = update["timings"]
+    update.update(await end_speculation(state, outcomes))
+    if left_out:
+        update["degraded"] = True  # a partial answer is not kept for the next asker
     if any(o.status is StepStatus.RUNNING for o in outcomes):
         # Watches stopped for a continue-as-new: the workflow hands the run on.
         update["suspended"] = True

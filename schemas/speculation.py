@@ -1,0 +1,90 @@
+"""Speculative tool calls: reads the router's reading predicts, started while the heavy
+model plans (see `workflows.speculation`).
+
+Only a tool the catalog marks as safe to run ahead is ever speculated: idempotent (a read),
+with a cache TTL (its result may be reused for a while anyway), run as an activity, and
+named by one argument the router's reading fills (`ToolSpec.speculate_arg`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from schemas.tools.spec import ToolSpec
+
+MAX_SPECULATIVE_CALLS = 8
+"""The most calls one run ever speculates, whatever a worker's setting says."""
+
+Reading = dict[str, list[str | int]]
+"""The router's reading of the entities in a request, by the argument they fill
+(`{"order_id": [1001], "email": ["ada@example.com"], "sku": ["SKU-1"]}`)."""
+
+
+class PredictedCall(BaseModel):
+    """One read the router's reading predicts the plan will make."""
+
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class SpeculationOutcome(StrEnum):
+    USED = "used"
+    """A plan step took its result (or awaited it)."""
+    UNUSED = "speculative_unused"
+    """No step of the plan made this call: cancelled if still running, its result dropped."""
+
+
+class SpeculativeCall(BaseModel):
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    outcome: SpeculationOutcome
+    step_id: str | None = None
+    """The step it served (`used`)."""
+    cancelled: bool = False
+    """Still running when the plan arrived without it, so cancelled."""
+    saved_ms: float = 0.0
+    """How much of its work was done before its step asked for it."""
+
+
+class SpeculationReport(BaseModel):
+    """What a run's speculation did: in the result as `speculation`."""
+
+    calls: list[SpeculativeCall] = Field(default_factory=list)
+
+    @property
+    def hits(self) -> int:
+        return sum(1 for c in self.calls if c.outcome is SpeculationOutcome.USED)
+
+    @property
+    def unused(self) -> int:
+        return len(self.calls) - self.hits
+
+
+def may_speculate(spec: ToolSpec) -> bool:
+    """A tool safe to run before any plan asked for it: a cached read, never an effect."""
+    return (
+        spec.idempotent
+        and spec.cache_ttl is not None
+        and not spec.runs_in_workflow
+        and spec.speculate_arg is not None
+    )
+
+
+def predicted_calls(
+    reading: Mapping[str, Sequence[Any]], tools: Mapping[str, ToolSpec], *, limit: int
+) -> list[PredictedCall]:
+    """The calls `reading` predicts, in catalog order, at most `limit` (and the hard cap)."""
+    calls: list[PredictedCall] = []
+    for spec in tools.values():
+        if not may_speculate(spec):
+            continue
+        assert spec.speculate_arg is not None
+        for value in reading.get(spec.speculate_arg, ()):
+            call = PredictedCall(tool=spec.name, args={spec.speculate_arg: value})
+            if call not in calls:
+                calls.append(call)
+    return calls[: max(0, min(limit, MAX_SPECULATIVE_CALLS))]

@@ -1,0 +1,123 @@
+"""What a run does ahead of its plan: speculative reads, and fitting the plan to a deadline.
+
+Used by the `plan`, `execute`, `respond` and `store` nodes; each behaviour behind its own
+`workflow.patched()` gate, asked only by runs that use it (a deadline given, reads
+predicted), so every history recorded before them replays as it ran.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+
+from schemas.plan.model import Plan
+from schemas.result import StepOutcome, StepStatus
+from schemas.route import Route
+from schemas.speculation import SpeculationReport
+from workflows.deadline import DEADLINE_PATCH, Deadline
+from workflows.speculation import SPECULATION_PATCH, Speculation
+from workflows.state import AgentState
+
+
+async def deadline_of(state: AgentState) -> Deadline | None:
+    """The run's deadline, with the workers' latency estimates read (once); None: none."""
+    context = state["context"]
+    budget = state["request"].options.deadline_ms
+    if budget is None or not context.authority:
+        return None
+    if context.deadline is None:
+        if not workflow.patched(DEADLINE_PATCH):
+            return None
+        context.deadline = Deadline(budget_ms=float(budget), started_at=state["started_at"])
+    await context.deadline.load()
+    return context.deadline
+
+
+async def before_planning(state: AgentState) -> Route | None:
+    """Start the predicted reads, and pick the tier that can meet the deadline; the route
+    to plan with when the tier changed (None: as it is)."""
+    context = state["context"]
+    predicted = state.get("speculate") or []
+    request = state["request"]
+    if (
+        predicted
+        and request.options.speculate
+        and context.speculation is None
+        and workflow.patched(SPECULATION_PATCH)
+    ):
+        context.speculation = Speculation()
+        actor = request.actor.model_dump(mode="json")
+        context.speculation.start(predicted, context.tool_queue, actor)
+    deadline = await deadline_of(state)
+    if deadline is None:
+        return None
+    route = state["route"]
+    guess = max((deadline.tool_ms(c.tool) for c in predicted), default=0.0)
+    tier = deadline.choose_tier(route.tier, guess)
+    if tier is route.tier:
+        return None
+    return route.model_copy(update={"tier": tier, "reason": f"{route.reason}; deadline: {tier}"})
+
+
+def fit_to_deadline(state: AgentState, plan: Plan) -> tuple[Plan, set[str]]:
+    """The plan to run (optional steps left out when the deadline needs it) and what was."""
+    context = state["context"]
+    deadline = context.deadline
+    if deadline is None:
+        return plan, set()
+    cap = context.concurrency or state["request"].options.max_concurrency
+    dropped = deadline.fit(plan, cap, state["route"].tier)
+    if deadline.concurrency:
+        context.concurrency = deadline.concurrency
+    if deadline.refused is not None:
+        return Plan(rationale=plan.rationale), {s.id for s in plan.steps}
+    kept = [s for s in plan.steps if s.id not in dropped]
+    return plan.model_copy(update={"steps": kept}), dropped
+
+
+def passed_over(
+    plan: Plan, ran: list[StepOutcome], left: set[str], attempt: int, why: str
+) -> list[StepOutcome]:
+    """Every step's outcome in plan order: those that ran, and those left out (skipped)."""
+    by_id = {o.id: o for o in ran}
+    now = workflow.now()
+    out: list[StepOutcome] = []
+    for step in plan.steps:
+        if step.id in by_id:
+            out.append(by_id[step.id])
+        elif step.id in left:
+            out.append(
+                StepOutcome(
+                    id=step.id,
+                    tool=step.tool,
+                    attempt=attempt,
+                    status=StepStatus.SKIPPED,
+                    skipped_because=why,
+                    started_at=now,
+                    finished_at=now,
+                )
+            )
+    return out
+
+
+async def end_speculation(state: AgentState, outcomes: list[StepOutcome]) -> dict[str, Any]:
+    """Cancel the speculative reads no step used; the state's report and saved time."""
+    context = state["context"]
+    speculation = context.speculation
+    if speculation is None:
+        return {}
+    context.speculation = None
+    report = await speculation.finish()
+    for outcome in outcomes:
+        if outcome.id in speculation.served:
+            outcome.speculative = True
+    earlier: SpeculationReport | None = state.get("speculation")
+    if earlier is not None:
+        report = SpeculationReport(calls=[*earlier.calls, *report.calls])
+    timings = state["timings"].model_copy() if "timings" in state else None
+    update: dict[str, Any] = {"speculation": report}
+    if timings is not None:
+        timings.speculation_saved += round(speculation.saved_ms, 1)
+        update["timings"] = timings
+    return update

@@ -1,0 +1,133 @@
+"""Speculative tool execution: reads started while the heavy model plans.
+
+When the router is unsure the run waits for a plan; but the router's reading already
+predicts some of the plan's reads (`get_order` for an order id in the question). Those
+that the catalog allows (`schemas.speculation.may_speculate`: cached, idempotent reads,
+never a side effect) start before planning, as the same activity a step would run, with
+the same actor. A plan step that makes the same call (same tool, same resolved arguments)
+takes its result, awaiting it if it is still running; a call no step makes is cancelled
+and reported `speculative_unused`. Deterministic: the calls are activities in history and
+the matching depends only on the plan and on completions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+from temporalio import workflow
+
+from schemas.speculation import (
+    MAX_SPECULATIVE_CALLS,
+    PredictedCall,
+    SpeculationOutcome,
+    SpeculationReport,
+    SpeculativeCall,
+    may_speculate,
+)
+from schemas.tools import TOOLS
+from workflows.dag.calls import ToolCall
+from workflows.dag.tool_activity import execute_tool
+
+SPECULATION_PATCH = "speculation-v1"
+"""Reads predicted by an unsure route start while the heavy model plans."""
+
+
+@dataclass
+class _Running:
+    tool: str
+    args: dict[str, Any]
+    task: asyncio.Task[Any]
+    started: datetime
+    finished: datetime | None = None
+
+
+def _finished(running: _Running, _: object) -> None:
+    running.finished = workflow.now()
+
+
+def _key(tool: str, args: dict[str, Any]) -> str:
+    return f"{tool}:{json.dumps(args, sort_keys=True)}"
+
+
+class Speculation:
+    """The speculative calls of one planning round, and what became of them."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, _Running] = {}
+        self.report = SpeculationReport()
+        self.served: set[str] = set()
+        """Step ids a speculative call served."""
+        self.saved_ms = 0.0
+
+    def start(self, predicted: list[PredictedCall], tool_queue: str, actor: Any) -> int:
+        """Start the calls the catalog allows; how many started."""
+        for call in predicted[:MAX_SPECULATIVE_CALLS]:
+            spec = TOOLS.get(call.tool)
+            if spec is None or not may_speculate(spec):
+                continue  # never a side effect, whatever a reading proposes
+            try:  # in the form a step's resolved arguments take, so they compare equal
+                args = spec.args_model.model_validate(call.args).model_dump(
+                    mode="json", exclude_unset=True
+                )
+            except ValidationError:
+                continue
+            key = _key(spec.name, args)
+            if key in self._open:
+                continue
+            payload = {**args, "actor": actor}
+            text = ", ".join(f"{k}={v!r}" for k, v in args.items())
+            task = asyncio.ensure_future(
+                execute_tool(spec, payload, tool_queue, f"speculative: {spec.name}({text})")
+            )
+            running = _Running(spec.name, args, task, workflow.now())
+            task.add_done_callback(functools.partial(_finished, running))
+            self._open[key] = running
+        return len(self._open)
+
+    def claim(self, call: ToolCall) -> _Running | None:
+        """The speculative call that is `call`, if one runs or ran (each serves one call)."""
+        if call.watch or call.batch is not None:
+            return None  # a watch reads the source each time; a batch runs in children
+        return self._open.pop(_key(call.tool, call.args), None)
+
+    async def serve(self, running: _Running, call: ToolCall) -> Any:
+        """`call`'s result from its speculative twin (its error too: it is the same call)."""
+        asked = workflow.now()
+        done_by = running.finished if running.finished is not None else asked
+        saved = max((min(done_by, asked) - running.started).total_seconds() * 1000, 0.0)
+        self.saved_ms += saved
+        self.served.add(call.step_id)
+        self.report.calls.append(
+            SpeculativeCall(
+                tool=running.tool,
+                args=running.args,
+                outcome=SpeculationOutcome.USED,
+                step_id=call.call_id,
+                saved_ms=round(saved, 1),
+            )
+        )
+        return await running.task
+
+    async def finish(self) -> SpeculationReport:
+        """Cancel what no step used (and wait for it); the report of every call."""
+        unused, self._open = list(self._open.values()), {}
+        for running in unused:
+            cancelled = not running.task.done()
+            if cancelled:
+                running.task.cancel()
+            self.report.calls.append(
+                SpeculativeCall(
+                    tool=running.tool,
+                    args=running.args,
+                    outcome=SpeculationOutcome.UNUSED,
+                    cancelled=cancelled,
+                )
+            )
+        await asyncio.gather(*(r.task for r in unused), return_exceptions=True)
+        return self.report
