@@ -22,7 +22,7 @@ from workers.stack.carrier import serving
 
 QUESTION = "where's my parcel for order 1001"
 UNSURE = {"refund": 0.55, "order_status": 0.45}
-STEPS = [
+STEPS: list[dict[str, Any]] = [
     {"id": "s1", "tool": "get_order", "args": {"order_id": 1001}},
     {
         "id": "s2",
@@ -31,7 +31,9 @@ STEPS = [
         "optional": True,
     },
 ]
-KB_ONLY = [{"id": "s1", "tool": "search_kb", "args": {"query": "shipping times"}}]
+KB_ONLY: list[dict[str, Any]] = [
+    {"id": "s1", "tool": "search_kb", "args": {"query": "shipping times"}}
+]
 
 
 def cascade(steps: list[dict[str, Any]], *, heavy_s: float) -> CascadePolicy:

@@ -1,0 +1,127 @@
+"""Deadline benchmark: how often runs meet deadlines of 25 %, 50 % and 100 % of the
+unconstrained median, and what each trade saved.
+
+    python -m bench.deadline [--planner-ms 500] [--repeats 3]
+
+Unsure routes planned by a stand-in planner (`--planner-ms`), tools stand-ins at their
+real names with `bench.speculation.TOOL_MS` latencies, each recorded by the workers as in
+production (so the runs plan from measured latencies). The plan has five steps, two of
+them `optional`, and the requests cap concurrency at 1, so raising the cap and leaving
+steps out both have something to win. Needs the local Postgres and Redis.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+import uuid
+from collections import defaultdict
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from activities.latency import LatencyBook, timed_tool
+from bench.speculation import HeavyPlanner, SlowTools
+from bench.stack import StackConfig, bench_stack
+from schemas.model_calls import PlanInput, PlanResult
+from schemas.plan.model import Plan
+from schemas.request import AgentRequest, RunOptions
+from schemas.result import AgentResult
+from workers.stand_ins import activity_name
+from workflows.agent import AgentWorkflow
+
+QUESTION = "What about order 1001 of ada@example.com?"
+PLAN = Plan.model_validate(
+    {
+        "steps": [
+            {"id": "s1", "tool": "get_order", "args": {"order_id": 1001}},
+            {
+                "id": "s2",
+                "tool": "track_shipment",
+                "args": {"tracking_number": "$s1.tracking_number"},
+            },
+            {"id": "s3", "tool": "search_kb", "args": {"query": "delivery"}, "optional": True},
+            {"id": "s4", "tool": "check_inventory", "args": {"sku": "SKU-00001"}, "optional": True},
+            {"id": "s5", "tool": "find_customer", "args": {"email": "ada@example.com"}},
+        ]
+    }
+)
+
+
+class Planner(HeavyPlanner):
+    async def plan(self, request: PlanInput) -> PlanResult:
+        await asyncio.sleep(self.planner_s)
+        return PlanResult(plan=PLAN)
+
+
+async def _one(client: Any, queue: str, deadline_ms: int | None) -> tuple[float, AgentResult]:
+    options = RunOptions(
+        use_cache=False, speculate=False, max_concurrency=1, deadline_ms=deadline_ms
+    )
+    started = time.perf_counter()
+    result: AgentResult = await client.execute_workflow(
+        AgentWorkflow.run,
+        AgentRequest(question=QUESTION, options=options),
+        id=f"deadline-{uuid.uuid4().hex[:12]}",
+        task_queue=queue,
+    )
+    return (time.perf_counter() - started) * 1000, result
+
+
+async def amain(args: argparse.Namespace, config: StackConfig) -> None:
+    redis = aioredis.from_url(config.redis_url)
+    book = LatencyBook(redis)
+    tools = [timed_tool(t, activity_name(t), book) for t in SlowTools(0.0).all()]
+    try:
+        async with bench_stack(
+            config, policy=Planner(args.planner_ms / 1000), stand_ins=tools
+        ) as stack:
+            full = [
+                (await _one(stack.client, stack.task_queue, None))[1] for _ in range(args.repeats)
+            ]
+            median = statistics.median(r.timings_ms.total for r in full)
+            print(f"unconstrained median {median:.0f} ms (run total), {args.repeats} repeats")
+            print(
+                f"{'deadline':>9} {'budget ms':>10} {'met':>5} {'median ms':>10}  "
+                "decisions (median ms saved)"
+            )
+            for share in (0.25, 0.5, 1.0):
+                budget = round(median * share)
+                met, totals = 0, []
+                saved: dict[str, list[float]] = defaultdict(list)
+                for _ in range(args.repeats):
+                    _, result = await _one(stack.client, stack.task_queue, budget)
+                    assert result.deadline is not None
+                    met += result.deadline.met
+                    totals.append(result.timings_ms.total)
+                    for decision in result.deadline.decisions:
+                        saved[decision.kind.value].append(decision.saved_ms)
+                made = (
+                    ", ".join(
+                        f"{kind} x{len(v)} ({statistics.median(v):.0f})"
+                        for kind, v in saved.items()
+                    )
+                    or "none"
+                )
+                print(
+                    f"{share:>8.0%} {budget:>10} {met}/{args.repeats:<3} "
+                    f"{statistics.median(totals):>10.0f}  {made}"
+                )
+    finally:
+        await redis.aclose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.deadline", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--planner-ms", type=int, default=500)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    asyncio.run(amain(args, StackConfig.from_env()))
+
+
+if __name__ == "__main__":
+    main()
