@@ -15,8 +15,11 @@
 (b) On `bench/cache_pairs.jsonl` (paraphrases that should hit, near-misses that must not):
     hit rate and false-hit rate at thresholds 0.70..0.95, with and without the guard, and
     the threshold this picks. int8 dynamic quantization is compared with float32.
+    Then the path cache's tiers as it asks them: the reading tier (`activities.cache.reading`:
+    equal facts and concepts), then the semantic tier with the guard.
 (c) The same on `bench/cache_pairs_heldout.jsonl` (64 pairs written before any tuning of the
-    hit rate, never tuned on), beside it.
+    hit rate, never tuned on), beside it, and (d) on `bench/cache_pairs_blind.jsonl` (88
+    pairs written blind to the other sets and to the reading's vocabulary).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from activities.cache.path_cache import normalize_question
+from activities.cache.reading import read
 from activities.cache.semantic.embedder import MiniLmEmbedder
 from activities.cache.semantic.guard import guard
 from activities.cache.semantic.index import THREADED_SEARCH_MIN, VectorIndex
@@ -44,6 +48,9 @@ from activities.cache.semantic.lookup import DEFAULT_THRESHOLD
 PAIRS = Path(__file__).with_name("cache_pairs.jsonl")
 HELD_OUT = Path(__file__).with_name("cache_pairs_heldout.jsonl")
 """Pairs written before any tuning on hit rate and never tuned on: reported, never chosen by."""
+BLIND = Path(__file__).with_name("cache_pairs_blind.jsonl")
+"""Pairs written by someone who saw neither the other sets, nor the guard, nor the reading's
+vocabulary, before the vocabulary was written; never read while tuning it."""
 SIZES = (1_000, 10_000, 100_000)
 THRESHOLDS = (0.70, 0.75, 0.80, 0.85, 0.90, 0.95)
 MARGIN = 0.025
@@ -271,22 +278,57 @@ def correctness(
           f"{'' if abs(chosen - DEFAULT_THRESHOLD) < 1e-9 else ' - UPDATE IT'})")  # fmt: skip
     if not args.no_int8:
         int8(rows, sims, ok, chosen)
+    print("\nthe path cache's tiers on these pairs (reading, then semantic with the guard):")
+    hit, false = tier_table(rows, sims, ok, DEFAULT_THRESHOLD)
+    print(f"LABELLED SET at the default {DEFAULT_THRESHOLD:.2f}: hit {hit:.1%}, false {false:.1%}")
     held_out(embedder, DEFAULT_THRESHOLD)
 
 
 def held_out(embedder: MiniLmEmbedder, threshold: float) -> None:
-    """The same table on the held-out pairs, beside the labelled set's (not tuned on)."""
-    rows = _read_pairs(HELD_OUT)
+    """The same tables on the held-out and the blind pairs, beside the labelled set's."""
+    for name, path in (("held-out", HELD_OUT), ("blind", BLIND)):
+        rows = _read_pairs(path)
+        n_pos = sum(r["should_hit"] for r in rows)
+        print(f"\n== ({'c' if name == 'held-out' else 'd'}) {name} pairs: {path.name}, "
+              f"{n_pos} should hit, {len(rows) - n_pos} must not ==")  # fmt: skip
+        sims = pair_sims(embedder, rows)
+        ok = [guard(r["question"], r["cached"]).ok for r in rows]
+        tier_table(rows, sims, ok, threshold)
+
+
+def same_reading(rows: list[dict[str, Any]]) -> list[bool]:
+    """Whether the reading tier serves each pair: both questions read, and read the same."""
+    out = []
+    for r in rows:
+        mine = read(r["question"])
+        out.append(mine is not None and mine == read(r["cached"]))
+    return out
+
+
+def tier_table(
+    rows: list[dict[str, Any]], sims: Vectors, ok: list[bool], threshold: float
+) -> tuple[float, float]:
+    """Hit and false-hit rates of the semantic tier (guarded), the reading tier, and both as
+    the path cache asks them (reading first, then semantic); returns both's at `threshold`."""
     n_pos = sum(r["should_hit"] for r in rows)
     n_neg = len(rows) - n_pos
-    sims = pair_sims(embedder, rows)
-    ok = [guard(r["question"], r["cached"]).ok for r in rows]
-    print(f"\n== (c) held-out pairs: {HELD_OUT.name}, {n_pos} should hit, {n_neg} must not ==")
-    print("threshold   hit (guard)  false (guard)")
+    reads = same_reading(rows)
+    good = sum(h for h, r in zip(reads, rows, strict=True) if r["should_hit"])
+    bad = sum(h for h, r in zip(reads, rows, strict=True) if not r["should_hit"])
+    print(f"reading tier alone: hit {good / n_pos:.1%}, false {bad / n_neg:.1%} ({bad})")
+    print("threshold   semantic hit  semantic false  reading+semantic hit  false")
+    chosen = (0.0, 0.0)
     for t in THRESHOLDS:
-        good, bad = rates(rows, sims, ok, t, True)
+        g1, b1 = rates(rows, sims, ok, t, True)
+        either = [rd or (s >= t and g) for rd, s, g in zip(reads, sims, ok, strict=True)]
+        g2 = sum(h for h, r in zip(either, rows, strict=True) if r["should_hit"])
+        b2 = sum(h for h, r in zip(either, rows, strict=True) if not r["should_hit"])
         mark = "  <- default" if abs(t - threshold) < 1e-9 else ""
-        print(f"{t:>9.2f}  {good / n_pos:>11.1%}  {bad / n_neg:>13.1%}{mark}")
+        print(f"{t:>9.2f}  {g1 / n_pos:>12.1%}  {b1 / n_neg:>14.1%}  "
+              f"{g2 / n_pos:>20.1%}  {b2 / n_neg:>5.1%}{mark}")  # fmt: skip
+        if mark:
+            chosen = (g2 / n_pos, b2 / n_neg)
+    return chosen
 
 
 def _read_pairs(path: Path) -> list[dict[str, Any]]:

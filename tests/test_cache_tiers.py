@@ -174,6 +174,7 @@ async def test_reading_tier_misses_once_the_path_is_gone(stack: AgentStack, redi
     pointers = [k async for k in redis.scan_iter(f"{READING_PREFIX}:{stack.tenant}@*")]
     assert len(pointers) == 1
     path = await redis.get(pointers[0])
+    assert path is not None
     await redis.delete(path)  # as an invalidation or expiry would
     again = await stack.ask("please, do gift cards expire")
     assert again.cache == CacheStatus.MISS

@@ -79,8 +79,8 @@ class Settings:
     """Part of every cache key, with the tool catalog's digest. Empty: a digest of the rules
     policy's code, so any change to it starts the cache cold. Set it to pin a version."""
     reading_cache: str = "on"
-    """`on` or `off`. The reading tier: a question read the same as a cached one (same facts and concepts,
-    `activities.cache.reading`) is served its path. Needs no embedder."""
+    """`on` or `off`. The reading tier: a question read the same as a cached one (same facts
+    and concepts, `activities.cache.reading`) is served its path. Needs no embedder."""
     semantic_cache: str = "auto"
     """`on`, `off`, or `auto` (on when the `semantic` extra is installed)."""
     semantic_threshold: float = 0.90

@@ -31,7 +31,7 @@ from schemas.tools.vocabulary import CONCEPTS, FRAMING, GENERAL_FOLDS, PARTICULA
 
 __all__ = ["Reading", "read", "vocabulary_version"]
 
-READING_VERSION = "r1"
+READING_VERSION = "r2"
 """Bumped when how a reading is made changes: part of every reading key."""
 
 # Function words of English questions: they frame what is asked, they do not ask it. Not

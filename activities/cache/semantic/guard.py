@@ -41,7 +41,10 @@ class Facts:
     calendar: frozenset[str] = frozenset()
     """Months and weekdays: "in March" and "in April" ask about different orders."""
     quantities: frozenset[str] = frozenset()
-    """All / half / full / partial / first / last / every: "refund half" is not "refund all"."""
+    """All / half / full / partial / every and ordinals (first, second, ..., last, next):
+    "refund half" is not "refund all", "the second item" not "the third"."""
+    relations: frozenset[str] = frozenset()
+    """Before / after / until / since / within / during: when, relative to an event."""
     follow_up: bool = False
     """Asks to be told later or to look again ("tell me when it ships", "check again"): a
     watch, never served by the answer of a question about now."""
@@ -58,6 +61,7 @@ class Facts:
                 ("numbers", self.numbers, other.numbers),
                 ("calendar", self.calendar, other.calendar),
                 ("quantities", self.quantities, other.quantities),
+                ("relations", self.relations, other.relations),
             )
             if mine != theirs
         }
@@ -106,7 +110,16 @@ _CALENDAR = re.compile(
     r"thursday|friday|saturday|sunday|today|tomorrow|yesterday|weekend)\b"
 )
 _QUANTITY = re.compile(
-    r"\b(?:all|half|whole|full|partial(?:ly)?|part|first|last|every|each|both)\b"
+    r"\b(?:all|half|whole|full|partial(?:ly)?|part|every|each|both|"
+    # Ordinals pick one of several: "the second item" is not "the third item".
+    r"first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|next|previous|"
+    r"penultimate)\b"
+)
+_RELATION = re.compile(
+    # Before, after, until...: "cancel after it ships" and "before it ships" are two
+    # questions that share every other word.
+    r"\b(?:before|after|until|till|since|within|during|prior to|later than|earlier than|"
+    r"no later than)\b"
 )
 _FOLLOW_UP = re.compile(
     r"\b(?:tell|notify|let|alert|remind|ping|inform|update|message)\b[^.?!]*?"
@@ -185,6 +198,7 @@ def facts_and_rest(question: str) -> tuple[Facts, str]:
     ) + len(_NEGATED_WORD.findall(text))
     calendar = frozenset(m.group()[:3] for m in _CALENDAR.finditer(text))
     quantities = frozenset(m.group() for m in _QUANTITY.finditer(text))
+    relations = frozenset(m.group() for m in _RELATION.finditer(text))
     follow_up = bool(_FOLLOW_UP.search(text))
     text = _words_to_digits(text)
     skus, text = _cut(_SKU, text)
@@ -201,6 +215,7 @@ def facts_and_rest(question: str) -> tuple[Facts, str]:
         negations=negations,
         calendar=calendar,
         quantities=quantities,
+        relations=relations,
         follow_up=follow_up,
     )
     return found, text
@@ -211,7 +226,8 @@ def guard(question: str, candidate: str) -> GuardVerdict:
 
     Rejects when the SKUs, tracking numbers, emails, money amounts, other numbers (order
     numbers such as `1001`, `#1001` or "one thousand and one"), months and weekdays,
-    quantities (all, half, first, ...), the count of negations (not, no, never, n't,
+    quantities (all, half, first, second, ...), relations in time (before, after, until,
+    ...), the count of negations (not, no, never, n't,
     without, cannot, non-..., un-opened, ...) or whether they ask to be told later
     ("tell me when", "check again") of the two differ.
     """
