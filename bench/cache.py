@@ -6,6 +6,7 @@ End to end, through a real Temporal dev server and in-process workers, medians o
   miss        a question never seen: route, tools, respond, store (and miss/live, the
               baseline of plan: a question whose tools include live tracking)
   plan        the cached plan reused (live tools ran fresh; route and plan skipped)
+  canonical   a question read the same (the reading tier) hit inside the workflow
   semantic    a guarded paraphrase hit inside the workflow (when the extra is installed)
   exact/wf    an exact hit inside the workflow (lookup_cache, then the run record)
   exact/fast  an exact hit through the client helper's fast path: one Redis GET
@@ -39,7 +40,10 @@ from workers.client.agent_client import AgentClient
 from workflows.agent import AgentWorkflow
 
 KB = "What is your return policy for damaged items?"
-PARAPHRASE = "Whats your policy on returning damaged items?"
+REWORDED = "Whats your policy on returning damaged items?"
+"""Read the same as KB (the reading tier serves it)."""
+PARAPHRASE = "Exactly what is your return policy for damaged items?"
+"""A word the reading does not fold ("exactly"): only the semantic tier can serve it."""
 LIVE = "Where is order 1001?"
 
 
@@ -107,6 +111,10 @@ async def run(args: argparse.Namespace, config: StackConfig) -> None:
             await _workflow(stack, KB, tenant)
             return await _workflow(stack, PARAPHRASE, tenant)
 
+        async def canonical_hit(tenant: str) -> tuple[float, AgentResult]:
+            await _workflow(stack, KB, tenant)
+            return await _workflow(stack, REWORDED, tenant)
+
         async def exact_fast(tenant: str) -> tuple[float, AgentResult]:
             await _workflow(stack, KB, tenant)
             started = time.perf_counter()
@@ -118,11 +126,12 @@ async def run(args: argparse.Namespace, config: StackConfig) -> None:
             ("miss", miss, CacheStatus.MISS),
             ("miss/live", miss_live, CacheStatus.MISS),
             ("plan", plan, CacheStatus.PLAN),
+            ("canonical", canonical_hit, CacheStatus.CANONICAL),
             ("exact/wf", exact_in_workflow, CacheStatus.EXACT),
             ("exact/fast", exact_fast, CacheStatus.EXACT),
         ]
         if semantic:
-            cases.insert(2, ("semantic", semantic_hit, CacheStatus.SEMANTIC))
+            cases.insert(3, ("semantic", semantic_hit, CacheStatus.SEMANTIC))
         await _measure(2, miss, CacheStatus.MISS)  # warm-up: sandbox, pools, JIT-less paths
         medians = {}
         for name, case, expect in cases:

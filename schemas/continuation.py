@@ -16,6 +16,7 @@ from schemas.approvals import ApprovalRecord
 from schemas.plan.model import Plan
 from schemas.result import CacheMatch, CacheStatus, StepError, StepOutcome, Timings
 from schemas.route import Route
+from schemas.speculation import SpeculationReport
 
 
 class Continuation(BaseModel):
@@ -42,6 +43,8 @@ class Continuation(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     approvals: list[ApprovalRecord] = Field(default_factory=list)
     continued: int = Field(default=0, ge=0)
+    """How many runs came before this one in the chain."""
     local_policy: bool | None = None
     """Whether the chain's policy steps are served by its CPU worker (asked once per chain)."""
-    """How many runs came before this one in the chain."""
+    speculation: SpeculationReport | None = None
+    """What the chain's speculative reads did (they run before its first plan only)."""

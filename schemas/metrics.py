@@ -24,8 +24,8 @@ POLICY_FALLBACKS: Final = "agentkeel_policy_fallbacks"
 TOOL_CALLS: Final = "agentkeel_tool_calls"
 """Counter per finished plan step: `tool` and `outcome` (the step's status)."""
 SPECULATIVE_CALLS: Final = "agentkeel_speculative_calls"
-"""Counter per speculative read: `outcome` (used, speculative_unused). The hit rate is
-used over all; the unused ones are the wasted calls."""
+"""Counter per speculative read: `outcome` (used, speculative_unused, speculative_failed).
+The hit rate is used over all; the others are the wasted calls."""
 DEADLINE_RUNS: Final = "agentkeel_deadline_runs"
 """Counter per run with a deadline: `met` (true, false)."""
 DEADLINE_DECISIONS: Final = "agentkeel_deadline_decisions"

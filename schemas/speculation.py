@@ -36,6 +36,8 @@ class SpeculationOutcome(StrEnum):
     """A plan step took its result (or awaited it)."""
     UNUSED = "speculative_unused"
     """No step of the plan made this call: cancelled if still running, its result dropped."""
+    FAILED = "speculative_failed"
+    """A step made this call but the speculative one had failed: the step ran it itself."""
 
 
 class SpeculativeCall(BaseModel):
@@ -61,6 +63,7 @@ class SpeculationReport(BaseModel):
 
     @property
     def unused(self) -> int:
+        """Calls whose work was wasted: not used, or failed and run again by their step."""
         return len(self.calls) - self.hits
 
 

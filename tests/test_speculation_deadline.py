@@ -3,10 +3,13 @@ carrier service; only the models are scripted (`FakeEngine`, with latencies)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from inference.llm.cascade import CascadePolicy
 from inference.llm.policy import LlmPolicy
@@ -16,9 +19,11 @@ from schemas.request import AgentRequest
 from schemas.result import StepStatus
 from schemas.route import Tier
 from schemas.speculation import SpeculationOutcome
+from schemas.tools.orders import GetOrderInput, Order, OrderItem
 from tests.conftest import StackFactory
 from tests.fakes import FakeEngine
 from workers.stack.carrier import serving
+from workflows.deadline import droppable
 
 QUESTION = "where's my parcel for order 1001"
 UNSURE = {"refund": 0.55, "order_status": 0.45}
@@ -90,6 +95,48 @@ async def test_a_read_the_plan_does_not_make_is_cancelled_and_reported(
     assert result.timings_ms.speculation_saved == 0
 
 
+class FlakyOrders:
+    """Stand-in for `get_order` whose first call fails for good (its retries too)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    @activity.defn(name="get_order")
+    async def get_order(self, args: GetOrderInput) -> Order:
+        self.calls += 1
+        if self.calls == 1:
+            raise ApplicationError("orders database away", type="Unavailable", non_retryable=True)
+        await asyncio.sleep(0.05)
+        item = OrderItem(sku="SKU-00001", product_name="stand-in", quantity=1, unit_price_cents=1)
+        return Order(
+            order_id=args.order_id,
+            customer_id=1,
+            status="shipped",
+            total_cents=1,
+            refunded_cents=0,
+            placed_at="2026-01-01T00:00:00Z",
+            items=[item],
+            tracking_number="TRK0000001001",
+        )
+
+
+async def test_a_failed_speculative_read_is_made_again_by_its_step(
+    make_stack: StackFactory,
+) -> None:
+    orders = FlakyOrders()
+    stack = await make_stack(
+        policy=cascade(STEPS, heavy_s=0.3), replace_activities=[orders.get_order]
+    )
+    result = await stack.ask(QUESTION, options={"use_cache": False})
+
+    assert orders.calls == 2, "the speculative call, then the step's own"
+    assert result.steps[0].status is StepStatus.SUCCEEDED
+    assert not result.steps[0].speculative
+    assert result.speculation is not None
+    assert [c.outcome for c in result.speculation.calls] == [SpeculationOutcome.FAILED]
+    assert result.timings_ms.speculation_saved == 0
+
+
 async def test_a_speculation_setting_of_off_starts_nothing(make_stack: StackFactory) -> None:
     stack = await make_stack(policy=cascade(STEPS, heavy_s=0.1), speculation="off")
     result = await stack.ask(QUESTION, options={"use_cache": False})
@@ -138,6 +185,55 @@ async def test_a_deadline_that_cannot_be_met_is_said_at_once(make_stack: StackFa
     assert result.answer.startswith("I can't answer within 150 ms")
     assert all(s.status is StepStatus.SKIPPED for s in result.steps)
     assert result.timings_ms.total < 400  # at once: no slow call was made
+    # Decided before planning: no read was speculated and the heavy model was not asked.
+    assert result.speculation is None
+    assert (result.timings_ms.plan or 0) < 250
+
+
+async def test_a_watch_cannot_be_planned_against_a_deadline(make_stack: StackFactory) -> None:
+    watch = [
+        {"id": "s1", "tool": "get_order", "args": {"order_id": 1001}},
+        {
+            "id": "s2",
+            "tool": "get_order",
+            "args": {"order_id": 1001},
+            "repeat": {"until": {"ref": "$s2.status", "in": ["delivered"]}, "every_s": 60},
+        },
+    ]
+    stack = await make_stack(policy=cascade(watch, heavy_s=0.05))
+    result = await stack.ask(QUESTION, options={"use_cache": False, "deadline_ms": 60_000})
+    assert result.deadline is not None and not result.deadline.met
+    assert result.deadline.decisions[-1].kind is DecisionKind.INFEASIBLE
+    assert "open-ended" in result.answer
+    assert all(s.status is StepStatus.SKIPPED for s in result.steps)
+
+
+def test_an_optional_step_goes_only_with_optional_dependants() -> None:
+    plan = Plan.model_validate(
+        {
+            "steps": [
+                {"id": "a", "tool": "get_order", "args": {"order_id": 1}, "optional": True},
+                {
+                    "id": "b",
+                    "tool": "track_shipment",
+                    "args": {"tracking_number": "$a.tracking_number"},
+                },
+                {"id": "c", "tool": "get_order", "args": {"order_id": 2}, "optional": True},
+                {
+                    "id": "d",
+                    "tool": "track_shipment",
+                    "args": {"tracking_number": "$c.tracking_number"},
+                    "optional": True,
+                },
+            ]
+        }
+    )
+    by_id = {s.id: s for s in plan.steps}
+    assert not droppable(plan, by_id["a"], set()), "b is needed and reads a"
+    assert not droppable(plan, by_id["b"], set()), "not optional"
+    assert droppable(plan, by_id["c"], set())
+    assert droppable(plan, by_id["d"], set())
+    assert not droppable(plan, by_id["c"], {"c"}), "already left out"
 
 
 @pytest.mark.parametrize("bad", [0, -5, 10**9, "soon", True, 1.5])
@@ -152,3 +248,54 @@ def test_optional_must_be_a_boolean(bad: Any) -> None:
     with pytest.raises(ValidationError) as raised:
         Plan.model_validate({"steps": [{"id": "s1", "tool": "get_order", "optional": bad}]})
     assert "optional" in str(raised.value)
+
+
+class _Counter:
+    def __init__(self, added: list[tuple[str, dict[str, str]]], name: str) -> None:
+        self._added, self._name = added, name
+
+    def add(self, value: int, attributes: dict[str, str]) -> None:
+        self._added.extend([(self._name, attributes)] * value)
+
+
+class _Meter:
+    def __init__(self) -> None:
+        self.added: list[tuple[str, dict[str, str]]] = []
+
+    def create_counter(self, name: str, description: str) -> _Counter:
+        return _Counter(self.added, name)
+
+
+def test_speculative_reads_and_deadlines_are_counted() -> None:
+    from schemas.deadline import DeadlineDecision, DeadlineReport
+    from schemas.result import AgentResult
+    from schemas.speculation import SpeculationReport, SpeculativeCall
+    from workflows.metrics import observe_ahead
+
+    result = AgentResult.model_validate(
+        {
+            "answer": "a",
+            "plan": {"steps": []},
+            "route": {"intent": "x", "tier": "light", "confidence": 0.5},
+            "cache": "miss",
+        }
+    )
+    result.speculation = SpeculationReport(
+        calls=[
+            SpeculativeCall(tool="get_order", outcome=SpeculationOutcome.USED),
+            SpeculativeCall(tool="find_customer", outcome=SpeculationOutcome.UNUSED),
+        ]
+    )
+    result.deadline = DeadlineReport(
+        budget_ms=500,
+        met=True,
+        decisions=[DeadlineDecision(kind=DecisionKind.TIER, detail="light")],
+    )
+    meter = _Meter()
+    observe_ahead(meter, result)  # type: ignore[arg-type]
+    assert meter.added == [
+        ("agentkeel_speculative_calls", {"outcome": "used"}),
+        ("agentkeel_speculative_calls", {"outcome": "speculative_unused"}),
+        ("agentkeel_deadline_runs", {"met": "true"}),
+        ("agentkeel_deadline_decisions", {"kind": "tier"}),
+    ]

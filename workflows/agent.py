@@ -196,6 +196,8 @@ class AgentWorkflow:
                 "warnings": carried.warnings,
             }
         )
+        if carried.speculation is not None:
+            state["speculation"] = carried.speculation
 
     def _hand_on(self, final: AgentState) -> None:
         """Continue as new with the same workflow id: a fresh history, the same run."""
@@ -218,6 +220,7 @@ class AgentWorkflow:
             approvals=list(self._progress.approvals),
             continued=self._progress.continued + 1,
             local_policy=context.local_policy,
+            speculation=final.get("speculation"),
         )
         workflow.logger.info("continuing as new (%d)", carried.continued)
         workflow.continue_as_new(

@@ -14,6 +14,7 @@ include them; no separate trade is made for them.)
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -29,10 +30,11 @@ from schemas.deadline import (
     LatencyEstimates,
     LatencyEstimatesInput,
 )
-from schemas.plan.model import Plan
+from schemas.plan.model import Plan, PlanStep
 from schemas.plan.validation import dependencies
 from schemas.route import Tier
 from schemas.tools import TOOLS
+from schemas.tools.timers import WAIT
 
 DEADLINE_PATCH = "deadline-v1"
 """Runs with `options.deadline_ms` plan to meet it."""
@@ -90,16 +92,45 @@ class Deadline:
         found = self.estimates.models.get(f"{step}:{tier.value}") if self.estimates else None
         return found.p50_ms if found is not None else 0.0
 
-    def report(self, total_ms: float) -> DeadlineReport:
+    def report(self) -> DeadlineReport:
+        """Met: answered in full (no refusal) within the budget, counted from the start."""
+        elapsed = (workflow.now() - self.started_at).total_seconds() * 1000
         return DeadlineReport(
             budget_ms=self.budget_ms,
-            met=self.refused is None and total_ms <= self.budget_ms,
-            estimated_ms=None if self.estimated_ms is None else round(self.estimated_ms, 1),
+            met=self.refused is None and elapsed <= self.budget_ms,
+            estimated_ms=None if self.estimated_ms is None else _finite(self.estimated_ms),
             decisions=list(self.decisions),
             source=self.estimates.source if self.estimates else "defaults",
         )
 
+    def _refuse(self, estimated_ms: float) -> None:
+        """Nothing fits: say so now, with what it would take."""
+        left = max(self.remaining_ms(), 0.0)
+        took = "an open-ended wait" if math.isinf(estimated_ms) else f"about {estimated_ms:.0f} ms"
+        self.refused = (
+            f"I can't answer within {self.budget_ms:.0f} ms: the quickest way I have takes "
+            f"{took}, and {left:.0f} ms are left, so I stopped rather than answer late."
+        )
+        self.decisions.append(
+            DeadlineDecision(
+                kind=DecisionKind.INFEASIBLE,
+                detail=f"estimated {took}, {left:.0f} ms left",
+            )
+        )
+
     # -- before planning ----------------------------------------------------------------------
+    def before_planning(self, tier: Tier, tools_guess_ms: float) -> Tier:
+        """The tier to plan with (`choose_tier`); refuses at once, before any model or tool
+        call, when even the lighter tier's plan and answer and the predicted reads cannot
+        fit the time left."""
+        tier = self.choose_tier(tier, tools_guess_ms)
+        quickest = (
+            self.model_ms("plan", tier) + self.model_ms("respond", tier) + tools_guess_ms + FIXED_MS
+        )
+        if quickest > self.remaining_ms():
+            self._refuse(quickest)
+        return tier
+
     def choose_tier(self, tier: Tier, tools_guess_ms: float) -> Tier:
         """The light tier when the heavy one's plan and answer would not fit (and light's do)."""
         if tier is not Tier.HEAVY:
@@ -141,7 +172,7 @@ class Deadline:
         while estimate > budget:
             best: tuple[float, str] | None = None
             for step in plan.steps:
-                if step.optional and step.id not in dropped:
+                if droppable(plan, step, dropped):
                     without = self.plan_ms(plan, cap, dropped | {step.id})
                     if best is None or without < best[0]:
                         best = (without, step.id)
@@ -154,25 +185,14 @@ class Deadline:
                 DeadlineDecision(
                     kind=DecisionKind.DROP,
                     detail=f"left out {tools}",
-                    saved_ms=round(estimate - best[0], 1),
+                    saved_ms=_finite(estimate - best[0]),
                     steps=sorted(gone),
                 )
             )
             estimate = best[0]
         self.estimated_ms = estimate + self.model_ms("respond", respond_tier) + FIXED_MS
         if estimate > budget:
-            self.refused = (
-                f"I can't answer within {self.budget_ms:.0f} ms: the quickest way I have "
-                f"takes about {self.estimated_ms:.0f} ms more than the "
-                f"{max(self.remaining_ms(), 0):.0f} ms left, so I stopped rather than answer late."
-            )
-            self.decisions.append(
-                DeadlineDecision(
-                    kind=DecisionKind.INFEASIBLE,
-                    detail=f"estimated {self.estimated_ms:.0f} ms, "
-                    f"{self.remaining_ms():.0f} ms left",
-                )
-            )
+            self._refuse(self.estimated_ms)
             return set()
         if dropped:
             left = ", ".join(s.tool for s in plan.steps if s.id in dropped)
@@ -184,7 +204,7 @@ class Deadline:
         scheduler starts steps; a `for_each` counted as one round of its tool)."""
         steps = [s for s in plan.steps if s.id not in _with_dependants(plan, dropped)]
         deps = {s.id: set(dependencies(s)) & {o.id for o in steps} for s in steps}
-        cost = {s.id: self.tool_ms(s.tool) + PER_STEP_MS for s in steps}
+        cost = {s.id: self.step_ms(s) for s in steps}
         done: dict[str, float] = {}
         running: list[tuple[float, str]] = []
         now, waiting = 0.0, [s.id for s in steps]
@@ -200,6 +220,31 @@ class Deadline:
             now, finished = heapq.heappop(running)
             done[finished] = now
         return now
+
+    def step_ms(self, step: PlanStep) -> float:
+        """A step's expected time: its tool's, a wait's own length; a watch has no end."""
+        if step.repeat is not None:
+            return math.inf
+        if step.tool == WAIT.name:
+            seconds = step.args.get("seconds")
+            if isinstance(seconds, int | float) and not isinstance(seconds, bool):
+                return float(seconds) * 1000 + PER_STEP_MS
+            return math.inf  # "until" a time, or a reference: not something to bet on
+        return self.tool_ms(step.tool) + PER_STEP_MS
+
+
+def _finite(ms: float) -> float | None:
+    """Milliseconds as reported: None for an open-ended wait."""
+    return None if math.isinf(ms) else round(ms, 1)
+
+
+def droppable(plan: Plan, step: PlanStep, dropped: set[str]) -> bool:
+    """An optional step may go only with dependants that are all optional too: leaving it
+    out must never take a step the plan needs with it."""
+    if not step.optional or step.id in dropped:
+        return False
+    by_id = {s.id: s for s in plan.steps}
+    return all(by_id[i].optional for i in _with_dependants(plan, {step.id}) - {step.id})
 
 
 def _with_dependants(plan: Plan, roots: set[str]) -> set[str]:

@@ -7,6 +7,7 @@ once however often a worker rebuilds it.
 from __future__ import annotations
 
 from temporalio import workflow
+from temporalio.common import MetricMeter
 
 from schemas import metrics
 from schemas.result import ANSWER_HITS, AgentResult
@@ -33,11 +34,31 @@ def _observe(result: AgentResult) -> None:
         # Not recorded for a layer the run did not go through (a hit skips routing).
         if value is not None and (value > 0 or layer == "total"):
             durations.record(value / 1000, {"layer": layer})
+    observe_ahead(meter, result)
     if result.cache in ANSWER_HITS:
         return  # a whole answer from the cache: its steps ran in the run that was cached
     calls = meter.create_counter(metrics.TOOL_CALLS, "Plan steps finished, by tool and outcome")
     for step in result.steps:
         calls.add(1, {"tool": step.tool, "outcome": step.status.value})
+
+
+def observe_ahead(meter: MetricMeter, result: AgentResult) -> None:
+    """Speculative reads by outcome (hit rate, wasted calls) and deadlines met and traded."""
+    if result.speculation is not None and result.speculation.calls:
+        speculative = meter.create_counter(
+            metrics.SPECULATIVE_CALLS, "Speculative reads, by what became of them"
+        )
+        for call in result.speculation.calls:
+            speculative.add(1, {"outcome": call.outcome.value})
+    if result.deadline is not None:
+        meter.create_counter(metrics.DEADLINE_RUNS, "Runs with a deadline, by met").add(
+            1, {"met": str(result.deadline.met).lower()}
+        )
+        decisions = meter.create_counter(
+            metrics.DEADLINE_DECISIONS, "Trades made to meet a deadline, by kind"
+        )
+        for decision in result.deadline.decisions:
+            decisions.add(1, {"kind": decision.kind.value})
 
 
 def observe_approval(outcome: str | None) -> None:

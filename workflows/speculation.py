@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from temporalio import workflow
+from temporalio.exceptions import ActivityError
 
 from schemas.speculation import (
     MAX_SPECULATIVE_CALLS,
@@ -64,6 +65,8 @@ class Speculation:
         self.served: set[str] = set()
         """Step ids a speculative call served."""
         self.saved_ms = 0.0
+        self._dropped: list[_Running] = []
+        self._started = 0
 
     def start(self, predicted: list[PredictedCall], tool_queue: str, actor: Any) -> int:
         """Start the calls the catalog allows; how many started."""
@@ -88,6 +91,7 @@ class Speculation:
             running = _Running(spec.name, args, task, workflow.now())
             task.add_done_callback(functools.partial(_finished, running))
             self._open[key] = running
+            self._started += 1
         return len(self._open)
 
     def claim(self, call: ToolCall) -> _Running | None:
@@ -96,12 +100,26 @@ class Speculation:
             return None  # a watch reads the source each time; a batch runs in children
         return self._open.pop(_key(call.tool, call.args), None)
 
-    async def serve(self, running: _Running, call: ToolCall) -> Any:
-        """`call`'s result from its speculative twin (its error too: it is the same call)."""
+    async def serve(self, running: _Running, call: ToolCall) -> tuple[bool, Any]:
+        """`(True, result)` from `call`'s speculative twin; `(False, None)` when the twin
+        failed, so the step makes the call itself (its retries, its error)."""
         asked = workflow.now()
+        try:
+            result = await running.task
+        except ActivityError:
+            self.report.calls.append(
+                SpeculativeCall(
+                    tool=running.tool,
+                    args=running.args,
+                    outcome=SpeculationOutcome.FAILED,
+                    step_id=call.call_id,
+                )
+            )
+            return False, None
         done_by = running.finished if running.finished is not None else asked
         saved = max((min(done_by, asked) - running.started).total_seconds() * 1000, 0.0)
-        self.saved_ms += saved
+        # The calls ran side by side: the run gained the longest head start, not their sum.
+        self.saved_ms = max(self.saved_ms, saved)
         self.served.add(call.step_id)
         self.report.calls.append(
             SpeculativeCall(
@@ -112,22 +130,38 @@ class Speculation:
                 saved_ms=round(saved, 1),
             )
         )
-        return await running.task
+        return True, result
+
+    def prune(self, tools: set[str]) -> None:
+        """The plan has arrived: cancel at once the calls of tools it never makes (the
+        others wait for their steps, whose arguments may resolve only later)."""
+        for key, running in list(self._open.items()):
+            if running.tool not in tools:
+                self._cancel(self._open.pop(key))
+
+    def _cancel(self, running: _Running) -> None:
+        cancelled = not running.task.done()
+        if cancelled:
+            running.task.cancel()
+        self._dropped.append(running)
+        self.report.calls.append(
+            SpeculativeCall(
+                tool=running.tool,
+                args=running.args,
+                outcome=SpeculationOutcome.UNUSED,
+                cancelled=cancelled,
+            )
+        )
+
+    @property
+    def started(self) -> int:
+        """Calls started this round (each counts against the run's tool-call limit)."""
+        return self._started
 
     async def finish(self) -> SpeculationReport:
         """Cancel what no step used (and wait for it); the report of every call."""
-        unused, self._open = list(self._open.values()), {}
-        for running in unused:
-            cancelled = not running.task.done()
-            if cancelled:
-                running.task.cancel()
-            self.report.calls.append(
-                SpeculativeCall(
-                    tool=running.tool,
-                    args=running.args,
-                    outcome=SpeculationOutcome.UNUSED,
-                    cancelled=cancelled,
-                )
-            )
-        await asyncio.gather(*(r.task for r in unused), return_exceptions=True)
+        for running in list(self._open.values()):
+            self._cancel(running)
+        self._open = {}
+        await asyncio.gather(*(r.task for r in self._dropped), return_exceptions=True)
         return self.report

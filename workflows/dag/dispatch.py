@@ -131,7 +131,9 @@ async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> An
     if ctx.speculation is not None and spec.idempotent:
         twin = ctx.speculation.claim(call)
         if twin is not None:  # started while the plan was written: its result is this call's
-            return await ctx.speculation.serve(twin, call)
+            served, result = await ctx.speculation.serve(twin, call)
+            if served:
+                return result
     payload: dict[str, Any] = {**call.args, "actor": ctx.request.actor.model_dump(mode="json")}
     if spec.downstream is not None and ctx.authority:
         payload["call_id"] = call.call_id  # a wait for a downstream slot is shown against it

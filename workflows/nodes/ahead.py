@@ -29,17 +29,26 @@ async def deadline_of(state: AgentState) -> Deadline | None:
     if context.deadline is None:
         if not workflow.patched(DEADLINE_PATCH):
             return None
-        context.deadline = Deadline(budget_ms=float(budget), started_at=state["started_at"])
+        # From the workflow's start: time queued before its first task counts too.
+        context.deadline = Deadline(budget_ms=float(budget), started_at=workflow.info().start_time)
     await context.deadline.load()
     return context.deadline
 
 
 async def before_planning(state: AgentState) -> Route | None:
-    """Start the predicted reads, and pick the tier that can meet the deadline; the route
-    to plan with when the tier changed (None: as it is)."""
+    """Pick the tier that can meet the deadline (or refuse at once), then start the
+    predicted reads; the route to plan with when the tier changed (None: as it is)."""
     context = state["context"]
     predicted = state.get("speculate") or []
     request = state["request"]
+    deadline = await deadline_of(state)
+    route = state["route"]
+    tier = route.tier
+    if deadline is not None:
+        guess = max((deadline.tool_ms(c.tool) for c in predicted), default=0.0)
+        tier = deadline.before_planning(route.tier, guess)
+        if deadline.refused is not None:
+            return None  # said at once: no read starts, no model plans
     if (
         predicted
         and request.options.speculate
@@ -48,13 +57,8 @@ async def before_planning(state: AgentState) -> Route | None:
     ):
         context.speculation = Speculation()
         actor = request.actor.model_dump(mode="json")
-        context.speculation.start(predicted, context.tool_queue, actor)
-    deadline = await deadline_of(state)
-    if deadline is None:
-        return None
-    route = state["route"]
-    guess = max((deadline.tool_ms(c.tool) for c in predicted), default=0.0)
-    tier = deadline.choose_tier(route.tier, guess)
+        started = context.speculation.start(predicted, context.tool_queue, actor)
+        context.calls_used += started  # they count against the run's tool-call limit
     if tier is route.tier:
         return None
     return route.model_copy(update={"tier": tier, "reason": f"{route.reason}; deadline: {tier}"})
@@ -64,8 +68,8 @@ def fit_to_deadline(state: AgentState, plan: Plan) -> tuple[Plan, set[str]]:
     """The plan to run (optional steps left out when the deadline needs it) and what was."""
     context = state["context"]
     deadline = context.deadline
-    if deadline is None:
-        return plan, set()
+    if deadline is None or state.get("replans", 0) > 0:
+        return plan, set()  # trades are made once, for the first plan; a replan keeps them
     cap = context.concurrency or state["request"].options.max_concurrency
     dropped = deadline.fit(plan, cap, state["route"].tier)
     if deadline.concurrency:
@@ -74,6 +78,19 @@ def fit_to_deadline(state: AgentState, plan: Plan) -> tuple[Plan, set[str]]:
         return Plan(rationale=plan.rationale), {s.id for s in plan.steps}
     kept = [s for s in plan.steps if s.id not in dropped]
     return plan.model_copy(update={"steps": kept}), dropped
+
+
+def refused(state: AgentState) -> bool:
+    """The deadline was declared unmeetable: the run answers with that, at once."""
+    deadline = state["context"].deadline
+    return deadline is not None and deadline.refused is not None
+
+
+def prune_speculation(state: AgentState, plan: Plan) -> None:
+    """The plan is known: cancel the speculative reads of tools it never calls."""
+    speculation = state["context"].speculation
+    if speculation is not None:
+        speculation.prune({s.tool for s in plan.steps})
 
 
 def passed_over(
@@ -109,6 +126,8 @@ async def end_speculation(state: AgentState, outcomes: list[StepOutcome]) -> dic
         return {}
     context.speculation = None
     report = await speculation.finish()
+    # A call a step took was counted twice, by its start here and by the step's.
+    context.calls_used = max(context.calls_used - report.hits, 0)
     for outcome in outcomes:
         if outcome.id in speculation.served:
             outcome.speculative = True

@@ -29,10 +29,11 @@ from schemas.model_calls import (
     RouteInput,
     RouteResult,
 )
+from schemas.plan.model import Plan
 from schemas.route import Route
 from schemas.tools.domain import requested_side_effects
 from workflows import timeouts
-from workflows.nodes.ahead import before_planning
+from workflows.nodes.ahead import before_planning, refused
 from workflows.state import AgentState
 from workflows.visibility import add_timing, elapsed_ms, publish_route, stage
 
@@ -143,6 +144,12 @@ async def plan(state: AgentState) -> dict[str, Any]:
     if retiered is not None:  # the deadline leaves no time for the heavy tier
         publish_route(state, retiered)
         state["route"] = retiered
+    if refused(state):  # not even the light tier fits: no plan is asked for
+        return {
+            "plan": Plan(rationale="no plan: the deadline cannot be met"),
+            "planner_error": None,
+            "timings": add_timing(state, "plan", started),
+        }
     planned: PlanResult = await _call_model(
         state,
         names.PLAN,

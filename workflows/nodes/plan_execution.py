@@ -10,7 +10,14 @@ from schemas.outputs import resolve_refs
 from schemas.plan.validation import dependencies
 from schemas.result import StepOutcome, StepStatus
 from workflows.dag.dispatch import run_plan
-from workflows.nodes.ahead import deadline_of, end_speculation, fit_to_deadline, passed_over
+from workflows.nodes.ahead import (
+    deadline_of,
+    end_speculation,
+    fit_to_deadline,
+    passed_over,
+    prune_speculation,
+    refused,
+)
 from workflows.outputs import carry_by_reference, load_referenced
 from workflows.state import AgentState
 from workflows.visibility import add_timing, stage
@@ -34,10 +41,13 @@ async def execute(state: AgentState) -> dict[str, Any]:
     resume = await _resumed(state, attempt)
     plan, left_out = state["plan"], set[str]()
     deadline = None if resume else await deadline_of(state)
-    if deadline is not None:
+    if deadline is not None and not refused(state):
         plan, left_out = fit_to_deadline(state, plan)
-    outcomes, plan_error = (
-        await run_plan(
+    outcomes: list[StepOutcome] = []
+    plan_error = None
+    if not refused(state):
+        prune_speculation(state, plan)
+        outcomes, plan_error = await run_plan(
             plan,
             state["context"],
             attempt=attempt,
@@ -45,9 +55,6 @@ async def execute(state: AgentState) -> dict[str, Any]:
             on_start=lambda live: setattr(progress, "steps", [*earlier, *live]),
             resume=resume,
         )
-        if plan.steps or not left_out
-        else ([], None)
-    )
     if left_out and plan_error is None:
         why = (deadline.refused if deadline and deadline.refused else None) or (
             f"left out to answer within the deadline of {state['request'].options.deadline_ms} ms"

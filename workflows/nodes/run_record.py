@@ -50,7 +50,7 @@ async def store(state: AgentState) -> dict[str, Any]:
     )
     deadline = state["context"].deadline
     if deadline is not None:
-        result.deadline = deadline.report(timings.total)
+        result.deadline = deadline.report()
     update_cache = request.options.use_cache and not state.get("degraded", False)
     return await _record(state, result, update_cache=update_cache)
 
@@ -85,7 +85,7 @@ async def _record(state: AgentState, result: AgentResult, *, update_cache: bool)
     final = result.model_copy(update={"timings_ms": final_timings, "warnings": warnings})
     deadline = state["context"].deadline
     if deadline is not None and final.deadline is not None:
-        final.deadline = deadline.report(total)
+        final.deadline = deadline.report()
     observe_run(final)
     return {"result": final}
 
