@@ -33,6 +33,8 @@ log = structlog.get_logger(__name__)
 KEY_PREFIX = "agentkeel:latency:v1"
 SAMPLES_KEPT = 64
 """Recent samples per tool or tier: enough for a p90, few enough to follow a change."""
+SAMPLES_TTL_S = 7 * 24 * 3600
+"""A scope's samples outlive a week without a run only as long as that."""
 READ_TIMEOUT_S = 0.3
 """A run with a deadline waits this long for its estimates before planning on defaults."""
 MODEL_DEFAULTS_MS: Mapping[str, float] = {
@@ -75,6 +77,7 @@ class LatencyBook:
             async with self._redis.pipeline(transaction=False) as pipe:
                 pipe.lpush(key, round(ms, 2))
                 pipe.ltrim(key, 0, SAMPLES_KEPT - 1)
+                pipe.expire(key, SAMPLES_TTL_S)  # a deployment gone quiet leaves nothing
                 await pipe.execute()
         except (RedisError, OSError) as exc:
             log.debug("latency_not_recorded", what=what, error=str(exc))

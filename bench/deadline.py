@@ -1,9 +1,10 @@
 """Deadline benchmark: how often runs meet deadlines of 25 %, 50 % and 100 % of the
 unconstrained median, and what each trade saved.
 
-    python -m bench.deadline [--planner-ms 500] [--repeats 3]
+    python -m bench.deadline [--planner-ms 500] [--light-ms 120] [--repeats 3]
 
-Unsure routes planned by a stand-in planner (`--planner-ms`), tools stand-ins at their
+Unsure routes to the heavy tier, planned by a stand-in planner (`--planner-ms`; the light
+tier, when a deadline picks it, `--light-ms`), tools stand-ins at their
 real names with `bench.speculation.TOOL_MS` latencies, each recorded by the workers as in
 production (so the runs plan from measured latencies). The plan has five steps, two of
 them `optional`, and the requests cap concurrency at 1, so raising the cap and leaving
@@ -25,10 +26,11 @@ import redis.asyncio as aioredis
 from activities.latency import LatencyBook, timed_tool
 from bench.speculation import HeavyPlanner, SlowTools
 from bench.stack import StackConfig, bench_stack
-from schemas.model_calls import PlanInput, PlanResult
+from schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
 from schemas.plan.model import Plan
 from schemas.request import AgentRequest, RunOptions
 from schemas.result import AgentResult
+from schemas.route import Route, Tier
 from workers.stand_ins import activity_name
 from workflows.agent import AgentWorkflow
 
@@ -51,9 +53,21 @@ PLAN = Plan.model_validate(
 
 
 class Planner(HeavyPlanner):
+    """Routes unsure to the heavy tier, which plans in `planner_s`; the light tier, when a
+    deadline picks it, in `light_s` (a stand-in for two model sizes)."""
+
+    def __init__(self, planner_s: float, light_s: float) -> None:
+        super().__init__(planner_s)
+        self.light_s = light_s
+
+    async def route(self, request: RouteInput) -> RouteResult:
+        route = Route(intent="bench", confidence=0.2, tier=Tier.HEAVY, reason="unsure")
+        return RouteResult(route=route, confident=False)
+
     async def plan(self, request: PlanInput) -> PlanResult:
-        await asyncio.sleep(self.planner_s)
-        return PlanResult(plan=PLAN)
+        light = request.route.tier is Tier.LIGHT
+        await asyncio.sleep(self.light_s if light else self.planner_s)
+        return PlanResult(plan=PLAN, tier=request.route.tier)
 
 
 async def _one(client: Any, queue: str, deadline_ms: int | None) -> tuple[float, AgentResult]:
@@ -76,7 +90,7 @@ async def amain(args: argparse.Namespace, config: StackConfig) -> None:
     tools = [timed_tool(t, activity_name(t), book) for t in SlowTools(0.0).all()]
     try:
         async with bench_stack(
-            config, policy=Planner(args.planner_ms / 1000), stand_ins=tools
+            config, policy=Planner(args.planner_ms / 1000, args.light_ms / 1000), stand_ins=tools
         ) as stack:
             full = [
                 (await _one(stack.client, stack.task_queue, None))[1] for _ in range(args.repeats)
@@ -117,7 +131,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         prog="python -m bench.deadline", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--planner-ms", type=int, default=500)
+    parser.add_argument("--planner-ms", type=int, default=500, help="the heavy tier's plan")
+    parser.add_argument("--light-ms", type=int, default=120, help="the light tier's plan")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     asyncio.run(amain(args, StackConfig.from_env()))

@@ -8,6 +8,8 @@ stand-ins at their real activity names with 100-300 ms latencies (`TOOL_MS`). Tw
 question, each run with speculation on and off (`options.speculate`), alternating:
 
 * predicted   — the question names the order, customer and SKU the plan's first steps read;
+* mispredicted — the question names an order, whose read is speculated, but the plan
+  never reads it (a wasted call, cancelled when the plan arrives);
 * unpredicted — the question names nothing the reading can predict.
 
 Prints the median end-to-end time of each, the on/off ratio, the hit rate and the wasted
@@ -60,6 +62,8 @@ PREDICTED_PLAN = Plan.model_validate(
         ]
     }
 )
+MISPREDICTED = "Can order 1001 still be returned under the returns policy?"
+"""Names an order, so its read is speculated, but the plan only reads the policy."""
 UNPREDICTED = "How long do parcels usually take, and what is the returns policy?"
 UNPREDICTED_PLAN = Plan.model_validate(
     {
@@ -87,6 +91,7 @@ class HeavyPlanner(RulesPolicy):
     async def plan(self, request: PlanInput) -> PlanResult:
         await asyncio.sleep(self.planner_s)
         plan = PREDICTED_PLAN if request.question == PREDICTED else UNPREDICTED_PLAN
+        # (MISPREDICTED gets the policy-only plan too: the speculated order read is wasted.)
         return PlanResult(plan=plan)
 
 
@@ -126,7 +131,12 @@ async def amain(args: argparse.Namespace, config: StackConfig) -> None:
             f"{'question':<12} {'off ms':>8} {'on ms':>8} {'on/off':>7} {'hit rate':>9} "
             f"{'wasted/run':>11} {'saved ms':>9}"
         )
-        for label, question in (("predicted", PREDICTED), ("unpredicted", UNPREDICTED)):
+        cases = (
+            ("predicted", PREDICTED),
+            ("mispredicted", MISPREDICTED),
+            ("unpredicted", UNPREDICTED),
+        )
+        for label, question in cases:
             times: dict[bool, list[float]] = {True: [], False: []}
             hits = calls = 0
             saved: list[float] = []
