@@ -15,6 +15,7 @@ from activities.cache.breaker import CircuitBreaker
 from activities.cache.entities import entities_in
 from activities.cache.tool_results import ToolResultCache
 from schemas.tools import TOOLS, KbResult, SearchKbArgs
+from schemas.tools.knowledge import SearchKbInput
 from workers.connections import redis_client
 
 
@@ -107,6 +108,35 @@ async def test_stale_value_is_served_while_a_refresh_runs(redis_url: str) -> Non
         assert latest.query.endswith("#2")
         assert calls == [1, 2], "no second refresh for the same key"
     finally:
+        await client.aclose()
+
+
+async def test_stale_values_for_deadlines_only_serve_the_calls_that_trade_for_them(
+    redis_url: str,
+) -> None:
+    client = redis_client(redis_url)
+    backend = CacheBackend(client, index_ttl=timedelta(minutes=1))
+    cache = ToolResultCache(backend, stale_for_deadlines_only=True)
+    spec = replace(TOOLS["search_kb"], cache_ttl=timedelta(milliseconds=200))
+    calls: list[int] = []
+
+    async def compute(args: SearchKbInput) -> KbResult:
+        calls.append(len(calls) + 1)
+        return KbResult(query=f"{args.query}#{len(calls)}", hits=[])
+
+    query = f"swr-deadline-{uuid.uuid4().hex}"
+    try:
+        await cache.get_or_compute(spec, SearchKbInput(query=query), compute)
+        await asyncio.sleep(0.25)
+        plain = await cache.get_or_compute(spec, SearchKbInput(query=query), compute)
+        assert plain.query.endswith("#2"), "past its TTL: read from the source"
+        await asyncio.sleep(0.25)
+        traded = await cache.get_or_compute(
+            spec, SearchKbInput(query=query, stale_ok=True), compute
+        )
+        assert traded.query.endswith("#2"), "a deadline's call takes the stale value at once"
+    finally:
+        await cache.close()
         await client.aclose()
 
 

@@ -74,7 +74,17 @@ async def build_caches(settings: Settings, redis: aioredis.Redis, pool: asyncpg.
         backend, version=effective_cache_version(settings), plan_ttl=plan_ttl, tiers=tiers
     )
     log.info("caches_ready", tiers=[type(t).__name__ for t in tiers], version=paths.version)
-    return Caches(backend=backend, paths=paths, tool_results=ToolResultCache(backend))
+    stale = settings.tool_cache_stale
+    if stale not in ("always", "deadline", "never"):
+        raise SettingsError(
+            f"AGENTKEEL_TOOL_CACHE_STALE must be always, deadline or never, got {stale!r}"
+        )
+    tool_results = ToolResultCache(
+        backend,
+        stale_while_revalidate=stale != "never",
+        stale_for_deadlines_only=stale == "deadline",
+    )
+    return Caches(backend=backend, paths=paths, tool_results=tool_results)
 
 
 def tool_activities(

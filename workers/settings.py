@@ -78,6 +78,10 @@ class Settings:
     policy_version: str = ""
     """Part of every cache key, with the tool catalog's digest. Empty: a digest of the rules
     policy's code, so any change to it starts the cache cold. Set it to pin a version."""
+    tool_cache_stale: str = "always"
+    """When a tool result past its TTL (inside its stale-while-revalidate window) may be
+    served while a refresh runs: `always`, `deadline` (only to runs that trade for it to meet
+    `options.deadline_ms`), or `never`."""
     reading_cache: str = "on"
     """`on` or `off`. The reading tier: a question read the same as a cached one (same facts
     and concepts, `activities.cache.reading`) is served its path. Needs no embedder."""

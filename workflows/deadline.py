@@ -3,12 +3,14 @@
 A run with a deadline reads the workers' recent latencies once (`latency_estimates`, a
 local activity; defaults when Redis is out of reach) and then trades, in this order of
 preference, only as much as the estimate needs: the light tier plans instead of the heavy
-one; the concurrency cap is raised; steps the plan marks `optional` are left out (with
+one; the concurrency cap is raised; cached reads may be served stale (inside their
+stale-while-revalidate window); steps the plan marks `optional` are left out (with
 their dependants), the costliest first. When even that does not fit, it says so at once
 instead of running late. Every trade is listed in `result.deadline.decisions` and the
-answer says what it left out. (Stale tool results are already served inside their
-stale-while-revalidate window by every run, so the estimates, measured as runs see them,
-include them; no separate trade is made for them.)
+answer says what it left out. The clock starts when the workflow was started (time queued
+before its first task counts). A wait costs its length; a watch, or a wait until a time,
+cannot be planned against a budget: such a step goes when optional, else the run says at
+once that it cannot meet the deadline.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ class Deadline:
     concurrency: int | None = None
     refused: str | None = None
     """Set when the deadline cannot be met: the answer, given at once."""
+    stale_ok: bool = False
+    """The run's cached reads may be served stale (`ActorScoped.stale_ok`)."""
     estimated_ms: float | None = None
 
     def remaining_ms(self) -> float:
@@ -168,6 +172,19 @@ class Deadline:
                     )
                 )
                 cap, estimate = wider, faster
+        if estimate > budget and not self.stale_ok:
+            cached = sorted({s.tool for s in plan.steps if _may_be_stale(s.tool)})
+            if cached:
+                # What a stale result saves depends on what is cached: unknown until the call,
+                # so the estimate stands and the optional steps may still go.
+                self.stale_ok = True
+                self.decisions.append(
+                    DeadlineDecision(
+                        kind=DecisionKind.STALE,
+                        detail="results of " + ", ".join(cached) + " may be served stale, "
+                        "inside their stale-while-revalidate window",
+                    )
+                )
         dropped: set[str] = set()
         while estimate > budget:
             best: tuple[float, str] | None = None
@@ -231,6 +248,11 @@ class Deadline:
                 return float(seconds) * 1000 + PER_STEP_MS
             return math.inf  # "until" a time, or a reference: not something to bet on
         return self.tool_ms(step.tool) + PER_STEP_MS
+
+
+def _may_be_stale(tool: str) -> bool:
+    spec = TOOLS.get(tool)
+    return spec is not None and spec.idempotent and spec.cache_ttl is not None
 
 
 def _finite(ms: float) -> float | None:

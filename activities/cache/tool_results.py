@@ -37,7 +37,8 @@ def tool_key(spec: ToolSpec, args: BaseModel) -> str:
     actor = args.actor if isinstance(args, ActorScoped) else None
     audience = (actor or SYSTEM_ACTOR).audience
     canonical = json.dumps(
-        args.model_dump(mode="json", exclude={"actor", "fresh", "call_id"}), sort_keys=True
+        args.model_dump(mode="json", exclude={"actor", "fresh", "call_id", "stale_ok"}),
+        sort_keys=True,
     )
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:32]
     return f"{KEY_PREFIX}:{catalog_version()}:{spec.name}:{audience}:{digest}"
@@ -46,9 +47,18 @@ def tool_key(spec: ToolSpec, args: BaseModel) -> str:
 class ToolResultCache:
     """Read-through cache of idempotent tool results, with stale-while-revalidate."""
 
-    def __init__(self, backend: CacheBackend, *, stale_while_revalidate: bool = True) -> None:
+    def __init__(
+        self,
+        backend: CacheBackend,
+        *,
+        stale_while_revalidate: bool = True,
+        stale_for_deadlines_only: bool = False,
+    ) -> None:
+        """`stale_for_deadlines_only`: a stale result serves only calls that ask for one
+        (`ActorScoped.stale_ok`, a deadline's trade); the others read the source."""
         self._backend = backend
         self._swr = stale_while_revalidate
+        self._deadlines_only = stale_for_deadlines_only
         self._refreshing: dict[str, asyncio.Task[None]] = {}
 
     async def close(self) -> None:
@@ -76,12 +86,17 @@ class ToolResultCache:
             if time.time() < entry["fresh_until"]:
                 note(cache_hit=True)
                 return value
-            if self._swr:
+            if self._swr and self._may_serve_stale(args):
                 self._refresh_in_background(key, spec, args, compute)
                 note(cache_hit=True, cache_stale=True)
                 return value
         note(cache_hit=False)
         return await self._compute_and_store(key, spec, args, compute)
+
+    def _may_serve_stale(self, args: BaseModel) -> bool:
+        if not self._deadlines_only:
+            return True
+        return isinstance(args, ActorScoped) and args.stale_ok
 
     async def _compute_and_store(
         self, key: str, spec: ToolSpec, args: BaseModel, compute: Callable[[Any], Awaitable[M]]

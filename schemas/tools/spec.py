@@ -35,6 +35,11 @@ class ActorScoped(BaseModel):
     fresh: bool = False
     """Read the source, not the tool-result cache: set for the runs of a watched step,
     which exist to see a change (what they read is still stored for others)."""
+    stale_ok: bool = False
+    """A result past its TTL, inside its stale-while-revalidate window, may serve this call:
+    set by a run that traded for it to meet its deadline. Counts only where the workers
+    serve stale results to deadline runs alone (`AGENTKEEL_TOOL_CACHE_STALE=deadline`);
+    by default every run may be served them."""
 
 
 def money(cents: int) -> str:

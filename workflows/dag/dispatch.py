@@ -135,6 +135,8 @@ async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> An
             if served:
                 return result
     payload: dict[str, Any] = {**call.args, "actor": ctx.request.actor.model_dump(mode="json")}
+    if ctx.stale_ok and spec.idempotent and spec.cache_ttl is not None:
+        payload["stale_ok"] = True  # a deadline's trade (`workflows.deadline`)
     if spec.downstream is not None and ctx.authority:
         payload["call_id"] = call.call_id  # a wait for a downstream slot is shown against it
     if call.watch:

@@ -53,6 +53,8 @@ class RunContext:
     """The request's deadline and the trades made for it (`workflows.deadline`)."""
     concurrency: int | None = None
     """The concurrency cap a deadline raised the run's to; None: the request's."""
+    stale_ok: bool = False
+    """A deadline traded for stale cached reads: tool calls carry `stale_ok`."""
     _policy: ApprovalPolicy | None = field(default=None, repr=False)
 
     async def approval_policy(self) -> ApprovalPolicy:

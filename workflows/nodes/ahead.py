@@ -74,6 +74,7 @@ def fit_to_deadline(state: AgentState, plan: Plan) -> tuple[Plan, set[str]]:
     dropped = deadline.fit(plan, cap, state["route"].tier)
     if deadline.concurrency:
         context.concurrency = deadline.concurrency
+    context.stale_ok = deadline.stale_ok
     if deadline.refused is not None:
         return Plan(rationale=plan.rationale), {s.id for s in plan.steps}
     kept = [s for s in plan.steps if s.id not in dropped]
