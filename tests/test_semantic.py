@@ -281,3 +281,24 @@ def test_guard_rejects_spelled_numbers_dates_prefix_negations_and_quantities(
 
 def test_guard_reads_spelled_numbers_as_numbers() -> None:
     assert guard("Where is order one thousand and one?", "where is order 1001").ok
+
+
+def test_an_order_to_act_is_never_served_a_question_about_it(embedder: MiniLmEmbedder) -> None:
+    from activities.cache.reading import orders_action
+    from activities.cache.semantic.vectors import Neighbour
+
+    class _Index:
+        dim = embedder.dim
+
+    cache = SemanticCache(embedder, _Index(), threshold=0.5)  # type: ignore[arg-type]
+    asked = cache._choose(
+        "Refund order 1003", [Neighbour(0.99, "can you refund order 1003?", "path:q")]
+    )
+    assert asked.match is None
+    assert asked.rejected[0].differs == ("mood",)
+    same = cache._choose("Refund order 1003", [Neighbour(0.99, "refund order #1003", "path:o")])
+    assert same.match is not None
+    assert orders_action("Refund order 1003")
+    assert orders_action("please refund my order #1003")
+    assert not orders_action("Can I get a refund for order 1003?")
+    assert not orders_action("What is the refund policy?"), "about no order: nothing to act on"

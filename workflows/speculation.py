@@ -107,30 +107,35 @@ class Speculation:
         try:
             result = await running.task
         except ActivityError:
-            self.report.calls.append(
-                SpeculativeCall(
-                    tool=running.tool,
-                    args=running.args,
-                    outcome=SpeculationOutcome.FAILED,
-                    step_id=call.call_id,
-                )
-            )
+            self._report(running, SpeculationOutcome.FAILED, step_id=call.call_id)
             return False, None
         done_by = running.finished if running.finished is not None else asked
         saved = max((min(done_by, asked) - running.started).total_seconds() * 1000, 0.0)
         # The calls ran side by side: the run gained the longest head start, not their sum.
         self.saved_ms = max(self.saved_ms, saved)
         self.served.add(call.step_id)
+        self._report(running, SpeculationOutcome.USED, step_id=call.call_id, saved_ms=saved)
+        return True, result
+
+    def _report(
+        self,
+        running: _Running,
+        outcome: SpeculationOutcome,
+        *,
+        step_id: str | None = None,
+        saved_ms: float = 0.0,
+        cancelled: bool = False,
+    ) -> None:
         self.report.calls.append(
             SpeculativeCall(
                 tool=running.tool,
                 args=running.args,
-                outcome=SpeculationOutcome.USED,
-                step_id=call.call_id,
-                saved_ms=round(saved, 1),
+                outcome=outcome,
+                step_id=step_id,
+                saved_ms=round(saved_ms, 1),
+                cancelled=cancelled,
             )
         )
-        return True, result
 
     def prune(self, tools: set[str]) -> None:
         """The plan has arrived: cancel at once the calls of tools it never makes (the
@@ -144,14 +149,7 @@ class Speculation:
         if cancelled:
             running.task.cancel()
         self._dropped.append(running)
-        self.report.calls.append(
-            SpeculativeCall(
-                tool=running.tool,
-                args=running.args,
-                outcome=SpeculationOutcome.UNUSED,
-                cancelled=cancelled,
-            )
-        )
+        self._report(running, SpeculationOutcome.UNUSED, cancelled=cancelled)
 
     @property
     def started(self) -> int:

@@ -21,17 +21,25 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import cache
 
 import snowballstemmer
 
 from activities.cache.semantic.guard import Facts, facts_and_rest
-from schemas.tools.vocabulary import CONCEPTS, FRAMING, GENERAL_FOLDS, PARTICULAR_FOLDS
+from schemas.tools.vocabulary import (
+    ACTIONS,
+    COMPARISONS,
+    CONCEPTS,
+    FRAMING,
+    GENERAL_FOLDS,
+    PARTICULAR_FOLDS,
+)
 
-__all__ = ["Reading", "read", "vocabulary_version"]
+__all__ = ["Reading", "orders_action", "read", "vocabulary_version"]
 
-READING_VERSION = "r2"
+READING_VERSION = "r3"
 """Bumped when how a reading is made changes: part of every reading key."""
 
 # Function words of English questions: they frame what is asked, they do not ask it. Not
@@ -43,13 +51,18 @@ _FUNCTION_WORDS = frozenset(
     us you your you're yours he she him her his they them their there here what what's
     whats which who whom whose how how's hows is are was were be been being am do does
     did done doing have has had having can could will would shall should may might must
-    to of in on at for with from by about into onto over under as than then so and or
+    to of in on at for with from by about into onto as than then so and or
     if any some all each every own same such just very too also s t d ll m re ve
     get got getting go going put take takes taking come comes
     not no never none nothing nobody neither nor without cannot""".split()
 )
 """Negations are among them: the facts count them, so "without" and "with no" read alike."""
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
+_QUESTION = re.compile(
+    r"\?|^\W*(?:can|could|may|might|is|are|was|were|do|does|did|how|what|when|where|why|"
+    r"will|would|should|shall|must|has|have|had|am|need|which|who|whose)\b"
+)
+"""A question asks about something; a request in the imperative (or "I want ...") acts."""
 _PUNCTUATION = re.compile(r"[^\w\s']+")
 
 
@@ -60,6 +73,12 @@ class Reading:
     facts: Facts
     concepts: frozenset[str]
     """Concept names, and `w:<stem>` for content words the vocabulary does not fold."""
+    unknown_order: tuple[str, ...] = ()
+    """With two or more unfolded words, their order: "from Berlin to Paris" is not "from
+    Paris to Berlin"."""
+    asks: bool | None = None
+    """Whether it is a question, for a request that names an action (refund, cancel, ...):
+    "can I get a refund for order 1003?" asks about one, "refund order 1003" orders one."""
 
     def digest(self) -> str:
         """A stable key of the reading (the vocabulary's version included)."""
@@ -82,23 +101,46 @@ class Reading:
             ),
             str(f.negations),
             str(f.follow_up),
+            ",".join(self.unknown_order),
+            str(self.asks),
         ]
         return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
 
 
 def read(question: str) -> Reading | None:
-    """The reading of `question`, or None when no concept is left to compare."""
+    """The reading of `question`, or None when there is nothing safe to compare: no concept
+    left, or two values of one kind (two orders, two amounts), whose roles a set of facts
+    cannot tell apart ("refund 1001, cancel 1002" against "cancel 1001, refund 1002")."""
     found, rest = facts_and_rest(question)
-    concepts = _concepts(rest)
+    kinds = (found.skus, found.tracking, found.emails, found.money, found.numbers)
+    if any(len(values) > 1 for values in kinds):
+        return None
+    concepts, unknown = _concepts(rest)
     particular = found.skus or found.tracking or found.emails or found.numbers
     folds = PARTICULAR_FOLDS if particular else GENERAL_FOLDS
     concepts = frozenset(folds.get(c, c) for c in concepts)
+    if not (found.money or found.numbers):
+        concepts -= COMPARISONS
     if not concepts:
         return None
-    return Reading(found, concepts)
+    # Only about a particular order or item can a request act; about none it only asks.
+    asks = _asks(question) if particular and concepts & ACTIONS else None
+    return Reading(found, concepts, tuple(unknown) if len(unknown) > 1 else (), asks)
 
 
-def _concepts(text: str) -> frozenset[str]:
+def orders_action(question: str) -> bool:
+    """Whether `question` tells the agent to act on a particular order or item (not a
+    question about doing so): the semantic tier may not serve it a question's answer."""
+    reading = read(question)
+    return reading is not None and reading.asks is False
+
+
+def _asks(question: str) -> bool:
+    return bool(_QUESTION.search(unicodedata.normalize("NFKC", question).casefold()))
+
+
+def _concepts(text: str) -> tuple[frozenset[str], list[str]]:
+    """The concepts of `text`, and its unfolded words in order (each once)."""
     stem = _stemmer().stemWord
     tokens = [stem(w.removesuffix("'s")) for w in _WORD.findall(_PUNCTUATION.sub(" ", text))]
     words = [w for w in tokens if w and not w.endswith("n't")]
@@ -111,11 +153,18 @@ def _concepts(text: str) -> frozenset[str]:
         if f" {phrase} " in line:
             out.update(concepts)
             line = line.replace(f" {phrase} ", " | ")
+    unknown: list[str] = []
     for word in line.split():
         if word == "|" or word in _dropped_stems():
             continue
-        out.update(singles.get(word, (f"w:{word}",)))
-    return frozenset(out)
+        folded = singles.get(word)
+        if folded is None:
+            out.add(f"w:{word}")
+            if word not in unknown:
+                unknown.append(word)
+        else:
+            out.update(folded)
+    return frozenset(out), unknown
 
 
 @cache
@@ -158,6 +207,8 @@ def vocabulary_version() -> str:
             sorted(_FUNCTION_WORDS),
             sorted(GENERAL_FOLDS.items()),
             sorted(PARTICULAR_FOLDS.items()),
+            sorted(ACTIONS),
+            sorted(COMPARISONS),
         )
     )
     return hashlib.sha256(described.encode()).hexdigest()[:12]

@@ -66,6 +66,8 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "order": ("order", "purchase"),
     "last": ("last", "latest", "most recent", "newest"),
     "why": ("why", "how come", "reason"),
+    "more_than": ("over", "above", "more than", "greater than", "exceeding", "at least"),
+    "less_than": ("under", "below", "less than", "fewer than", "at most", "up to"),
     "other": ("other", "another", "different"),
 }  # fmt: skip
 """Concept -> the phrases and words that name it in this shop's questions."""
@@ -84,6 +86,14 @@ FRAMING: tuple[str, ...] = (
     "up", "back",
 )  # fmt: skip
 """Content-free in this shop's questions: dropped before questions are compared."""
+
+ACTIONS: frozenset[str] = frozenset({"refund", "cancel", "return", "exchange", "change"})
+"""Concepts that name something the agent may do to an order: asking about one and ordering
+one differ ("can I get a refund for order 1003?" against "refund order 1003")."""
+
+COMPARISONS: frozenset[str] = frozenset({"more_than", "less_than"})
+"""Concepts that compare a quantity: they count only beside an amount or a number ("orders
+over $50" against "under $50"; "covered under the warranty" compares nothing)."""
 
 GENERAL_FOLDS: dict[str, str] = {"deliver": "ship"}
 """Folded only in a question about no particular order, parcel, SKU or customer: there

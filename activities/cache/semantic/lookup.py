@@ -27,8 +27,9 @@ import numpy as np
 import numpy.typing as npt
 import structlog
 
+from activities.cache.reading import orders_action
 from activities.cache.semantic.embedder import Embedder, aembed
-from activities.cache.semantic.guard import guard
+from activities.cache.semantic.guard import GuardVerdict, guard
 from activities.cache.semantic.index import Neighbour, SemanticIndex
 
 __all__ = ["DEFAULT_THRESHOLD", "Rejection", "SemanticCache", "SemanticLookup", "SemanticMatch"]
@@ -140,6 +141,9 @@ class SemanticCache:
             if n.score < self.threshold:
                 break
             verdict = guard(question, n.question)
+            if verdict.ok and orders_action(question) != orders_action(n.question):
+                # "refund order 1003" and "can I get a refund for order 1003?" embed close.
+                verdict = GuardVerdict(ok=False, reason="one orders an action", differs=("mood",))
             if verdict.ok:
                 match = SemanticMatch(n.path_key, n.score, n.question)
                 return SemanticLookup(match, rejected, best)
