@@ -141,6 +141,36 @@ async def test_record_local_policy_histories(stack: AgentStack) -> None:
         await _save(name, await handle.fetch_history())
 
 
+@pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
+async def test_record_speculation_deadline_histories(make_stack: StackFactory) -> None:
+    """Runs under `speculation-v1` and `deadline-v1`: a speculative read used, one cancelled
+    when the plan arrived, a deadline met by trades, a deadline refused at once."""
+    from tests.test_speculation_deadline import KB_ONLY, QUESTION, STEPS, StandInOrders, cascade
+    from workers.stack.carrier import serving
+
+    no_cache = {"use_cache": False}
+    used = await make_stack(policy=cascade(STEPS, heavy_s=0.3))
+    handle = await used.start(QUESTION, options=no_cache)
+    await handle.result()
+    await _save("speculation_used", await handle.fetch_history())
+    slow_orders = StandInOrders(hold_s=5.0)  # still running when the plan arrives
+    unused = await make_stack(
+        policy=cascade(KB_ONLY, heavy_s=0.3), replace_activities=[slow_orders.get_order]
+    )
+    handle = await unused.start(QUESTION, options=no_cache)
+    await handle.result()
+    await _save("speculation_unused_cancelled", await handle.fetch_history())
+    async with serving(400) as slow_carrier:
+        timed = await make_stack(policy=cascade(STEPS, heavy_s=0.5), carrier_url=slow_carrier)
+        await timed.ask(QUESTION, options=no_cache)  # what the next runs plan from
+        handle = await timed.start(QUESTION, options={**no_cache, "deadline_ms": 500})
+        await handle.result()
+        await _save("deadline_trades", await handle.fetch_history())
+        handle = await timed.start(QUESTION, options={**no_cache, "deadline_ms": 100})
+        await handle.result()
+        await _save("deadline_refused", await handle.fetch_history())
+
+
 async def _save(name: str, history: WorkflowHistory) -> None:
     (HISTORIES / f"{name}.json").write_text(history.to_json())
 

@@ -95,18 +95,24 @@ async def test_a_read_the_plan_does_not_make_is_cancelled_and_reported(
     assert result.timings_ms.speculation_saved == 0
 
 
-class FlakyOrders:
-    """Stand-in for `get_order` whose first call fails for good (its retries too)."""
+class StandInOrders:
+    """Stand-in for `get_order`: its first `failing` calls fail for good (retries too), and
+    each call takes `hold_s`; `cancelled` counts the calls cancelled while they ran."""
 
-    def __init__(self) -> None:
-        self.calls = 0
+    def __init__(self, *, failing: int = 0, hold_s: float = 0.05) -> None:
+        self.calls = self.cancelled = 0
+        self.failing, self.hold_s = failing, hold_s
 
     @activity.defn(name="get_order")
     async def get_order(self, args: GetOrderInput) -> Order:
         self.calls += 1
-        if self.calls == 1:
+        if self.calls <= self.failing:
             raise ApplicationError("orders database away", type="Unavailable", non_retryable=True)
-        await asyncio.sleep(0.05)
+        try:
+            await asyncio.sleep(self.hold_s)
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
         item = OrderItem(sku="SKU-00001", product_name="stand-in", quantity=1, unit_price_cents=1)
         return Order(
             order_id=args.order_id,
@@ -123,7 +129,7 @@ class FlakyOrders:
 async def test_a_failed_speculative_read_is_made_again_by_its_step(
     make_stack: StackFactory,
 ) -> None:
-    orders = FlakyOrders()
+    orders = StandInOrders(failing=1)
     stack = await make_stack(
         policy=cascade(STEPS, heavy_s=0.3), replace_activities=[orders.get_order]
     )
@@ -135,6 +141,26 @@ async def test_a_failed_speculative_read_is_made_again_by_its_step(
     assert result.speculation is not None
     assert [c.outcome for c in result.speculation.calls] == [SpeculationOutcome.FAILED]
     assert result.timings_ms.speculation_saved == 0
+
+
+async def test_a_slow_read_the_plan_does_not_make_is_cancelled_when_the_plan_arrives(
+    make_stack: StackFactory,
+) -> None:
+    orders = StandInOrders(hold_s=5.0)
+    stack = await make_stack(
+        policy=cascade(KB_ONLY, heavy_s=0.2), replace_activities=[orders.get_order]
+    )
+    result = await stack.ask(QUESTION, options={"use_cache": False})
+    assert result.speculation is not None
+    [call] = result.speculation.calls
+    assert call.outcome is SpeculationOutcome.UNUSED
+    assert call.cancelled
+    assert result.timings_ms.total < 4000, "the run did not wait for the wasted read"
+    for _ in range(50):  # the cancel reaches the activity through its heartbeat
+        if orders.cancelled:
+            break
+        await asyncio.sleep(0.1)
+    assert orders.cancelled == 1
 
 
 async def test_a_speculation_setting_of_off_starts_nothing(make_stack: StackFactory) -> None:
