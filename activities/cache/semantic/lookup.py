@@ -137,11 +137,12 @@ class SemanticCache:
     def _choose(self, question: str, neighbours: list[Neighbour]) -> SemanticLookup:
         best = neighbours[0].score if neighbours else None
         rejected: list[Rejection] = []
+        acts = orders_action(question)  # once per lookup, not per neighbour
         for n in neighbours:  # best first
             if n.score < self.threshold:
                 break
             verdict = guard(question, n.question)
-            if verdict.ok and orders_action(question) != orders_action(n.question):
+            if verdict.ok and acts != orders_action(n.question):
                 # "refund order 1003" and "can I get a refund for order 1003?" embed close.
                 verdict = GuardVerdict(ok=False, reason="one orders an action", differs=("mood",))
             if verdict.ok:
