@@ -21,7 +21,7 @@ from schemas.request import AgentRequest
 from schemas.result import AgentResult, StepStatus
 from workers.settings import Settings
 from workers.stack.local import LocalStack, StackEndpoints, embedded_settings
-from workers.stack.procs import free_port
+from workers.stack.procs import free_port_pair
 from workers.stack.services import restart_embedded_postgres
 from workers.stack.status import stack_status
 from workers.stack.watchdog import ChildState
@@ -39,7 +39,7 @@ async def running(stack_dir: Path) -> AsyncIterator[tuple[Settings, StackEndpoin
         stack_dir,
         task_queue=f"faults-{os.getpid()}",
         # The CPU worker's metrics here, the inference worker's at the next port.
-        metrics_address=f"127.0.0.1:{free_port()}",
+        metrics_address=f"127.0.0.1:{free_port_pair()}",
     )
     stack = LocalStack(settings, start_workers=True)
     endpoints = await stack.start()

@@ -169,6 +169,21 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+def free_port_pair(host: str = "127.0.0.1") -> int:
+    """A port that is free and whose next port is free too (the workers' metrics take two:
+    `stack_metrics_addresses`): both held while checked, so neither is taken meanwhile."""
+    for _ in range(50):
+        with socket.socket() as first, socket.socket() as second:
+            first.bind((host, 0))
+            port = int(first.getsockname()[1])
+            try:
+                second.bind((host, port + 1))
+            except OSError:
+                continue
+            return port
+    raise StackError(f"no two consecutive free ports found on {host}")
+
+
 def ensure_port_free(host: str, port: int, what: str) -> None:
     """Raise a `StackError` naming the port and its role when it is taken."""
     if port_answers(host, port):
