@@ -34,6 +34,7 @@ for requirement in wanted:
         print(requirement)
 PY
 
+COPY agentkeel/ agentkeel/
 COPY schemas/ schemas/
 COPY workflows/ workflows/
 COPY activities/ activities/

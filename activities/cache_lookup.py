@@ -5,12 +5,12 @@ from __future__ import annotations
 import structlog
 from temporalio import activity
 
-from activities.cache.backend import CacheUnavailable
-from activities.cache.path_cache import PathCache
-from activities.span_notes import note
-from schemas import metrics, names
-from schemas.cache_lookup import LookupCacheInput, LookupCacheResult
-from schemas.result import CacheStatus
+from agentkeel.activities.cache.backend import CacheUnavailable
+from agentkeel.activities.cache.path_cache import PathCache
+from agentkeel.activities.span_notes import note
+from agentkeel.schemas import metrics, names
+from agentkeel.schemas.cache_lookup import LookupCacheInput, LookupCacheResult
+from agentkeel.schemas.result import CacheStatus
 
 log = structlog.get_logger(__name__)
 

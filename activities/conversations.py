@@ -12,9 +12,9 @@ import json
 import asyncpg
 import structlog
 
-from inference.llm.context import facts_of
-from schemas.model_calls import ConversationTurn
-from schemas.result import StepOutcome
+from agentkeel.inference.llm.context import facts_of
+from agentkeel.schemas.model_calls import ConversationTurn
+from agentkeel.schemas.result import StepOutcome
 
 log = structlog.get_logger(__name__)
 

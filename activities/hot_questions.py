@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncpg
 from temporalio import activity
 
-from activities.cache.backend import CacheUnavailable
-from activities.cache.path_cache import PathCache, normalize_question
-from schemas import names
-from schemas.tools import SIDE_EFFECT_TOOLS
-from schemas.warming import HotQuestion, HotQuestionsInput, HotQuestionsResult
+from agentkeel.activities.cache.backend import CacheUnavailable
+from agentkeel.activities.cache.path_cache import PathCache, normalize_question
+from agentkeel.schemas import names
+from agentkeel.schemas.tools import SIDE_EFFECT_TOOLS
+from agentkeel.schemas.warming import HotQuestion, HotQuestionsInput, HotQuestionsResult
 
 # Most asked questions of the window, per tenant; runs with a side effect (a step of a tool
 # that is not idempotent, $3) are never replayed.

@@ -23,10 +23,10 @@ import structlog
 from redis.exceptions import RedisError
 from temporalio import activity
 
-from schemas import names
-from schemas.deadline import LatencyEstimate, LatencyEstimates, LatencyEstimatesInput
-from schemas.queues import INFERENCE_QUEUE_SUFFIX
-from schemas.tools import TOOLS
+from agentkeel.schemas import names
+from agentkeel.schemas.deadline import LatencyEstimate, LatencyEstimates, LatencyEstimatesInput
+from agentkeel.schemas.queues import INFERENCE_QUEUE_SUFFIX
+from agentkeel.schemas.tools import TOOLS
 
 log = structlog.get_logger(__name__)
 

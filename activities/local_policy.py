@@ -14,9 +14,9 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.model_calls import InferenceActivities
-from schemas import model_calls as calls
-from schemas import names
+from agentkeel.activities.model_calls import InferenceActivities
+from agentkeel.schemas import model_calls as calls
+from agentkeel.schemas import names
 
 
 class LocalPolicyActivities:

@@ -20,21 +20,21 @@ import structlog
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.conversations import ConversationStore
-from activities.heartbeat import heartbeating
-from activities.latency import LatencyBook, scope_of
-from activities.outputs import OutputStore
-from activities.span_notes import note
-from activities.token_stream import TokenStream
-from inference.engines.protocol import ConstraintViolationError, EngineRequestError
-from inference.metering import meter
-from inference.policy import Policy
-from inference.rules.intents import extract_entities
-from schemas import metrics, names
-from schemas import model_calls as calls
-from schemas.errors import INVALID_MODEL_OUTPUT, MODEL_REQUEST_REJECTED
-from schemas.speculation import MAX_SPECULATIVE_CALLS, Reading, predicted_calls
-from schemas.tools import TOOLS
+from agentkeel.activities.conversations import ConversationStore
+from agentkeel.activities.heartbeat import heartbeating
+from agentkeel.activities.latency import LatencyBook, scope_of
+from agentkeel.activities.outputs import OutputStore
+from agentkeel.activities.span_notes import note
+from agentkeel.activities.token_stream import TokenStream
+from agentkeel.inference.engines.protocol import ConstraintViolationError, EngineRequestError
+from agentkeel.inference.metering import meter
+from agentkeel.inference.policy import Policy
+from agentkeel.inference.rules.intents import extract_entities
+from agentkeel.schemas import metrics, names
+from agentkeel.schemas import model_calls as calls
+from agentkeel.schemas.errors import INVALID_MODEL_OUTPUT, MODEL_REQUEST_REJECTED
+from agentkeel.schemas.speculation import MAX_SPECULATIVE_CALLS, Reading, predicted_calls
+from agentkeel.schemas.tools import TOOLS
 
 WithHistory = TypeVar("WithHistory", calls.RouteInput, calls.PlanInput, calls.RespondInput)
 

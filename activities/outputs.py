@@ -14,8 +14,8 @@ from typing import Any
 import asyncpg
 from temporalio import activity
 
-from schemas import names
-from schemas.outputs import (
+from agentkeel.schemas import names
+from agentkeel.schemas.outputs import (
     CombineOutputsInput,
     LoadedOutputs,
     LoadOutputsInput,
@@ -23,7 +23,7 @@ from schemas.outputs import (
     output_ref,
     resolve_refs,
 )
-from schemas.result import OutputRef, StepOutcome
+from agentkeel.schemas.result import OutputRef, StepOutcome
 
 
 class OutputStore:

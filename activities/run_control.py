@@ -13,10 +13,10 @@ from typing import Any
 import redis.asyncio as aioredis
 from temporalio import activity
 
-from activities.token_stream import TokenStream
-from schemas import names
-from schemas.approvals import ApprovalPolicy, ApprovalPolicyInput
-from schemas.tokens import CancellationNotice
+from agentkeel.activities.token_stream import TokenStream
+from agentkeel.schemas import names
+from agentkeel.schemas.approvals import ApprovalPolicy, ApprovalPolicyInput
+from agentkeel.schemas.tokens import CancellationNotice
 
 
 class RunControlActivities:

@@ -8,11 +8,11 @@ import asyncpg
 import structlog
 from temporalio import activity
 
-from activities.cache.backend import CacheUnavailable
-from activities.cache.path_cache import PathCache
-from schemas import names
-from schemas.result import AgentResult
-from schemas.run_record import StoreInput, StoreResult
+from agentkeel.activities.cache.backend import CacheUnavailable
+from agentkeel.activities.cache.path_cache import PathCache
+from agentkeel.schemas import names
+from agentkeel.schemas.result import AgentResult
+from agentkeel.schemas.run_record import StoreInput, StoreResult
 
 log = structlog.get_logger(__name__)
 

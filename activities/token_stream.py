@@ -15,7 +15,7 @@ import structlog
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 from redis.exceptions import RedisError
 
-from schemas.tokens import (
+from agentkeel.schemas.tokens import (
     CANCELLED_TEXT,
     TOKEN_STREAM_MAXLEN,
     TOKEN_STREAM_TTL_S,

@@ -28,16 +28,16 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 
+from agentkeel.inference.policy import TokenSink
+from agentkeel.inference.rules.policy import RulesPolicy
+from agentkeel.schemas.model_calls import RespondInput, RespondResult, RouteInput, RouteResult
+from agentkeel.schemas.request import AgentRequest
+from agentkeel.schemas.result import AgentResult, CacheStatus
+from agentkeel.workers.cache_assembly import semantic_wanted
+from agentkeel.workers.client.agent_client import AgentClient
+from agentkeel.workflows.agent import AgentWorkflow
 from bench.fakes import StandInTools
 from bench.stack import BenchStack, StackConfig, bench_stack
-from inference.policy import TokenSink
-from inference.rules.policy import RulesPolicy
-from schemas.model_calls import RespondInput, RespondResult, RouteInput, RouteResult
-from schemas.request import AgentRequest
-from schemas.result import AgentResult, CacheStatus
-from workers.cache_assembly import semantic_wanted
-from workers.client.agent_client import AgentClient
-from workflows.agent import AgentWorkflow
 
 KB = "What is your return policy for damaged items?"
 REWORDED = "Whats your policy on returning damaged items?"

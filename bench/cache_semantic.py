@@ -38,12 +38,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from activities.cache.path_cache import normalize_question
-from activities.cache.reading import read
-from activities.cache.semantic.embedder import MiniLmEmbedder
-from activities.cache.semantic.guard import guard
-from activities.cache.semantic.index import THREADED_SEARCH_MIN, VectorIndex
-from activities.cache.semantic.lookup import DEFAULT_THRESHOLD
+from agentkeel.activities.cache.path_cache import normalize_question
+from agentkeel.activities.cache.reading import read
+from agentkeel.activities.cache.semantic.embedder import MiniLmEmbedder
+from agentkeel.activities.cache.semantic.guard import guard
+from agentkeel.activities.cache.semantic.index import THREADED_SEARCH_MIN, VectorIndex
+from agentkeel.activities.cache.semantic.lookup import DEFAULT_THRESHOLD
 
 PAIRS = Path(__file__).with_name("cache_pairs.jsonl")
 HELD_OUT = Path(__file__).with_name("cache_pairs_heldout.jsonl")

@@ -28,14 +28,14 @@ from pathlib import Path
 import asyncpg
 from temporalio.client import Client
 
-from schemas.actor import Actor, Role
-from schemas.request import AgentRequest, RunOptions
-from schemas.result import StepStatus
-from workers.settings import Settings
-from workers.stack.local import LocalStack, StackEndpoints, embedded_settings
-from workers.stack.services import restart_embedded_postgres
-from workers.temporal_client import agentkeel_plugins
-from workflows.agent import AgentWorkflow
+from agentkeel.schemas.actor import Actor, Role
+from agentkeel.schemas.request import AgentRequest, RunOptions
+from agentkeel.schemas.result import StepStatus
+from agentkeel.workers.settings import Settings
+from agentkeel.workers.stack.local import LocalStack, StackEndpoints, embedded_settings
+from agentkeel.workers.stack.services import restart_embedded_postgres
+from agentkeel.workers.temporal_client import agentkeel_plugins
+from agentkeel.workflows.agent import AgentWorkflow
 
 STUCK_AFTER_S = 120.0
 STAFF = Actor(role=Role.STAFF, name="chaos")
@@ -145,7 +145,7 @@ async def _faults(
 
 
 async def _running_pid(settings: Settings, name: str, timeout_s: float = 60.0) -> int:
-    from workers.stack.watchdog import ChildState, read_status
+    from agentkeel.workers.stack.watchdog import ChildState, read_status
 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

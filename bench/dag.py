@@ -38,19 +38,19 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+from agentkeel.schemas.request import AgentRequest, RunOptions
+from agentkeel.schemas.result import StepOutcome, StepStatus
+from agentkeel.schemas.tools import TOOLS
+from agentkeel.workers.tracing import configure_tracing
+from agentkeel.workflows.agent import AgentWorkflow
+from agentkeel.workflows.dag.calls import ToolCall
+from agentkeel.workflows.dag.dispatch import describe_error
+from agentkeel.workflows.dag.scheduler import DagScheduler
+from agentkeel.workflows.dag.step_gates import SchedulerLimits
 from bench.fakes import BenchPlanPolicy, StandInTools, stand_in_result
 from bench.plans import SHAPES, Shape, question_for
 from bench.react import BenchReactWorkflow, ReactInput
 from bench.stack import BenchStack, StackConfig, bench_stack
-from schemas.request import AgentRequest, RunOptions
-from schemas.result import StepOutcome, StepStatus
-from schemas.tools import TOOLS
-from workers.tracing import configure_tracing
-from workflows.agent import AgentWorkflow
-from workflows.dag.calls import ToolCall
-from workflows.dag.dispatch import describe_error
-from workflows.dag.scheduler import DagScheduler
-from workflows.dag.step_gates import SchedulerLimits
 
 WIDE_CONCURRENCY = 8
 """The run cap of the workflow mode: as wide as the widest shape."""

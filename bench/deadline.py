@@ -23,16 +23,16 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from activities.latency import LatencyBook, timed_tool
+from agentkeel.activities.latency import LatencyBook, timed_tool
+from agentkeel.schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.request import AgentRequest, RunOptions
+from agentkeel.schemas.result import AgentResult
+from agentkeel.schemas.route import Route, Tier
+from agentkeel.workers.stand_ins import activity_name
+from agentkeel.workflows.agent import AgentWorkflow
 from bench.speculation import HeavyPlanner, SlowTools
 from bench.stack import StackConfig, bench_stack
-from schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
-from schemas.plan.model import Plan
-from schemas.request import AgentRequest, RunOptions
-from schemas.result import AgentResult
-from schemas.route import Route, Tier
-from workers.stand_ins import activity_name
-from workflows.agent import AgentWorkflow
 
 QUESTION = "What about order 1001 of ada@example.com?"
 PLAN = Plan.model_validate(

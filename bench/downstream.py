@@ -30,15 +30,15 @@ from typing import Any
 
 import httpx
 
-from activities.downstream.guard import Downstreams, guarded_tool
-from activities.downstream.limiter import DownstreamLimiter
-from activities.tools.shop import ToolActivities
+from agentkeel.activities.downstream.guard import Downstreams, guarded_tool
+from agentkeel.activities.downstream.limiter import DownstreamLimiter
+from agentkeel.activities.tools.shop import ToolActivities
+from agentkeel.inference.rules.policy import RulesPolicy
+from agentkeel.schemas.request import AgentRequest, RunOptions
+from agentkeel.schemas.tools import TRACK_SHIPMENT, TrackShipmentInput
+from agentkeel.workers.stack.carrier import serving as carrier
+from agentkeel.workflows.agent import AgentWorkflow
 from bench.stack import StackConfig, bench_stack
-from inference.rules.policy import RulesPolicy
-from schemas.request import AgentRequest, RunOptions
-from schemas.tools import TRACK_SHIPMENT, TrackShipmentInput
-from workers.stack.carrier import serving as carrier
-from workflows.agent import AgentWorkflow
 
 
 def _config(cap: str, share: str, window_ms: float) -> dict[str, Any]:

@@ -14,11 +14,10 @@ from typing import Any
 from pydantic import BaseModel
 from temporalio import activity
 
-from bench.plans import shape_named_in
-from inference.rules.policy import RulesPolicy
-from schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
-from schemas.route import Route, Tier
-from schemas.tools import (
+from agentkeel.inference.rules.policy import RulesPolicy
+from agentkeel.schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
+from agentkeel.schemas.route import Route, Tier
+from agentkeel.schemas.tools import (
     CHECK_INVENTORY,
     FIND_CUSTOMER,
     GET_ORDER,
@@ -42,6 +41,7 @@ from schemas.tools import (
     TrackShipmentInput,
     WarehouseStock,
 )
+from bench.plans import shape_named_in
 
 _PLACED_AT = "2025-01-01T00:00:00Z"
 

@@ -21,18 +21,18 @@ import uuid
 
 import httpx
 
+from agentkeel.inference.policy import TokenSink
+from agentkeel.inference.rules.policy import RulesPolicy
+from agentkeel.schemas.model_calls import RespondInput, RespondResult
+from agentkeel.schemas.tokens import TokenEventType, token_stream_key
+from agentkeel.workers.client.agent_client import AgentClient
+from agentkeel.workers.client.token_follow import TokenReader
+from agentkeel.workers.connections import redis_client
+from agentkeel.workers.gateway.app import create_app
+from agentkeel.workers.gateway.keys import ApiKeys
+from agentkeel.workers.gateway.server import serving
+from agentkeel.workers.stack.procs import free_port
 from bench.stack import BenchStack, StackConfig, bench_stack
-from inference.policy import TokenSink
-from inference.rules.policy import RulesPolicy
-from schemas.model_calls import RespondInput, RespondResult
-from schemas.tokens import TokenEventType, token_stream_key
-from workers.client.agent_client import AgentClient
-from workers.client.token_follow import TokenReader
-from workers.connections import redis_client
-from workers.gateway.app import create_app
-from workers.gateway.keys import ApiKeys
-from workers.gateway.server import serving
-from workers.stack.procs import free_port
 
 QUESTION = "What is your return policy for damaged items?"
 

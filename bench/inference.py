@@ -37,18 +37,18 @@ import redis.asyncio as aioredis
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.model_calls import InferenceActivities
+from agentkeel.activities.model_calls import InferenceActivities
+from agentkeel.inference.engines.metered import MeteredEngine
+from agentkeel.inference.engines.vllm_settings import SpeculativeSettings, VllmSettings
+from agentkeel.inference.llm.policy import LlmPolicy
+from agentkeel.schemas.model_calls import RespondInput
+from agentkeel.schemas.result import StepOutcome, StepStatus
+from agentkeel.schemas.route import Route, Tier
+from agentkeel.workers.stack.procs import find_temporal_binary
+from agentkeel.workers.stack.temporal import queue_poll_flags
+from agentkeel.workers.temporal_client import agentkeel_plugins
+from agentkeel.workers.worker import inference_worker
 from bench.inference_workflow import BenchRespondWorkflow
-from inference.engines.metered import MeteredEngine
-from inference.engines.vllm_settings import SpeculativeSettings, VllmSettings
-from inference.llm.policy import LlmPolicy
-from schemas.model_calls import RespondInput
-from schemas.result import StepOutcome, StepStatus
-from schemas.route import Route, Tier
-from workers.stack.procs import find_temporal_binary
-from workers.stack.temporal import queue_poll_flags
-from workers.temporal_client import agentkeel_plugins
-from workers.worker import inference_worker
 
 DEFAULT_MODEL_DIR = Path.home() / ".cache" / "agentkeel" / "models" / "gemma3-270m"
 CONCURRENCY = (1, 8, 32)
@@ -153,7 +153,7 @@ def engine_settings(args: argparse.Namespace, **changes: object) -> VllmSettings
 
 
 async def with_engine(settings: VllmSettings) -> MeteredEngine:
-    from inference.engines.vllm_local import VllmEngine
+    from agentkeel.inference.engines.vllm_local import VllmEngine
 
     engine = MeteredEngine(VllmEngine(settings=settings), count_tokens=True)
     started = time.monotonic()
@@ -231,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.model_dir == DEFAULT_MODEL_DIR:
-        from inference.model_builds.gemma_cpu import build
+        from agentkeel.inference.model_builds.gemma_cpu import build
 
         build(DEFAULT_MODEL_DIR)
     asyncio.run(run(args))

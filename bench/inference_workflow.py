@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from temporalio import workflow
 
-from schemas import names
-from schemas.model_calls import RespondInput, RespondResult
-from workflows import timeouts
+from agentkeel.schemas import names
+from agentkeel.schemas.model_calls import RespondInput, RespondResult
+from agentkeel.workflows import timeouts
 
 
 @workflow.defn(name="BenchRespondWorkflow")

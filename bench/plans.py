@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from schemas.plan.model import Plan
-from schemas.plan.validation import validate_plan
-from schemas.tools import TOOLS
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.plan.validation import validate_plan
+from agentkeel.schemas.tools import TOOLS
 
 
 @dataclass(frozen=True)

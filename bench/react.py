@@ -25,16 +25,16 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
-from schemas import names
-from schemas.model_calls import PlanInput, PlanResult, RespondInput, RespondResult
-from schemas.plan.model import Plan
-from schemas.plan.validation import PlanValidationError, topological_order, validate_plan
-from schemas.queues import inference_queue
-from schemas.result import StepOutcome, StepStatus
-from schemas.route import Route, Tier
-from schemas.tools import TOOLS
-from workflows import timeouts
-from workflows.dag.resolve import resolve
+from agentkeel.schemas import names
+from agentkeel.schemas.model_calls import PlanInput, PlanResult, RespondInput, RespondResult
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.plan.validation import PlanValidationError, topological_order, validate_plan
+from agentkeel.schemas.queues import inference_queue
+from agentkeel.schemas.result import StepOutcome, StepStatus
+from agentkeel.schemas.route import Route, Tier
+from agentkeel.schemas.tools import TOOLS
+from agentkeel.workflows import timeouts
+from agentkeel.workflows.dag.resolve import resolve
 
 WORKFLOW_NAME = "BenchReactWorkflow"
 _ROUTE = Route(intent="bench", confidence=0.1, tier=Tier.RULES, reason="react bench loop")

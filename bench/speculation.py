@@ -28,15 +28,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agentkeel.inference.rules.policy import RulesPolicy
+from agentkeel.schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.request import AgentRequest, RunOptions
+from agentkeel.schemas.result import AgentResult
+from agentkeel.schemas.route import Route, Tier
+from agentkeel.workflows.agent import AgentWorkflow
 from bench.fakes import StandInTools
 from bench.stack import StackConfig, bench_stack
-from inference.rules.policy import RulesPolicy
-from schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
-from schemas.plan.model import Plan
-from schemas.request import AgentRequest, RunOptions
-from schemas.result import AgentResult
-from schemas.route import Route, Tier
-from workflows.agent import AgentWorkflow
 
 TOOL_MS = {
     "get_order": 300,

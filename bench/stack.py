@@ -17,22 +17,22 @@ import asyncpg
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from activities.database.migrate import apply_migrations
-from activities.model_calls import InferenceActivities
+from agentkeel.activities.database.migrate import apply_migrations
+from agentkeel.activities.model_calls import InferenceActivities
+from agentkeel.inference.policy import Policy
+from agentkeel.inference.rules.policy import RulesPolicy
+from agentkeel.workers.connections import redis_client
+from agentkeel.workers.resources import cpu_activities
+from agentkeel.workers.search_attributes import ensure_search_attributes
+from agentkeel.workers.settings import Settings
+from agentkeel.workers.stack.databases import throwaway_database
+from agentkeel.workers.stack.procs import find_temporal_binary
+from agentkeel.workers.stack.temporal import queue_poll_flags
+from agentkeel.workers.stand_ins import with_stand_ins
+from agentkeel.workers.temporal_client import agentkeel_plugins
+from agentkeel.workers.tracing import tracing_plugins
+from agentkeel.workers.worker import cpu_worker, inference_worker
 from bench.react import BenchReactWorkflow
-from inference.policy import Policy
-from inference.rules.policy import RulesPolicy
-from workers.connections import redis_client
-from workers.resources import cpu_activities
-from workers.search_attributes import ensure_search_attributes
-from workers.settings import Settings
-from workers.stack.databases import throwaway_database
-from workers.stack.procs import find_temporal_binary
-from workers.stack.temporal import queue_poll_flags
-from workers.stand_ins import with_stand_ins
-from workers.temporal_client import agentkeel_plugins
-from workers.tracing import tracing_plugins
-from workers.worker import cpu_worker, inference_worker
 
 DEFAULT_ADMIN_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"

@@ -16,12 +16,12 @@ from typing import TypeVar
 import structlog
 from temporalio import activity
 
-from inference.engines.protocol import EngineUnavailableError
-from inference.metering import meter
-from inference.policy import Policy, TokenSink
-from inference.rules.policy import RulesPolicy
-from schemas import metrics
-from schemas import model_calls as calls
+from agentkeel.inference.engines.protocol import EngineUnavailableError
+from agentkeel.inference.metering import meter
+from agentkeel.inference.policy import Policy, TokenSink
+from agentkeel.inference.rules.policy import RulesPolicy
+from agentkeel.schemas import metrics
+from agentkeel.schemas import model_calls as calls
 
 log = structlog.get_logger(__name__)
 

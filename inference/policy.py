@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
-from schemas import model_calls as calls
+from agentkeel.schemas import model_calls as calls
 
 DEFAULT_ROUTER_THRESHOLD = 0.7
 """Below this confidence the route is not trusted and the planner writes the plan."""

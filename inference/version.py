@@ -22,4 +22,4 @@ def module_digest(package: str, names: Iterable[str]) -> str:
 @cache
 def rules_policy_version() -> str:
     """Changes whenever the rules policy's code does, so a deploy never serves stale paths."""
-    return "rules-" + module_digest("inference.rules", RULES_MODULES)
+    return "rules-" + module_digest("agentkeel.inference.rules", RULES_MODULES)

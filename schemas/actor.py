@@ -11,7 +11,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from schemas.text import SafeName
+from agentkeel.schemas.text import SafeName
 
 
 class Role(StrEnum):

@@ -12,8 +12,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.actor import Actor, Role
-from schemas.text import FreeText, SafeName
+from agentkeel.schemas.actor import Actor, Role
+from agentkeel.schemas.text import FreeText, SafeName
 
 
 class ApprovalPolicyInput(BaseModel):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from schemas.plan.model import Plan
-from schemas.result import AgentResult, CacheStatus
-from schemas.route import Route
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.result import AgentResult, CacheStatus
+from agentkeel.schemas.route import Route
 
 
 class LookupCacheInput(BaseModel):

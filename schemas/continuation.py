@@ -12,11 +12,11 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.approvals import ApprovalRecord
-from schemas.plan.model import Plan
-from schemas.result import CacheMatch, CacheStatus, StepError, StepOutcome, Timings
-from schemas.route import Route
-from schemas.speculation import SpeculationReport
+from agentkeel.schemas.approvals import ApprovalRecord
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.result import CacheMatch, CacheStatus, StepError, StepOutcome, Timings
+from agentkeel.schemas.route import Route
+from agentkeel.schemas.speculation import SpeculationReport
 
 
 class Continuation(BaseModel):

@@ -1,6 +1,6 @@
 """The JSON Schemas of the public contract, for code generation in other languages.
 
-`python -m schemas.export` writes them to `schemas/json/`; a test checks they match the
+`python -m agentkeel.schemas.export` writes them to `schemas/json/`; a test checks they match the
 models, so the published files never drift from what the workflow and gateway accept.
 """
 
@@ -12,11 +12,11 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from schemas.approvals import ApprovalAnswer, ApprovalDecision
-from schemas.gateway import GatewayApproval, RunView
-from schemas.progress import RunProgress
-from schemas.request import AgentRequest
-from schemas.result import AgentResult
+from agentkeel.schemas.approvals import ApprovalAnswer, ApprovalDecision
+from agentkeel.schemas.gateway import GatewayApproval, RunView
+from agentkeel.schemas.progress import RunProgress
+from agentkeel.schemas.request import AgentRequest
+from agentkeel.schemas.result import AgentResult
 
 PUBLISHED: dict[str, tuple[type[BaseModel], str]] = {
     "agent_request": (AgentRequest, "validation"),

@@ -11,9 +11,9 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.progress import RunProgress
-from schemas.result import AgentResult
-from schemas.text import FreeText, SafeName
+from agentkeel.schemas.progress import RunProgress
+from agentkeel.schemas.result import AgentResult
+from agentkeel.schemas.text import FreeText, SafeName
 
 
 class RunState(StrEnum):

@@ -13,10 +13,10 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, Field
 
-from schemas.plan.model import Plan
-from schemas.result import StepError, StepOutcome
-from schemas.route import Route, Tier
-from schemas.speculation import PredictedCall, Reading
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.result import StepError, StepOutcome
+from agentkeel.schemas.route import Route, Tier
+from agentkeel.schemas.speculation import PredictedCall, Reading
 
 
 class ConversationTurn(BaseModel):

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from schemas.result import OutputRef, StepError, StepOutcome
+from agentkeel.schemas.result import OutputRef, StepError, StepOutcome
 
 OUTPUT_REF_BYTES = 16_384
 """A step output larger than this (as JSON) is stored once and carried by reference."""

@@ -6,9 +6,9 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from schemas.approvals import ApprovalRecord, ApprovalRequest
-from schemas.result import StepOutcome
-from schemas.route import Route
+from agentkeel.schemas.approvals import ApprovalRecord, ApprovalRequest
+from agentkeel.schemas.result import StepOutcome
+from agentkeel.schemas.route import Route
 
 
 class Waiting(BaseModel):

@@ -6,9 +6,9 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
-from schemas.actor import SYSTEM_ACTOR, Actor
-from schemas.deadline import MAX_DEADLINE_MS
-from schemas.text import FreeText, Identifier
+from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor
+from agentkeel.schemas.deadline import MAX_DEADLINE_MS
+from agentkeel.schemas.text import FreeText, Identifier
 
 MAX_QUESTION_CHARS = 4000
 

@@ -8,11 +8,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from schemas.approvals import ApprovalRecord
-from schemas.deadline import DeadlineReport
-from schemas.plan.model import Plan
-from schemas.route import Route
-from schemas.speculation import SpeculationReport
+from agentkeel.schemas.approvals import ApprovalRecord
+from agentkeel.schemas.deadline import DeadlineReport
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.route import Route
+from agentkeel.schemas.speculation import SpeculationReport
 
 
 class StepStatus(StrEnum):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from schemas.actor import SYSTEM_ACTOR, Actor
-from schemas.result import AgentResult
+from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor
+from agentkeel.schemas.result import AgentResult
 
 
 class StoreInput(BaseModel):

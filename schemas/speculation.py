@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from schemas.tools.spec import ToolSpec
+from agentkeel.schemas.tools.spec import ToolSpec
 
 MAX_SPECULATIVE_CALLS = 8
 """The most calls one run ever speculates, whatever a worker's setting says."""

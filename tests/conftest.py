@@ -28,12 +28,24 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
-from activities.cache.tool_results import KEY_PREFIX as TOOL_KEY_PREFIX
-from activities.model_calls import InferenceActivities
-from inference.policy import Policy
-from inference.rules.policy import RulesPolicy
-from schemas.request import AgentRequest
-from schemas.result import AgentResult
+from agentkeel.activities.cache.tool_results import KEY_PREFIX as TOOL_KEY_PREFIX
+from agentkeel.activities.model_calls import InferenceActivities
+from agentkeel.inference.policy import Policy
+from agentkeel.inference.rules.policy import RulesPolicy
+from agentkeel.schemas.request import AgentRequest
+from agentkeel.schemas.result import AgentResult
+from agentkeel.workers.client.agent_client import AgentClient
+from agentkeel.workers.connections import redact
+from agentkeel.workers.resources import cpu_activities, inference_resources
+from agentkeel.workers.search_attributes import ensure_search_attributes
+from agentkeel.workers.settings import Settings, speculative_calls
+from agentkeel.workers.stack.carrier import serving
+from agentkeel.workers.stack.procs import StackError, find_temporal_binary
+from agentkeel.workers.stack.temporal import queue_poll_flags
+from agentkeel.workers.stand_ins import with_stand_ins
+from agentkeel.workers.temporal_client import agentkeel_plugins
+from agentkeel.workers.worker import cpu_worker, inference_worker
+from agentkeel.workflows.agent import AgentWorkflow
 from tests.llama_server import llama_server as llama_server
 
 # Real-model fixtures, shared by the modules that skip themselves without vLLM.
@@ -51,18 +63,6 @@ from tests.pg import (
     session_server,
 )
 from tests.redis_server import embedded_redis, redis_probe
-from workers.client.agent_client import AgentClient
-from workers.connections import redact
-from workers.resources import cpu_activities, inference_resources
-from workers.search_attributes import ensure_search_attributes
-from workers.settings import Settings, speculative_calls
-from workers.stack.carrier import serving
-from workers.stack.procs import StackError, find_temporal_binary
-from workers.stack.temporal import queue_poll_flags
-from workers.stand_ins import with_stand_ins
-from workers.temporal_client import agentkeel_plugins
-from workers.worker import cpu_worker, inference_worker
-from workflows.agent import AgentWorkflow
 
 REDIS_URL_ENV = "AGENTKEEL_TEST_REDIS_URL"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"

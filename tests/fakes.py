@@ -8,8 +8,8 @@ import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
-from inference.engines.constraints import check_output
-from inference.engines.protocol import (
+from agentkeel.inference.engines.constraints import check_output
+from agentkeel.inference.engines.protocol import (
     ChoiceConstraint,
     GenerateRequest,
     GenerateResult,
@@ -17,9 +17,9 @@ from inference.engines.protocol import (
     TokenDelta,
     TokenLogprob,
 )
-from inference.policy import TokenSink
-from inference.rules.policy import RulesPolicy
-from schemas.model_calls import (
+from agentkeel.inference.policy import TokenSink
+from agentkeel.inference.rules.policy import RulesPolicy
+from agentkeel.schemas.model_calls import (
     PlanInput,
     PlanResult,
     RespondInput,
@@ -27,8 +27,8 @@ from schemas.model_calls import (
     RouteInput,
     RouteResult,
 )
-from schemas.plan.model import Plan
-from schemas.route import Route, Tier
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.route import Route, Tier
 
 
 class FakeScriptedPolicy(RulesPolicy):

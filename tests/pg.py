@@ -30,10 +30,10 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 
-from workers.connections import redact
-from workers.stack.databases import throwaway_database
-from workers.stack.machine_postgres import MachinePostgres, socket_dir_for
-from workers.stack.services import pgserver_available
+from agentkeel.workers.connections import redact
+from agentkeel.workers.stack.databases import throwaway_database
+from agentkeel.workers.stack.machine_postgres import MachinePostgres, socket_dir_for
+from agentkeel.workers.stack.services import pgserver_available
 
 ADMIN_DSN_ENV = "AGENTKEEL_TEST_ADMIN_DSN"
 EMBEDDED_ENV = "AGENTKEEL_TEST_EMBEDDED"

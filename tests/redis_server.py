@@ -15,8 +15,8 @@ import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from workers.stack.procs import StackError, port_answers
-from workers.stack.services import redis_binary
+from agentkeel.workers.stack.procs import StackError, port_answers
+from agentkeel.workers.stack.services import redis_binary
 
 REDIS_START_TIMEOUT_S = 10.0
 

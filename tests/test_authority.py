@@ -25,12 +25,12 @@ from temporalio.client import (
 from temporalio.exceptions import CancelledError
 from temporalio.testing import WorkflowEnvironment
 
-from activities.cache.path_cache import path_key
-from activities.cache.tiers import PathEntry
-from schemas import errors, names
-from schemas.actor import Actor, Role
-from schemas.approvals import ApprovalAnswer, ApprovalDecision, ApprovalRequest
-from schemas.model_calls import (
+from agentkeel.activities.cache.path_cache import path_key
+from agentkeel.activities.cache.tiers import PathEntry
+from agentkeel.schemas import errors, names
+from agentkeel.schemas.actor import Actor, Role
+from agentkeel.schemas.approvals import ApprovalAnswer, ApprovalDecision, ApprovalRequest
+from agentkeel.schemas.model_calls import (
     JoinDecision,
     JoinInput,
     JoinResult,
@@ -39,16 +39,16 @@ from schemas.model_calls import (
     RouteInput,
     RouteResult,
 )
-from schemas.plan.model import Plan, PlanStep
-from schemas.progress import RunProgress
-from schemas.result import AgentResult, StepOutcome, StepStatus
-from schemas.route import Route, Tier
-from schemas.tokens import TokenEventType, token_stream_key
+from agentkeel.schemas.plan.model import Plan, PlanStep
+from agentkeel.schemas.progress import RunProgress
+from agentkeel.schemas.result import AgentResult, StepOutcome, StepStatus
+from agentkeel.schemas.route import Route, Tier
+from agentkeel.schemas.tokens import TokenEventType, token_stream_key
+from agentkeel.workers.client.token_follow import parse_event
+from agentkeel.workers.model_tiers import effective_cache_version
+from agentkeel.workflows.search_attributes import AGENT_AWAITING
 from tests.conftest import AgentStack, StackFactory
 from tests.fakes import FakeScriptedPolicy
-from workers.client.token_follow import parse_event
-from workers.model_tiers import effective_cache_version
-from workflows.search_attributes import AGENT_AWAITING
 
 
 def step_of(result: AgentResult, tool: str) -> StepOutcome:

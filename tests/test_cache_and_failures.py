@@ -9,9 +9,9 @@ import asyncpg
 import pytest
 from temporalio import activity
 
-from activities.tools.shop import ToolActivities
-from schemas.result import CacheStatus, StepStatus
-from schemas.tools import CreateRefundInput, Refund
+from agentkeel.activities.tools.shop import ToolActivities
+from agentkeel.schemas.result import CacheStatus, StepStatus
+from agentkeel.schemas.tools import CreateRefundInput, Refund
 from tests.conftest import AgentStack, StackFactory
 from tests.history import local_activity_markers, scheduled_activities
 from tests.redis_server import EmbeddedRedis, embedded_redis

@@ -8,10 +8,10 @@ import asyncpg
 import pytest
 import redis.asyncio as aioredis
 
-from activities.cache.reading_tier import POINTER_PREFIX as READING_PREFIX
-from activities.cache.tool_results import KEY_PREFIX as TOOL_KEY_PREFIX
-from schemas.request import AgentRequest, RunOptions
-from schemas.result import CacheStatus, StepStatus
+from agentkeel.activities.cache.reading_tier import POINTER_PREFIX as READING_PREFIX
+from agentkeel.activities.cache.tool_results import KEY_PREFIX as TOOL_KEY_PREFIX
+from agentkeel.schemas.request import AgentRequest, RunOptions
+from agentkeel.schemas.result import CacheStatus, StepStatus
 from tests.conftest import AgentStack, StackFactory
 from tests.fakes import FakeScriptedPolicy
 from tests.history import scheduled_activities

@@ -10,13 +10,13 @@ from datetime import timedelta
 
 import pytest
 
-from activities.cache.backend import CacheBackend, CacheUnavailable
-from activities.cache.breaker import CircuitBreaker
-from activities.cache.entities import entities_in
-from activities.cache.tool_results import ToolResultCache
-from schemas.tools import TOOLS, KbResult, SearchKbArgs
-from schemas.tools.knowledge import SearchKbInput
-from workers.connections import redis_client
+from agentkeel.activities.cache.backend import CacheBackend, CacheUnavailable
+from agentkeel.activities.cache.breaker import CircuitBreaker
+from agentkeel.activities.cache.entities import entities_in
+from agentkeel.activities.cache.tool_results import ToolResultCache
+from agentkeel.schemas.tools import TOOLS, KbResult, SearchKbArgs
+from agentkeel.schemas.tools.knowledge import SearchKbInput
+from agentkeel.workers.connections import redis_client
 
 
 class FakeClock:

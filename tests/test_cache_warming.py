@@ -8,14 +8,14 @@ from datetime import timedelta
 
 from temporalio.client import ScheduleIntervalSpec
 
-from activities.cache.path_cache import path_key
-from schemas.result import CacheStatus
-from schemas.warming import WarmInput
+from agentkeel.activities.cache.path_cache import path_key
+from agentkeel.schemas.result import CacheStatus
+from agentkeel.schemas.warming import WarmInput
+from agentkeel.workers.connections import redis_client
+from agentkeel.workers.model_tiers import effective_cache_version
+from agentkeel.workers.warming_schedule import SCHEDULE_ID, ensure_warming_schedule
+from agentkeel.workflows.warmer import CacheWarmerWorkflow
 from tests.conftest import AgentStack
-from workers.connections import redis_client
-from workers.model_tiers import effective_cache_version
-from workers.warming_schedule import SCHEDULE_ID, ensure_warming_schedule
-from workflows.warmer import CacheWarmerWorkflow
 
 HOT = "What is your return policy for damaged items?"
 LUKEWARM = "How long does shipping take?"

@@ -12,18 +12,18 @@ from pathlib import Path
 from rich.console import Console
 from temporalio.testing import WorkflowEnvironment
 
-from schemas.progress import RunProgress
-from schemas.result import StepOutcome, StepStatus
+from agentkeel.schemas.progress import RunProgress
+from agentkeel.schemas.result import StepOutcome, StepStatus
+from agentkeel.workers.client.status_line import StatusLine, describe_progress
+from agentkeel.workers.stack.logs import follow
 from tests.conftest import StackFactory
-from workers.client.status_line import StatusLine, describe_progress
-from workers.stack.logs import follow
 
 
 async def _agentkeel(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "workers.cli",
+        "agentkeel.workers.cli",
         *args,
         env={**os.environ, "AGENTKEEL_LOG_LEVEL": "warning", **env},
         stdout=asyncio.subprocess.PIPE,

@@ -7,15 +7,15 @@ from typing import Any
 
 import pytest
 
-from schemas.errors import INVALID_CONDITION, MISSING_REFERENCE
-from schemas.plan.model import Condition, Plan
-from schemas.plan.validation import PlanValidationError, validate_plan
-from schemas.result import StepError, StepStatus
-from schemas.tools import TOOLS
+from agentkeel.schemas.errors import INVALID_CONDITION, MISSING_REFERENCE
+from agentkeel.schemas.plan.model import Condition, Plan
+from agentkeel.schemas.plan.validation import PlanValidationError, validate_plan
+from agentkeel.schemas.result import StepError, StepStatus
+from agentkeel.schemas.tools import TOOLS
+from agentkeel.workflows.dag.calls import ToolCall
+from agentkeel.workflows.dag.scheduler import DagScheduler
 from tests.conftest import AgentStack
 from tests.test_dag_unit import Clock, settle
-from workflows.dag.calls import ToolCall
-from workflows.dag.scheduler import DagScheduler
 
 UNSHIPPED = {"order_id": 1002, "status": "processing", "tracking_number": None, "items": []}
 SHIPPED = {"order_id": 1001, "status": "shipped", "tracking_number": "TRK0000001001"}

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from schemas.errors import (
+from agentkeel.schemas.errors import (
     DEPENDENCY_CYCLE,
     DUPLICATE_STEP,
     EMPTY_PLAN,
@@ -16,19 +16,19 @@ from schemas.errors import (
     MISSING_REFERENCE,
     UNKNOWN_TOOL,
 )
-from schemas.plan.model import Plan
-from schemas.plan.validation import (
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.plan.validation import (
     PlanValidationError,
     critical_path_ms,
     topological_order,
     validate_plan,
 )
-from schemas.result import StepError, StepStatus
-from schemas.tools import TOOLS
-from workflows.dag.calls import ToolCall
-from workflows.dag.resolve import ResolutionError, resolve
-from workflows.dag.scheduler import DagScheduler
-from workflows.dag.step_gates import SchedulerLimits
+from agentkeel.schemas.result import StepError, StepStatus
+from agentkeel.schemas.tools import TOOLS
+from agentkeel.workflows.dag.calls import ToolCall
+from agentkeel.workflows.dag.resolve import ResolutionError, resolve
+from agentkeel.workflows.dag.scheduler import DagScheduler
+from agentkeel.workflows.dag.step_gates import SchedulerLimits
 
 
 def plan(*steps: dict[str, Any]) -> Plan:
@@ -304,7 +304,7 @@ def test_caps_below_one_are_rejected() -> None:
 
 
 def test_idempotency_key_names_the_run_chain_and_the_call() -> None:
-    from workflows.dag.run_context import idempotency_key
+    from agentkeel.workflows.dag.run_context import idempotency_key
 
     run = "01a22b65-4f7d-70c5-a9b8-f91985fd56f4"
     assert idempotency_key(run, "s3[2]") == f"{run}/s3[2]"

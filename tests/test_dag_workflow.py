@@ -7,14 +7,14 @@ from datetime import datetime
 
 from temporalio import activity
 
-from schemas.progress import RunProgress
-from schemas.request import RunOptions
-from schemas.result import AgentResult, StepOutcome, StepStatus
-from schemas.tools import CheckInventoryInput, Inventory, WarehouseStock
+from agentkeel.schemas.progress import RunProgress
+from agentkeel.schemas.request import RunOptions
+from agentkeel.schemas.result import AgentResult, StepOutcome, StepStatus
+from agentkeel.schemas.tools import CheckInventoryInput, Inventory, WarehouseStock
+from agentkeel.workflows.agent import AgentWorkflow
 from tests.conftest import AgentStack, StackFactory
 from tests.fakes import FakeScriptedPolicy
 from tests.history import scheduled_activities
-from workflows.agent import AgentWorkflow
 
 
 def step(result: AgentResult, step_id: str) -> StepOutcome:

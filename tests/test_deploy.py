@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from schemas import metrics
+from agentkeel.schemas import metrics
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,20 +13,20 @@ import pytest
 import redis.asyncio as aioredis
 from temporalio import activity
 
-from activities.downstream.batching import Batcher
-from activities.downstream.guard import shared_tool
-from activities.downstream.limiter import DownstreamLimiter
-from activities.downstream.sharing import SharedReads
-from schemas import errors, names
-from schemas.actor import Actor, Role
-from schemas.progress import RunProgress
-from schemas.result import StepStatus
-from schemas.tools import GET_ORDER, GetOrderInput
-from schemas.tools.downstreams import DownstreamLimit
+from agentkeel.activities.downstream.batching import Batcher
+from agentkeel.activities.downstream.guard import shared_tool
+from agentkeel.activities.downstream.limiter import DownstreamLimiter
+from agentkeel.activities.downstream.sharing import SharedReads
+from agentkeel.schemas import errors, names
+from agentkeel.schemas.actor import Actor, Role
+from agentkeel.schemas.progress import RunProgress
+from agentkeel.schemas.result import StepStatus
+from agentkeel.schemas.tools import GET_ORDER, GetOrderInput
+from agentkeel.schemas.tools.downstreams import DownstreamLimit
+from agentkeel.workers.settings import Settings, SettingsError
+from agentkeel.workers.stack.carrier import serving
 from tests.conftest import StackFactory
 from tests.fakes import FakeScriptedPolicy
-from workers.settings import Settings, SettingsError
-from workers.stack.carrier import serving
 
 
 @pytest.fixture

@@ -6,16 +6,21 @@ import socket
 
 import pytest
 
-from inference.engines.protocol import GenerateRequest
-from inference.engines.vllm_settings import SpeculativeSettings
-from inference.fallback import FallbackPolicy
-from inference.llm.cascade import CascadePolicy
-from inference.llm.policy import LlmPolicy
-from inference.rules.policy import RulesPolicy
-from schemas.route import Tier
-from workers.model_tiers import EngineKind, effective_cache_version, engine_config, policy_version
-from workers.policy_assembly import build_policy, local_policy
-from workers.settings import Settings, SettingsError, StartupError
+from agentkeel.inference.engines.protocol import GenerateRequest
+from agentkeel.inference.engines.vllm_settings import SpeculativeSettings
+from agentkeel.inference.fallback import FallbackPolicy
+from agentkeel.inference.llm.cascade import CascadePolicy
+from agentkeel.inference.llm.policy import LlmPolicy
+from agentkeel.inference.rules.policy import RulesPolicy
+from agentkeel.schemas.route import Tier
+from agentkeel.workers.model_tiers import (
+    EngineKind,
+    effective_cache_version,
+    engine_config,
+    policy_version,
+)
+from agentkeel.workers.policy_assembly import build_policy, local_policy
+from agentkeel.workers.settings import Settings, SettingsError, StartupError
 
 
 def settings(**env: str) -> Settings:

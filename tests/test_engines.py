@@ -25,7 +25,7 @@ from aiohttp import web
 pytest.importorskip("vllm", reason="vLLM is not installed (the llm-cpu or gpu extra)")
 pytest.importorskip("openai", reason="openai is not installed (the llm-cpu or gpu extra)")
 
-from inference.engines import (
+from agentkeel.inference.engines import (
     ChoiceConstraint,
     ConstraintViolationError,
     Engine,
@@ -33,8 +33,8 @@ from inference.engines import (
     GenerateRequest,
     JsonSchemaConstraint,
 )
-from inference.engines.openai_compat import OpenAICompatEngine
-from inference.engines.vllm_local import VllmEngine
+from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
+from agentkeel.inference.engines.vllm_local import VllmEngine
 from tests.models import MODEL_NAME, cpu_settings, free_port, report
 
 CAPITAL_PROMPT = "Question: What is the capital of France?\nAnswer:"
@@ -180,7 +180,7 @@ async def test_bos_is_prepended_once(vllm_engine: VllmEngine) -> None:
 
 
 def test_settings_map_to_engine_args() -> None:
-    from inference.engines.vllm_local import SpeculativeSettings, VllmSettings
+    from agentkeel.inference.engines.vllm_local import SpeculativeSettings, VllmSettings
 
     settings = VllmSettings(
         model="/models/m",

@@ -16,17 +16,17 @@ import asyncpg
 import pytest
 from temporalio.client import Client, WorkflowHandle
 
-from schemas.actor import Actor, Role
-from schemas.request import AgentRequest
-from schemas.result import AgentResult, StepStatus
-from workers.settings import Settings
-from workers.stack.local import LocalStack, StackEndpoints, embedded_settings
-from workers.stack.procs import free_port_pair
-from workers.stack.services import restart_embedded_postgres
-from workers.stack.status import stack_status
-from workers.stack.watchdog import ChildState
-from workers.temporal_client import agentkeel_plugins
-from workflows.agent import AgentWorkflow
+from agentkeel.schemas.actor import Actor, Role
+from agentkeel.schemas.request import AgentRequest
+from agentkeel.schemas.result import AgentResult, StepStatus
+from agentkeel.workers.settings import Settings
+from agentkeel.workers.stack.local import LocalStack, StackEndpoints, embedded_settings
+from agentkeel.workers.stack.procs import free_port_pair
+from agentkeel.workers.stack.services import restart_embedded_postgres
+from agentkeel.workers.stack.status import stack_status
+from agentkeel.workers.stack.watchdog import ChildState
+from agentkeel.workers.temporal_client import agentkeel_plugins
+from agentkeel.workflows.agent import AgentWorkflow
 
 RUN_TIMEOUT_S = 120
 STAFF = Actor(role=Role.STAFF, name="ops")

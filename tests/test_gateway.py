@@ -15,16 +15,16 @@ import httpx
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
-from schemas.actor import Actor, Role
+from agentkeel.schemas.actor import Actor, Role
+from agentkeel.workers.gateway.app import create_app
+from agentkeel.workers.gateway.events import run_events
+from agentkeel.workers.gateway.keys import ApiKey, ApiKeys
+from agentkeel.workers.gateway.server import checked_keys, serving
+from agentkeel.workers.settings import Settings, StartupError
+from agentkeel.workers.stack.procs import free_port
 from tests.conftest import AgentStack, StackFactory
 from tests.fakes import FakeStreamingPolicy
 from tests.test_authority import refundable_order
-from workers.gateway.app import create_app
-from workers.gateway.events import run_events
-from workers.gateway.keys import ApiKey, ApiKeys
-from workers.gateway.server import checked_keys, serving
-from workers.settings import Settings, StartupError
-from workers.stack.procs import free_port
 
 QUESTION = "What is your return policy for damaged items?"
 CUSTOMER_TOKEN, OTHER_CUSTOMER_TOKEN, STAFF_TOKEN = "c" * 32, "o" * 32, "s" * 32

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from inference.engines.gbnf import UnsupportedSchema, choice_grammar, json_schema_to_gbnf
-from inference.llm.plan_schema import plan_json_schema
+from agentkeel.inference.engines.gbnf import UnsupportedSchema, choice_grammar, json_schema_to_gbnf
+from agentkeel.inference.llm.plan_schema import plan_json_schema
 
 
 def rules(grammar: str) -> dict[str, str]:
@@ -86,8 +86,8 @@ def test_choice_grammar_quotes_every_label() -> None:
 
 
 def test_a_schema_gbnf_cannot_express_goes_unconstrained_not_failing() -> None:
-    from inference.engines.protocol import JsonSchemaConstraint
-    from inference.engines.structured import structured_body
+    from agentkeel.inference.engines.protocol import JsonSchemaConstraint
+    from agentkeel.inference.engines.structured import structured_body
 
     odd = JsonSchemaConstraint(json_schema={"type": "string", "pattern": "^[^a]+$"})
     assert structured_body(odd, "gbnf") == {}

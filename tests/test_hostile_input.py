@@ -19,12 +19,12 @@ import pytest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
-from schemas import errors, names
-from schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
-from schemas.plan.model import Plan, PlanStep
-from schemas.result import AgentResult, StepStatus
-from schemas.route import Route, Tier
-from schemas.tools import TOOLS
+from agentkeel.schemas import errors, names
+from agentkeel.schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
+from agentkeel.schemas.plan.model import Plan, PlanStep
+from agentkeel.schemas.result import AgentResult, StepStatus
+from agentkeel.schemas.route import Route, Tier
+from agentkeel.schemas.tools import TOOLS
 from tests.conftest import AgentStack, StackFactory
 from tests.fakes import FakeScriptedPolicy
 

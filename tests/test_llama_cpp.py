@@ -12,17 +12,21 @@ from collections.abc import AsyncIterator
 import jsonschema
 import pytest_asyncio
 
-from inference.engines.gbnf import choice_grammar
-from inference.engines.openai_compat import OpenAICompatEngine
-from inference.engines.protocol import ChoiceConstraint, GenerateRequest, JsonSchemaConstraint
-from inference.llm.cascade import CascadePolicy
-from inference.llm.confidence import NO_LOGPROBS
-from inference.llm.context import ContextBuilder
-from inference.llm.plan_schema import plan_json_schema
-from inference.llm.policy import LlmPolicy
-from inference.llm.prompts import ROUTE_LABELS, system_prefix
-from schemas.model_calls import RouteInput
-from schemas.route import Tier
+from agentkeel.inference.engines.gbnf import choice_grammar
+from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
+from agentkeel.inference.engines.protocol import (
+    ChoiceConstraint,
+    GenerateRequest,
+    JsonSchemaConstraint,
+)
+from agentkeel.inference.llm.cascade import CascadePolicy
+from agentkeel.inference.llm.confidence import NO_LOGPROBS
+from agentkeel.inference.llm.context import ContextBuilder
+from agentkeel.inference.llm.plan_schema import plan_json_schema
+from agentkeel.inference.llm.policy import LlmPolicy
+from agentkeel.inference.llm.prompts import ROUTE_LABELS, system_prefix
+from agentkeel.schemas.model_calls import RouteInput
+from agentkeel.schemas.route import Tier
 from tests.conftest import StackFactory
 from tests.models import MODEL_NAME, report
 

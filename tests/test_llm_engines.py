@@ -17,26 +17,26 @@ import redis.asyncio as aioredis
 
 pytest.importorskip("vllm", reason="vLLM is not installed (the llm-cpu or gpu extra)")
 
-from inference.engines.metered import MeteredEngine
-from inference.engines.protocol import (
+from agentkeel.inference.engines.metered import MeteredEngine
+from agentkeel.inference.engines.protocol import (
     Engine,
     GenerateRequest,
     JsonSchemaConstraint,
 )
-from inference.llm.cascade import CascadePolicy
-from inference.llm.context import ContextBuilder
-from inference.llm.plan_schema import plan_json_schema
-from inference.llm.policy import LlmPolicy
-from inference.llm.prompts import ROUTE_LABELS, system_prefix
-from inference.policy import TokenSink
-from inference.rules.policy import RulesPolicy
-from schemas.errors import INVALID_MODEL_OUTPUT, PLAN_ERROR_KINDS
-from schemas.model_calls import PlanInput, RespondInput, RespondResult, RouteInput
-from schemas.route import Route, Tier
-from schemas.tokens import token_stream_key
+from agentkeel.inference.llm.cascade import CascadePolicy
+from agentkeel.inference.llm.context import ContextBuilder
+from agentkeel.inference.llm.plan_schema import plan_json_schema
+from agentkeel.inference.llm.policy import LlmPolicy
+from agentkeel.inference.llm.prompts import ROUTE_LABELS, system_prefix
+from agentkeel.inference.policy import TokenSink
+from agentkeel.inference.rules.policy import RulesPolicy
+from agentkeel.schemas.errors import INVALID_MODEL_OUTPUT, PLAN_ERROR_KINDS
+from agentkeel.schemas.model_calls import PlanInput, RespondInput, RespondResult, RouteInput
+from agentkeel.schemas.route import Route, Tier
+from agentkeel.schemas.tokens import token_stream_key
+from agentkeel.workers.client.token_follow import read_answer
 from tests.conftest import StackFactory
 from tests.models import report
-from workers.client.token_follow import read_answer
 
 # Short outputs: a 270M model on 2 cores decodes about 8 tokens/s alone.
 PLAN_TOKENS = 160

@@ -14,18 +14,18 @@ import math
 import jsonschema
 import pytest
 
-from inference.engines.protocol import TokenLogprob
-from inference.llm.cascade import CascadePolicy
-from inference.llm.confidence import NO_LOGPROBS, label_confidence
-from inference.llm.context import ContextBuilder, approx_tokens
-from inference.llm.plan_schema import plan_json_schema
-from inference.llm.policy import LlmPolicy
-from inference.llm.prompts import INTENTS, system_prefix
-from inference.rules.policy import RulesPolicy
-from schemas.errors import INVALID_MODEL_OUTPUT
-from schemas.model_calls import ConversationTurn, PlanInput, RespondInput, RouteInput
-from schemas.result import StepOutcome, StepStatus
-from schemas.route import Route, Tier
+from agentkeel.inference.engines.protocol import TokenLogprob
+from agentkeel.inference.llm.cascade import CascadePolicy
+from agentkeel.inference.llm.confidence import NO_LOGPROBS, label_confidence
+from agentkeel.inference.llm.context import ContextBuilder, approx_tokens
+from agentkeel.inference.llm.plan_schema import plan_json_schema
+from agentkeel.inference.llm.policy import LlmPolicy
+from agentkeel.inference.llm.prompts import INTENTS, system_prefix
+from agentkeel.inference.rules.policy import RulesPolicy
+from agentkeel.schemas.errors import INVALID_MODEL_OUTPUT
+from agentkeel.schemas.model_calls import ConversationTurn, PlanInput, RespondInput, RouteInput
+from agentkeel.schemas.result import StepOutcome, StepStatus
+from agentkeel.schemas.route import Route, Tier
 from tests.fakes import FakeEngine
 
 GOOD_PLAN = {

@@ -16,15 +16,15 @@ import redis.asyncio as aioredis
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from inference.engines.protocol import EngineRequestError, GenerateRequest, TokenDelta
-from inference.llm.cascade import CascadePolicy
-from inference.llm.policy import LlmPolicy
-from schemas.result import AgentResult, StepStatus
-from schemas.route import Tier
-from schemas.tokens import token_stream_key
+from agentkeel.inference.engines.protocol import EngineRequestError, GenerateRequest, TokenDelta
+from agentkeel.inference.llm.cascade import CascadePolicy
+from agentkeel.inference.llm.policy import LlmPolicy
+from agentkeel.schemas.result import AgentResult, StepStatus
+from agentkeel.schemas.route import Tier
+from agentkeel.schemas.tokens import token_stream_key
+from agentkeel.workers.client.token_follow import AnswerView, read_answer
 from tests.conftest import StackFactory
 from tests.fakes import FakeEngine
-from workers.client.token_follow import AnswerView, read_answer
 
 STATUS_PLAN = {
     "rationale": "look up the order, then track it",

@@ -8,12 +8,12 @@ import re
 import httpx
 from temporalio.client import Client
 
-from schemas.request import AgentRequest, RunOptions
+from agentkeel.schemas.request import AgentRequest, RunOptions
+from agentkeel.workers.settings import Settings
+from agentkeel.workers.stack.local import StackEndpoints
+from agentkeel.workers.temporal_client import agentkeel_plugins
+from agentkeel.workflows.agent import AgentWorkflow
 from tests.test_faults import running  # noqa: F401  (the whole local stack, as a fixture)
-from workers.settings import Settings
-from workers.stack.local import StackEndpoints
-from workers.temporal_client import agentkeel_plugins
-from workflows.agent import AgentWorkflow
 
 
 def _series(text: str, name: str, **labels: str) -> float:

@@ -7,16 +7,16 @@ import socket
 
 import pytest
 
-from inference.engines.openai_compat import OpenAICompatEngine
-from inference.engines.protocol import EngineUnavailableError
-from inference.fallback import FallbackPolicy
-from inference.llm.cascade import CascadePolicy
-from inference.llm.policy import LlmPolicy
-from inference.policy import TokenSink
-from inference.rules.policy import RulesPolicy
-from schemas.model_calls import RespondInput, RespondResult, RouteInput, RouteResult
-from schemas.result import AgentResult, CacheStatus, StepStatus
-from schemas.route import Route, Tier
+from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
+from agentkeel.inference.engines.protocol import EngineUnavailableError
+from agentkeel.inference.fallback import FallbackPolicy
+from agentkeel.inference.llm.cascade import CascadePolicy
+from agentkeel.inference.llm.policy import LlmPolicy
+from agentkeel.inference.policy import TokenSink
+from agentkeel.inference.rules.policy import RulesPolicy
+from agentkeel.schemas.model_calls import RespondInput, RespondResult, RouteInput, RouteResult
+from agentkeel.schemas.result import AgentResult, CacheStatus, StepStatus
+from agentkeel.schemas.route import Route, Tier
 from tests.conftest import StackFactory
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from schemas.request import AgentRequest
+from agentkeel.schemas.request import AgentRequest
+from agentkeel.workers.client.stats import format_stats, run_stats
+from agentkeel.workers.client.trace import format_waterfall, run_waterfall
 from tests.conftest import AgentStack
-from workers.client.stats import format_stats, run_stats
-from workers.client.trace import format_waterfall, run_waterfall
 
 
 async def test_stats_reads_layers_cache_and_slowest_runs_from_the_run_records(

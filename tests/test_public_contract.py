@@ -14,7 +14,7 @@ import pytest
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
-from schemas.result import AgentResult, CacheStatus, StepStatus
+from agentkeel.schemas.result import AgentResult, CacheStatus, StepStatus
 from tests.conftest import AgentStack, temporal_binary
 
 
@@ -105,7 +105,7 @@ async def test_cli_ask_prints_the_result_json(stack: AgentStack, tmp_path: Path)
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "workers.cli",
+        "agentkeel.workers.cli",
         "ask",
         "Show the orders of alice@example.com",
         "--json",
@@ -132,7 +132,7 @@ async def test_cli_ask_without_temporal_is_one_clear_line(tmp_path: Path) -> Non
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "workers.cli",
+        "agentkeel.workers.cli",
         "ask",
         "hello",
         env=env,
@@ -147,9 +147,11 @@ async def test_cli_ask_without_temporal_is_one_clear_line(tmp_path: Path) -> Non
 
 
 def test_the_published_json_schemas_match_the_models() -> None:
-    from schemas.export import OUT_DIR, rendered
+    from agentkeel.schemas.export import OUT_DIR, rendered
 
     files = rendered()
     assert {p.name for p in OUT_DIR.glob("*.schema.json")} == set(files)
     for name, text in files.items():
-        assert (OUT_DIR / name).read_text() == text, f"{name} is stale: python -m schemas.export"
+        assert (OUT_DIR / name).read_text() == text, (
+            f"{name} is stale: python -m agentkeel.schemas.export"
+        )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from activities.cache.reading import read
+from agentkeel.activities.cache.reading import read
 
 SAME = [
     ("Do you offer free shipping?", "is shipping free"),

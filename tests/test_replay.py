@@ -16,20 +16,20 @@ from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from schemas import names
-from schemas.actor import Actor, Role
-from schemas.approvals import ApprovalDecision
-from schemas.progress import RunProgress
+from agentkeel.schemas import names
+from agentkeel.schemas.actor import Actor, Role
+from agentkeel.schemas.approvals import ApprovalDecision
+from agentkeel.schemas.progress import RunProgress
+from agentkeel.workers.stack.demo_watch import ship_order
+from agentkeel.workers.temporal_client import agentkeel_plugins
+from agentkeel.workflows.agent import AgentWorkflow
+from agentkeel.workflows.dag.fan_out import child_workflow_id
+from agentkeel.workflows.fan_out_part import FanOutWorkflow
 from tests.conftest import AgentStack, StackFactory
 from tests.fakes import FakeScriptedPolicy
 from tests.test_authority import until_awaiting
 from tests.test_invalid_plans import INVALID_PLANS
 from tests.test_watches import every_order_plan, list_orders_of
-from workers.stack.demo_watch import ship_order
-from workers.temporal_client import agentkeel_plugins
-from workflows.agent import AgentWorkflow
-from workflows.dag.fan_out import child_workflow_id
-from workflows.fan_out_part import FanOutWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
 RECORD = os.environ.get("AGENTKEEL_RECORD_HISTORIES") == "1"
@@ -145,8 +145,8 @@ async def test_record_local_policy_histories(stack: AgentStack) -> None:
 async def test_record_speculation_deadline_histories(make_stack: StackFactory) -> None:
     """Runs under `speculation-v1` and `deadline-v1`: a speculative read used, one cancelled
     when the plan arrived, a deadline met by trades, a deadline refused at once."""
+    from agentkeel.workers.stack.carrier import serving
     from tests.test_speculation_deadline import KB_ONLY, QUESTION, STEPS, StandInOrders, cascade
-    from workers.stack.carrier import serving
 
     no_cache = {"use_cache": False}
     used = await make_stack(policy=cascade(STEPS, heavy_s=0.3))

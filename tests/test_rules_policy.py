@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from inference.rules.policy import RulesPolicy
-from schemas.model_calls import JoinDecision, JoinInput, PlanInput, RouteInput
-from schemas.plan.model import Plan
-from schemas.plan.validation import validate_plan
-from schemas.result import StepError
-from schemas.tools import TOOLS
+from agentkeel.inference.rules.policy import RulesPolicy
+from agentkeel.schemas.model_calls import JoinDecision, JoinInput, PlanInput, RouteInput
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.plan.validation import validate_plan
+from agentkeel.schemas.result import StepError
+from agentkeel.schemas.tools import TOOLS
 
 CONFIDENT = [
     ("Where is order 1001?", "order_status", ["get_order", "track_shipment"]),

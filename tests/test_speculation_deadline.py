@@ -11,19 +11,19 @@ from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from inference.llm.cascade import CascadePolicy
-from inference.llm.policy import LlmPolicy
-from schemas.deadline import DecisionKind
-from schemas.plan.model import Plan
-from schemas.request import AgentRequest
-from schemas.result import StepStatus
-from schemas.route import Tier
-from schemas.speculation import SpeculationOutcome
-from schemas.tools.orders import GetOrderInput, Order, OrderItem
+from agentkeel.inference.llm.cascade import CascadePolicy
+from agentkeel.inference.llm.policy import LlmPolicy
+from agentkeel.schemas.deadline import DecisionKind
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.request import AgentRequest
+from agentkeel.schemas.result import StepStatus
+from agentkeel.schemas.route import Tier
+from agentkeel.schemas.speculation import SpeculationOutcome
+from agentkeel.schemas.tools.orders import GetOrderInput, Order, OrderItem
+from agentkeel.workers.stack.carrier import serving
+from agentkeel.workflows.deadline import droppable
 from tests.conftest import StackFactory
 from tests.fakes import FakeEngine
-from workers.stack.carrier import serving
-from workflows.deadline import droppable
 
 QUESTION = "where's my parcel for order 1001"
 UNSURE = {"refund": 0.55, "order_status": 0.45}
@@ -294,10 +294,10 @@ class _Meter:
 
 
 def test_speculative_reads_and_deadlines_are_counted() -> None:
-    from schemas.deadline import DeadlineDecision, DeadlineReport
-    from schemas.result import AgentResult
-    from schemas.speculation import SpeculationReport, SpeculativeCall
-    from workflows.metrics import observe_ahead
+    from agentkeel.schemas.deadline import DeadlineDecision, DeadlineReport
+    from agentkeel.schemas.result import AgentResult
+    from agentkeel.schemas.speculation import SpeculationReport, SpeculativeCall
+    from agentkeel.workflows.metrics import observe_ahead
 
     result = AgentResult.model_validate(
         {

@@ -14,12 +14,16 @@ import redis.asyncio as aioredis
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
 
-from workers.settings import Settings
-from workers.stack.local import embedded_settings
-from workers.stack.pids import pid_alive
-from workers.stack.supervisor import LocalStack, StackError, read_endpoints
+from agentkeel.workers.settings import Settings
+from agentkeel.workers.stack.local import embedded_settings
+from agentkeel.workers.stack.pids import pid_alive
+from agentkeel.workers.stack.supervisor import LocalStack, StackError, read_endpoints
 
-_NEEDED = ("activities.database.migrate", "activities.database.seed", "workers.stack.carrier")
+_NEEDED = (
+    "agentkeel.activities.database.migrate",
+    "agentkeel.activities.database.seed",
+    "agentkeel.workers.stack.carrier",
+)
 _MISSING = [name for name in _NEEDED if importlib.util.find_spec(name) is None]
 
 pytestmark = pytest.mark.skipif(

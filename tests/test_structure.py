@@ -10,20 +10,27 @@ from pathlib import Path
 
 import pytest
 
-from activities.cache_lookup import CacheActivities
-from activities.hot_questions import WarmingActivities
-from activities.latency import LatencyActivities
-from activities.local_policy import LocalPolicyActivities
-from activities.model_calls import InferenceActivities
-from activities.outputs import OutputActivities
-from activities.run_control import RunControlActivities
-from activities.run_store import StoreActivities
-from activities.tools.shop import ToolActivities
-from schemas import names
-from schemas.tools import ACTIVITY_TOOLS, TOOLS
+from agentkeel.activities.cache_lookup import CacheActivities
+from agentkeel.activities.hot_questions import WarmingActivities
+from agentkeel.activities.latency import LatencyActivities
+from agentkeel.activities.local_policy import LocalPolicyActivities
+from agentkeel.activities.model_calls import InferenceActivities
+from agentkeel.activities.outputs import OutputActivities
+from agentkeel.activities.run_control import RunControlActivities
+from agentkeel.activities.run_store import StoreActivities
+from agentkeel.activities.tools.shop import ToolActivities
+from agentkeel.schemas import names
+from agentkeel.schemas.tools import ACTIVITY_TOOLS, TOOLS
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT_PACKAGES = ("workflows", "activities", "workers", "inference", "schemas")
+
+
+def _layer(module: str) -> str:
+    """The project layer (`schemas`, `workflows`, ...) of an imported module, or its top-level
+    package when it is not the project's."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "agentkeel" and len(parts) > 1 else parts[0]
 
 
 def _python_files(package: str) -> list[Path]:
@@ -43,9 +50,11 @@ def _imported_modules(path: Path) -> set[str]:
 def test_the_client_side_loads_no_langgraph_and_no_policy_code() -> None:
     """A service that only starts runs must not pay for (or break on) the worker stack."""
     probe = (
-        "import sys, workers.client, workers.client.report, workers.client.token_follow\n"
-        "heavy = ('langgraph', 'temporalio.langgraph', 'workflows', 'inference.rules',\n"
-        "         'inference.llm.policy', 'activities.tools', 'torch', 'vllm')\n"
+        "import sys, agentkeel.workers.client, agentkeel.workers.client.report\n"
+        "import agentkeel.workers.client.token_follow\n"
+        "heavy = ('langgraph', 'temporalio.langgraph', 'agentkeel.workflows',\n"
+        "         'agentkeel.inference.rules', 'agentkeel.inference.llm.policy',\n"
+        "         'agentkeel.activities.tools', 'torch', 'vllm')\n"
         "print(sorted({m for m in sys.modules if m.startswith(heavy)}))\n"
     )
     loaded = subprocess.run(
@@ -58,7 +67,7 @@ def test_workflow_modules_import_only_the_standard_library_temporal_and_schemas(
     allowed_third_party = {"temporalio", "pydantic", "langgraph", "opentelemetry"}
     for path in _python_files("workflows"):
         for module in _imported_modules(path):
-            top = module.split(".")[0]
+            top = _layer(module)
             if top in sys.stdlib_module_names or top in ("schemas", "workflows"):
                 continue
             assert top in allowed_third_party, f"{path.relative_to(ROOT)} imports {module}"
@@ -73,7 +82,7 @@ def test_workflow_modules_import_only_the_standard_library_temporal_and_schemas(
 def test_schemas_import_no_other_layer() -> None:
     for path in _python_files("schemas"):
         for module in _imported_modules(path):
-            top = module.split(".")[0]
+            top = _layer(module)
             assert top not in PROJECT_PACKAGES or top == "schemas", (
                 f"{path.relative_to(ROOT)} imports {module}"
             )

@@ -13,18 +13,23 @@ import pytest
 import redis.asyncio as aioredis
 from structlog.testing import capture_logs
 
-import activities.token_stream
-from activities.token_stream import TokenStream
-from schemas.tokens import TOKEN_STREAM_TTL_S, TokenEvent, TokenEventType, token_stream_key
-from workers.client.report import RESTARTED_MARK, StreamedAnswer
-from workers.client.token_follow import (
+import agentkeel.activities.token_stream
+from agentkeel.activities.token_stream import TokenStream
+from agentkeel.schemas.tokens import (
+    TOKEN_STREAM_TTL_S,
+    TokenEvent,
+    TokenEventType,
+    token_stream_key,
+)
+from agentkeel.workers.client.report import RESTARTED_MARK, StreamedAnswer
+from agentkeel.workers.client.token_follow import (
     AnswerView,
     TokenReader,
     ViewChange,
     follow_tokens,
     relay_until,
 )
-from workers.connections import redis_client
+from agentkeel.workers.connections import redis_client
 
 RESET, TOKEN, DONE = TokenEventType.RESET, TokenEventType.TOKEN, TokenEventType.DONE
 BOUND_S = 5.0
@@ -162,7 +167,7 @@ async def test_the_stream_expires_and_is_trimmed(
     redis: aioredis.Redis, new_key: Callable[..., str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     key = new_key()
-    monkeypatch.setattr(activities.token_stream, "TOKEN_STREAM_MAXLEN", 10)
+    monkeypatch.setattr(agentkeel.activities.token_stream, "TOKEN_STREAM_MAXLEN", 10)
     stream = TokenStream(redis, key, 1)
     await stream.begin()
     assert TOKEN_STREAM_TTL_S - 5 < await redis.ttl(key) <= TOKEN_STREAM_TTL_S

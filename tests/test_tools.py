@@ -18,10 +18,10 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.database.migrate import apply_migrations, migration_files
-from activities.database.seed import carrier_for, seed_demo_data
-from activities.tools.shop import ToolActivities
-from schemas.tools import (
+from agentkeel.activities.database.migrate import apply_migrations, migration_files
+from agentkeel.activities.database.seed import carrier_for, seed_demo_data
+from agentkeel.activities.tools.shop import ToolActivities
+from agentkeel.schemas.tools import (
     ACTIVITY_TOOLS,
     TOOLS,
     CheckInventoryInput,
@@ -32,8 +32,8 @@ from schemas.tools import (
     SearchKbInput,
     TrackShipmentInput,
 )
+from agentkeel.workers.stack.carrier import serve
 from tests.pg import fresh_database
-from workers.stack.carrier import serve
 
 VERSIONS = [version for version, _sql in migration_files()]
 SEEDED_TABLES = (
@@ -347,7 +347,7 @@ async def test_carrier_cli_reports_a_port_in_use() -> None:
         taken.listen()
         port = taken.getsockname()[1]
         proc = await asyncio.create_subprocess_exec(
-            *(sys.executable, "-m", "workers.stack.carrier", "--port", str(port)),
+            *(sys.executable, "-m", "agentkeel.workers.stack.carrier", "--port", str(port)),
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )

@@ -17,17 +17,22 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from inference.llm.policy import LlmPolicy
-from schemas.model_calls import RespondInput, RouteInput
-from schemas.request import AgentRequest
-from schemas.route import Route, Tier
+from agentkeel.inference.llm.policy import LlmPolicy
+from agentkeel.schemas.model_calls import RespondInput, RouteInput
+from agentkeel.schemas.request import AgentRequest
+from agentkeel.schemas.route import Route, Tier
+from agentkeel.workers.stack.local import LocalStack, embedded_settings
+from agentkeel.workers.temporal_client import agentkeel_plugins
+from agentkeel.workers.tracing import (
+    configure_tracing,
+    stop_tracing,
+    tracing_plugins,
+    tracing_requested,
+)
+from agentkeel.workflows.agent import AgentWorkflow
 from tests.conftest import StackFactory
 from tests.fakes import FakeEngine
 from tests.test_llm_policy import GOOD_PLAN
-from workers.stack.local import LocalStack, embedded_settings
-from workers.temporal_client import agentkeel_plugins
-from workers.tracing import configure_tracing, stop_tracing, tracing_plugins, tracing_requested
-from workflows.agent import AgentWorkflow
 
 
 @pytest.fixture

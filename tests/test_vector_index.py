@@ -8,7 +8,7 @@ pytest.importorskip("faiss", reason="the semantic extra is not installed")
 
 import numpy as np
 
-from activities.cache.semantic.vectors import VectorIndex
+from agentkeel.activities.cache.semantic.vectors import VectorIndex
 
 DIM = 64
 
@@ -88,7 +88,7 @@ async def test_searches_never_meet_a_change_in_a_thread(vectors: np.ndarray) -> 
     finishes before the tenant's lock is released."""
     import asyncio
 
-    from activities.cache.semantic.index import _mutate, _Tenant
+    from agentkeel.activities.cache.semantic.index import _mutate, _Tenant
 
     target = _Tenant(filled(vectors[:1500], hnsw_from=1000), asyncio.Lock())
     extra = unit(np.random.default_rng(5).normal(size=(1500, DIM)))

@@ -17,28 +17,28 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, Wor
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from inference.llm.plan_schema import plan_json_schema
-from inference.rules.policy import RulesPolicy
-from schemas import errors, names
-from schemas.model_calls import RouteInput, RouteResult
-from schemas.plan.model import Plan
-from schemas.plan.references import PlanValidationError
-from schemas.plan.validation import validate_plan
-from schemas.progress import RunProgress, Waiting
-from schemas.request import AgentRequest, RunOptions
-from schemas.result import AgentResult, StepError, StepStatus
-from schemas.route import Route, Tier
-from schemas.tokens import TokenEvent, TokenEventType
-from schemas.tools import TOOLS, ListOrdersInput, OrderList
+from agentkeel.inference.llm.plan_schema import plan_json_schema
+from agentkeel.inference.rules.policy import RulesPolicy
+from agentkeel.schemas import errors, names
+from agentkeel.schemas.model_calls import RouteInput, RouteResult
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.plan.references import PlanValidationError
+from agentkeel.schemas.plan.validation import validate_plan
+from agentkeel.schemas.progress import RunProgress, Waiting
+from agentkeel.schemas.request import AgentRequest, RunOptions
+from agentkeel.schemas.result import AgentResult, StepError, StepStatus
+from agentkeel.schemas.route import Route, Tier
+from agentkeel.schemas.tokens import TokenEvent, TokenEventType
+from agentkeel.schemas.tools import TOOLS, ListOrdersInput, OrderList
+from agentkeel.workers.client.watches import format_waiting
+from agentkeel.workers.client.watches import waiting_runs as list_waiting_runs
+from agentkeel.workers.stack.demo_watch import ship_order
+from agentkeel.workflows.dag.calls import ToolCall
+from agentkeel.workflows.dag.fan_out import child_workflow_id
+from agentkeel.workflows.dag.scheduler import DagScheduler
+from agentkeel.workflows.dag.step_gates import SchedulerLimits
 from tests.conftest import StackFactory
 from tests.fakes import FakeScriptedPolicy
-from workers.client.watches import format_waiting
-from workers.client.watches import waiting_runs as list_waiting_runs
-from workers.stack.demo_watch import ship_order
-from workflows.dag.calls import ToolCall
-from workflows.dag.fan_out import child_workflow_id
-from workflows.dag.scheduler import DagScheduler
-from workflows.dag.step_gates import SchedulerLimits
 
 PROCESSING_ORDER = 1002
 """Seed data: processing, no tracking number yet."""

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from schemas.request import AgentRequest
+from agentkeel.schemas.request import AgentRequest
+from agentkeel.workers.search_attributes import ensure_search_attributes
+from agentkeel.workers.stack.procs import find_temporal_binary
+from agentkeel.workers.stack.temporal import queue_poll_flags
+from agentkeel.workers.temporal_client import agentkeel_plugins
 from tests.conftest import StackFactory
-from workers.search_attributes import ensure_search_attributes
-from workers.stack.procs import find_temporal_binary
-from workers.stack.temporal import queue_poll_flags
-from workers.temporal_client import agentkeel_plugins
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed")

@@ -12,18 +12,18 @@ import asyncpg
 import redis.asyncio as aioredis
 import structlog
 
-from activities.cache.backend import CacheBackend
-from activities.cache.path_cache import PathCache
-from activities.cache.reading_tier import ReadingTier
-from activities.cache.tiers import ExactTier, PathTier, SemanticTier
-from activities.cache.tool_results import ToolResultCache, cached_tool, invalidating_tool
-from activities.downstream.guard import Downstreams, guarded_tool, shared_tool
-from activities.heartbeat import TOOL_HEARTBEAT_EVERY_S, heartbeating_tool
-from activities.tools.shop import ToolActivities
-from schemas.tools import TOOLS
-from workers.model_tiers import effective_cache_version
-from workers.settings import Settings, SettingsError
-from workers.stand_ins import activity_name
+from agentkeel.activities.cache.backend import CacheBackend
+from agentkeel.activities.cache.path_cache import PathCache
+from agentkeel.activities.cache.reading_tier import ReadingTier
+from agentkeel.activities.cache.tiers import ExactTier, PathTier, SemanticTier
+from agentkeel.activities.cache.tool_results import ToolResultCache, cached_tool, invalidating_tool
+from agentkeel.activities.downstream.guard import Downstreams, guarded_tool, shared_tool
+from agentkeel.activities.heartbeat import TOOL_HEARTBEAT_EVERY_S, heartbeating_tool
+from agentkeel.activities.tools.shop import ToolActivities
+from agentkeel.schemas.tools import TOOLS
+from agentkeel.workers.model_tiers import effective_cache_version
+from agentkeel.workers.settings import Settings, SettingsError
+from agentkeel.workers.stand_ins import activity_name
 
 log = structlog.get_logger(__name__)
 
@@ -66,7 +66,9 @@ async def build_caches(settings: Settings, redis: aioredis.Redis, pool: asyncpg.
     if reading_wanted(settings):
         tiers.append(ReadingTier(backend, ttl=plan_ttl))
     if semantic_wanted(settings):
-        from activities.cache.semantic.setup import build_semantic_cache  # heavy: torch, faiss
+        from agentkeel.activities.cache.semantic.setup import (
+            build_semantic_cache,
+        )  # heavy: torch, faiss
 
         index = await build_semantic_cache(pool, threshold=settings.semantic_threshold)
         tiers.append(SemanticTier(index, deadline_s=settings.semantic_deadline_ms / 1000))

@@ -15,26 +15,26 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
-from schemas.approvals import ApprovalDecision
-from workers.cli_ask import ask
-from workers.cli_operate import OPERATOR_COMMANDS, add_operator_parsers, run_operator
-from workers.cli_options import add_actor_options
-from workers.cli_schedule import add_schedule_parser, run_schedule
-from workers.client.agent_client import connect_client
-from workers.client.approvals import NothingAwaiting, decide_approval
-from workers.client.status_line import StatusLine, stack_starting
-from workers.client.watches import format_waiting, waiting_runs
-from workers.logging import configure_logging
-from workers.settings import Settings, SettingsError, StartupError
-from workers.stack.demo import run_demo
-from workers.stack.supervisor import (
+from agentkeel.schemas.approvals import ApprovalDecision
+from agentkeel.workers.cli_ask import ask
+from agentkeel.workers.cli_operate import OPERATOR_COMMANDS, add_operator_parsers, run_operator
+from agentkeel.workers.cli_options import add_actor_options
+from agentkeel.workers.cli_schedule import add_schedule_parser, run_schedule
+from agentkeel.workers.client.agent_client import connect_client
+from agentkeel.workers.client.approvals import NothingAwaiting, decide_approval
+from agentkeel.workers.client.status_line import StatusLine, stack_starting
+from agentkeel.workers.client.watches import format_waiting, waiting_runs
+from agentkeel.workers.logging import configure_logging
+from agentkeel.workers.settings import Settings, SettingsError, StartupError
+from agentkeel.workers.stack.demo import run_demo
+from agentkeel.workers.stack.supervisor import (
     StackError,
     read_endpoints,
     run_foreground,
     start_detached,
     stop_detached,
 )
-from workers.tracing import configure_tracing, flush_tracing
+from agentkeel.workers.tracing import configure_tracing, flush_tracing
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -179,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "up":
             if not args.detach:
                 return run_foreground(settings)
-            from workers.stack.supervisor import describe
+            from agentkeel.workers.stack.supervisor import describe
 
             with StatusLine("starting the local stack") as line:
                 endpoints = start_detached(settings, on_wait=stack_starting(line))
@@ -210,12 +210,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             return _exit_skipping_teardown(asyncio.run(run_demo(settings)))
         if args.command == "gateway":
-            from workers.gateway.server import serve_gateway
+            from agentkeel.workers.gateway.server import serve_gateway
 
             asyncio.run(serve_gateway(with_running_stack(settings)))
             return 0
         if args.command == "worker":
-            from workers.worker import run_cpu_worker, run_inference_worker
+            from agentkeel.workers.worker import run_cpu_worker, run_inference_worker
 
             runner = run_cpu_worker if args.kind == "cpu" else run_inference_worker
             asyncio.run(runner(settings))

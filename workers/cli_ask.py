@@ -8,14 +8,14 @@ import sys
 
 from temporalio.client import WorkflowFailureError
 
-from schemas.request import AgentRequest, RunOptions
-from schemas.result import AgentResult, StepStatus
-from schemas.tokens import TokenEvent
-from workers.cli_options import actor_of
-from workers.client.agent_client import AgentClient
-from workers.client.report import StreamedAnswer, format_result
-from workers.client.status_line import StatusLine, follow_progress
-from workers.settings import Settings
+from agentkeel.schemas.request import AgentRequest, RunOptions
+from agentkeel.schemas.result import AgentResult, StepStatus
+from agentkeel.schemas.tokens import TokenEvent
+from agentkeel.workers.cli_options import actor_of
+from agentkeel.workers.client.agent_client import AgentClient
+from agentkeel.workers.client.report import StreamedAnswer, format_result
+from agentkeel.workers.client.status_line import StatusLine, follow_progress
+from agentkeel.workers.settings import Settings
 
 EXIT_ANSWERED, EXIT_FAILED, EXIT_INVALID, EXIT_TIMED_OUT = 0, 1, 2, 3
 """`agentkeel` exit statuses: answered; a failed run, a failed step or a stack error;

@@ -9,8 +9,8 @@ from typing import Any
 
 from temporalio.service import RPCError
 
-from workers.client.agent_client import connect_client
-from workers.settings import Settings, SettingsError, parse_duration
+from agentkeel.workers.client.agent_client import connect_client
+from agentkeel.workers.settings import Settings, SettingsError, parse_duration
 
 OPERATOR_COMMANDS = ("status", "stats", "trace", "logs")
 
@@ -42,7 +42,7 @@ async def run_operator(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _stats(settings: Settings, args: argparse.Namespace) -> int:
-    from workers.client.stats import format_stats, run_stats
+    from agentkeel.workers.client.stats import format_stats, run_stats
 
     if not settings.database_url:
         raise SettingsError("no run records to read: set AGENTKEEL_DATABASE_URL or start the stack")
@@ -53,7 +53,7 @@ async def _stats(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _trace(settings: Settings, args: argparse.Namespace) -> int:
-    from workers.client.trace import format_waterfall, run_waterfall
+    from agentkeel.workers.client.trace import format_waterfall, run_waterfall
 
     client = await connect_client(settings)
     handle = client.get_workflow_handle(args.workflow_id, run_id=args.run_id)
@@ -68,7 +68,7 @@ async def _trace(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _status(settings: Settings, args: argparse.Namespace) -> int:
     """0: the stack runs, every process is up and every queue has a worker; 1: not so."""
-    from workers.stack.status import format_status, stack_status
+    from agentkeel.workers.stack.status import format_status, stack_status
 
     report = await stack_status(settings)
     print(report.to_json() if args.json else format_status(report))
@@ -77,7 +77,7 @@ async def _status(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _logs(settings: Settings, args: argparse.Namespace) -> int:
     """0: shown; 1: no logs (no stack ran from here); 2: no log of that name."""
-    from workers.stack.logs import NoSuchLog, follow, log_files, pick, show
+    from agentkeel.workers.stack.logs import NoSuchLog, follow, log_files, pick, show
 
     log_dir = settings.state_dir / "logs"
     files = log_files(log_dir)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from schemas.actor import SYSTEM_ACTOR, Actor, Role
+from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor, Role
 
 
 def add_actor_options(parser: argparse.ArgumentParser) -> None:

@@ -9,11 +9,11 @@ import sys
 from pydantic import ValidationError
 from temporalio.service import RPCError
 
-from schemas.errors import describe_validation
-from workers.cli_options import actor_of, add_actor_options
-from workers.client.agent_client import connect_client
-from workers.client.schedule_timing import ScheduleError, Timing
-from workers.client.schedules import (
+from agentkeel.schemas.errors import describe_validation
+from agentkeel.workers.cli_options import actor_of, add_actor_options
+from agentkeel.workers.client.agent_client import connect_client
+from agentkeel.workers.client.schedule_timing import ScheduleError, Timing
+from agentkeel.workers.client.schedules import (
     WORKFLOW_ID_PREFIX,
     create_schedule,
     delete_schedule,
@@ -23,7 +23,7 @@ from workers.client.schedules import (
     scheduled_request,
     unpause_schedule,
 )
-from workers.settings import Settings
+from agentkeel.workers.settings import Settings
 
 
 def add_schedule_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -18,12 +18,12 @@ from redis.retry import Retry
 from temporalio.client import Client, Plugin
 from temporalio.service import RPCError
 
-from workers.settings import Settings, StartupError
+from agentkeel.workers.settings import Settings, StartupError
 
 
 async def connect_temporal(settings: Settings, plugins: Sequence[Plugin]) -> Client:
     """A Temporal client, or a `StartupError` that says where Temporal was expected."""
-    from workers.tracing import tracing_plugins
+    from agentkeel.workers.tracing import tracing_plugins
 
     try:
         return await Client.connect(

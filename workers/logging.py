@@ -20,7 +20,7 @@ from opentelemetry import trace
 from structlog.typing import EventDict, Processor, WrappedLogger
 from temporalio import activity, workflow
 
-from workers.settings import SettingsError
+from agentkeel.workers.settings import SettingsError
 
 __all__ = ["add_temporal_context", "add_trace_context", "configure_logging"]
 

@@ -11,8 +11,8 @@ import ipaddress
 
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
-from schemas import metrics
-from workers.settings import ENV_PREFIX, Settings, SettingsError, StartupError
+from agentkeel.schemas import metrics
+from agentkeel.workers.settings import ENV_PREFIX, Settings, SettingsError, StartupError
 
 DEFAULT_ADDRESSES = {"cpu": "127.0.0.1:9464", "inference": "127.0.0.1:9465"}
 OFF = "off"

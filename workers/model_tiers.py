@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from activities.cache.path_cache import cache_version
-from inference.engines.vllm_settings import SpeculativeSettings, VllmSettings
-from inference.llm.version import llm_policy_version
-from inference.version import rules_policy_version
-from schemas.route import Tier
-from workers.settings import ENV_PREFIX, Settings, SettingsError
+from agentkeel.activities.cache.path_cache import cache_version
+from agentkeel.inference.engines.vllm_settings import SpeculativeSettings, VllmSettings
+from agentkeel.inference.llm.version import llm_policy_version
+from agentkeel.inference.version import rules_policy_version
+from agentkeel.schemas.route import Tier
+from agentkeel.workers.settings import ENV_PREFIX, Settings, SettingsError
 
 DEFAULT_INFERENCE_CONCURRENCY = 64
 """Model activities per worker when no vLLM engine says how many sequences it batches."""

@@ -16,12 +16,12 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 PASSTHROUGH_MODULES = (
     "pydantic",  # immutable validation code; re-importing it per run costs ~100 ms
     "pydantic_core",  # compiled core of pydantic
-    "schemas",  # pure data models, no I/O; shared by workflows and activities
+    "agentkeel.schemas",  # pure data models, no I/O; shared by workflows and activities
     # Pure plan checking over schemas; passed through so the TypeAdapter cache in
     # `schemas.plan.arguments` is built once per process, not once per run.
-    "schemas.plan.validation",
-    "schemas.plan.arguments",
-    "schemas.plan.references",
+    "agentkeel.schemas.plan.validation",
+    "agentkeel.schemas.plan.arguments",
+    "agentkeel.schemas.plan.references",
     "opentelemetry",  # process-global tracing API that LangChain imports lazily
     # The orchestration modules under the workflow definitions: deterministic code with no
     # module-level state that changes (constants and functions only; every run's state
@@ -30,7 +30,7 @@ PASSTHROUGH_MODULES = (
     # runs/s). The modules that define workflows (`workflows.agent`, `workflows.warmer`,
     # `workflows.fan_out_part`) stay sandboxed.
     *(
-        f"workflows.{name}"
+        f"agentkeel.workflows.{name}"
         for name in (
             "graph",
             "metrics",

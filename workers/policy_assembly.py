@@ -8,27 +8,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inference.engines.protocol import Engine, EngineUnavailableError
-from inference.fallback import FallbackPolicy
-from inference.llm.cascade import CascadePolicy
-from inference.llm.context import ContextBuilder
-from inference.llm.policy import LlmPolicy
-from inference.policy import Policy
-from inference.rules.policy import RulesPolicy
-from schemas.route import Tier
-from workers.model_tiers import (
+from agentkeel.inference.engines.protocol import Engine, EngineUnavailableError
+from agentkeel.inference.fallback import FallbackPolicy
+from agentkeel.inference.llm.cascade import CascadePolicy
+from agentkeel.inference.llm.context import ContextBuilder
+from agentkeel.inference.llm.policy import LlmPolicy
+from agentkeel.inference.policy import Policy
+from agentkeel.inference.rules.policy import RulesPolicy
+from agentkeel.schemas.route import Tier
+from agentkeel.workers.model_tiers import (
     EngineConfig,
     EngineKind,
     engine_config,
     inference_concurrency,
 )
-from workers.settings import ENV_PREFIX, Settings, SettingsError, StartupError
+from agentkeel.workers.settings import ENV_PREFIX, Settings, SettingsError, StartupError
 
 
 def build_engine(config: EngineConfig, settings: Settings) -> Engine | None:
     """The engine object (not started; `start()` loads or connects). None for rules."""
     if config.kind == EngineKind.OPENAI:
-        from inference.engines.openai_compat import OpenAICompatEngine
+        from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
 
         assert config.url is not None and config.model is not None
         return OpenAICompatEngine(
@@ -38,7 +38,7 @@ def build_engine(config: EngineConfig, settings: Settings) -> Engine | None:
             prompt_prefix=settings.model_tier(config.tier.value).prompt_prefix,
         )
     if config.kind == EngineKind.VLLM:
-        from inference.engines.vllm_local import VllmEngine
+        from agentkeel.inference.engines.vllm_local import VllmEngine
 
         assert config.vllm is not None
         return VllmEngine(settings=config.vllm)

@@ -12,26 +12,26 @@ import redis.asyncio as aioredis
 import structlog
 from redis.exceptions import RedisError
 
-from activities.cache_lookup import CacheActivities
-from activities.conversations import ConversationStore
-from activities.downstream.guard import Downstreams
-from activities.downstream.limiter import DownstreamLimiter
-from activities.downstream.sharing import SharedReads
-from activities.hot_questions import WarmingActivities
-from activities.latency import LatencyActivities, LatencyBook, timed_tool
-from activities.local_policy import LocalPolicyActivities
-from activities.model_calls import InferenceActivities
-from activities.outputs import OutputActivities, OutputStore
-from activities.run_control import RunControlActivities
-from activities.run_store import StoreActivities
-from activities.tools.shop import ToolActivities
-from inference.policy import Policy
-from schemas.approvals import ApprovalPolicy
-from workers.cache_assembly import build_caches, tool_activities
-from workers.connections import http_client, postgres_pool, redact, redis_client
-from workers.policy_assembly import local_policy
-from workers.settings import Settings, SettingsError, StartupError, speculative_calls
-from workers.stand_ins import activity_name
+from agentkeel.activities.cache_lookup import CacheActivities
+from agentkeel.activities.conversations import ConversationStore
+from agentkeel.activities.downstream.guard import Downstreams
+from agentkeel.activities.downstream.limiter import DownstreamLimiter
+from agentkeel.activities.downstream.sharing import SharedReads
+from agentkeel.activities.hot_questions import WarmingActivities
+from agentkeel.activities.latency import LatencyActivities, LatencyBook, timed_tool
+from agentkeel.activities.local_policy import LocalPolicyActivities
+from agentkeel.activities.model_calls import InferenceActivities
+from agentkeel.activities.outputs import OutputActivities, OutputStore
+from agentkeel.activities.run_control import RunControlActivities
+from agentkeel.activities.run_store import StoreActivities
+from agentkeel.activities.tools.shop import ToolActivities
+from agentkeel.inference.policy import Policy
+from agentkeel.schemas.approvals import ApprovalPolicy
+from agentkeel.workers.cache_assembly import build_caches, tool_activities
+from agentkeel.workers.connections import http_client, postgres_pool, redact, redis_client
+from agentkeel.workers.policy_assembly import local_policy
+from agentkeel.workers.settings import Settings, SettingsError, StartupError, speculative_calls
+from agentkeel.workers.stand_ins import activity_name
 
 log = structlog.get_logger(__name__)
 

@@ -12,8 +12,8 @@ from temporalio.api.operatorservice.v1 import (
 from temporalio.client import Client
 from temporalio.common import SearchAttributeIndexedValueType, SearchAttributeKey
 
-from workers.settings import StartupError
-from workflows.search_attributes import ALL_KEYS
+from agentkeel.workers.settings import StartupError
+from agentkeel.workflows.search_attributes import ALL_KEYS
 
 
 class SearchAttributesError(StartupError):

@@ -9,8 +9,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TypeVar
 
-from schemas.queues import TASK_QUEUE, inference_queue
-from schemas.tools.downstreams import DOWNSTREAMS, DownstreamLimit
+from agentkeel.schemas.queues import TASK_QUEUE, inference_queue
+from agentkeel.schemas.tools.downstreams import DOWNSTREAMS, DownstreamLimit
 
 ENV_PREFIX = "AGENTKEEL_"
 T = TypeVar("T")

@@ -30,8 +30,8 @@ def with_stand_ins(
 
 
 def _as_tool(fn: Callable[..., Any]) -> Callable[..., Any]:
-    from activities.heartbeat import TOOL_HEARTBEAT_EVERY_S, heartbeating_tool
-    from schemas.tools import TOOLS
+    from agentkeel.activities.heartbeat import TOOL_HEARTBEAT_EVERY_S, heartbeating_tool
+    from agentkeel.schemas.tools import TOOLS
 
     name = activity_name(fn)
     if name not in TOOLS or not TOOLS[name].idempotent:  # as `cache_assembly.tool_activities`

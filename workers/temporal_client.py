@@ -10,10 +10,10 @@ from temporalio.client import Client
 from temporalio.langgraph import LangGraphPlugin
 from temporalio.plugin import SimplePlugin
 
-from workers.connections import connect_temporal
-from workers.plugin import agentkeel_plugin
-from workers.settings import Settings
-from workflows.graph import AGENT_GRAPH, build_agent_graph
+from agentkeel.workers.connections import connect_temporal
+from agentkeel.workers.plugin import agentkeel_plugin
+from agentkeel.workers.settings import Settings
+from agentkeel.workflows.graph import AGENT_GRAPH, build_agent_graph
 
 
 def agentkeel_plugins() -> list[SimplePlugin]:

@@ -18,9 +18,9 @@ from temporalio.client import (
     ScheduleUpdateInput,
 )
 
-from schemas.warming import WarmInput
-from workers.settings import Settings
-from workflows.warmer import CacheWarmerWorkflow
+from agentkeel.schemas.warming import WarmInput
+from agentkeel.workers.settings import Settings
+from agentkeel.workflows.warmer import CacheWarmerWorkflow
 
 log = structlog.get_logger(__name__)
 

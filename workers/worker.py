@@ -13,18 +13,18 @@ from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from activities.model_calls import InferenceActivities
-from workers.metrics import metrics_address, metrics_runtime
-from workers.policy_assembly import build_policy
-from workers.resources import cpu_activities, inference_resources
-from workers.search_attributes import ensure_search_attributes
-from workers.settings import Settings, StartupError, speculative_calls
-from workers.temporal_client import connect
-from workers.tracing import configure_tracing
-from workers.warming_schedule import ensure_warming_schedule
-from workflows.agent import AgentWorkflow
-from workflows.fan_out_part import FanOutWorkflow
-from workflows.warmer import CacheWarmerWorkflow
+from agentkeel.activities.model_calls import InferenceActivities
+from agentkeel.workers.metrics import metrics_address, metrics_runtime
+from agentkeel.workers.policy_assembly import build_policy
+from agentkeel.workers.resources import cpu_activities, inference_resources
+from agentkeel.workers.search_attributes import ensure_search_attributes
+from agentkeel.workers.settings import Settings, StartupError, speculative_calls
+from agentkeel.workers.temporal_client import connect
+from agentkeel.workers.tracing import configure_tracing
+from agentkeel.workers.warming_schedule import ensure_warming_schedule
+from agentkeel.workflows.agent import AgentWorkflow
+from agentkeel.workflows.fan_out_part import FanOutWorkflow
+from agentkeel.workflows.warmer import CacheWarmerWorkflow
 
 log = structlog.get_logger(__name__)
 

@@ -9,23 +9,23 @@ from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, is_cancelled_exception
 
-from schemas.approvals import ApprovalAnswer, ApprovalDecision
-from schemas.continuation import Continuation
-from schemas.errors import INVALID_REQUEST, describe_validation
-from schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE, PROGRESS_QUERY, SLOT_WAIT_SIGNAL
-from schemas.progress import RunProgress
-from schemas.queues import inference_queue
-from schemas.request import AgentRequest, LegacyAgentRequest
-from schemas.result import AgentResult, CacheStatus, Timings
-from schemas.tools.downstreams import SlotWait
-from workflows.approvals import ApprovalGate
-from workflows.cancellation import announce_cancellation
-from workflows.dag.run_context import RunContext
-from workflows.graph import AGENT_GRAPH, compiled_graph
-from workflows.nodes.run_record import record_cancelled_run
-from workflows.search_attributes import AGENT_TENANT
-from workflows.state import AgentState
-from workflows.waiting import WaitBoard
+from agentkeel.schemas.approvals import ApprovalAnswer, ApprovalDecision
+from agentkeel.schemas.continuation import Continuation
+from agentkeel.schemas.errors import INVALID_REQUEST, describe_validation
+from agentkeel.schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE, PROGRESS_QUERY, SLOT_WAIT_SIGNAL
+from agentkeel.schemas.progress import RunProgress
+from agentkeel.schemas.queues import inference_queue
+from agentkeel.schemas.request import AgentRequest, LegacyAgentRequest
+from agentkeel.schemas.result import AgentResult, CacheStatus, Timings
+from agentkeel.schemas.tools.downstreams import SlotWait
+from agentkeel.workflows.approvals import ApprovalGate
+from agentkeel.workflows.cancellation import announce_cancellation
+from agentkeel.workflows.dag.run_context import RunContext
+from agentkeel.workflows.graph import AGENT_GRAPH, compiled_graph
+from agentkeel.workflows.nodes.run_record import record_cancelled_run
+from agentkeel.workflows.search_attributes import AGENT_TENANT
+from agentkeel.workflows.state import AgentState
+from agentkeel.workflows.waiting import WaitBoard
 
 WORKFLOW_NAME = AGENT_WORKFLOW
 # Each run may loop plan → execute → join a few times; LangGraph counts every node.

@@ -13,11 +13,16 @@ from datetime import timedelta
 
 from temporalio import workflow
 
-from schemas.approvals import ApprovalAnswer, ApprovalDecision, ApprovalRecord, ApprovalRequest
-from schemas.progress import RunProgress
-from schemas.tools.spec import money
-from workflows.metrics import observe_approval
-from workflows.search_attributes import AGENT_AWAITING
+from agentkeel.schemas.approvals import (
+    ApprovalAnswer,
+    ApprovalDecision,
+    ApprovalRecord,
+    ApprovalRequest,
+)
+from agentkeel.schemas.progress import RunProgress
+from agentkeel.schemas.tools.spec import money
+from agentkeel.workflows.metrics import observe_approval
+from agentkeel.workflows.search_attributes import AGENT_AWAITING
 
 AWAITING_APPROVAL = "approval"
 

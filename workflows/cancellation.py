@@ -8,8 +8,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, is_cancelled_exception
 
-from schemas import names
-from schemas.tokens import CancellationNotice
+from agentkeel.schemas import names
+from agentkeel.schemas.tokens import CancellationNotice
 
 ANNOUNCE_TIMEOUT = timedelta(seconds=2)
 

@@ -24,19 +24,19 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
-from schemas import names
-from schemas.deadline import (
+from agentkeel.schemas import names
+from agentkeel.schemas.deadline import (
     DeadlineDecision,
     DeadlineReport,
     DecisionKind,
     LatencyEstimates,
     LatencyEstimatesInput,
 )
-from schemas.plan.model import Plan, PlanStep
-from schemas.plan.validation import dependencies
-from schemas.route import Tier
-from schemas.tools import TOOLS
-from schemas.tools.timers import WAIT
+from agentkeel.schemas.plan.model import Plan, PlanStep
+from agentkeel.schemas.plan.validation import dependencies
+from agentkeel.schemas.route import Tier
+from agentkeel.schemas.tools import TOOLS
+from agentkeel.schemas.tools.timers import WAIT
 
 DEADLINE_PATCH = "deadline-v1"
 """Runs with `options.deadline_ms` plan to meet it."""

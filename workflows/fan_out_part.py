@@ -12,13 +12,13 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
-from schemas import names
-from schemas.outputs import FanOutInput, FanOutResult, StoreOutputInput
-from schemas.result import OutputRef, StepError
-from schemas.tools import TOOLS
-from workflows import timeouts
-from workflows.dag.calls import ToolCall
-from workflows.dag.tool_activity import describe_error, execute_tool, summary_of
+from agentkeel.schemas import names
+from agentkeel.schemas.outputs import FanOutInput, FanOutResult, StoreOutputInput
+from agentkeel.schemas.result import OutputRef, StepError
+from agentkeel.schemas.tools import TOOLS
+from agentkeel.workflows import timeouts
+from agentkeel.workflows.dag.calls import ToolCall
+from agentkeel.workflows.dag.tool_activity import describe_error, execute_tool, summary_of
 
 
 @workflow.defn(name=names.FAN_OUT_WORKFLOW)

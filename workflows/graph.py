@@ -18,8 +18,8 @@ from langgraph.graph.state import CompiledStateGraph
 from opentelemetry import trace
 from temporalio.langgraph import graph as registered_graph
 
-from workflows import nodes
-from workflows.state import AgentState
+from agentkeel.workflows import nodes
+from agentkeel.workflows.state import AgentState
 
 AGENT_GRAPH = "agent"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from temporalio import workflow
 from temporalio.common import MetricMeter
 
-from schemas import metrics
-from schemas.result import ANSWER_HITS, AgentResult
+from agentkeel.schemas import metrics
+from agentkeel.schemas.result import ANSWER_HITS, AgentResult
 
 LAYERS = ("cache", "route", "plan", "tools", "respond", "total", "ttft")
 

@@ -14,10 +14,15 @@ from typing import Any
 
 from temporalio import workflow
 
-from schemas import names
-from schemas.outputs import OUTPUT_REF_BYTES, LoadedOutputs, LoadOutputsInput, StoreOutputInput
-from schemas.result import OutputRef, StepOutcome
-from workflows import timeouts
+from agentkeel.schemas import names
+from agentkeel.schemas.outputs import (
+    OUTPUT_REF_BYTES,
+    LoadedOutputs,
+    LoadOutputsInput,
+    StoreOutputInput,
+)
+from agentkeel.schemas.result import OutputRef, StepOutcome
+from agentkeel.workflows import timeouts
 
 OUTPUTS_BY_REFERENCE_PATCH = "outputs-by-reference-v1"
 """Runs recorded before large outputs travelled by reference replay with them inline."""

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
-from schemas.speculation import (
+from agentkeel.schemas.speculation import (
     MAX_SPECULATIVE_CALLS,
     PredictedCall,
     SpeculationOutcome,
@@ -31,9 +31,9 @@ from schemas.speculation import (
     SpeculativeCall,
     may_speculate,
 )
-from schemas.tools import TOOLS
-from workflows.dag.calls import ToolCall
-from workflows.dag.tool_activity import execute_tool
+from agentkeel.schemas.tools import TOOLS
+from agentkeel.workflows.dag.calls import ToolCall
+from agentkeel.workflows.dag.tool_activity import execute_tool
 
 SPECULATION_PATCH = "speculation-v1"
 """Reads predicted by an unsure route start while the heavy model plans."""

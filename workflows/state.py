@@ -5,13 +5,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TypedDict
 
-from schemas.plan.model import Plan
-from schemas.progress import RunProgress
-from schemas.request import AgentRequest
-from schemas.result import AgentResult, CacheMatch, CacheStatus, StepError, StepOutcome, Timings
-from schemas.route import Route
-from schemas.speculation import PredictedCall, SpeculationReport
-from workflows.dag.run_context import RunContext
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.progress import RunProgress
+from agentkeel.schemas.request import AgentRequest
+from agentkeel.schemas.result import (
+    AgentResult,
+    CacheMatch,
+    CacheStatus,
+    StepError,
+    StepOutcome,
+    Timings,
+)
+from agentkeel.schemas.route import Route
+from agentkeel.schemas.speculation import PredictedCall, SpeculationReport
+from agentkeel.workflows.dag.run_context import RunContext
 
 
 class AgentState(TypedDict, total=False):

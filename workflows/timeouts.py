@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from temporalio.common import RetryPolicy
 
-from schemas.errors import MODEL_ERRORS_NOT_RETRIED
+from agentkeel.schemas.errors import MODEL_ERRORS_NOT_RETRIED
 
 CACHE_TIMEOUT = timedelta(seconds=2)
 ROUTE_TIMEOUT = timedelta(seconds=60)

@@ -6,10 +6,10 @@ from datetime import datetime
 
 from temporalio import workflow
 
-from schemas.result import CacheStatus, Timings
-from schemas.route import Route
-from workflows.search_attributes import AGENT_CACHE, AGENT_INTENT, AGENT_TIER
-from workflows.state import AgentState
+from agentkeel.schemas.result import CacheStatus, Timings
+from agentkeel.schemas.route import Route
+from agentkeel.workflows.search_attributes import AGENT_CACHE, AGENT_INTENT, AGENT_TIER
+from agentkeel.workflows.state import AgentState
 
 
 def stage(state: AgentState, text: str) -> None:

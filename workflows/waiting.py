@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from temporalio import workflow
 
-from schemas.progress import RunProgress, Waiting
-from schemas.tools.downstreams import SlotWait
-from workflows.search_attributes import AGENT_WAITING
+from agentkeel.schemas.progress import RunProgress, Waiting
+from agentkeel.schemas.tools.downstreams import SlotWait
+from agentkeel.workflows.search_attributes import AGENT_WAITING
 
 
 class WaitBoard:

@@ -12,17 +12,17 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError
 
-from schemas.names import CACHE_WARMER_WORKFLOW, HOT_QUESTIONS
-from schemas.request import AgentRequest, RunOptions
-from schemas.warming import (
+from agentkeel.schemas.names import CACHE_WARMER_WORKFLOW, HOT_QUESTIONS
+from agentkeel.schemas.request import AgentRequest, RunOptions
+from agentkeel.schemas.warming import (
     HotQuestion,
     HotQuestionsInput,
     HotQuestionsResult,
     WarmInput,
     WarmResult,
 )
-from workflows import timeouts
-from workflows.agent import AgentWorkflow
+from agentkeel.workflows import timeouts
+from agentkeel.workflows.agent import AgentWorkflow
 
 WARMER_NAME = CACHE_WARMER_WORKFLOW
 HOT_QUESTIONS_TIMEOUT = timedelta(seconds=30)

@@ -15,7 +15,7 @@ import redis.asyncio as aioredis
 import structlog
 from redis.exceptions import RedisError
 
-from activities.cache.breaker import CircuitBreaker
+from agentkeel.activities.cache.breaker import CircuitBreaker
 
 log = structlog.get_logger(__name__)
 

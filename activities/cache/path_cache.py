@@ -21,15 +21,15 @@ from datetime import timedelta
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from activities.cache.backend import CacheBackend
-from activities.cache.entities import entities_in
-from activities.cache.tiers import ExactTier, PathEntry, PathTier, TierMatch, TierQuery
-from activities.cache.tool_results import tool_key
-from schemas.actor import SYSTEM_ACTOR, Actor
-from schemas.cache_lookup import LookupCacheResult
-from schemas.plan.model import PlanStep
-from schemas.result import AgentResult, CacheStatus, StepOutcome, StepStatus
-from schemas.tools import TOOLS, catalog_version
+from agentkeel.activities.cache.backend import CacheBackend
+from agentkeel.activities.cache.entities import entities_in
+from agentkeel.activities.cache.tiers import ExactTier, PathEntry, PathTier, TierMatch, TierQuery
+from agentkeel.activities.cache.tool_results import tool_key
+from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor
+from agentkeel.schemas.cache_lookup import LookupCacheResult
+from agentkeel.schemas.plan.model import PlanStep
+from agentkeel.schemas.result import AgentResult, CacheStatus, StepOutcome, StepStatus
+from agentkeel.schemas.tools import TOOLS, catalog_version
 
 log = structlog.get_logger(__name__)
 

@@ -27,8 +27,8 @@ from functools import cache
 
 import snowballstemmer
 
-from activities.cache.semantic.guard import Facts, facts_and_rest
-from schemas.tools.vocabulary import (
+from agentkeel.activities.cache.semantic.guard import Facts, facts_and_rest
+from agentkeel.schemas.tools.vocabulary import (
     ACTIONS,
     COMPARISONS,
     CONCEPTS,

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from activities.cache.backend import CacheBackend
-from activities.cache.reading import read
-from activities.cache.tiers import ReadEntry, TierMatch, TierQuery
-from schemas.result import CacheStatus
+from agentkeel.activities.cache.backend import CacheBackend
+from agentkeel.activities.cache.reading import read
+from agentkeel.activities.cache.tiers import ReadEntry, TierMatch, TierQuery
+from agentkeel.schemas.result import CacheStatus
 
 POINTER_PREFIX = "agentkeel:reading:v1"
 

@@ -17,7 +17,7 @@ from typing import Protocol
 import structlog
 from pydantic import BaseModel
 
-from schemas.result import AgentResult, CacheStatus
+from agentkeel.schemas.result import AgentResult, CacheStatus
 
 log = structlog.get_logger(__name__)
 

@@ -19,11 +19,11 @@ import structlog
 from pydantic import BaseModel
 from temporalio import activity
 
-from activities.cache.backend import CacheBackend, CacheUnavailable
-from activities.cache.entities import entities_in
-from activities.span_notes import note
-from schemas.actor import SYSTEM_ACTOR
-from schemas.tools import ActorScoped, ToolSpec, catalog_version
+from agentkeel.activities.cache.backend import CacheBackend, CacheUnavailable
+from agentkeel.activities.cache.entities import entities_in
+from agentkeel.activities.span_notes import note
+from agentkeel.schemas.actor import SYSTEM_ACTOR
+from agentkeel.schemas.tools import ActorScoped, ToolSpec, catalog_version
 
 log = structlog.get_logger(__name__)
 

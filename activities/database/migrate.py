@@ -30,7 +30,7 @@ _IS_APPLIED = "SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1
 
 def migration_files() -> list[tuple[str, str]]:
     """Return `(version, sql)` of every packaged migration, in filename order."""
-    folder = resources.files("activities.database") / "migrations"
+    folder = resources.files("agentkeel.activities.database") / "migrations"
     files = sorted(
         (entry for entry in folder.iterdir() if entry.name.endswith(".sql")),
         key=lambda entry: entry.name,

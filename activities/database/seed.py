@@ -33,7 +33,7 @@ from typing import Any
 
 import asyncpg
 
-from activities.database.seed_data import (
+from agentkeel.activities.database.seed_data import (
     CATALOG,
     CITIES,
     FIRST_NAMES,

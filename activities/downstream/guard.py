@@ -20,14 +20,14 @@ from pydantic import BaseModel
 from temporalio import activity
 from temporalio.service import RPCError
 
-from activities.cache.tool_results import tool_key
-from activities.downstream.batching import Batcher
-from activities.downstream.limiter import DownstreamLimiter, OnWait
-from activities.downstream.sharing import SharedReads
-from activities.span_notes import note_tool_call
-from schemas.names import AGENT_WORKFLOW, SLOT_WAIT_SIGNAL
-from schemas.tools import ToolSpec
-from schemas.tools.downstreams import SlotWait
+from agentkeel.activities.cache.tool_results import tool_key
+from agentkeel.activities.downstream.batching import Batcher
+from agentkeel.activities.downstream.limiter import DownstreamLimiter, OnWait
+from agentkeel.activities.downstream.sharing import SharedReads
+from agentkeel.activities.span_notes import note_tool_call
+from agentkeel.schemas.names import AGENT_WORKFLOW, SLOT_WAIT_SIGNAL
+from agentkeel.schemas.tools import ToolSpec
+from agentkeel.schemas.tools.downstreams import SlotWait
 
 log = structlog.get_logger(__name__)
 

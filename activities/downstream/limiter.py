@@ -26,7 +26,7 @@ import structlog
 from redis.exceptions import RedisError
 from temporalio import activity
 
-from schemas.tools.downstreams import DownstreamLimit
+from agentkeel.schemas.tools.downstreams import DownstreamLimit
 
 log = structlog.get_logger(__name__)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from temporalio.exceptions import ApplicationError
 
-from schemas.actor import Actor, Role
-from schemas.errors import NOT_AUTHORIZED
+from agentkeel.schemas.actor import Actor, Role
+from agentkeel.schemas.errors import NOT_AUTHORIZED
 
 
 def is_customer(actor: Actor | None) -> bool:

@@ -12,8 +12,8 @@ from urllib.parse import quote
 import httpx
 from temporalio.exceptions import ApplicationError
 
-from schemas import errors
-from schemas.tools import Tracking
+from agentkeel.schemas import errors
+from agentkeel.schemas.tools import Tracking
 
 
 class CarrierApi:

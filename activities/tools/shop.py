@@ -16,12 +16,12 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.heartbeat import heartbeating
-from activities.tools import queries as q
-from activities.tools.access import is_customer, require_owner
-from activities.tools.carrier_api import CarrierApi, not_found
-from schemas import errors
-from schemas.tools import (
+from agentkeel.activities.heartbeat import heartbeating
+from agentkeel.activities.tools import queries as q
+from agentkeel.activities.tools.access import is_customer, require_owner
+from agentkeel.activities.tools.carrier_api import CarrierApi, not_found
+from agentkeel.schemas import errors
+from agentkeel.schemas.tools import (
     CHECK_INVENTORY,
     CREATE_REFUND,
     FIND_CUSTOMER,

@@ -4,7 +4,7 @@ Only the protocol is re-exported: the concrete engines import heavy optional pac
 (`vllm`, `openai`) when used, so import them from their modules.
 """
 
-from inference.engines.protocol import (
+from agentkeel.inference.engines.protocol import (
     ChoiceConstraint,
     Constraint,
     ConstraintViolationError,

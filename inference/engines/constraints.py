@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from inference.engines.protocol import (
+from agentkeel.inference.engines.protocol import (
     ChoiceConstraint,
     Constraint,
     ConstraintViolationError,

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from inference.engines.gbnf_pattern import UnsupportedSchema, literal, regex_to_gbnf
+from agentkeel.inference.engines.gbnf_pattern import UnsupportedSchema, literal, regex_to_gbnf
 
 __all__ = ["UnsupportedSchema", "choice_grammar", "json_schema_to_gbnf"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from inference.engines.protocol import Engine, GenerateRequest, GenerateResult, TokenDelta
+from agentkeel.inference.engines.protocol import Engine, GenerateRequest, GenerateResult, TokenDelta
 
 
 class MeteredEngine:

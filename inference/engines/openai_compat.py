@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 import structlog
 
-from inference.engines.constraints import check_output
-from inference.engines.protocol import (
+from agentkeel.inference.engines.constraints import check_output
+from agentkeel.inference.engines.protocol import (
     ChoiceConstraint,
     Constraint,
     EngineRequestError,
@@ -51,7 +51,7 @@ from inference.engines.protocol import (
     Usage,
     as_finish_reason,
 )
-from inference.engines.structured import structured_body
+from agentkeel.inference.engines.structured import structured_body
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

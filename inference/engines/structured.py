@@ -9,8 +9,8 @@ from typing import Any
 
 import structlog
 
-from inference.engines.gbnf import UnsupportedSchema, choice_grammar, json_schema_to_gbnf
-from inference.engines.protocol import ChoiceConstraint, Constraint
+from agentkeel.inference.engines.gbnf import UnsupportedSchema, choice_grammar, json_schema_to_gbnf
+from agentkeel.inference.engines.protocol import ChoiceConstraint, Constraint
 
 log = structlog.get_logger(__name__)
 

@@ -16,8 +16,8 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from inference.engines.constraints import check_output
-from inference.engines.protocol import (
+from agentkeel.inference.engines.constraints import check_output
+from agentkeel.inference.engines.protocol import (
     ChoiceConstraint,
     EngineRequestError,
     EngineUnavailableError,
@@ -30,7 +30,7 @@ from inference.engines.protocol import (
     Usage,
     as_finish_reason,
 )
-from inference.engines.vllm_settings import SpeculativeSettings, VllmSettings
+from agentkeel.inference.engines.vllm_settings import SpeculativeSettings, VllmSettings
 
 __all__ = ["SpeculativeSettings", "VllmEngine", "VllmSettings"]
 

@@ -53,7 +53,7 @@ class VllmSettings:
 
     model: str
     """Model directory or hub name (offline here: a directory, e.g. from
-    `python -m inference.model_builds.gemma_cpu`)."""
+    `python -m agentkeel.inference.model_builds.gemma_cpu`)."""
     served_model_name: str | None = None
     """Name in logs and run records; defaults to `model`."""
     tokenizer: str | None = None

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inference.metering import meter
-from inference.policy import Policy, TokenSink
-from schemas import metrics
-from schemas import model_calls as calls
-from schemas.route import Route, Tier
+from agentkeel.inference.metering import meter
+from agentkeel.inference.policy import Policy, TokenSink
+from agentkeel.schemas import metrics
+from agentkeel.schemas import model_calls as calls
+from agentkeel.schemas.route import Route, Tier
 
 
 @dataclass

@@ -19,7 +19,7 @@ import json
 import math
 from collections.abc import Sequence
 
-from inference.engines.protocol import TokenLogprob
+from agentkeel.inference.engines.protocol import TokenLogprob
 
 NO_LOGPROBS = 0.5
 """Confidence when the engine returned no logprobs: below any sensible threshold, so

@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from inference.llm.prompts import quoted
-from schemas.model_calls import ConversationTurn
-from schemas.result import StepError, StepOutcome, StepStatus
+from agentkeel.inference.llm.prompts import quoted
+from agentkeel.schemas.model_calls import ConversationTurn
+from agentkeel.schemas.result import StepError, StepOutcome, StepStatus
 
 TokenCounter = Callable[[str], int]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from opentelemetry import trace
 
-from schemas.route import Tier
+from agentkeel.schemas.route import Tier
 
 
 def model_event(engine: str, tier: Tier, **numbers: float | str | None) -> None:

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from schemas.plan.model import MAX_WATCH_S, REPEAT_FLOOR_S
-from schemas.tools import TOOLS, ToolSpec
+from agentkeel.schemas.plan.model import MAX_WATCH_S, REPEAT_FLOOR_S
+from agentkeel.schemas.tools import TOOLS, ToolSpec
 
 MAX_STEPS = 8
 """Longer plans are cut by the grammar: nothing in the catalog needs more."""

@@ -17,7 +17,7 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
-from inference.engines.protocol import (
+from agentkeel.inference.engines.protocol import (
     ChoiceConstraint,
     ConstraintViolationError,
     Engine,
@@ -25,11 +25,11 @@ from inference.engines.protocol import (
     GenerateResult,
     JsonSchemaConstraint,
 )
-from inference.llm.confidence import label_confidence
-from inference.llm.context import ContextBuilder
-from inference.llm.model_events import model_event as _model_event
-from inference.llm.plan_schema import plan_json_schema
-from inference.llm.prompts import (
+from agentkeel.inference.llm.confidence import label_confidence
+from agentkeel.inference.llm.context import ContextBuilder
+from agentkeel.inference.llm.model_events import model_event as _model_event
+from agentkeel.inference.llm.plan_schema import plan_json_schema
+from agentkeel.inference.llm.prompts import (
     INTENT_TOOLS,
     INTENTS,
     JOIN_LABELS,
@@ -37,14 +37,14 @@ from inference.llm.prompts import (
     UNCERTAIN,
     system_prefix,
 )
-from inference.policy import DEFAULT_ROUTER_THRESHOLD, TokenSink, join_rejected_plan
-from schemas import model_calls as calls
-from schemas.errors import INVALID_MODEL_OUTPUT
-from schemas.plan.model import Plan
-from schemas.plan.validation import PlanValidationError, validate_plan
-from schemas.result import StepError
-from schemas.route import Route, Tier
-from schemas.tools import TOOLS
+from agentkeel.inference.policy import DEFAULT_ROUTER_THRESHOLD, TokenSink, join_rejected_plan
+from agentkeel.schemas import model_calls as calls
+from agentkeel.schemas.errors import INVALID_MODEL_OUTPUT
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.plan.validation import PlanValidationError, validate_plan
+from agentkeel.schemas.result import StepError
+from agentkeel.schemas.route import Route, Tier
+from agentkeel.schemas.tools import TOOLS
 
 log = structlog.get_logger(__name__)
 

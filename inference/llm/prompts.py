@@ -12,8 +12,14 @@ import json
 import re
 from functools import cache
 
-from schemas.tools import TOOLS
-from schemas.tools.domain import EXAMPLE_PLAN, GROUND_RULES, INTENT_TOOLS, INTENTS, PERSONA
+from agentkeel.schemas.tools import TOOLS
+from agentkeel.schemas.tools.domain import (
+    EXAMPLE_PLAN,
+    GROUND_RULES,
+    INTENT_TOOLS,
+    INTENTS,
+    PERSONA,
+)
 
 UNCERTAIN = "uncertain"
 """The router's way to say it cannot tell; always escalated."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from inference.version import module_digest
+from agentkeel.inference.version import module_digest
 
 LLM_MODULES = ("context.py", "plan_schema.py", "policy.py", "prompts.py", "cascade.py")
 
@@ -12,4 +12,4 @@ LLM_MODULES = ("context.py", "plan_schema.py", "policy.py", "prompts.py", "casca
 @cache
 def llm_policy_version() -> str:
     """Changes whenever a prompt or the plan schema does, so cached paths never outlive them."""
-    return "llm-" + module_digest("inference.llm", LLM_MODULES)
+    return "llm-" + module_digest("agentkeel.inference.llm", LLM_MODULES)

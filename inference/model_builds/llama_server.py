@@ -5,7 +5,9 @@ the llama.cpp sources vendored in the `llama-cpp-python` source package on PyPI 
 release), with CMake and the machine's C++ compiler, and kept in a cache directory: later
 calls return at once. About 10 minutes on 2 cores the first time.
 
-    python -m inference.model_builds.llama_server [DEST]   # default ~/.cache/agentkeel/llama.cpp
+    python -m agentkeel.inference.model_builds.llama_server [DEST]
+
+DEST defaults to ~/.cache/agentkeel/llama.cpp.
 """
 
 from __future__ import annotations

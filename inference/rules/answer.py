@@ -6,9 +6,9 @@ module names no tool: a new tool is described by its catalog entry.
 
 from __future__ import annotations
 
-from schemas.model_calls import RespondInput
-from schemas.result import StepOutcome, StepStatus
-from schemas.tools import TOOLS
+from agentkeel.schemas.model_calls import RespondInput
+from agentkeel.schemas.result import StepOutcome, StepStatus
+from agentkeel.schemas.tools import TOOLS
 
 
 def render_step(step: StepOutcome) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from inference.rules.intents import Entities
-from schemas.plan.model import Condition, Plan, PlanStep, Repeat
-from schemas.tools import (
+from agentkeel.inference.rules.intents import Entities
+from agentkeel.schemas.plan.model import Condition, Plan, PlanStep, Repeat
+from agentkeel.schemas.tools import (
     CHECK_INVENTORY,
     CREATE_REFUND,
     FIND_CUSTOMER,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from inference.policy import DEFAULT_ROUTER_THRESHOLD, TokenSink, join_rejected_plan
-from inference.rules.answer import render_answer
-from inference.rules.intents import extract_entities, matched_intents, satisfied
-from inference.rules.plans import add_intent, exploratory_plan, new_builder
-from schemas import model_calls as calls
-from schemas.route import Route, Tier
-from schemas.tools.domain import INTENT_JOINER
+from agentkeel.inference.policy import DEFAULT_ROUTER_THRESHOLD, TokenSink, join_rejected_plan
+from agentkeel.inference.rules.answer import render_answer
+from agentkeel.inference.rules.intents import extract_entities, matched_intents, satisfied
+from agentkeel.inference.rules.plans import add_intent, exploratory_plan, new_builder
+from agentkeel.schemas import model_calls as calls
+from agentkeel.schemas.route import Route, Tier
+from agentkeel.schemas.tools.domain import INTENT_JOINER
 
 # Confidence levels. They mimic a calibrated router: sure when the keywords and
 # the entities they need agree, unsure when either is missing.

@@ -10,10 +10,15 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from schemas.errors import INVALID_ARGUMENTS, INVALID_CONDITION, INVALID_REPEAT, MISSING_REFERENCE
-from schemas.plan.model import PlanStep
-from schemas.plan.references import PlanValidationError, Reference, iter_references
-from schemas.tools import ToolSpec
+from agentkeel.schemas.errors import (
+    INVALID_ARGUMENTS,
+    INVALID_CONDITION,
+    INVALID_REPEAT,
+    MISSING_REFERENCE,
+)
+from agentkeel.schemas.plan.model import PlanStep
+from agentkeel.schemas.plan.references import PlanValidationError, Reference, iter_references
+from agentkeel.schemas.tools import ToolSpec
 
 
 def check_arguments(

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.plan.model import ITEM_REF, REF_PREFIX, REFERENCE
+from agentkeel.schemas.plan.model import ITEM_REF, REF_PREFIX, REFERENCE
 
 
 class PlanValidationError(Exception):

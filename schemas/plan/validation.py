@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from schemas.errors import (
+from agentkeel.schemas.errors import (
     DEPENDENCY_CYCLE,
     DUPLICATE_STEP,
     EMPTY_PLAN,
     MISSING_REFERENCE,
     UNKNOWN_TOOL,
 )
-from schemas.plan.arguments import check_arguments
-from schemas.plan.model import Plan, PlanStep
-from schemas.plan.references import PlanValidationError, Reference, iter_references
-from schemas.tools import ToolSpec
+from agentkeel.schemas.plan.arguments import check_arguments
+from agentkeel.schemas.plan.model import Plan, PlanStep
+from agentkeel.schemas.plan.references import PlanValidationError, Reference, iter_references
+from agentkeel.schemas.tools import ToolSpec
 
 __all__ = [
     "PlanValidationError",

@@ -6,14 +6,14 @@ describe them to models. Each area module holds its tools' models, their
 rendering in words and their `ToolSpec`; `catalog` collects them into `TOOLS`.
 """
 
-from schemas.tools.catalog import (
+from agentkeel.schemas.tools.catalog import (
     ACTIVITY_TOOLS,
     SIDE_EFFECT_TOOLS,
     TOOLS,
     catalog_version,
     has_side_effect,
 )
-from schemas.tools.customers import (
+from agentkeel.schemas.tools.customers import (
     FIND_CUSTOMER,
     LIST_ORDERS,
     Customer,
@@ -24,25 +24,36 @@ from schemas.tools.customers import (
     OrderList,
     OrderSummary,
 )
-from schemas.tools.inventory import (
+from agentkeel.schemas.tools.inventory import (
     CHECK_INVENTORY,
     CheckInventoryArgs,
     CheckInventoryInput,
     Inventory,
     WarehouseStock,
 )
-from schemas.tools.knowledge import SEARCH_KB, KbHit, KbResult, SearchKbArgs, SearchKbInput
-from schemas.tools.orders import GET_ORDER, GetOrderArgs, GetOrderInput, Order, OrderItem
-from schemas.tools.refunds import CREATE_REFUND, CreateRefundArgs, CreateRefundInput, Refund
-from schemas.tools.shipping import (
+from agentkeel.schemas.tools.knowledge import (
+    SEARCH_KB,
+    KbHit,
+    KbResult,
+    SearchKbArgs,
+    SearchKbInput,
+)
+from agentkeel.schemas.tools.orders import GET_ORDER, GetOrderArgs, GetOrderInput, Order, OrderItem
+from agentkeel.schemas.tools.refunds import (
+    CREATE_REFUND,
+    CreateRefundArgs,
+    CreateRefundInput,
+    Refund,
+)
+from agentkeel.schemas.tools.shipping import (
     TRACK_SHIPMENT,
     Tracking,
     TrackingEvent,
     TrackShipmentArgs,
     TrackShipmentInput,
 )
-from schemas.tools.spec import ActorScoped, Render, ToolArgs, ToolSpec, money
-from schemas.tools.timers import WAIT, WaitArgs, Waited
+from agentkeel.schemas.tools.spec import ActorScoped, Render, ToolArgs, ToolSpec, money
+from agentkeel.schemas.tools.timers import WAIT, WaitArgs, Waited
 
 __all__ = [
     "ACTIVITY_TOOLS",

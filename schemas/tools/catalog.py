@@ -6,14 +6,14 @@ import hashlib
 import json
 from functools import cache
 
-from schemas.tools.customers import FIND_CUSTOMER, LIST_ORDERS
-from schemas.tools.inventory import CHECK_INVENTORY
-from schemas.tools.knowledge import SEARCH_KB
-from schemas.tools.orders import GET_ORDER
-from schemas.tools.refunds import CREATE_REFUND
-from schemas.tools.shipping import TRACK_SHIPMENT
-from schemas.tools.spec import ToolSpec
-from schemas.tools.timers import WAIT
+from agentkeel.schemas.tools.customers import FIND_CUSTOMER, LIST_ORDERS
+from agentkeel.schemas.tools.inventory import CHECK_INVENTORY
+from agentkeel.schemas.tools.knowledge import SEARCH_KB
+from agentkeel.schemas.tools.orders import GET_ORDER
+from agentkeel.schemas.tools.refunds import CREATE_REFUND
+from agentkeel.schemas.tools.shipping import TRACK_SHIPMENT
+from agentkeel.schemas.tools.spec import ToolSpec
+from agentkeel.schemas.tools.timers import WAIT
 
 TOOLS: dict[str, ToolSpec] = {
     spec.name: spec

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from schemas.tools.downstreams import ORDERS_DB
-from schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec, money
+from agentkeel.schemas.tools.downstreams import ORDERS_DB
+from agentkeel.schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec, money
 
 
 class FindCustomerArgs(ToolArgs):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas.tools.catalog import SIDE_EFFECT_TOOLS
+from agentkeel.schemas.tools.catalog import SIDE_EFFECT_TOOLS
 
 PERSONA = (
     "You are the support agent of an online shop. You answer customers' questions "

@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from schemas.errors import NOT_AUTHORIZED, NOT_FOUND, REFUND_REJECTED
-from schemas.tools.downstreams import ORDERS_DB
-from schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec, money
+from agentkeel.schemas.errors import NOT_AUTHORIZED, NOT_FOUND, REFUND_REJECTED
+from agentkeel.schemas.tools.downstreams import ORDERS_DB
+from agentkeel.schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec, money
 
 
 class CreateRefundArgs(ToolArgs):

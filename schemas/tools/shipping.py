@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from schemas.tools.downstreams import CARRIER
-from schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec
+from agentkeel.schemas.tools.downstreams import CARRIER
+from agentkeel.schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec
 
 
 class TrackShipmentArgs(ToolArgs):

@@ -9,9 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from schemas.actor import Actor
-from schemas.errors import NOT_AUTHORIZED, NOT_FOUND
-from schemas.tools.downstreams import Downstream
+from agentkeel.schemas.actor import Actor
+from agentkeel.schemas.errors import NOT_AUTHORIZED, NOT_FOUND
+from agentkeel.schemas.tools.downstreams import Downstream
 
 Render = Callable[[dict[str, Any]], str]
 """Plain-language sentence(s) for one result of a tool (as JSON), in the domain's words."""

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, Field, model_validator
 
-from schemas.plan.model import MAX_WATCH_S
-from schemas.tools.spec import ToolArgs, ToolSpec
+from agentkeel.schemas.plan.model import MAX_WATCH_S
+from agentkeel.schemas.tools.spec import ToolArgs, ToolSpec
 
 
 class WaitArgs(ToolArgs):

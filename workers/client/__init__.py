@@ -4,6 +4,6 @@ Imports no LangGraph and no policy code: a service that only starts runs loads o
 it needs to talk to Temporal and Redis.
 """
 
-from workers.client.agent_client import AgentClient
+from agentkeel.workers.client.agent_client import AgentClient
 
 __all__ = ["AgentClient"]

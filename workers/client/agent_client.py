@@ -20,19 +20,19 @@ import redis.asyncio as aioredis
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
-from activities.cache.backend import CacheBackend, CacheUnavailable
-from activities.cache.path_cache import PathCache, normalize_question
-from activities.outputs import OutputStore
-from schemas.names import AGENT_WORKFLOW, PROGRESS_QUERY
-from schemas.progress import RunProgress
-from schemas.request import AgentRequest
-from schemas.result import AgentResult, CacheStatus, Timings
-from schemas.tokens import token_stream_key
-from workers.client.token_follow import OnEvent, TokenReader, relay_until
-from workers.connections import connect_temporal, redis_client
-from workers.model_tiers import effective_cache_version
-from workers.plugin import agentkeel_plugin
-from workers.settings import Settings
+from agentkeel.activities.cache.backend import CacheBackend, CacheUnavailable
+from agentkeel.activities.cache.path_cache import PathCache, normalize_question
+from agentkeel.activities.outputs import OutputStore
+from agentkeel.schemas.names import AGENT_WORKFLOW, PROGRESS_QUERY
+from agentkeel.schemas.progress import RunProgress
+from agentkeel.schemas.request import AgentRequest
+from agentkeel.schemas.result import AgentResult, CacheStatus, Timings
+from agentkeel.schemas.tokens import token_stream_key
+from agentkeel.workers.client.token_follow import OnEvent, TokenReader, relay_until
+from agentkeel.workers.connections import connect_temporal, redis_client
+from agentkeel.workers.model_tiers import effective_cache_version
+from agentkeel.workers.plugin import agentkeel_plugin
+from agentkeel.workers.settings import Settings
 
 
 async def connect_client(settings: Settings) -> Client:

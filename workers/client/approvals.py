@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from temporalio.client import Client
 
-from schemas.approvals import ApprovalAnswer, ApprovalDecision
-from schemas.names import APPROVE_UPDATE, PROGRESS_QUERY
-from schemas.progress import RunProgress
+from agentkeel.schemas.approvals import ApprovalAnswer, ApprovalDecision
+from agentkeel.schemas.names import APPROVE_UPDATE, PROGRESS_QUERY
+from agentkeel.schemas.progress import RunProgress
 
 
 class NothingAwaiting(Exception):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from schemas.result import ANSWER_HITS, AgentResult, StepStatus
-from schemas.route import Tier
-from schemas.tokens import CANCELLED_TEXT, TokenEvent
-from workers.client.token_follow import AnswerView, ViewChange
+from agentkeel.schemas.result import ANSWER_HITS, AgentResult, StepStatus
+from agentkeel.schemas.route import Tier
+from agentkeel.schemas.tokens import CANCELLED_TEXT, TokenEvent
+from agentkeel.workers.client.token_follow import AnswerView, ViewChange
 
 RESTARTED_MARK = "[answer restarted: model retried]"
 

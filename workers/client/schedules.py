@@ -29,11 +29,11 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from schemas.actor import Actor
-from schemas.errors import describe_validation
-from schemas.names import AGENT_WORKFLOW
-from schemas.request import AgentRequest
-from workers.client.schedule_timing import ScheduleError, Timing, format_every
+from agentkeel.schemas.actor import Actor
+from agentkeel.schemas.errors import describe_validation
+from agentkeel.schemas.names import AGENT_WORKFLOW
+from agentkeel.schemas.request import AgentRequest
+from agentkeel.workers.client.schedule_timing import ScheduleError, Timing, format_every
 
 WORKFLOW_ID_PREFIX = "sched-"
 """Runs are `sched-<schedule id>-<scheduled time>`: Temporal appends the time, so the runs

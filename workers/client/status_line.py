@@ -17,9 +17,9 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
-from schemas.progress import RunProgress
-from schemas.result import StepStatus
-from workers.client.agent_client import AgentClient
+from agentkeel.schemas.progress import RunProgress
+from agentkeel.schemas.result import StepStatus
+from agentkeel.workers.client.agent_client import AgentClient
 
 POLL_S = 0.3
 _DONE = {StepStatus.SUCCEEDED, StepStatus.SKIPPED, StepStatus.FAILED, StepStatus.TIMED_OUT}

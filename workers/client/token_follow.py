@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import redis.asyncio as aioredis
 import structlog
 
-from schemas.tokens import TokenEvent, TokenEventType
+from agentkeel.schemas.tokens import TokenEvent, TokenEventType
 
 DEFAULT_BLOCK_MS = 250
 """Kept under the socket timeout of `workers.resources.redis_client` (0.5 s): a longer

@@ -13,9 +13,9 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from schemas.names import AGENT_WORKFLOW, PROGRESS_QUERY
-from schemas.progress import RunProgress, Waiting
-from workflows.search_attributes import AGENT_WAITING
+from agentkeel.schemas.names import AGENT_WORKFLOW, PROGRESS_QUERY
+from agentkeel.schemas.progress import RunProgress, Waiting
+from agentkeel.workflows.search_attributes import AGENT_WAITING
 
 WAITING_RUNS = (
     f'WorkflowType = "{AGENT_WORKFLOW}" AND {AGENT_WAITING.name} = true '

@@ -18,15 +18,15 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
-from schemas.approvals import ApprovalAnswer, ApprovalDecision
-from schemas.gateway import GatewayApproval, Problem, RunState, RunView
-from schemas.request import AgentRequest
-from workers.client.agent_client import AgentClient
-from workers.client.approvals import NothingAwaiting, decide_approval
-from workers.gateway.body_limit import BodyLimit
-from workers.gateway.events import run_events
-from workers.gateway.keys import ApiKeys, Caller, Refused
-from workers.gateway.runs import Runs
+from agentkeel.schemas.approvals import ApprovalAnswer, ApprovalDecision
+from agentkeel.schemas.gateway import GatewayApproval, Problem, RunState, RunView
+from agentkeel.schemas.request import AgentRequest
+from agentkeel.workers.client.agent_client import AgentClient
+from agentkeel.workers.client.approvals import NothingAwaiting, decide_approval
+from agentkeel.workers.gateway.body_limit import BodyLimit
+from agentkeel.workers.gateway.events import run_events
+from agentkeel.workers.gateway.keys import ApiKeys, Caller, Refused
+from agentkeel.workers.gateway.runs import Runs
 
 MAX_BODY_BYTES = 64 * 1024
 """A request is a question of at most 4000 characters and a few fields."""

@@ -22,11 +22,11 @@ from typing import Any
 import redis.asyncio as aioredis
 import structlog
 
-from schemas.gateway import RunEventType
-from schemas.progress import RunProgress
-from schemas.tokens import TokenEvent, TokenEventType, token_stream_key
-from workers.client.token_follow import TokenReader
-from workers.gateway.runs import Runs
+from agentkeel.schemas.gateway import RunEventType
+from agentkeel.schemas.progress import RunProgress
+from agentkeel.schemas.tokens import TokenEvent, TokenEventType, token_stream_key
+from agentkeel.workers.client.token_follow import TokenReader
+from agentkeel.workers.gateway.runs import Runs
 
 PROGRESS_EVERY_S = 0.25
 DRAIN_TIMEOUT_S = 1.0

@@ -28,10 +28,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from schemas.actor import Actor, Role
-from schemas.request import AgentRequest
-from schemas.text import Identifier
-from workers.settings import StartupError
+from agentkeel.schemas.actor import Actor, Role
+from agentkeel.schemas.request import AgentRequest
+from agentkeel.schemas.text import Identifier
+from agentkeel.workers.settings import StartupError
 
 
 class ApiKey(BaseModel):

@@ -17,13 +17,13 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from schemas.actor import SYSTEM_ACTOR, Actor
-from schemas.gateway import RunState, RunView
-from schemas.names import AGENT_WORKFLOW
-from schemas.progress import RunProgress
-from schemas.result import AgentResult
-from workers.client.agent_client import AgentClient
-from workers.gateway.keys import Caller, Refused
+from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor
+from agentkeel.schemas.gateway import RunState, RunView
+from agentkeel.schemas.names import AGENT_WORKFLOW
+from agentkeel.schemas.progress import RunProgress
+from agentkeel.schemas.result import AgentResult
+from agentkeel.workers.client.agent_client import AgentClient
+from agentkeel.workers.gateway.keys import Caller, Refused
 
 PROGRESS_TIMEOUT_S = 2.0
 """A query needs a worker to answer it; without one the view says so instead of hanging."""

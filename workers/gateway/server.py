@@ -11,11 +11,11 @@ import structlog
 import uvicorn
 from fastapi import FastAPI
 
-from workers.client.agent_client import AgentClient
-from workers.gateway.app import create_app
-from workers.gateway.keys import ApiKeys
-from workers.settings import ENV_PREFIX, Settings, StartupError
-from workers.stack.procs import ensure_port_free
+from agentkeel.workers.client.agent_client import AgentClient
+from agentkeel.workers.gateway.app import create_app
+from agentkeel.workers.gateway.keys import ApiKeys
+from agentkeel.workers.settings import ENV_PREFIX, Settings, StartupError
+from agentkeel.workers.stack.procs import ensure_port_free
 
 log = structlog.get_logger(__name__)
 

@@ -12,7 +12,8 @@ same order, after one latency: many parcels in one round trip. `GET /stats` answ
 `{"requests": n, "peak_concurrency": n, "in_flight": n}` (tracking requests since start, a
 batch counting once), so tests and benchmarks see what reached the carrier.
 
-Run it with `python -m workers.stack.carrier --host 127.0.0.1 --port 8787 --latency-ms 40`.
+Run it with
+`python -m agentkeel.workers.stack.carrier --host 127.0.0.1 --port 8787 --latency-ms 40`.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from typing import Any
 
 from aiohttp import web
 
-from activities.database.seed import SEED_NOW, carrier_for
-from schemas.tools import Tracking, TrackingEvent
+from agentkeel.activities.database.seed import SEED_NOW, carrier_for
+from agentkeel.schemas.tools import Tracking, TrackingEvent
 
 __all__ = ["build_app", "main", "serve", "serving", "tracking_for"]
 
@@ -216,9 +217,10 @@ async def _serve_until_signalled(host: str, port: int, latency_ms: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of `python -m workers.stack.carrier`; returns the exit status."""
+    """Entry point of `python -m agentkeel.workers.stack.carrier`; returns the exit status."""
     parser = argparse.ArgumentParser(
-        prog="python -m workers.stack.carrier", description="Local carrier-tracking HTTP service."
+        prog="python -m agentkeel.workers.stack.carrier",
+        description="Local carrier-tracking HTTP service.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=8787, help="port to listen on")

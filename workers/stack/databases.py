@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
-from activities.database.migrate import apply_migrations
-from activities.database.seed import seed_demo_data
+from agentkeel.activities.database.migrate import apply_migrations
+from agentkeel.activities.database.seed import seed_demo_data
 
 
 def dsn_for(admin_dsn: str, database: str) -> str:

@@ -7,13 +7,13 @@ import uuid
 
 from temporalio.client import WorkflowFailureError
 
-from schemas.request import AgentRequest
-from workers.client.agent_client import AgentClient
-from workers.client.report import format_result
-from workers.client.status_line import StatusLine, stack_starting
-from workers.settings import Settings
-from workers.stack.demo_watch import demo_watch
-from workers.stack.supervisor import describe, start_detached
+from agentkeel.schemas.request import AgentRequest
+from agentkeel.workers.client.agent_client import AgentClient
+from agentkeel.workers.client.report import format_result
+from agentkeel.workers.client.status_line import StatusLine, stack_starting
+from agentkeel.workers.settings import Settings
+from agentkeel.workers.stack.demo_watch import demo_watch
+from agentkeel.workers.stack.supervisor import describe, start_detached
 
 REPEATED = "What is your return policy for damaged items?"
 DEMO_QUESTIONS: tuple[tuple[str, str], ...] = (

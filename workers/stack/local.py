@@ -15,12 +15,17 @@ from typing import Any
 
 import structlog
 
-from workers.metrics import stack_metrics_addresses
-from workers.settings import ENV_PREFIX, Settings
-from workers.stack import services
-from workers.stack import temporal as stack_temporal
-from workers.stack.pids import kill_orphans, read_pid_file, record_children, write_pid_file
-from workers.stack.procs import (
+from agentkeel.workers.metrics import stack_metrics_addresses
+from agentkeel.workers.settings import ENV_PREFIX, Settings
+from agentkeel.workers.stack import services
+from agentkeel.workers.stack import temporal as stack_temporal
+from agentkeel.workers.stack.pids import (
+    kill_orphans,
+    read_pid_file,
+    record_children,
+    write_pid_file,
+)
+from agentkeel.workers.stack.procs import (
     Child,
     StackError,
     ensure_port_free,
@@ -29,7 +34,7 @@ from workers.stack.procs import (
     port_answers,
     split_host_port,
 )
-from workers.stack.watchdog import Watchdog
+from agentkeel.workers.stack.watchdog import Watchdog
 
 log = structlog.get_logger(__name__)
 

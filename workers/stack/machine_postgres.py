@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from workers.stack.procs import StackError
+from agentkeel.workers.stack.procs import StackError
 
 INSTALL_HINT = (
     "install PostgreSQL's server binaries (Debian/Ubuntu: apt install postgresql; Fedora: "

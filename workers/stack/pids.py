@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from workers.stack.procs import Child, signal_group
+from agentkeel.workers.stack.procs import Child, signal_group
 
 
 def write_pid_file(path: Path, pid: int | None = None) -> None:

@@ -20,10 +20,10 @@ import httpx
 import redis.asyncio as aioredis
 import structlog
 
-from workers.connections import redact
-from workers.settings import Settings
-from workers.stack.machine_postgres import MachinePostgres, socket_dir_for
-from workers.stack.procs import (
+from agentkeel.workers.connections import redact
+from agentkeel.workers.settings import Settings
+from agentkeel.workers.stack.machine_postgres import MachinePostgres, socket_dir_for
+from agentkeel.workers.stack.procs import (
     Child,
     StackError,
     ensure_port_free,
@@ -226,12 +226,13 @@ async def _redis_ping(url: str, raise_error: bool = False) -> bool:
 
 
 async def carrier(launch: Launch, env: Mapping[str, str]) -> str:
-    """Carrier base URL: `carrier_url`, or `python -m workers.stack.carrier` on its port."""
+    """Carrier base URL: `carrier_url`, or `python -m agentkeel.workers.stack.carrier` on its
+    port."""
     s = launch.settings
     if s.carrier_url:
         return s.carrier_url
     ensure_port_free("127.0.0.1", s.carrier_port, "carrier service")
-    argv = [sys.executable, "-m", "workers.stack.carrier", "--host", "127.0.0.1"]
+    argv = [sys.executable, "-m", "agentkeel.workers.stack.carrier", "--host", "127.0.0.1"]
     argv += ["--port", str(s.carrier_port), "--latency-ms", str(s.carrier_latency_ms)]
     child = await launch.child("carrier", argv, env)
     url = f"http://127.0.0.1:{s.carrier_port}"
@@ -248,7 +249,7 @@ async def carrier(launch: Launch, env: Mapping[str, str]) -> str:
 
 async def gateway(launch: Launch, env: Mapping[str, str]) -> str:
     """The gateway's URL, once `agentkeel gateway` answers its health check."""
-    argv = [sys.executable, "-m", "workers.cli", "gateway"]
+    argv = [sys.executable, "-m", "agentkeel.workers.cli", "gateway"]
     child = await launch.child("gateway", argv, env)
     host, _, port = launch.settings.gateway_address.rpartition(":")
     host = "127.0.0.1" if host in ("0.0.0.0", "::", "[::]", "") else host.strip("[]")
@@ -265,8 +266,8 @@ async def gateway(launch: Launch, env: Mapping[str, str]) -> str:
 async def migrate_and_seed(database_url: str) -> None:
     """Apply the schema migrations and the demo data (both idempotent)."""
     try:
-        from activities.database.migrate import apply_migrations
-        from activities.database.seed import seed_demo_data
+        from agentkeel.activities.database.migrate import apply_migrations
+        from agentkeel.activities.database.seed import seed_demo_data
     except ImportError as exc:
         raise StackError(f"cannot apply migrations: {exc}") from None
     conn = await _pg_connect(database_url)

@@ -18,11 +18,11 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
-from workers.settings import Settings
-from workers.stack.local import StackEndpoints
-from workers.stack.pids import pid_alive
-from workers.stack.supervisor import describe, read_endpoints
-from workers.stack.watchdog import ChildState, ChildStatus, read_status
+from agentkeel.workers.settings import Settings
+from agentkeel.workers.stack.local import StackEndpoints
+from agentkeel.workers.stack.pids import pid_alive
+from agentkeel.workers.stack.supervisor import describe, read_endpoints
+from agentkeel.workers.stack.watchdog import ChildState, ChildStatus, read_status
 
 TEMPORAL_ANSWER_S = 5.0
 POLLER_SEEN_S = 60

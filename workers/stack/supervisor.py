@@ -17,11 +17,11 @@ import sys
 import time
 from collections.abc import Callable
 
-from workers.connections import redact
-from workers.settings import Settings
-from workers.stack.local import LocalStack, StackEndpoints, child_env
-from workers.stack.pids import pid_alive, read_pid_file, started_children, write_pid_file
-from workers.stack.procs import StackError, log_tail
+from agentkeel.workers.connections import redact
+from agentkeel.workers.settings import Settings
+from agentkeel.workers.stack.local import LocalStack, StackEndpoints, child_env
+from agentkeel.workers.stack.pids import pid_alive, read_pid_file, started_children, write_pid_file
+from agentkeel.workers.stack.procs import StackError, log_tail
 
 __all__ = [
     "LocalStack",
@@ -121,7 +121,7 @@ def start_detached(
     with open(log_path, "ab") as out:
         since = out.tell()  # the tail of a failure shows this run only
         proc = subprocess.Popen(
-            [sys.executable, "-m", "workers.cli", "up"],
+            [sys.executable, "-m", "agentkeel.workers.cli", "up"],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -14,15 +14,15 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, DescribeTaskQueueRequest
 from temporalio.client import Client
 
-from workers.metrics import stack_metrics_addresses
-from workers.model_tiers import loads_model
-from workers.search_attributes import (
+from agentkeel.workers.metrics import stack_metrics_addresses
+from agentkeel.workers.model_tiers import loads_model
+from agentkeel.workers.search_attributes import (
     SearchAttributesError,
     dev_server_flags,
     ensure_search_attributes,
 )
-from workers.settings import ENV_PREFIX, Settings
-from workers.stack.procs import (
+from agentkeel.workers.settings import ENV_PREFIX, Settings
+from agentkeel.workers.stack.procs import (
     Child,
     StackError,
     ensure_port_free,
@@ -31,7 +31,7 @@ from workers.stack.procs import (
     split_host_port,
     wait_for,
 )
-from workers.stack.services import Launch
+from agentkeel.workers.stack.services import Launch
 
 log = structlog.get_logger(__name__)
 
@@ -133,7 +133,7 @@ async def workers(launch: Launch, env: Mapping[str, str]) -> None:
     started = []
     metrics = stack_metrics_addresses(s)
     for name, queue, kinds in plan:
-        argv = [sys.executable, "-m", "workers.cli", "worker", name]
+        argv = [sys.executable, "-m", "agentkeel.workers.cli", "worker", name]
         own = {**env, ENV_PREFIX + "METRICS_ADDRESS": metrics[name] or "off"}
         started.append((await launch.child(f"worker {name}", argv, own), queue, kinds))
     for child, queue, kinds in started:

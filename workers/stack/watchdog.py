@@ -19,7 +19,7 @@ from pathlib import Path
 
 import structlog
 
-from workers.stack.procs import Child, signal_group, start_child
+from agentkeel.workers.stack.procs import Child, signal_group, start_child
 
 log = structlog.get_logger(__name__)
 

@@ -8,11 +8,11 @@ sees: nothing of it runs.
 
 from __future__ import annotations
 
-from schemas import errors
-from schemas.plan.model import Plan
-from schemas.request import RunOptions
-from schemas.result import StepError
-from schemas.tools import SIDE_EFFECT_TOOLS
+from agentkeel.schemas import errors
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.request import RunOptions
+from agentkeel.schemas.result import StepError
+from agentkeel.schemas.tools import SIDE_EFFECT_TOOLS
 
 
 def refuse_plan(

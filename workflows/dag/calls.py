@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from schemas.progress import Waiting
-from schemas.result import StepError
+from agentkeel.schemas.progress import Waiting
+from agentkeel.schemas.result import StepError
 
 
 @dataclass(frozen=True)

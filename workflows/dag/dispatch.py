@@ -15,19 +15,24 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 from temporalio.workflow import ActivityCancellationType
 
-from schemas import errors
-from schemas.approvals import ApprovalRequest
-from schemas.plan.model import Plan
-from schemas.plan.validation import PlanValidationError
-from schemas.result import StepError, StepOutcome
-from schemas.tools import TOOLS, ToolSpec
-from workflows.dag.admission import refuse_plan
-from workflows.dag.calls import ToolCall
-from workflows.dag.fan_out import PARTITION_AT, may_partition, run_fan_out
-from workflows.dag.run_context import RunContext
-from workflows.dag.scheduler import DagScheduler
-from workflows.dag.step_gates import SchedulerLimits
-from workflows.dag.tool_activity import StepRefused, describe_error, execute_tool, summary_of
+from agentkeel.schemas import errors
+from agentkeel.schemas.approvals import ApprovalRequest
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.plan.validation import PlanValidationError
+from agentkeel.schemas.result import StepError, StepOutcome
+from agentkeel.schemas.tools import TOOLS, ToolSpec
+from agentkeel.workflows.dag.admission import refuse_plan
+from agentkeel.workflows.dag.calls import ToolCall
+from agentkeel.workflows.dag.fan_out import PARTITION_AT, may_partition, run_fan_out
+from agentkeel.workflows.dag.run_context import RunContext
+from agentkeel.workflows.dag.scheduler import DagScheduler
+from agentkeel.workflows.dag.step_gates import SchedulerLimits
+from agentkeel.workflows.dag.tool_activity import (
+    StepRefused,
+    describe_error,
+    execute_tool,
+    summary_of,
+)
 
 
 async def run_plan(

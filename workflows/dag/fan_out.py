@@ -16,13 +16,13 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError
 
-from schemas import names
-from schemas.outputs import CombineOutputsInput, FanOutInput, FanOutResult
-from schemas.result import OutputRef
-from workflows import timeouts
-from workflows.dag.calls import ToolCall
-from workflows.dag.run_context import RunContext
-from workflows.dag.tool_activity import StepRefused, describe_error
+from agentkeel.schemas import names
+from agentkeel.schemas.outputs import CombineOutputsInput, FanOutInput, FanOutResult
+from agentkeel.schemas.result import OutputRef
+from agentkeel.workflows import timeouts
+from agentkeel.workflows.dag.calls import ToolCall
+from agentkeel.workflows.dag.run_context import RunContext
+from agentkeel.workflows.dag.tool_activity import StepRefused, describe_error
 
 PARTITION_AT = 100
 """A `for_each` step of this many calls or more runs in children (see module docstring)."""

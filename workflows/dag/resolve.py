@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from schemas.plan.model import Condition
-from schemas.plan.validation import Reference
+from agentkeel.schemas.plan.model import Condition
+from agentkeel.schemas.plan.validation import Reference
 
 
 class ResolutionError(Exception):

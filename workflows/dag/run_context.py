@@ -13,14 +13,14 @@ from datetime import timedelta
 
 from temporalio import workflow
 
-from schemas import names
-from schemas.approvals import ApprovalPolicy, ApprovalPolicyInput
-from schemas.request import AgentRequest
-from workflows import timeouts
-from workflows.approvals import ApprovalGate
-from workflows.deadline import Deadline
-from workflows.speculation import Speculation
-from workflows.waiting import WaitBoard
+from agentkeel.schemas import names
+from agentkeel.schemas.approvals import ApprovalPolicy, ApprovalPolicyInput
+from agentkeel.schemas.request import AgentRequest
+from agentkeel.workflows import timeouts
+from agentkeel.workflows.approvals import ApprovalGate
+from agentkeel.workflows.deadline import Deadline
+from agentkeel.workflows.speculation import Speculation
+from agentkeel.workflows.waiting import WaitBoard
 
 APPROVAL_POLICY_TIMEOUT = timedelta(seconds=5)
 

@@ -14,17 +14,30 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from schemas.errors import CANCELLED, INVALID_ARGUMENTS
-from schemas.plan.model import Plan, PlanStep
-from schemas.plan.validation import critical_path_ms, validate_plan
-from schemas.progress import Waiting
-from schemas.result import OutputRef, StepError, StepOutcome, StepStatus
-from schemas.tools import WAIT, ToolSpec
-from workflows.dag.calls import DescribeError, Dispatch, OnWait, Sleep, ToolCall, plain_sleep
-from workflows.dag.resolve import ResolutionError, resolve
-from workflows.dag.slots import Pauses, Slots
-from workflows.dag.step_gates import SchedulerLimits, before_running, over_limits
-from workflows.dag.watches import StepFailed, Suspended, WatchTimedOut, run_wait, run_watch
+from agentkeel.schemas.errors import CANCELLED, INVALID_ARGUMENTS
+from agentkeel.schemas.plan.model import Plan, PlanStep
+from agentkeel.schemas.plan.validation import critical_path_ms, validate_plan
+from agentkeel.schemas.progress import Waiting
+from agentkeel.schemas.result import OutputRef, StepError, StepOutcome, StepStatus
+from agentkeel.schemas.tools import WAIT, ToolSpec
+from agentkeel.workflows.dag.calls import (
+    DescribeError,
+    Dispatch,
+    OnWait,
+    Sleep,
+    ToolCall,
+    plain_sleep,
+)
+from agentkeel.workflows.dag.resolve import ResolutionError, resolve
+from agentkeel.workflows.dag.slots import Pauses, Slots
+from agentkeel.workflows.dag.step_gates import SchedulerLimits, before_running, over_limits
+from agentkeel.workflows.dag.watches import (
+    StepFailed,
+    Suspended,
+    WatchTimedOut,
+    run_wait,
+    run_watch,
+)
 
 
 class _Abort(Exception):

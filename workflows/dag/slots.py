@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable
 from datetime import timedelta
 
-from workflows.dag.calls import Sleep
+from agentkeel.workflows.dag.calls import Sleep
 
 
 class Slots:

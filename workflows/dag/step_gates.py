@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas.errors import DEPENDENCY_FAILED, FAN_OUT_TOO_LARGE, TOOL_CALL_LIMIT
-from schemas.plan.model import PlanStep
-from schemas.result import StepError, StepOutcome, StepStatus
-from workflows.dag.resolve import condition_value
+from agentkeel.schemas.errors import DEPENDENCY_FAILED, FAN_OUT_TOO_LARGE, TOOL_CALL_LIMIT
+from agentkeel.schemas.plan.model import PlanStep
+from agentkeel.schemas.result import StepError, StepOutcome, StepStatus
+from agentkeel.workflows.dag.resolve import condition_value
 
 
 @dataclass

@@ -8,11 +8,11 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
 
-from schemas import errors
-from schemas.result import StepError
-from schemas.tools import ToolSpec
-from workflows import timeouts
-from workflows.dag.calls import ToolCall
+from agentkeel.schemas import errors
+from agentkeel.schemas.result import StepError
+from agentkeel.schemas.tools import ToolSpec
+from agentkeel.workflows import timeouts
+from agentkeel.workflows.dag.calls import ToolCall
 
 _SUMMARY_CHARS = 120
 

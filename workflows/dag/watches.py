@@ -11,12 +11,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from schemas.errors import INVALID_ARGUMENTS, WATCH_TIMED_OUT
-from schemas.plan.model import MAX_WATCH_S, PlanStep
-from schemas.progress import Waiting
-from schemas.result import StepError, StepOutcome
-from schemas.tools import WAIT, WaitArgs
-from workflows.dag.resolve import condition_value
+from agentkeel.schemas.errors import INVALID_ARGUMENTS, WATCH_TIMED_OUT
+from agentkeel.schemas.plan.model import MAX_WATCH_S, PlanStep
+from agentkeel.schemas.progress import Waiting
+from agentkeel.schemas.result import StepError, StepOutcome
+from agentkeel.schemas.tools import WAIT, WaitArgs
+from agentkeel.workflows.dag.resolve import condition_value
 
 Now = Callable[[], datetime]
 Sleep = Callable[[timedelta, str], Awaitable[bool]]

@@ -5,11 +5,17 @@
 here plus its line in `workflows.graph`.
 """
 
-from workflows.nodes.cache_lookup import lookup_cache
-from workflows.nodes.edges import after_cache, after_execute, after_join, after_route, at_start
-from workflows.nodes.model_calls import join, plan, respond, route
-from workflows.nodes.plan_execution import execute
-from workflows.nodes.run_record import store
+from agentkeel.workflows.nodes.cache_lookup import lookup_cache
+from agentkeel.workflows.nodes.edges import (
+    after_cache,
+    after_execute,
+    after_join,
+    after_route,
+    at_start,
+)
+from agentkeel.workflows.nodes.model_calls import join, plan, respond, route
+from agentkeel.workflows.nodes.plan_execution import execute
+from agentkeel.workflows.nodes.run_record import store
 
 __all__ = [
     "after_cache",

@@ -11,13 +11,13 @@ from typing import Any
 
 from temporalio import workflow
 
-from schemas.plan.model import Plan
-from schemas.result import StepOutcome, StepStatus
-from schemas.route import Route
-from schemas.speculation import SpeculationReport
-from workflows.deadline import DEADLINE_PATCH, Deadline
-from workflows.speculation import SPECULATION_PATCH, Speculation
-from workflows.state import AgentState
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.result import StepOutcome, StepStatus
+from agentkeel.schemas.route import Route
+from agentkeel.schemas.speculation import SpeculationReport
+from agentkeel.workflows.deadline import DEADLINE_PATCH, Deadline
+from agentkeel.workflows.speculation import SPECULATION_PATCH, Speculation
+from agentkeel.workflows.state import AgentState
 
 
 async def deadline_of(state: AgentState) -> Deadline | None:

@@ -7,15 +7,21 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
-from schemas import names
-from schemas.cache_lookup import LookupCacheInput, LookupCacheResult
-from schemas.result import CacheMatch, CacheStatus
-from schemas.route import Tier
-from schemas.tools import has_side_effect
-from workflows import timeouts
-from workflows.cancellation import ends_the_run
-from workflows.state import AgentState
-from workflows.visibility import add_timing, elapsed_ms, publish_cache, publish_route, stage
+from agentkeel.schemas import names
+from agentkeel.schemas.cache_lookup import LookupCacheInput, LookupCacheResult
+from agentkeel.schemas.result import CacheMatch, CacheStatus
+from agentkeel.schemas.route import Tier
+from agentkeel.schemas.tools import has_side_effect
+from agentkeel.workflows import timeouts
+from agentkeel.workflows.cancellation import ends_the_run
+from agentkeel.workflows.state import AgentState
+from agentkeel.workflows.visibility import (
+    add_timing,
+    elapsed_ms,
+    publish_cache,
+    publish_route,
+    stage,
+)
 
 
 async def lookup_cache(state: AgentState) -> dict[str, Any]:

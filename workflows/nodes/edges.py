@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from schemas.model_calls import JoinDecision
-from schemas.result import CacheStatus
-from workflows.state import AgentState
+from agentkeel.schemas.model_calls import JoinDecision
+from agentkeel.schemas.result import CacheStatus
+from agentkeel.workflows.state import AgentState
 
 
 # Conditional edges. LangGraph runs sync callables in an executor, which the

@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 from temporalio import workflow
 
-from schemas import errors, names
-from schemas.model_calls import (
+from agentkeel.schemas import errors, names
+from agentkeel.schemas.model_calls import (
     JoinDecision,
     JoinInput,
     JoinResult,
@@ -29,13 +29,13 @@ from schemas.model_calls import (
     RouteInput,
     RouteResult,
 )
-from schemas.plan.model import Plan
-from schemas.route import Route
-from schemas.tools.domain import requested_side_effects
-from workflows import timeouts
-from workflows.nodes.ahead import before_planning, refused
-from workflows.state import AgentState
-from workflows.visibility import add_timing, elapsed_ms, publish_route, stage
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.route import Route
+from agentkeel.schemas.tools.domain import requested_side_effects
+from agentkeel.workflows import timeouts
+from agentkeel.workflows.nodes.ahead import before_planning, refused
+from agentkeel.workflows.state import AgentState
+from agentkeel.workflows.visibility import add_timing, elapsed_ms, publish_route, stage
 
 ResultT = TypeVar("ResultT", bound=BaseModel)
 

@@ -6,11 +6,11 @@ from typing import Any
 
 from temporalio import workflow
 
-from schemas.outputs import resolve_refs
-from schemas.plan.validation import dependencies
-from schemas.result import StepOutcome, StepStatus
-from workflows.dag.dispatch import run_plan
-from workflows.nodes.ahead import (
+from agentkeel.schemas.outputs import resolve_refs
+from agentkeel.schemas.plan.validation import dependencies
+from agentkeel.schemas.result import StepOutcome, StepStatus
+from agentkeel.workflows.dag.dispatch import run_plan
+from agentkeel.workflows.nodes.ahead import (
     deadline_of,
     end_speculation,
     fit_to_deadline,
@@ -18,9 +18,9 @@ from workflows.nodes.ahead import (
     prune_speculation,
     refused,
 )
-from workflows.outputs import carry_by_reference, load_referenced
-from workflows.state import AgentState
-from workflows.visibility import add_timing, stage
+from agentkeel.workflows.outputs import carry_by_reference, load_referenced
+from agentkeel.workflows.state import AgentState
+from agentkeel.workflows.visibility import add_timing, stage
 
 
 async def execute(state: AgentState) -> dict[str, Any]:

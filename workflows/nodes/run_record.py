@@ -7,18 +7,18 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
-from schemas import names
-from schemas.plan.model import Plan
-from schemas.progress import RunProgress
-from schemas.result import ANSWER_HITS, AgentResult, CacheStatus, StepError, Timings
-from schemas.route import Route
-from schemas.run_record import StoreInput, StoreResult
-from schemas.tokens import CANCELLED_TEXT
-from workflows import timeouts
-from workflows.cancellation import ends_the_run
-from workflows.metrics import observe_run
-from workflows.state import AgentState
-from workflows.visibility import elapsed_ms, stage
+from agentkeel.schemas import names
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.progress import RunProgress
+from agentkeel.schemas.result import ANSWER_HITS, AgentResult, CacheStatus, StepError, Timings
+from agentkeel.schemas.route import Route
+from agentkeel.schemas.run_record import StoreInput, StoreResult
+from agentkeel.schemas.tokens import CANCELLED_TEXT
+from agentkeel.workflows import timeouts
+from agentkeel.workflows.cancellation import ends_the_run
+from agentkeel.workflows.metrics import observe_run
+from agentkeel.workflows.state import AgentState
+from agentkeel.workflows.visibility import elapsed_ms, stage
 
 
 async def store(state: AgentState) -> dict[str, Any]:

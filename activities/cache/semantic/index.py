@@ -27,8 +27,8 @@ import numpy as np
 import numpy.typing as npt
 import structlog
 
-from activities.cache.semantic.tenant import THREADED_SEARCH_MIN, _mutate, _Tenant
-from activities.cache.semantic.vectors import Neighbour, VectorIndex
+from agentkeel.activities.cache.semantic.tenant import THREADED_SEARCH_MIN, _mutate, _Tenant
+from agentkeel.activities.cache.semantic.vectors import Neighbour, VectorIndex
 
 __all__ = ["Neighbour", "SemanticIndex", "VectorIndex"]  # vectors re-exported for callers
 

@@ -27,10 +27,10 @@ import numpy as np
 import numpy.typing as npt
 import structlog
 
-from activities.cache.reading import orders_action
-from activities.cache.semantic.embedder import Embedder, aembed
-from activities.cache.semantic.guard import GuardVerdict, guard
-from activities.cache.semantic.index import Neighbour, SemanticIndex
+from agentkeel.activities.cache.reading import orders_action
+from agentkeel.activities.cache.semantic.embedder import Embedder, aembed
+from agentkeel.activities.cache.semantic.guard import GuardVerdict, guard
+from agentkeel.activities.cache.semantic.index import Neighbour, SemanticIndex
 
 __all__ = ["DEFAULT_THRESHOLD", "Rejection", "SemanticCache", "SemanticLookup", "SemanticMatch"]
 

@@ -7,9 +7,9 @@ from functools import cache
 
 import asyncpg
 
-from activities.cache.semantic.embedder import MiniLmEmbedder
-from activities.cache.semantic.index import SemanticIndex
-from activities.cache.semantic.lookup import SemanticCache
+from agentkeel.activities.cache.semantic.embedder import MiniLmEmbedder
+from agentkeel.activities.cache.semantic.index import SemanticIndex
+from agentkeel.activities.cache.semantic.lookup import SemanticCache
 
 
 @cache

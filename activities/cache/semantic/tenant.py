@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from activities.cache.semantic.vectors import VectorIndex
+from agentkeel.activities.cache.semantic.vectors import VectorIndex
 
 T = TypeVar("T")
 

@@ -1,0 +1,1 @@
+"""agentkeel: a durable agent orchestrator on Temporal."""
