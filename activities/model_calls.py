@@ -29,12 +29,11 @@ from agentkeel.activities.token_stream import TokenStream
 from agentkeel.inference.engines.protocol import ConstraintViolationError, EngineRequestError
 from agentkeel.inference.metering import meter
 from agentkeel.inference.policy import Policy
-from agentkeel.inference.rules.intents import extract_entities
 from agentkeel.schemas import metrics, names
 from agentkeel.schemas import model_calls as calls
 from agentkeel.schemas.errors import INVALID_MODEL_OUTPUT, MODEL_REQUEST_REJECTED
 from agentkeel.schemas.speculation import MAX_SPECULATIVE_CALLS, Reading, predicted_calls
-from agentkeel.schemas.tools import TOOLS
+from agentkeel.schemas.tools import TOOLS, active_domain
 
 WithHistory = TypeVar("WithHistory", calls.RouteInput, calls.PlanInput, calls.RespondInput)
 
@@ -198,8 +197,11 @@ class InferenceActivities:
 
 
 def reading_of(question: str) -> Reading:
-    """The entities of a question, by the tool argument each fills (the rules' reading)."""
-    found = extract_entities(question)
-    reading: Reading = {"order_id": list(found.orders), "email": list(found.emails)}
-    reading["sku"] = list(found.skus)
-    return {name: values for name, values in reading.items() if values}
+    """The entities of a question, by the tool argument each fills (the domain's
+    `entity_patterns`): what speculation starts reads from."""
+    reading: Reading = {}
+    for pattern in active_domain().entity_patterns:
+        values = pattern.values(question)
+        if values:
+            reading.setdefault(pattern.argument, []).extend(values)
+    return reading

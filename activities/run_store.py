@@ -19,7 +19,7 @@ log = structlog.get_logger(__name__)
 INSERT_RUN = """
 INSERT INTO agent_runs (workflow_id, run_id, tenant, question, intent, tier, confidence,
                         cache_status, plan, steps, timings, answer, conversation_id,
-                        route_reason, overridden_intent, actor_role, actor_customer_id,
+                        route_reason, overridden_intent, actor_role, actor_subject,
                         actor_name, audience, request_id, approvals)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11::jsonb, $12, $13, $14, $15,
         $16, $17, $18, $19, $20, $21::jsonb)
@@ -42,8 +42,8 @@ class StoreActivities:
             request.conversation_id,
             result.route.reason,
             result.route.overridden_intent,
-            request.actor.role.value,
-            request.actor.customer_id,
+            request.actor.role,
+            request.actor.subject,
             request.actor.name,
             request.actor.audience,
             request.request_id,

@@ -1,1 +1,101 @@
-"""agentkeel: a durable agent orchestrator on Temporal."""
+"""agentkeel: a durable agent orchestrator on Temporal, for the domain a business brings.
+
+The public surface, all under this one namespace:
+
+- a domain and its tools: `Domain`, `tool`, `ToolArgs`, `ToolContext`, `ToolCall`, `Role`,
+  `Downstream`, `EntityPattern`, `Vocabulary`, `Migrations`, `DemoQuestion`,
+  `LocalService`, `ToolSetup`, and the error types tools raise (`not_found`, ...);
+- the request and result models: `AgentRequest`, `RunOptions`, `Actor`, `AgentResult`,
+  `Plan`;
+- the client: `AgentClient` (cache fast path, coalescing, streaming);
+- the worker entry point: `run_worker(kind)` (`kind` "cpu" or "inference").
+
+The repository's top-level folders are its sub-packages: `agentkeel.workflows`,
+`agentkeel.activities`, `agentkeel.workers`, `agentkeel.inference`, `agentkeel.schemas`;
+the example shop is `agentkeel.examples.shop`. The client and the worker entry point are
+imported on first use, so `import agentkeel` stays light.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agentkeel.inference.patterns import PatternPolicy, PlanPattern, pattern_policy
+from agentkeel.schemas.actor import Actor
+from agentkeel.schemas.domain import (
+    DemoQuestion,
+    Domain,
+    DomainError,
+    EntityPattern,
+    LocalService,
+    Migrations,
+    Role,
+    ToolSetup,
+    Vocabulary,
+)
+from agentkeel.schemas.errors import NOT_AUTHORIZED, NOT_FOUND
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.request import AgentRequest, RunOptions
+from agentkeel.schemas.result import AgentResult
+from agentkeel.schemas.text import FreeText
+from agentkeel.schemas.tools.context import ToolCall, ToolContext, not_found
+from agentkeel.schemas.tools.decorator import ToolDefinitionError, tool
+from agentkeel.schemas.tools.downstreams import Downstream
+from agentkeel.schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec, money
+
+if TYPE_CHECKING:
+    from agentkeel.workers.client.agent_client import AgentClient
+    from agentkeel.workers.entry import run_worker
+
+__all__ = [
+    "NOT_AUTHORIZED",
+    "NOT_FOUND",
+    "Actor",
+    "ActorScoped",
+    "AgentClient",
+    "AgentRequest",
+    "AgentResult",
+    "DemoQuestion",
+    "Domain",
+    "DomainError",
+    "Downstream",
+    "EntityPattern",
+    "FreeText",
+    "LocalService",
+    "Migrations",
+    "PatternPolicy",
+    "Plan",
+    "PlanPattern",
+    "Role",
+    "RunOptions",
+    "ToolArgs",
+    "ToolCall",
+    "ToolContext",
+    "ToolDefinitionError",
+    "ToolSetup",
+    "ToolSpec",
+    "Vocabulary",
+    "money",
+    "not_found",
+    "pattern_policy",
+    "run_worker",
+    "tool",
+]
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "AgentClient": "agentkeel.workers.client.agent_client",
+    "run_worker": "agentkeel.workers.entry",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # The client and the worker pull in Temporal's client and the worker stack: loaded
+    # when asked for, not by every `from agentkeel import tool` of a domain module.
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentkeel' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

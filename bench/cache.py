@@ -28,8 +28,8 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 
+from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.inference.policy import TokenSink
-from agentkeel.inference.rules.policy import RulesPolicy
 from agentkeel.schemas.model_calls import RespondInput, RespondResult, RouteInput, RouteResult
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult, CacheStatus

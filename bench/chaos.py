@@ -28,7 +28,7 @@ from pathlib import Path
 import asyncpg
 from temporalio.client import Client
 
-from agentkeel.schemas.actor import Actor, Role
+from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.schemas.result import StepStatus
 from agentkeel.workers.settings import Settings
@@ -38,7 +38,7 @@ from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
 
 STUCK_AFTER_S = 120.0
-STAFF = Actor(role=Role.STAFF, name="chaos")
+STAFF = Actor(role="staff", name="chaos")
 
 
 @dataclass

@@ -32,13 +32,13 @@ import httpx
 
 from agentkeel.activities.downstream.guard import Downstreams, guarded_tool
 from agentkeel.activities.downstream.limiter import DownstreamLimiter
-from agentkeel.activities.tools.shop import ToolActivities
-from agentkeel.inference.rules.policy import RulesPolicy
+from agentkeel.examples.shop.carrier import serving as carrier
+from agentkeel.examples.shop.rules.policy import RulesPolicy
+from agentkeel.examples.shop.tools import TRACK_SHIPMENT, TrackShipmentInput
 from agentkeel.schemas.request import AgentRequest, RunOptions
-from agentkeel.schemas.tools import TRACK_SHIPMENT, TrackShipmentInput
-from agentkeel.workers.stack.carrier import serving as carrier
 from agentkeel.workflows.agent import AgentWorkflow
 from bench.stack import StackConfig, bench_stack
+from tests.shop_tools import ShopActivities
 
 
 def _config(cap: str, share: str, window_ms: float) -> dict[str, Any]:
@@ -176,7 +176,7 @@ async def merge_window_cost(args: argparse.Namespace, config: StackConfig) -> No
 
         pool = await asyncpg.create_pool(config.admin_dsn, min_size=1, max_size=2)
         try:
-            tools = ToolActivities(pool, http, url)
+            tools = ShopActivities(pool, http, url)
             for window_ms in (0.0, 2.0, 5.0, 10.0):
                 downstreams = Downstreams(
                     limiter=DownstreamLimiter(None, {}),

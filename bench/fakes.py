@@ -14,10 +14,8 @@ from typing import Any
 from pydantic import BaseModel
 from temporalio import activity
 
-from agentkeel.inference.rules.policy import RulesPolicy
-from agentkeel.schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
-from agentkeel.schemas.route import Route, Tier
-from agentkeel.schemas.tools import (
+from agentkeel.examples.shop.rules.policy import RulesPolicy
+from agentkeel.examples.shop.tools import (
     CHECK_INVENTORY,
     FIND_CUSTOMER,
     GET_ORDER,
@@ -41,6 +39,8 @@ from agentkeel.schemas.tools import (
     TrackShipmentInput,
     WarehouseStock,
 )
+from agentkeel.schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
+from agentkeel.schemas.route import Route, Tier
 from bench.plans import shape_named_in
 
 _PLACED_AT = "2025-01-01T00:00:00Z"

@@ -21,8 +21,8 @@ import uuid
 
 import httpx
 
+from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.inference.policy import TokenSink
-from agentkeel.inference.rules.policy import RulesPolicy
 from agentkeel.schemas.model_calls import RespondInput, RespondResult
 from agentkeel.schemas.tokens import TokenEventType, token_stream_key
 from agentkeel.workers.client.agent_client import AgentClient

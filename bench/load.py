@@ -28,9 +28,9 @@ from typing import Any
 
 from temporalio.worker import Worker
 
-from agentkeel.inference.rules.policy import RulesPolicy
+from agentkeel.examples.shop.carrier import serving as carrier
+from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.schemas.request import AgentRequest, RunOptions
-from agentkeel.workers.stack.carrier import serving as carrier
 from agentkeel.workers.stack.temporal import SQLITE_PRAGMAS, queue_poll_flags
 from agentkeel.workflows.agent import AgentWorkflow
 from bench.bare import BARE_WORKFLOW, BenchBareWorkflow, bare_step

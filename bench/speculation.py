@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentkeel.inference.rules.policy import RulesPolicy
+from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.request import AgentRequest, RunOptions

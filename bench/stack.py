@@ -11,6 +11,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import asyncpg
@@ -19,8 +20,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from agentkeel.activities.database.migrate import apply_migrations
 from agentkeel.activities.model_calls import InferenceActivities
+from agentkeel.examples.shop import domain as shop
+from agentkeel.examples.shop.rules.policy import RulesPolicy
+from agentkeel.examples.shop.seed import seed_demo_data
 from agentkeel.inference.policy import Policy
-from agentkeel.inference.rules.policy import RulesPolicy
 from agentkeel.workers.connections import redis_client
 from agentkeel.workers.resources import cpu_activities
 from agentkeel.workers.search_attributes import ensure_search_attributes
@@ -70,7 +73,7 @@ class BenchStack:
 async def _migrate(dsn: str) -> None:
     conn = await asyncpg.connect(dsn)
     try:
-        await apply_migrations(conn)
+        await apply_migrations(conn, shop)
     finally:
         await conn.close()
 
@@ -94,7 +97,12 @@ async def bench_stack(
         if config.database_url is None:
             database_url = await stack.enter_async_context(
                 throwaway_database(
-                    config.admin_dsn, prefix="agentkeel_bench", seed_orders=seed_orders
+                    config.admin_dsn,
+                    prefix="agentkeel_bench",
+                    domain=shop,
+                    seed=None
+                    if seed_orders is None
+                    else partial(seed_demo_data, orders=seed_orders),
                 )
             )
         else:
@@ -115,17 +123,21 @@ async def bench_stack(
             # The bench's policy is the inference worker's: the CPU worker must not answer
             # policy steps itself with the rules.
             settings_overrides.setdefault("local_policy", "off")
+        carrier = settings_overrides.pop("carrier_url", None) or CARRIER_PLACEHOLDER
         settings = Settings(
             **{
                 "database_url": database_url,
                 "redis_url": config.redis_url,
-                "carrier_url": CARRIER_PLACEHOLDER,
                 "task_queue": f"bench-{uuid.uuid4().hex[:12]}",
                 **settings_overrides,
             }
         )
         local = policy if policy_on_cpu_worker else None
-        activities = await stack.enter_async_context(cpu_activities(settings, local=local))
+        activities = await stack.enter_async_context(
+            cpu_activities(
+                settings, local=local, domain_environ={"AGENTKEEL_SHOP_CARRIER_URL": carrier}
+            )
+        )
         activities = with_stand_ins(activities, stand_ins)
         streams = None
         if token_streams:

@@ -19,7 +19,6 @@ from temporalio import activity
 from agentkeel.inference.engines.protocol import EngineUnavailableError
 from agentkeel.inference.metering import meter
 from agentkeel.inference.policy import Policy, TokenSink
-from agentkeel.inference.rules.policy import RulesPolicy
 from agentkeel.schemas import metrics
 from agentkeel.schemas import model_calls as calls
 
@@ -35,7 +34,7 @@ R = TypeVar("R", calls.RouteResult, calls.PlanResult, calls.JoinResult, calls.Re
 class FallbackPolicy:
     """`primary`, with `rules` serving any step whose model server cannot be reached."""
 
-    def __init__(self, primary: Policy, rules: RulesPolicy) -> None:
+    def __init__(self, primary: Policy, rules: Policy) -> None:
         self.primary = primary
         self.rules = rules
         self.name = primary.name

@@ -1,57 +1,70 @@
 """Who a run acts for: the actor whose authority every tool call carries.
 
-The calling service says who the actor is (it authenticated them); the tools enforce what
-that actor may read or change, row by row. A model never decides it: the actor travels
-from the request to each tool activity beside the plan's arguments, never inside them.
+The calling service says who the actor is (it authenticated them); the workflow checks the
+role against the domain it serves, and the tools enforce what that actor may read or
+change, row by row. A model never decides it: the actor travels from the request to each
+tool activity beside the plan's arguments, never inside them.
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, StringConstraints, model_validator
 
 from agentkeel.schemas.text import SafeName
 
+SYSTEM_ROLE = "system"
+"""A trusted service: the default when a request names no actor, in every domain."""
 
-class Role(StrEnum):
-    CUSTOMER = "customer"
-    """A shop customer: sees and acts on its own customer record, orders, shipments and
-    refunds only."""
-    STAFF = "staff"
-    """A support agent: reads everything; large refunds wait for approval."""
-    SYSTEM = "system"
-    """A trusted service (the default when a request names no actor)."""
+RoleName = Annotated[
+    str, StringConstraints(min_length=1, max_length=40, pattern=r"^[a-z][a-z0-9_]*$")
+]
+Subject = Annotated[
+    str, StringConstraints(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$")
+]
 
 
 class Actor(BaseModel):
+    """A role of the served domain (`Domain.roles`, or `system`), and for a scoped role the
+    subject it acts for: whose rows it may read and change."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    role: Role = Role.SYSTEM
-    customer_id: int | None = Field(default=None, ge=1, le=2**31 - 1)
-    """The customer acted for; required for, and only allowed with, role `customer`."""
+    role: RoleName = SYSTEM_ROLE
+    subject: Subject | None = None
+    """The one the actor acts for (a customer id, an employee id); required for a scoped
+    role of the domain, refused for the others."""
     name: SafeName | None = None
     """Who it is, in words, for the run record and approvals."""
 
-    @model_validator(mode="after")
-    def _customer_id_matches_role(self) -> Actor:
-        if self.role is Role.CUSTOMER and self.customer_id is None:
-            raise ValueError("a customer actor needs customer_id")
-        if self.role is not Role.CUSTOMER and self.customer_id is not None:
-            raise ValueError(f"customer_id is only for role customer, not {self.role.value}")
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_customer_id(cls, data: Any) -> Any:
+        # The first release's wire form named the subject `customer_id` (an integer):
+        # requests and histories written then still decode.
+        if isinstance(data, dict) and "customer_id" in data:
+            data = dict(data)
+            legacy = data.pop("customer_id")
+            if legacy is not None:
+                if "subject" in data and data["subject"] is not None:
+                    raise ValueError("give subject or customer_id, not both")
+                if isinstance(legacy, bool) or not isinstance(legacy, int) or legacy < 1:
+                    raise ValueError("customer_id must be a positive integer")
+                data["subject"] = str(legacy)
+        return data
 
     @property
     def audience(self) -> str:
         """Who may see what this actor's runs saw: cached answers, plans, tool results and
         conversation turns are shared only within one audience."""
-        return f"customer:{self.customer_id}" if self.role is Role.CUSTOMER else "all"
+        return f"{self.role}:{self.subject}" if self.subject is not None else "all"
 
     def describe(self) -> str:
         who = f" {self.name}" if self.name else ""
-        if self.role is Role.CUSTOMER:
-            return f"customer {self.customer_id}{who}"
-        return f"{self.role.value}{who}"
+        if self.subject is not None:
+            return f"{self.role} {self.subject}{who}"
+        return f"{self.role}{who}"
 
 
 SYSTEM_ACTOR = Actor()

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentkeel.schemas.actor import Actor, Role
+from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.text import FreeText, SafeName
 
 
@@ -28,21 +28,24 @@ class ApprovalPolicy(BaseModel):
     threshold_cents: int = 10_000
     """Above this, a side effect from any actor waits for approval."""
     self_service_cents: int = 2_000
-    """Above this, a side effect a customer asked for waits for approval."""
+    """Above this, a side effect a scoped actor (a customer) asked for waits for approval."""
     timeout_s: float = 86_400.0
     """How long a run waits for a decision before it declines the side effect."""
 
-    def required_for(self, actor: Actor, amount_cents: int, *, already: int = 0) -> str | None:
+    def required_for(
+        self, actor: Actor, amount_cents: int, *, already: int = 0, scoped: bool = False
+    ) -> str | None:
         """Why `actor` moving `amount_cents` needs approval, or None when it does not.
 
         `already`: what the run has moved before; thresholds apply to the total, so a
-        refund split into small parts waits like the whole would.
+        refund split into small parts waits like the whole would. `scoped`: the actor's
+        role acts for one subject (the domain's `Role.scoped`): the self-service limit holds.
         """
         total = already + amount_cents
         so_far = f" (with {already} cents earlier in this run)" if already else ""
         if total > self.threshold_cents:
             return f"above the approval threshold of {self.threshold_cents} cents{so_far}"
-        if actor.role is Role.CUSTOMER and total > self.self_service_cents:
+        if scoped and total > self.self_service_cents:
             return f"above the self-service limit of {self.self_service_cents} cents{so_far}"
         return None
 
@@ -57,8 +60,8 @@ class ApprovalRequest(BaseModel):
     amount_cents: int
     actor: Actor
     """Who asked for the side effect."""
-    approver_role: Role = Role.STAFF
-    """Who must decide: staff."""
+    approver_role: str = "staff"
+    """Who must decide: a role of the domain that may approve (`Role.may_approve`)."""
     why: str
     approval_id: int = 0
     """Unique within the run: numbered by the gate in the order requests start waiting."""

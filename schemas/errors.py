@@ -70,7 +70,6 @@ NOT_AUTHORIZED: Final = "NotAuthorized"
 
 DECISIONS_THAT_STAND: Final = (APPROVAL_DECLINED, APPROVAL_TIMED_OUT, NOT_AUTHORIZED)
 """Step failures a replan must not try to get around: the run finishes with them."""
-REFUND_REJECTED: Final = "RefundRejected"
 
 # Models (raised by the inference activities for what a greedy retry would only repeat).
 INVALID_MODEL_OUTPUT: Final = "InvalidModelOutput"
@@ -84,3 +83,8 @@ def describe_validation(exc: ValidationError) -> str:
     return "; ".join(
         f"{'.'.join(str(p)[:64] for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()
     )
+
+
+NO_PLANNER: Final = "NoPlanner"
+"""The served domain has no rules policy and no model is configured: only a request that
+carries its own plan can run."""

@@ -8,6 +8,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, S
 
 from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor
 from agentkeel.schemas.deadline import MAX_DEADLINE_MS
+from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.text import FreeText, Identifier
 
 MAX_QUESTION_CHARS = 4000
@@ -74,6 +75,11 @@ class AgentRequest(BaseModel):
     """The caller's id for this request: every side effect's idempotency key derives from
     it, so the same request sent again never repeats a side effect."""
     options: RunOptions = Field(default_factory=RunOptions)
+    plan: Plan | None = None
+    """The plan to run, as a planner would write it: no route or plan step is asked for
+    (the answer is still written by the respond step). Validated against the catalog and
+    held to the same authority, approval and limit rules as a planned one; a plan with
+    side effects only from an actor whose role may send plans (`Role.may_send_plans`)."""
 
 
 class LegacyAgentRequest(BaseModel):
@@ -99,4 +105,5 @@ class LegacyAgentRequest(BaseModel):
             actor=SYSTEM_ACTOR,
             request_id=None,
             options=self.options,
+            plan=None,
         )

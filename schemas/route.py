@@ -12,6 +12,8 @@ class Tier(StrEnum):
     LIGHT = "light"
     HEAVY = "heavy"
     CACHE = "cache"
+    CALLER = "caller"
+    """The request brought its own plan (`AgentRequest.plan`)."""
 
 
 class Route(BaseModel):

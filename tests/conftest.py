@@ -30,16 +30,17 @@ from temporalio.testing import WorkflowEnvironment
 
 from agentkeel.activities.cache.tool_results import KEY_PREFIX as TOOL_KEY_PREFIX
 from agentkeel.activities.model_calls import InferenceActivities
+from agentkeel.examples.shop.carrier import serving
+from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.inference.policy import Policy
-from agentkeel.inference.rules.policy import RulesPolicy
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult
+from agentkeel.schemas.tools.catalog import active_domain
 from agentkeel.workers.client.agent_client import AgentClient
 from agentkeel.workers.connections import redact
 from agentkeel.workers.resources import cpu_activities, inference_resources
 from agentkeel.workers.search_attributes import ensure_search_attributes
 from agentkeel.workers.settings import Settings, speculative_calls
-from agentkeel.workers.stack.carrier import serving
 from agentkeel.workers.stack.procs import StackError, find_temporal_binary
 from agentkeel.workers.stack.temporal import queue_poll_flags
 from agentkeel.workers.stand_ins import with_stand_ins
@@ -69,6 +70,10 @@ DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 CARRIER_LATENCY_MS = 20
 _SERVICES = pytest.StashKey[dict[str, str]]()
 """Which Postgres and Redis this session used, for the terminal summary."""
+
+# The domain these tests serve (the example shop), loaded before any worker or replayer
+# runs a workflow: inside the sandbox a domain cannot be imported.
+active_domain()
 
 
 def temporal_binary() -> str:
@@ -272,10 +277,10 @@ async def make_stack(
                 # answer policy steps itself with the rules.
                 settings_overrides.setdefault("local_policy", "off")
             queue = f"t-{uuid.uuid4().hex[:12]}"
+            carrier = settings_overrides.pop("carrier_url", None) or carrier_url
             settings = Settings(
                 database_url=database_url,
                 redis_url=redis_url or session_redis_url,
-                carrier_url=settings_overrides.pop("carrier_url", carrier_url),
                 task_queue=queue,
                 # The embedder costs seconds per process: only the tests about it load it.
                 semantic_cache="on" if semantic else "off",
@@ -283,7 +288,9 @@ async def make_stack(
                 semantic_deadline_ms=10_000,
                 **settings_overrides,
             )
-            activities = await exits.enter_async_context(cpu_activities(settings))
+            activities = await exits.enter_async_context(
+                cpu_activities(settings, domain_environ={"AGENTKEEL_SHOP_CARRIER_URL": carrier})
+            )
             activities = with_stand_ins(activities, replace_activities or [])
             # The inference worker's own clients: token streams and conversations.
             resources = await exits.enter_async_context(inference_resources(settings))

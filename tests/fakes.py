@@ -8,6 +8,7 @@ import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
+from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.inference.engines.constraints import check_output
 from agentkeel.inference.engines.protocol import (
     ChoiceConstraint,
@@ -18,7 +19,6 @@ from agentkeel.inference.engines.protocol import (
     TokenLogprob,
 )
 from agentkeel.inference.policy import TokenSink
-from agentkeel.inference.rules.policy import RulesPolicy
 from agentkeel.schemas.model_calls import (
     PlanInput,
     PlanResult,

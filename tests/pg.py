@@ -23,6 +23,7 @@ import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,6 +31,8 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 
+from agentkeel.examples.shop import domain as shop
+from agentkeel.examples.shop.seed import seed_demo_data
 from agentkeel.workers.connections import redact
 from agentkeel.workers.stack.databases import throwaway_database
 from agentkeel.workers.stack.machine_postgres import MachinePostgres, socket_dir_for
@@ -139,7 +142,8 @@ async def fresh_database(
         admin_dsn,
         prefix="agentkeel_test",
         migrate=migrate,
-        seed_orders=seed_orders,
+        domain=shop,
+        seed=None if seed_orders is None else partial(seed_demo_data, orders=seed_orders),
         template=template,
     ) as dsn:
         yield dsn

@@ -9,12 +9,12 @@ import asyncpg
 import pytest
 from temporalio import activity
 
-from agentkeel.activities.tools.shop import ToolActivities
+from agentkeel.examples.shop.tools import CreateRefundInput, Refund
 from agentkeel.schemas.result import CacheStatus, StepStatus
-from agentkeel.schemas.tools import CreateRefundInput, Refund
 from tests.conftest import AgentStack, StackFactory
 from tests.history import local_activity_markers, scheduled_activities
 from tests.redis_server import EmbeddedRedis, embedded_redis
+from tests.shop_tools import ShopActivities
 
 KB_QUESTION = "What is your return policy for damaged items?"
 
@@ -74,7 +74,7 @@ async def test_redis_stopped_run_still_completes(
 class CrashAfterRefund:
     """Runs the real refund, then fails its first attempt as a worker crash would."""
 
-    def __init__(self, tools: ToolActivities) -> None:
+    def __init__(self, tools: ShopActivities) -> None:
         self._tools = tools
         self.attempts: list[int] = []
 
@@ -95,7 +95,7 @@ async def test_refund_retried_after_insert_refunds_once(
     pool = await asyncpg.create_pool(database_url, min_size=1, max_size=2)
     try:
         async with httpx.AsyncClient() as http:
-            crashing = CrashAfterRefund(ToolActivities(pool, http, "http://unused"))
+            crashing = CrashAfterRefund(ShopActivities(pool, http, "http://unused"))
             stack = await make_stack(replace_activities=[crashing.create_refund])
             handle = await stack.start("Please refund $5.00 for order 1001, it arrived damaged")
             result = await handle.result()

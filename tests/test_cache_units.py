@@ -14,8 +14,8 @@ from agentkeel.activities.cache.backend import CacheBackend, CacheUnavailable
 from agentkeel.activities.cache.breaker import CircuitBreaker
 from agentkeel.activities.cache.entities import entities_in
 from agentkeel.activities.cache.tool_results import ToolResultCache
-from agentkeel.schemas.tools import TOOLS, KbResult, SearchKbArgs
-from agentkeel.schemas.tools.knowledge import SearchKbInput
+from agentkeel.examples.shop.tools import KbResult, SearchKbArgs, SearchKbInput
+from agentkeel.schemas.tools import TOOLS
 from agentkeel.workers.connections import redis_client
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from datetime import timedelta
 
@@ -54,12 +53,14 @@ async def test_warmer_renews_hot_entries_that_ran_out(stack: AgentStack, redis_u
 
 
 async def test_schedule_is_created_updated_and_keeps_a_pause(stack: AgentStack) -> None:
-    settings = dataclasses.replace(stack.settings, warm_every_s=300)
+    settings = stack.settings.model_copy(update={"warm_every_s": 300})
     await ensure_warming_schedule(stack.client, settings)
     handle = stack.client.get_schedule_handle(SCHEDULE_ID)
     try:
         await handle.pause(note="ops: paused for a deploy")
-        await ensure_warming_schedule(stack.client, dataclasses.replace(settings, warm_every_s=120))
+        await ensure_warming_schedule(
+            stack.client, settings.model_copy(update={"warm_every_s": 120})
+        )
         described = await handle.describe()
         assert described.schedule.state.paused, "a worker restart must not undo a pause"
         assert described.schedule.spec.intervals == [

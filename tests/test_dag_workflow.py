@@ -7,10 +7,10 @@ from datetime import datetime
 
 from temporalio import activity
 
+from agentkeel.examples.shop.tools import CheckInventoryInput, Inventory, WarehouseStock
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.request import RunOptions
 from agentkeel.schemas.result import AgentResult, StepOutcome, StepStatus
-from agentkeel.schemas.tools import CheckInventoryInput, Inventory, WarehouseStock
 from agentkeel.workflows.agent import AgentWorkflow
 from tests.conftest import AgentStack, StackFactory
 from tests.fakes import FakeScriptedPolicy

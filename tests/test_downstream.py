@@ -17,16 +17,19 @@ from agentkeel.activities.downstream.batching import Batcher
 from agentkeel.activities.downstream.guard import shared_tool
 from agentkeel.activities.downstream.limiter import DownstreamLimiter
 from agentkeel.activities.downstream.sharing import SharedReads
+from agentkeel.examples.shop.carrier import serving
+from agentkeel.examples.shop.domain import domain as _shop
+from agentkeel.examples.shop.tools import GET_ORDER, GetOrderInput
 from agentkeel.schemas import errors, names
-from agentkeel.schemas.actor import Actor, Role
+from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.result import StepStatus
-from agentkeel.schemas.tools import GET_ORDER, GetOrderInput
 from agentkeel.schemas.tools.downstreams import DownstreamLimit
 from agentkeel.workers.settings import Settings, SettingsError
-from agentkeel.workers.stack.carrier import serving
 from tests.conftest import StackFactory
 from tests.fakes import FakeScriptedPolicy
+
+DOWNSTREAMS = {d.name: d for d in _shop.downstreams}
 
 
 @pytest.fixture
@@ -209,16 +212,17 @@ async def test_a_watch_read_never_joins_a_read_already_in_flight() -> None:
 def test_downstream_settings_are_checked_by_name() -> None:
     limits = Settings.from_env(
         {"AGENTKEEL_DOWNSTREAM_CARRIER_CONCURRENCY": "4", "AGENTKEEL_DOWNSTREAM_CARRIER_RATE": "20"}
-    ).downstream_limits()
+    ).downstream_limits(DOWNSTREAMS)
     assert limits["carrier"] == DownstreamLimit(concurrency=4, rate=20)
-    assert Settings().downstream_limits()["carrier"].concurrency == 8  # the catalog's default
+    defaults = Settings().downstream_limits(DOWNSTREAMS)
+    assert defaults["carrier"].concurrency == 8  # the catalog's default
     for env in (
         {"AGENTKEEL_DOWNSTREAM_CARIER_CONCURRENCY": "4"},
         {"AGENTKEEL_DOWNSTREAM_CARRIER_CONCURRENCY": "-1"},
         {"AGENTKEEL_DOWNSTREAM_CARRIER_RATE": "fast"},
     ):
         with pytest.raises(SettingsError, match="AGENTKEEL_DOWNSTREAM_CAR"):
-            Settings.from_env(env).downstream_limits()
+            Settings.from_env(env).downstream_limits(DOWNSTREAMS)
 
 
 # -- the real stack ------------------------------------------------------------------------
@@ -322,8 +326,8 @@ async def test_merged_tracking_checks_each_callers_authority(
     stack = await make_stack(carrier_url=slow_carrier, merge_window_ms=200, share_reads="off")
     question = "where is parcel TRK0000001001?"  # order 1001's, customer 1's
     handles = await asyncio.gather(
-        stack.start(question, actor=Actor(role=Role.CUSTOMER, customer_id=1)),
-        stack.start(question, actor=Actor(role=Role.CUSTOMER, customer_id=2)),
+        stack.start(question, actor=Actor(role="customer", subject=str(1))),
+        stack.start(question, actor=Actor(role="customer", subject=str(2))),
     )
     mine, theirs = await asyncio.gather(*(h.result() for h in handles))
     # One carrier request carried the parcel the first customer may see; the second was

@@ -6,12 +6,12 @@ import socket
 
 import pytest
 
+from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.inference.engines.protocol import GenerateRequest
 from agentkeel.inference.engines.vllm_settings import SpeculativeSettings
 from agentkeel.inference.fallback import FallbackPolicy
 from agentkeel.inference.llm.cascade import CascadePolicy
 from agentkeel.inference.llm.policy import LlmPolicy
-from agentkeel.inference.rules.policy import RulesPolicy
 from agentkeel.schemas.route import Tier
 from agentkeel.workers.model_tiers import (
     EngineKind,

@@ -16,7 +16,7 @@ import asyncpg
 import pytest
 from temporalio.client import Client, WorkflowHandle
 
-from agentkeel.schemas.actor import Actor, Role
+from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult, StepStatus
 from agentkeel.workers.settings import Settings
@@ -29,7 +29,7 @@ from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
 
 RUN_TIMEOUT_S = 120
-STAFF = Actor(role=Role.STAFF, name="ops")
+STAFF = Actor(role="staff", name="ops")
 
 
 @pytest.fixture

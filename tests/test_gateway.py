@@ -15,7 +15,7 @@ import httpx
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
-from agentkeel.schemas.actor import Actor, Role
+from agentkeel.schemas.actor import Actor
 from agentkeel.workers.gateway.app import create_app
 from agentkeel.workers.gateway.events import run_events
 from agentkeel.workers.gateway.keys import ApiKey, ApiKeys
@@ -203,9 +203,9 @@ async def test_api_keys_bind_tenant_and_actor(stack: AgentStack, database_url: s
     tenant = stack.tenant
     keys = ApiKeys(
         [
-            key(CUSTOMER_TOKEN, tenant, Actor(role=Role.CUSTOMER, customer_id=owner)),
-            key(OTHER_CUSTOMER_TOKEN, tenant, Actor(role=Role.CUSTOMER, customer_id=owner + 1)),
-            key(STAFF_TOKEN, tenant, Actor(role=Role.STAFF, name="bob")),
+            key(CUSTOMER_TOKEN, tenant, Actor(role="customer", subject=str(owner))),
+            key(OTHER_CUSTOMER_TOKEN, tenant, Actor(role="customer", subject=str(owner + 1))),
+            key(STAFF_TOKEN, tenant, Actor(role="staff", name="bob")),
         ]
     )
     customer = {"Authorization": f"Bearer {CUSTOMER_TOKEN}"}
@@ -250,7 +250,7 @@ async def test_api_keys_bind_tenant_and_actor(stack: AgentStack, database_url: s
                 break
             await asyncio.sleep(0.2)
         assert awaiting is not None, "a customer's large refund waits for staff"
-        assert awaiting["actor"] == {"role": "customer", "customer_id": owner, "name": None}
+        assert awaiting["actor"] == {"role": "customer", "subject": str(owner), "name": None}
 
         decision = {"approved": True, "reason": "damage confirmed"}
         refused = await http.post(

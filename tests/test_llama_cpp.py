@@ -24,7 +24,7 @@ from agentkeel.inference.llm.confidence import NO_LOGPROBS
 from agentkeel.inference.llm.context import ContextBuilder
 from agentkeel.inference.llm.plan_schema import plan_json_schema
 from agentkeel.inference.llm.policy import LlmPolicy
-from agentkeel.inference.llm.prompts import ROUTE_LABELS, system_prefix
+from agentkeel.inference.llm.prompts import route_labels, system_prefix
 from agentkeel.schemas.model_calls import RouteInput
 from agentkeel.schemas.route import Tier
 from tests.conftest import StackFactory
@@ -61,7 +61,7 @@ async def test_the_server_is_detected_and_plans_are_schema_valid(
     for question in ("Where is order 1001?", "Is SKU-00001 in stock?"):
         result = await llama_engine.generate(
             GenerateRequest(
-                prompt=system_prefix() + f"Customer: {question}\nPlan JSON:",
+                prompt=system_prefix() + f"User: {question}\nPlan JSON:",
                 max_tokens=PLAN_TOKENS,
                 constraint=JsonSchemaConstraint(json_schema=schema),
             )
@@ -74,17 +74,17 @@ async def test_the_server_is_detected_and_plans_are_schema_valid(
 async def test_a_choice_is_one_of_its_labels(llama_engine: OpenAICompatEngine) -> None:
     result = await llama_engine.generate(
         GenerateRequest(
-            prompt=system_prefix() + "Customer: Where is order 1001?\nIntent:",
+            prompt=system_prefix() + "User: Where is order 1001?\nIntent:",
             max_tokens=16,
-            constraint=ChoiceConstraint(choices=list(ROUTE_LABELS)),
+            constraint=ChoiceConstraint(choices=list(route_labels())),
         )
     )
-    assert result.text.strip() in ROUTE_LABELS
+    assert result.text.strip() in route_labels()
     routed = await policy(llama_engine, Tier.LIGHT, threshold=0.0).route(
         RouteInput(question="Where is order 1001?")
     )
     report(f"llama.cpp route: {routed.route.intent} p={routed.route.confidence:.3f}")
-    assert routed.route.intent in (*ROUTE_LABELS, "unknown")
+    assert routed.route.intent in (*route_labels(), "unknown")
     # llama.cpp's logprobs, like vLLM's, are the model's before the grammar's mask: the
     # confidence is measured from them (a 270M base model is rarely sure of anything),
     # not the flat value given when a server returns none.
@@ -139,7 +139,7 @@ async def test_a_gbnf_grammar_from_the_plan_schema_constrains_like_the_schema(
         schema = plan_json_schema()
         result = await engine.generate(
             GenerateRequest(
-                prompt=system_prefix() + "Customer: Can order 1002 be fulfilled from stock?\n"
+                prompt=system_prefix() + "User: Can order 1002 be fulfilled from stock?\n"
                 "Plan JSON:",
                 max_tokens=PLAN_TOKENS,
                 constraint=JsonSchemaConstraint(json_schema=schema),

@@ -17,6 +17,7 @@ import redis.asyncio as aioredis
 
 pytest.importorskip("vllm", reason="vLLM is not installed (the llm-cpu or gpu extra)")
 
+from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.inference.engines.metered import MeteredEngine
 from agentkeel.inference.engines.protocol import (
     Engine,
@@ -27,9 +28,8 @@ from agentkeel.inference.llm.cascade import CascadePolicy
 from agentkeel.inference.llm.context import ContextBuilder
 from agentkeel.inference.llm.plan_schema import plan_json_schema
 from agentkeel.inference.llm.policy import LlmPolicy
-from agentkeel.inference.llm.prompts import ROUTE_LABELS, system_prefix
+from agentkeel.inference.llm.prompts import route_labels, system_prefix
 from agentkeel.inference.policy import TokenSink
-from agentkeel.inference.rules.policy import RulesPolicy
 from agentkeel.schemas.errors import INVALID_MODEL_OUTPUT, PLAN_ERROR_KINDS
 from agentkeel.schemas.model_calls import PlanInput, RespondInput, RespondResult, RouteInput
 from agentkeel.schemas.route import Route, Tier
@@ -63,7 +63,7 @@ async def test_route_is_a_label_with_a_probability(vllm_engine: Engine) -> None:
         )
         route = routed.route
         report(f"route at threshold {threshold}: {route.intent} p={route.confidence:.3f}")
-        assert route.intent in (*ROUTE_LABELS, "unknown")
+        assert route.intent in (*route_labels(), "unknown")
         assert 0.0 <= route.confidence <= 1.0
         assert route.tier == Tier.LIGHT
         if threshold == 1.0 and route.confidence < 1.0:
@@ -72,7 +72,7 @@ async def test_route_is_a_label_with_a_probability(vllm_engine: Engine) -> None:
 
 async def test_a_constrained_plan_is_schema_valid_by_construction(vllm_engine: Engine) -> None:
     schema = plan_json_schema()
-    prompt = system_prefix() + "Customer: Where is order 1001?\nPlan JSON:"
+    prompt = system_prefix() + "User: Where is order 1001?\nPlan JSON:"
     result = await vllm_engine.generate(
         GenerateRequest(
             prompt=prompt,

@@ -180,15 +180,15 @@ async def test_later_turns_of_a_conversation_see_the_earlier_ones(
     )
     await second.result()
     route_prompts = [p for p in light.prompts if p.endswith("Intent:")]
-    assert route_prompts[0].count("Customer:") == 1  # the first turn has no history
+    assert route_prompts[0].count("User:") == 1  # the first turn has no history
     # The router reads the earlier question, never the earlier answer: what a run may do is
     # decided from what the customer asked, not from text that tools or models wrote.
-    assert "Customer: Where is order 1001?\n" in route_prompts[1]
+    assert "User: Where is order 1001?\n" in route_prompts[1]
     assert first.answer not in route_prompts[1]
     # Every prompt of the second run (route, draft plan, answer) saw the first turn...
     assert len(light.prompts) == 6
     assert all("Where is order 1001?" in p for p in light.prompts[3:])
-    assert f"Customer: Where is order 1001?\nAgent: {first.answer}" in light.prompts[-1]
+    assert f"User: Where is order 1001?\nAgent: {first.answer}" in light.prompts[-1]
     # ...read by reference on the inference worker: not copied into workflow history.
     events = (await second.fetch_history()).events
     history = b"".join(event.SerializeToString() for event in events)

@@ -7,13 +7,13 @@ import socket
 
 import pytest
 
+from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
 from agentkeel.inference.engines.protocol import EngineUnavailableError
 from agentkeel.inference.fallback import FallbackPolicy
 from agentkeel.inference.llm.cascade import CascadePolicy
 from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.inference.policy import TokenSink
-from agentkeel.inference.rules.policy import RulesPolicy
 from agentkeel.schemas.model_calls import RespondInput, RespondResult, RouteInput, RouteResult
 from agentkeel.schemas.result import AgentResult, CacheStatus, StepStatus
 from agentkeel.schemas.route import Route, Tier

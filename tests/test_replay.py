@@ -16,11 +16,11 @@ from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
+from agentkeel.examples.shop.demo_watch import ship_order
 from agentkeel.schemas import names
-from agentkeel.schemas.actor import Actor, Role
+from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.approvals import ApprovalDecision
 from agentkeel.schemas.progress import RunProgress
-from agentkeel.workers.stack.demo_watch import ship_order
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
 from agentkeel.workflows.dag.fan_out import child_workflow_id
@@ -73,7 +73,7 @@ async def test_record_authority_histories(stack: AgentStack) -> None:
     """Runs under `authority-v1`: an approved refund, and a customer refused another's order."""
     handle = await stack.start(
         "Please refund $150.00 for order 1002, it arrived damaged",
-        actor=Actor(role=Role.STAFF, name="ann"),
+        actor=Actor(role="staff", name="ann"),
     )
     await until_awaiting(handle)
     await handle.execute_update(
@@ -81,9 +81,7 @@ async def test_record_authority_histories(stack: AgentStack) -> None:
     )
     await handle.result()
     await _save("approved_refund", await handle.fetch_history())
-    handle = await stack.start(
-        "Where is order 1001?", actor=Actor(role=Role.CUSTOMER, customer_id=2)
-    )
+    handle = await stack.start("Where is order 1001?", actor=Actor(role="customer", subject=str(2)))
     await handle.result()
     await _save("customer_refused", await handle.fetch_history())
 
@@ -145,7 +143,7 @@ async def test_record_local_policy_histories(stack: AgentStack) -> None:
 async def test_record_speculation_deadline_histories(make_stack: StackFactory) -> None:
     """Runs under `speculation-v1` and `deadline-v1`: a speculative read used, one cancelled
     when the plan arrived, a deadline met by trades, a deadline refused at once."""
-    from agentkeel.workers.stack.carrier import serving
+    from agentkeel.examples.shop.carrier import serving
     from tests.test_speculation_deadline import KB_ONLY, QUESTION, STEPS, StandInOrders, cascade
 
     no_cache = {"use_cache": False}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentkeel.inference.rules.policy import RulesPolicy
+from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.schemas.model_calls import JoinDecision, JoinInput, PlanInput, RouteInput
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.plan.validation import validate_plan

@@ -20,7 +20,7 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 
 import agentkeel.workers.cli
-from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor, Role
+from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor
 from agentkeel.schemas.names import AGENT_WORKFLOW
 from agentkeel.schemas.result import AgentResult
 from agentkeel.workers.client.schedule_timing import (
@@ -41,7 +41,7 @@ from agentkeel.workers.client.schedules import (
 from tests.conftest import AgentStack
 
 QUESTION = "Where is order 1001?"
-ANN = Actor(role=Role.STAFF, name="ann")
+ANN = Actor(role="staff", name="ann")
 
 
 def _unique_id() -> str:
@@ -227,7 +227,7 @@ async def test_the_cli_adds_lists_pauses_and_deletes(
     [listed] = found
     assert listed["paused"] and listed["every"] == "1h30m" and listed["next_run"] is None
     assert (listed["question"], listed["tenant"]) == (QUESTION, "acme")
-    assert listed["actor"] == {"role": "customer", "customer_id": 7, "name": None}
+    assert listed["actor"] == {"role": "customer", "subject": "7", "name": None}
 
     assert (await cli("unpause", schedule_id))[0] == 0
     code, out, _ = await cli("list")
@@ -248,7 +248,14 @@ async def test_the_cli_adds_lists_pauses_and_deletes(
         ("delete", schedule_id): f"no schedule '{schedule_id}'",
         ("add", QUESTION, "--every", "0s"): "--every must be at least 1s, got '0s'",
         ("add", " ", "--every", "1m"): "invalid request: question",
-        ("add", QUESTION, "--every", "1m", "--customer", "0"): "invalid actor: customer_id",
+        (
+            "add",
+            QUESTION,
+            "--every",
+            "1m",
+            "--customer",
+            "0",
+        ): "customer_id must be a positive",
         ("add", QUESTION, "--cron", "every day"): "--cron 'every day' is not valid",
     }
     for argv, message in refusals.items():

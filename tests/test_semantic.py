@@ -78,8 +78,8 @@ def test_guard_accepts_same_facts(question: str, candidate: str) -> None:
         ("my package never arrived", "my package arrived", "negations"),
         ("I don't want to cancel order 4821", "I want to cancel order 4821", "negations"),
         ("orders of alice@example.com", "orders of bob@example.com", "emails"),
-        ("price of SKU-00033", "price of SKU-00034", "skus"),
-        ("where is TRK0000001003", "where is TRK0000001004", "tracking"),
+        ("price of SKU-00033", "price of SKU-00034", "identifiers"),
+        ("where is TRK0000001003", "where is TRK0000001004", "identifiers"),
         ("refund $25 for order 1001", "refund $250 for order 1001", "amounts"),
     ],
 )
@@ -93,8 +93,7 @@ def test_facts_normalizes_and_does_not_double_count() -> None:
     found = facts("Refund $25 on order #1001 to Alice@Example.com for SKU 7, TRK0000001001")
     assert found.money == {"25"}
     assert found.numbers == {"1001"}, "digits of SKUs, tracking numbers, amounts are theirs"
-    assert found.skus == {"SKU-00007"}
-    assert found.tracking == {"TRK0000001001"}
+    assert found.ids == {"sku:SKU-00007", "tracking_number:TRK0000001001"}
     assert found.emails == {"alice@example.com"}
     assert found.negations == 0
 
@@ -150,7 +149,7 @@ async def test_default_threshold_serves_close_paraphrases_only(
             "show me the orders for bob@example.com",
             "emails",
         ),
-        ("What is the price of SKU-00033?", "what is the price of SKU-00034", "skus"),
+        ("What is the price of SKU-00033?", "what is the price of SKU-00034", "identifiers"),
     ],
 )
 async def test_guard_rejects_near_misses(

@@ -11,6 +11,8 @@ from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from agentkeel.examples.shop.carrier import serving
+from agentkeel.examples.shop.tools import GetOrderInput, Order, OrderItem
 from agentkeel.inference.llm.cascade import CascadePolicy
 from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.schemas.deadline import DecisionKind
@@ -19,8 +21,6 @@ from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import StepStatus
 from agentkeel.schemas.route import Tier
 from agentkeel.schemas.speculation import SpeculationOutcome
-from agentkeel.schemas.tools.orders import GetOrderInput, Order, OrderItem
-from agentkeel.workers.stack.carrier import serving
 from agentkeel.workflows.deadline import droppable
 from tests.conftest import StackFactory
 from tests.fakes import FakeEngine

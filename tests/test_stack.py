@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import socket
-from dataclasses import replace
 from pathlib import Path
 
 import asyncpg
@@ -21,8 +20,8 @@ from agentkeel.workers.stack.supervisor import LocalStack, StackError, read_endp
 
 _NEEDED = (
     "agentkeel.activities.database.migrate",
-    "agentkeel.activities.database.seed",
-    "agentkeel.workers.stack.carrier",
+    "agentkeel.examples.shop.seed",
+    "agentkeel.examples.shop.carrier",
 )
 _MISSING = [name for name in _NEEDED if importlib.util.find_spec(name) is None]
 
@@ -54,7 +53,9 @@ async def test_local_stack_starts_every_service_and_stops_them(settings: Setting
             await client.aclose()
 
         async with httpx.AsyncClient() as http:
-            assert (await http.get(f"{endpoints.carrier_url}/healthz")).status_code == 200
+            assert (
+                await http.get(f"{endpoints.services['AGENTKEEL_SHOP_CARRIER_URL']}/healthz")
+            ).status_code == 200
             assert endpoints.ui_url is not None
             assert (await http.get(endpoints.ui_url)).status_code == 200
 
@@ -81,7 +82,7 @@ async def test_local_stack_starts_every_service_and_stops_them(settings: Setting
 
 @pytest.mark.parametrize(
     ("field", "role"),
-    [("carrier_port", "carrier service"), ("temporal_ui_port", "Temporal Web UI")],
+    [("temporal_ui_port", "Temporal Web UI")],
 )
 async def test_port_in_use_is_named_and_nothing_is_started(
     settings: Settings, field: str, role: str
@@ -90,7 +91,7 @@ async def test_port_in_use_is_named_and_nothing_is_started(
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        stack = LocalStack(replace(settings, **{field: port}), start_workers=False)
+        stack = LocalStack(settings.model_copy(update={field: port}), start_workers=False)
         with pytest.raises(StackError, match=rf"port {port} \({role}\) is already in use"):
             await stack.start()
     assert not (settings.state_dir / "stack.pid").exists()

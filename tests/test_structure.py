@@ -18,7 +18,6 @@ from agentkeel.activities.model_calls import InferenceActivities
 from agentkeel.activities.outputs import OutputActivities
 from agentkeel.activities.run_control import RunControlActivities
 from agentkeel.activities.run_store import StoreActivities
-from agentkeel.activities.tools.shop import ToolActivities
 from agentkeel.schemas import names
 from agentkeel.schemas.tools import ACTIVITY_TOOLS, TOOLS
 
@@ -53,7 +52,7 @@ def test_the_client_side_loads_no_langgraph_and_no_policy_code() -> None:
         "import sys, agentkeel.workers.client, agentkeel.workers.client.report\n"
         "import agentkeel.workers.client.token_follow\n"
         "heavy = ('langgraph', 'temporalio.langgraph', 'agentkeel.workflows',\n"
-        "         'agentkeel.inference.rules', 'agentkeel.inference.llm.policy',\n"
+        "         'agentkeel.examples', 'agentkeel.inference.llm.policy',\n"
         "         'agentkeel.activities.tools', 'torch', 'vllm')\n"
         "print(sorted({m for m in sys.modules if m.startswith(heavy)}))\n"
     )
@@ -119,7 +118,11 @@ def test_every_activity_name_is_defined_once_in_schemas() -> None:
         LatencyActivities,
     )
     assert agent_side == declared
-    assert _registered_names(ToolActivities) == set(ACTIVITY_TOOLS)
+    from agentkeel.activities.tools.functions import FunctionTools
+    from agentkeel.workers.stand_ins import activity_name
+
+    served = FunctionTools(ACTIVITY_TOOLS, None, lambda _role: False).all_activities()
+    assert {activity_name(a) for a in served} == set(ACTIVITY_TOOLS)
     assert set(TOOLS) - set(ACTIVITY_TOOLS) == {"wait"}  # built-ins run in the workflow
 
 
@@ -137,4 +140,15 @@ def test_no_activity_is_called_by_a_string_literal(package: str) -> None:
                 first = node.args[0]
                 assert not (isinstance(first, ast.Constant) and isinstance(first.value, str)), (
                     f"{path.relative_to(ROOT)}:{node.lineno} names an activity by a literal"
+                )
+
+
+def test_no_core_module_imports_an_example_domain() -> None:
+    """The core knows a domain only through what it declares: the shop is one domain among
+    others, named by a setting's default value alone, never imported."""
+    for package in PROJECT_PACKAGES:
+        for path in _python_files(package):
+            for module in _imported_modules(path):
+                assert not module.startswith("agentkeel.examples"), (
+                    f"{path.relative_to(ROOT)} imports {module}"
                 )

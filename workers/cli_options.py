@@ -4,19 +4,34 @@ from __future__ import annotations
 
 import argparse
 
-from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor, Role
+from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor
 
 
 def add_actor_options(parser: argparse.ArgumentParser) -> None:
-    """`--customer ID` or `--staff NAME`: whose authority the request carries."""
+    """`--as ROLE[:SUBJECT]` and `--name NAME`: whose authority the request carries (a role
+    of the served domain). `--customer ID` and `--staff NAME` are the example shop's
+    shorthands for `--as customer:ID` and `--as staff --name NAME`."""
+    parser.add_argument(
+        "--as", dest="as_actor", metavar="ROLE[:SUBJECT]", help="act as this role (and subject)"
+    )
+    parser.add_argument("--name", dest="actor_name", metavar="NAME", help="the actor's name")
     who = parser.add_mutually_exclusive_group()
-    who.add_argument("--customer", type=int, metavar="ID", help="act as this customer")
+    who.add_argument(
+        "--customer", type=int, metavar="ID", help="act as this customer (--as customer:ID)"
+    )
     who.add_argument("--staff", metavar="NAME", help="act as this staff member")
 
 
 def actor_of(args: argparse.Namespace) -> Actor:
+    name = getattr(args, "actor_name", None)
+    if getattr(args, "as_actor", None):
+        role, _, subject = args.as_actor.partition(":")
+        return Actor(role=role, subject=subject or None, name=name)
     if args.customer is not None:
-        return Actor(role=Role.CUSTOMER, customer_id=args.customer)
+        # The shop's first wire form: a positive integer id, checked by the model.
+        return Actor.model_validate(
+            {"role": "customer", "customer_id": args.customer, "name": name}
+        )
     if args.staff is not None:
-        return Actor(role=Role.STAFF, name=args.staff)
-    return SYSTEM_ACTOR
+        return Actor(role="staff", name=args.staff)
+    return SYSTEM_ACTOR if name is None else Actor(name=name)

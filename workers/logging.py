@@ -20,18 +20,17 @@ from opentelemetry import trace
 from structlog.typing import EventDict, Processor, WrappedLogger
 from temporalio import activity, workflow
 
-from agentkeel.workers.settings import SettingsError
+from agentkeel.workers.settings import LogFormat, LogLevel
 
 __all__ = ["add_temporal_context", "add_trace_context", "configure_logging"]
 
-_LEVELS = {
+_LEVELS: dict[LogLevel, int] = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
     "warning": logging.WARNING,
     "error": logging.ERROR,
     "critical": logging.CRITICAL,
 }
-_FORMATS = ("auto", "json", "console")
 _listener: logging.handlers.QueueListener | None = None
 
 
@@ -63,28 +62,18 @@ def add_trace_context(_: WrappedLogger, __: str, event_dict: EventDict) -> Event
     return event_dict
 
 
-def configure_logging(level: str = "info", fmt: str = "auto") -> None:
+def configure_logging(level: LogLevel = "info", fmt: LogFormat = "auto") -> None:
     """Route structlog and stdlib logging through one processor chain and a background writer.
 
     Args:
         level: `debug`, `info`, `warning`, `error` or `critical`.
         fmt: `json`, `console`, or `auto` (console when stderr is a TTY, JSON otherwise).
 
-    Raises:
-        SettingsError: an unknown level or format, named in the message.
-
+    Both come checked from the settings (`AGENTKEEL_LOG_LEVEL`, `AGENTKEEL_LOG_FORMAT`).
     Calling it again replaces the previous configuration (tests do; processes call it once).
     """
     global _listener
-    numeric = _LEVELS.get(level.lower())
-    if numeric is None:
-        raise SettingsError(
-            f"AGENTKEEL_LOG_LEVEL must be one of {', '.join(_LEVELS)}, got {level!r}"
-        )
-    if fmt not in _FORMATS:
-        raise SettingsError(
-            f"AGENTKEEL_LOG_FORMAT must be one of {', '.join(_FORMATS)}, got {fmt!r}"
-        )
+    numeric = _LEVELS[level]
     tty = sys.stderr.isatty()
     as_json = fmt == "json" or (fmt == "auto" and not tty)
 

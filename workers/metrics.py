@@ -7,12 +7,16 @@ and the policies, so there is one scrape target per worker and no second HTTP se
 
 from __future__ import annotations
 
-import ipaddress
-
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 from agentkeel.schemas import metrics
-from agentkeel.workers.settings import ENV_PREFIX, Settings, SettingsError, StartupError
+from agentkeel.workers.settings import (
+    ENV_PREFIX,
+    Settings,
+    SettingsError,
+    StartupError,
+    metrics_ip_port,
+)
 
 DEFAULT_ADDRESSES = {"cpu": "127.0.0.1:9464", "inference": "127.0.0.1:9465"}
 OFF = "off"
@@ -66,16 +70,8 @@ def stack_metrics_addresses(settings: Settings) -> dict[str, str | None]:
 
 
 def _ip_and_port(address: str) -> tuple[str, int]:
-    """`ip:port` checked (the Temporal runtime binds only a literal address)."""
-    host, _, port = address.rpartition(":")
-    host = "127.0.0.1" if host == "localhost" else host
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        host = ""
-    if not host or not port.isdigit():
-        raise SettingsError(
-            f"{ENV_PREFIX}METRICS_ADDRESS must be ip:port (127.0.0.1:9464, 0.0.0.0:9464) "
-            f"or off, got {address!r}"
-        )
-    return host, int(port)
+    """`ip:port` split (the settings model has checked that it is one)."""
+    split = metrics_ip_port(address)
+    if split is None:  # settings copied with a changed address are not checked again
+        raise SettingsError(f"{ENV_PREFIX}METRICS_ADDRESS must be ip:port, got {address!r}")
+    return split

@@ -8,21 +8,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import structlog
+
 from agentkeel.inference.engines.protocol import Engine, EngineUnavailableError
 from agentkeel.inference.fallback import FallbackPolicy
 from agentkeel.inference.llm.cascade import CascadePolicy
 from agentkeel.inference.llm.context import ContextBuilder
 from agentkeel.inference.llm.policy import LlmPolicy
+from agentkeel.inference.plans_only import PlansOnlyPolicy
 from agentkeel.inference.policy import Policy
-from agentkeel.inference.rules.policy import RulesPolicy
 from agentkeel.schemas.route import Tier
+from agentkeel.schemas.tools.catalog import active_domain
 from agentkeel.workers.model_tiers import (
     EngineConfig,
     EngineKind,
     engine_config,
     inference_concurrency,
 )
-from agentkeel.workers.settings import ENV_PREFIX, Settings, SettingsError, StartupError
+from agentkeel.workers.settings import Settings, StartupError
+
+log = structlog.get_logger(__name__)
 
 
 def build_engine(config: EngineConfig, settings: Settings) -> Engine | None:
@@ -69,10 +74,6 @@ class PolicyAssembly:
 
 def build_policy(settings: Settings) -> PolicyAssembly:
     """Rules, one LLM tier, or the light → heavy cascade, as the settings say."""
-    if not 0.0 <= settings.router_threshold <= 1.0:
-        raise SettingsError(
-            f"{ENV_PREFIX}ROUTER_THRESHOLD must be between 0 and 1, got {settings.router_threshold}"
-        )
     light = engine_config(settings, Tier.LIGHT)
     heavy = engine_config(settings, Tier.HEAVY)
     assert light is not None  # light always has a config: rules when unset
@@ -81,7 +82,7 @@ def build_policy(settings: Settings) -> PolicyAssembly:
     def tier_policy(config: EngineConfig) -> Policy:
         engine = build_engine(config, settings)
         if engine is None:
-            return RulesPolicy(threshold=settings.router_threshold)
+            return model_free_policy(settings)
         engines.append(engine)
         return LlmPolicy(
             engine,
@@ -98,25 +99,43 @@ def build_policy(settings: Settings) -> PolicyAssembly:
     policy = tier_policy(light)
     if heavy is not None and heavy.kind != EngineKind.RULES:
         policy = CascadePolicy(policy, tier_policy(heavy))
-    if engines:
-        policy = FallbackPolicy(policy, RulesPolicy(threshold=settings.router_threshold))
+    fallback = rules_policy(settings)
+    if engines and fallback is not None:
+        # Only the served domain's own rules stand in for its model, never another's.
+        policy = FallbackPolicy(policy, fallback)
     return PolicyAssembly(policy, engines, inference_concurrency(settings, light, heavy))
 
 
-def local_policy(settings: Settings) -> RulesPolicy | None:
+def rules_policy(settings: Settings) -> Policy | None:
+    """The served domain's own rules policy, or None when it has none."""
+    domain = active_domain()
+    if domain.rules_policy is None:
+        return None
+    made: Policy = domain.rules_policy(settings.router_threshold)
+    return made
+
+
+def model_free_policy(settings: Settings) -> Policy:
+    """What answers without a model: the domain's rules, else plans sent with requests."""
+    policy = rules_policy(settings)
+    if policy is None:
+        domain = active_domain().name
+        log.warning(
+            "no_planner",
+            domain=domain,
+            reason="no model is configured and the domain has no rules policy: only "
+            "requests that carry their own plan can run",
+        )
+        return PlansOnlyPolicy(domain)
+    return policy
+
+
+def local_policy(settings: Settings) -> Policy | None:
     """The policy a CPU worker serves itself (`activities.local_policy`): the rules policy
     where no model is configured and `AGENTKEEL_LOCAL_POLICY` is `auto`; else None."""
-    if settings.local_policy not in ("auto", "off"):
-        raise SettingsError(
-            f"{ENV_PREFIX}LOCAL_POLICY must be auto or off, got {settings.local_policy!r}"
-        )
     if settings.local_policy == "off":
         return None
-    if not 0.0 <= settings.router_threshold <= 1.0:
-        raise SettingsError(
-            f"{ENV_PREFIX}ROUTER_THRESHOLD must be between 0 and 1, got {settings.router_threshold}"
-        )
     tiers = [engine_config(settings, tier) for tier in (Tier.LIGHT, Tier.HEAVY)]
     if any(config is not None and config.kind != EngineKind.RULES for config in tiers):
         return None
-    return RulesPolicy(threshold=settings.router_threshold)
+    return model_free_policy(settings)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,11 +24,14 @@ from agentkeel.activities.model_calls import InferenceActivities
 from agentkeel.activities.outputs import OutputActivities, OutputStore
 from agentkeel.activities.run_control import RunControlActivities
 from agentkeel.activities.run_store import StoreActivities
-from agentkeel.activities.tools.shop import ToolActivities
+from agentkeel.activities.tools.functions import FunctionTools
 from agentkeel.inference.policy import Policy
 from agentkeel.schemas.approvals import ApprovalPolicy
+from agentkeel.schemas.domain import Domain
+from agentkeel.schemas.tools.catalog import ACTIVITY_TOOLS, active_domain
 from agentkeel.workers.cache_assembly import build_caches, tool_activities
 from agentkeel.workers.connections import http_client, postgres_pool, redact, redis_client
+from agentkeel.workers.domain_assembly import domain_settings, domain_tool_resources, serve_domain
 from agentkeel.workers.policy_assembly import local_policy
 from agentkeel.workers.settings import Settings, SettingsError, StartupError, speculative_calls
 from agentkeel.workers.stand_ins import activity_name
@@ -38,21 +41,24 @@ log = structlog.get_logger(__name__)
 
 @asynccontextmanager
 async def cpu_activities(
-    settings: Settings, *, local: Policy | None = None
+    settings: Settings,
+    *,
+    local: Policy | None = None,
+    domain_environ: Mapping[str, str] | None = None,
 ) -> AsyncIterator[list[Callable[..., Any]]]:
     """Every activity the CPU worker serves, bound to this process's pools.
 
     `local`: the model-free policy this worker serves itself (`activities.local_policy`);
-    None: the one the settings make (the rules, where no model is configured)."""
-    database_url, redis_url, carrier_url = (
-        settings.database_url,
-        settings.redis_url,
-        settings.carrier_url,
-    )
-    if not (database_url and redis_url and carrier_url):
+    None: the one the settings make (the rules, where no model is configured).
+    `domain_environ`: where the domain's own settings are read (default: the environment)."""
+    database_url, redis_url = settings.database_url, settings.redis_url
+    domain = serve_domain(settings)
+    # The domain's own settings are checked before anything is opened.
+    domain_settings(domain, domain_environ)
+    if not (database_url and redis_url):
         missing = [
             "AGENTKEEL_" + name.upper()
-            for name in ("database_url", "redis_url", "carrier_url")
+            for name in ("database_url", "redis_url")
             if not getattr(settings, name)
         ]
         raise SettingsError(
@@ -69,11 +75,15 @@ async def cpu_activities(
         # Redis only accelerates; the worker serves runs without it (every lookup misses).
         log.warning("redis_unavailable_at_start", url=redact(redis_url), error=str(exc))
     http = http_client()
+    stack = AsyncExitStack()
     run_control = RunControlActivities(approval_policy(settings), redis)
     caches = None
     try:
         caches = await build_caches(settings, redis, pool)
-        tools = ToolActivities(pool, http, carrier_url)
+        resources = await stack.enter_async_context(
+            domain_tool_resources(domain, pool=pool, http=http, environ=domain_environ)
+        )
+        tools = FunctionTools(ACTIVITY_TOOLS, resources, lambda role: _scoped(domain, role))
         # What each tool took, as runs saw it: what a run with a deadline plans from.
         latencies = LatencyBook(redis)
         yield [
@@ -92,6 +102,7 @@ async def cpu_activities(
             ),
         ]
     finally:
+        await stack.aclose()
         if caches is not None:
             await caches.tool_results.close()
         await http.aclose()
@@ -99,20 +110,20 @@ async def cpu_activities(
         await pool.close()
 
 
+def _scoped(domain: Domain, role: str) -> bool:
+    found = domain.role(role)
+    return found is not None and found.scoped
+
+
 def downstreams(settings: Settings, redis: aioredis.Redis) -> Downstreams:
     """The protections of the services behind the tools, as settings ask (checked here, at
-    start: a misspelt `AGENTKEEL_DOWNSTREAM_*` stops the worker with its name)."""
-    if settings.share_reads not in ("on", "off"):
-        raise SettingsError(
-            f"AGENTKEEL_SHARE_READS must be on or off, got {settings.share_reads!r}"
-        )
-    if settings.merge_window_ms < 0:
-        raise SettingsError(
-            f"AGENTKEEL_MERGE_WINDOW_MS must be 0 or more, got {settings.merge_window_ms}"
-        )
+    start: a `AGENTKEEL_DOWNSTREAM_<NAME>_*` of a service not in the catalog stops the
+    worker with its name)."""
     return Downstreams(
         limiter=DownstreamLimiter(
-            redis, settings.downstream_limits(), namespace=settings.temporal_namespace
+            redis,
+            settings.downstream_limits({d.name: d for d in active_domain().downstreams}),
+            namespace=settings.temporal_namespace,
         ),
         shared=SharedReads() if settings.share_reads == "on" else None,
         merge_window_s=settings.merge_window_ms / 1000,

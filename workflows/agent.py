@@ -23,6 +23,7 @@ from agentkeel.workflows.cancellation import announce_cancellation
 from agentkeel.workflows.dag.run_context import RunContext
 from agentkeel.workflows.graph import AGENT_GRAPH, compiled_graph
 from agentkeel.workflows.nodes.run_record import record_cancelled_run
+from agentkeel.workflows.request_checks import check_request
 from agentkeel.workflows.search_attributes import AGENT_TENANT
 from agentkeel.workflows.state import AgentState
 from agentkeel.workflows.waiting import WaitBoard
@@ -131,6 +132,7 @@ class AgentWorkflow:
         """One input: `AgentRequest` JSON (a model instance from Python callers works too)."""
         authority = workflow.patched(AUTHORITY_PATCH)
         request = parse_request(inputs, strict=authority)
+        check_request(request)
         carried = parse_continuation(inputs)
         if workflow.patched(TENANT_ATTRIBUTE_PATCH):
             workflow.upsert_search_attributes([AGENT_TENANT.value_set(request.tenant)])
@@ -184,6 +186,7 @@ class AgentWorkflow:
         state.update(
             {
                 "resume": True,
+                "given": state["request"].plan is not None,
                 "started_at": carried.started_at,
                 "route": carried.route,
                 "cache": carried.cache,

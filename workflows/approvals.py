@@ -79,7 +79,7 @@ class ApprovalGate:
             self._progress.awaiting = request
             previous_stage = self._progress.stage
             self._show(
-                f"awaiting approval by {request.approver_role.value}: {request.tool} "
+                f"awaiting approval by {request.approver_role}: {request.tool} "
                 f"{request.call_id} ({money(request.amount_cents)}), {request.why}"
             )
             workflow.upsert_search_attributes([AGENT_AWAITING.value_set(AWAITING_APPROVAL)])

@@ -65,6 +65,7 @@ def build_agent_graph() -> StateGraph[Any, Any, Any, Any]:
     graph: StateGraph[Any, Any, Any, Any] = StateGraph(AgentState)
     for name, node in (
         ("lookup_cache", nodes.lookup_cache),
+        ("given_plan", nodes.given_plan),
         ("route", nodes.route),
         ("plan", nodes.plan),
         ("execute", nodes.execute),
@@ -73,7 +74,12 @@ def build_agent_graph() -> StateGraph[Any, Any, Any, Any]:
         ("store", nodes.store),
     ):
         graph.add_node(name, _traced(name, node), metadata=dict(_INLINE))
-    graph.add_conditional_edges(START, nodes.at_start, {"resume": "execute", "new": "lookup_cache"})
+    graph.add_conditional_edges(
+        START,
+        nodes.at_start,
+        {"resume": "execute", "new": "lookup_cache", "given": "given_plan"},
+    )
+    graph.add_edge("given_plan", "execute")
     graph.add_conditional_edges(
         "lookup_cache", nodes.after_cache, {"hit": "store", "plan": "execute", "miss": "route"}
     )
@@ -82,7 +88,9 @@ def build_agent_graph() -> StateGraph[Any, Any, Any, Any]:
     )
     graph.add_edge("plan", "execute")
     graph.add_conditional_edges(
-        "execute", nodes.after_execute, {"continue_as_new": END, "judge": "join"}
+        "execute",
+        nodes.after_execute,
+        {"continue_as_new": END, "judge": "join", "answer": "respond"},
     )
     graph.add_conditional_edges("join", nodes.after_join, {"replan": "plan", "finish": "respond"})
     graph.add_edge("respond", "store")

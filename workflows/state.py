@@ -55,3 +55,5 @@ class AgentState(TypedDict, total=False):
     """What the run's speculative reads did."""
     suspended: bool
     """Watches stopped for a continue-as-new: the run hands on instead of answering."""
+    given: bool
+    """The request brought its plan: not replanned, not cached for its question."""

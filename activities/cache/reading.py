@@ -6,10 +6,10 @@ SKU-00001 stocked" 0.72) and different questions close together ("ship to Singap
 "ship to Sydney"), so no similarity threshold serves most paraphrases and no wrong ones.
 A reading compares what the question says instead:
 
-- its facts, exactly as the semantic guard compares them (`semantic.guard.Facts`: ids,
-  SKUs, emails, amounts, numbers, months, quantities, negations, follow-ups);
+- its facts, exactly as the semantic guard compares them (`semantic.guard.Facts`: the
+  domain's identifiers, emails, amounts, numbers, months, quantities, negations, follow-ups);
 - the set of concepts its content words name, folded by the shop's vocabulary
-  (`schemas.tools.vocabulary`), with every word the vocabulary does not know kept as it
+  (`Domain.vocabulary`), with every word the vocabulary does not know kept as it
   is (stemmed): two questions read the same only when every such word occurs in both.
 
 Equal readings are the same request: the reading tier (`reading_tier`) keys cached paths
@@ -28,14 +28,8 @@ from functools import cache
 import snowballstemmer
 
 from agentkeel.activities.cache.semantic.guard import Facts, facts_and_rest
-from agentkeel.schemas.tools.vocabulary import (
-    ACTIONS,
-    COMPARISONS,
-    CONCEPTS,
-    FRAMING,
-    GENERAL_FOLDS,
-    PARTICULAR_FOLDS,
-)
+from agentkeel.schemas.domain import Vocabulary
+from agentkeel.schemas.tools.catalog import active_domain
 
 __all__ = ["Reading", "orders_action", "read", "vocabulary_version"]
 
@@ -90,8 +84,7 @@ class Reading:
             *(
                 ",".join(sorted(values))
                 for values in (
-                    f.skus,
-                    f.tracking,
+                    f.ids,
                     f.emails,
                     f.money,
                     f.numbers,
@@ -111,20 +104,24 @@ def read(question: str) -> Reading | None:
     """The reading of `question`, or None when there is nothing safe to compare: no concept
     left, or two values of one kind (two orders, two amounts), whose roles a set of facts
     cannot tell apart ("refund 1001, cancel 1002" against "cancel 1001, refund 1002")."""
+    words = _vocabulary()
+    if words is None:
+        return None  # a domain without a vocabulary has no reading tier
     found, rest = facts_and_rest(question)
-    kinds = (found.skus, found.tracking, found.emails, found.money, found.numbers)
-    if any(len(values) > 1 for values in kinds):
+    id_kinds = [v.split(":", 1)[0] for v in found.ids]
+    kinds = (found.emails, found.money, found.numbers)
+    if len(id_kinds) != len(set(id_kinds)) or any(len(values) > 1 for values in kinds):
         return None
     concepts, unknown = _concepts(rest)
-    particular = found.skus or found.tracking or found.emails or found.numbers
-    folds = PARTICULAR_FOLDS if particular else GENERAL_FOLDS
+    particular = found.ids or found.emails or found.numbers
+    folds = words.particular_folds if particular else words.general_folds
     concepts = frozenset(folds.get(c, c) for c in concepts)
     if not (found.money or found.numbers):
-        concepts -= COMPARISONS
+        concepts -= words.comparisons
     if not concepts:
         return None
     # Only about a particular order or item can a request act; about none it only asks.
-    asks = _asks(question) if particular and concepts & ACTIONS else None
+    asks = _asks(question) if particular and concepts & words.actions else None
     return Reading(found, concepts, tuple(unknown) if len(unknown) > 1 else (), asks)
 
 
@@ -167,25 +164,46 @@ def _concepts(text: str) -> tuple[frozenset[str], list[str]]:
     return frozenset(out), unknown
 
 
+def _vocabulary() -> Vocabulary | None:
+    return active_domain().vocabulary
+
+
 @cache
 def _stemmer() -> snowballstemmer.stemmer:
     return snowballstemmer.stemmer("english")
 
 
-@cache
 def _dropped_stems() -> frozenset[str]:
     """Function words and the vocabulary's framing words, as stems."""
-    return frozenset(_stemmer().stemWords([*FRAMING, *_FUNCTION_WORDS]))
+    return _dropped_stems_of(_vocabulary_or_empty())
 
 
 @cache
+def _dropped_stems_of(words: Vocabulary) -> frozenset[str]:
+    return frozenset(_stemmer().stemWords([*words.framing, *_FUNCTION_WORDS]))
+
+
+_NO_VOCABULARY = Vocabulary(concepts={})
+
+
+def _vocabulary_or_empty() -> Vocabulary:
+    return _vocabulary() or _NO_VOCABULARY
+
+
 def _folding() -> tuple[tuple[tuple[str, tuple[str, ...]], ...], dict[str, tuple[str, ...]]]:
     """(stemmed phrases longest first, stem of a single word) -> the concepts they name.
     A concept key joined with `+` ("when+deliver") names each of its parts."""
+    return _folding_of(_vocabulary_or_empty())
+
+
+@cache
+def _folding_of(
+    words: Vocabulary,
+) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], dict[str, tuple[str, ...]]]:
     phrases: list[tuple[str, tuple[str, ...]]] = []
     singles: dict[str, tuple[str, ...]] = {}
     stem = _stemmer().stemWord
-    for key, names in CONCEPTS.items():
+    for key, names in words.concepts.items():
         concepts = tuple(key.split("+"))
         for name in names:
             stems = [stem(w) for w in _WORD.findall(name)]
@@ -197,18 +215,22 @@ def _folding() -> tuple[tuple[tuple[str, tuple[str, ...]], ...], dict[str, tuple
     return tuple(phrases), singles
 
 
-@cache
 def vocabulary_version() -> str:
     """A digest of the vocabulary: readings made with another one are other keys."""
+    return _vocabulary_digest(_vocabulary_or_empty())
+
+
+@cache
+def _vocabulary_digest(words: Vocabulary) -> str:
     described = repr(
         (
-            sorted(CONCEPTS.items()),
-            sorted(FRAMING),
+            sorted(words.concepts.items()),
+            sorted(words.framing),
             sorted(_FUNCTION_WORDS),
-            sorted(GENERAL_FOLDS.items()),
-            sorted(PARTICULAR_FOLDS.items()),
-            sorted(ACTIONS),
-            sorted(COMPARISONS),
+            sorted(words.general_folds.items()),
+            sorted(words.particular_folds.items()),
+            sorted(words.actions),
+            sorted(words.comparisons),
         )
     )
     return hashlib.sha256(described.encode()).hexdigest()[:12]

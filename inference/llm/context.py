@@ -114,8 +114,7 @@ class ContextBuilder:
     @staticmethod
     def _turns(turns: Sequence[ConversationTurn]) -> str:
         return "".join(
-            f"Customer: {t.question}\n" + (f"Agent: {t.answer}\n" if t.answer else "")
-            for t in turns
+            f"User: {t.question}\n" + (f"Agent: {t.answer}\n" if t.answer else "") for t in turns
         )
 
     @staticmethod
@@ -127,7 +126,7 @@ class ContextBuilder:
         for turn in turns:
             facts.update(turn.facts)
         known = f" Known: {json.dumps(facts, separators=(',', ':'))}." if facts else ""
-        return f"Earlier in this conversation the customer asked: {asked}.{known}\n"
+        return f"Earlier in this conversation the user asked: {asked}.{known}\n"
 
     @staticmethod
     def _results(steps: Sequence[StepOutcome], max_items: int) -> str:

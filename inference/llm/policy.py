@@ -30,11 +30,11 @@ from agentkeel.inference.llm.context import ContextBuilder
 from agentkeel.inference.llm.model_events import model_event as _model_event
 from agentkeel.inference.llm.plan_schema import plan_json_schema
 from agentkeel.inference.llm.prompts import (
-    INTENT_TOOLS,
-    INTENTS,
     JOIN_LABELS,
-    ROUTE_LABELS,
     UNCERTAIN,
+    intent_tools,
+    intents,
+    route_labels,
     system_prefix,
 )
 from agentkeel.inference.policy import DEFAULT_ROUTER_THRESHOLD, TokenSink, join_rejected_plan
@@ -54,7 +54,7 @@ LABEL_LOGPROBS = 20
 LABEL_MAX_TOKENS = 8
 PLAN_MAX_TOKENS = 384
 ANSWER_MAX_TOKENS = 200
-ANSWER_STOPS = ["\nCustomer:", "\nQuestion:", "\n\n\n"]
+ANSWER_STOPS = ["\nUser:", "\nQuestion:", "\n\n\n"]
 
 
 class LlmPolicy:
@@ -83,11 +83,11 @@ class LlmPolicy:
     async def route(self, request: calls.RouteInput) -> calls.RouteResult:
         prompt = self.context.build(
             system_prefix(),
-            f"Customer: {request.question}\nIntent:",
+            f"User: {request.question}\nIntent:",
             history=request.history,
         )
         try:
-            label, confidence = await self._choose(prompt, ROUTE_LABELS)
+            label, confidence = await self._choose(prompt, route_labels())
         except ConstraintViolationError as exc:
             # A server that could not constrain the label: an unsure route, not a failed run.
             route = Route(
@@ -114,7 +114,7 @@ class LlmPolicy:
             intent=label,
             confidence=round(confidence, 4),
             tier=self.tier,
-            tools=list(INTENT_TOOLS.get(label, ())),
+            tools=list(intent_tools().get(label, ())),
             reason=reason,
         )
         if not confident:
@@ -138,15 +138,15 @@ class LlmPolicy:
     async def _plan(self, request: calls.PlanInput, *, attempts: int) -> calls.PlanResult:
         # The heavy tier always reads the intent afresh; any tier does when the router
         # could not tell (no heavy tier configured: the light model plans its own "unknown").
-        rerouting = self.tier == Tier.HEAVY or request.route.intent not in INTENTS
-        schema = plan_json_schema(INTENTS if rerouting else None)
+        rerouting = self.tier == Tier.HEAVY or request.route.intent not in intents()
+        schema = plan_json_schema(intents() if rerouting else None)
         known = "" if rerouting else f"Intent: {request.route.intent}\n"
         error = request.plan_error
         last_error: StepError | None = None
         for attempt in range(attempts):
             prompt = self.context.build(
                 system_prefix(),
-                f"Customer: {request.question}\n{known}Plan JSON:",
+                f"User: {request.question}\n{known}Plan JSON:",
                 history=request.history,
                 steps=request.previous_steps,
                 plan_error=last_error or error,
@@ -212,7 +212,7 @@ class LlmPolicy:
             return rejected
         prompt = self.context.build(
             system_prefix(),
-            f"Customer: {request.question}\nDo these results answer the customer "
+            f"User: {request.question}\nDo these results answer the user "
             "(finish), or is another plan needed (replan)?\nDecision:",
             steps=request.steps,
         )
@@ -269,7 +269,7 @@ class LlmPolicy:
             )
         prompt = self.context.build(
             system_prefix(),
-            f"{problem}Customer: {request.question}\nAgent:",
+            f"{problem}User: {request.question}\nAgent:",
             history=request.history,
             steps=request.steps,
         )

@@ -1,105 +1,44 @@
-"""The tool catalog: argument and result models of every tool, declared once.
-
-The workflow validates plans against these models (deterministically, inside
-the workflow), the activities decode their inputs with them, and policies
-describe them to models. Each area module holds its tools' models, their
-rendering in words and their `ToolSpec`; `catalog` collects them into `TOOLS`.
-"""
+"""Tools as the core knows them: `ToolSpec`, the `agentkeel.tool` decorator, the context a
+tool receives, the built-in `wait`, and the catalog of the domain this process serves
+(`catalog`: `TOOLS`, `SIDE_EFFECT_TOOLS`, `catalog_version`)."""
 
 from agentkeel.schemas.tools.catalog import (
     ACTIVITY_TOOLS,
+    INTENT_JOINER,
     SIDE_EFFECT_TOOLS,
     TOOLS,
+    active_domain,
     catalog_version,
     has_side_effect,
+    install_domain,
+    requested_side_effects,
 )
-from agentkeel.schemas.tools.customers import (
-    FIND_CUSTOMER,
-    LIST_ORDERS,
-    Customer,
-    FindCustomerArgs,
-    FindCustomerInput,
-    ListOrdersArgs,
-    ListOrdersInput,
-    OrderList,
-    OrderSummary,
-)
-from agentkeel.schemas.tools.inventory import (
-    CHECK_INVENTORY,
-    CheckInventoryArgs,
-    CheckInventoryInput,
-    Inventory,
-    WarehouseStock,
-)
-from agentkeel.schemas.tools.knowledge import (
-    SEARCH_KB,
-    KbHit,
-    KbResult,
-    SearchKbArgs,
-    SearchKbInput,
-)
-from agentkeel.schemas.tools.orders import GET_ORDER, GetOrderArgs, GetOrderInput, Order, OrderItem
-from agentkeel.schemas.tools.refunds import (
-    CREATE_REFUND,
-    CreateRefundArgs,
-    CreateRefundInput,
-    Refund,
-)
-from agentkeel.schemas.tools.shipping import (
-    TRACK_SHIPMENT,
-    Tracking,
-    TrackingEvent,
-    TrackShipmentArgs,
-    TrackShipmentInput,
-)
+from agentkeel.schemas.tools.context import ToolCall, ToolContext, not_found
+from agentkeel.schemas.tools.decorator import ToolDefinitionError, tool
 from agentkeel.schemas.tools.spec import ActorScoped, Render, ToolArgs, ToolSpec, money
 from agentkeel.schemas.tools.timers import WAIT, WaitArgs, Waited
 
 __all__ = [
     "ACTIVITY_TOOLS",
-    "CHECK_INVENTORY",
-    "CREATE_REFUND",
-    "FIND_CUSTOMER",
-    "GET_ORDER",
-    "LIST_ORDERS",
-    "SEARCH_KB",
+    "INTENT_JOINER",
     "SIDE_EFFECT_TOOLS",
     "TOOLS",
-    "TRACK_SHIPMENT",
     "WAIT",
     "ActorScoped",
-    "CheckInventoryArgs",
-    "CheckInventoryInput",
-    "CreateRefundArgs",
-    "CreateRefundInput",
-    "Customer",
-    "FindCustomerArgs",
-    "FindCustomerInput",
-    "GetOrderArgs",
-    "GetOrderInput",
-    "Inventory",
-    "KbHit",
-    "KbResult",
-    "ListOrdersArgs",
-    "ListOrdersInput",
-    "Order",
-    "OrderItem",
-    "OrderList",
-    "OrderSummary",
-    "Refund",
     "Render",
-    "SearchKbArgs",
-    "SearchKbInput",
     "ToolArgs",
+    "ToolCall",
+    "ToolContext",
+    "ToolDefinitionError",
     "ToolSpec",
-    "TrackShipmentArgs",
-    "TrackShipmentInput",
-    "Tracking",
-    "TrackingEvent",
     "WaitArgs",
     "Waited",
-    "WarehouseStock",
+    "active_domain",
     "catalog_version",
     "has_side_effect",
+    "install_domain",
     "money",
+    "not_found",
+    "requested_side_effects",
+    "tool",
 ]

@@ -1,45 +1,133 @@
-"""The catalog: every tool by name, and a digest of what its results mean."""
+"""The catalog of the domain this process serves: every tool by name, and its digest.
+
+One process serves one domain (`schemas.domain_loading`), installed once at start, before
+any workflow or activity runs; so the catalog the workflow validates plans against is
+fixed for the process's life, as determinism needs. `TOOLS`, `ACTIVITY_TOOLS` and
+`SIDE_EFFECT_TOOLS` are live views of it: read them, never copy them at import.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from functools import cache
+from collections.abc import Iterator, Mapping, Set
+from typing import TYPE_CHECKING
 
-from agentkeel.schemas.tools.customers import FIND_CUSTOMER, LIST_ORDERS
-from agentkeel.schemas.tools.inventory import CHECK_INVENTORY
-from agentkeel.schemas.tools.knowledge import SEARCH_KB
-from agentkeel.schemas.tools.orders import GET_ORDER
-from agentkeel.schemas.tools.refunds import CREATE_REFUND
-from agentkeel.schemas.tools.shipping import TRACK_SHIPMENT
+from temporalio import workflow
+
 from agentkeel.schemas.tools.spec import ToolSpec
 from agentkeel.schemas.tools.timers import WAIT
 
-TOOLS: dict[str, ToolSpec] = {
-    spec.name: spec
-    for spec in (
-        FIND_CUSTOMER,
-        LIST_ORDERS,
-        GET_ORDER,
-        CHECK_INVENTORY,
-        TRACK_SHIPMENT,
-        SEARCH_KB,
-        CREATE_REFUND,
-        WAIT,
-    )
-}
+if TYPE_CHECKING:
+    from agentkeel.schemas.domain import Domain
+
+__all__ = [
+    "ACTIVITY_TOOLS",
+    "BUILT_IN_TOOLS",
+    "INTENT_JOINER",
+    "SIDE_EFFECT_TOOLS",
+    "TOOLS",
+    "active_domain",
+    "catalog_version",
+    "has_side_effect",
+    "install_domain",
+    "requested_side_effects",
+]
+
+BUILT_IN_TOOLS: tuple[ToolSpec, ...] = (WAIT,)
+"""Tools every domain has; they run in the workflow itself (no activity)."""
+INTENT_JOINER = "+"
+"""How a route names a request with several intents: `refund+order_status`."""
+
+
+class _Catalog:
+    """The served domain's tools, computed once when it is installed."""
+
+    def __init__(self, domain: Domain) -> None:
+        self.domain = domain
+        self.tools: dict[str, ToolSpec] = {s.name: s for s in (*domain.tools, *BUILT_IN_TOOLS)}
+        self.activity_tools = {n: s for n, s in self.tools.items() if not s.runs_in_workflow}
+        self.side_effects = frozenset(n for n, s in self.tools.items() if not s.idempotent)
+        self.version = _digest(domain, self.tools)
+
+
+_current: _Catalog | None = None
+
+
+def install_domain(domain: Domain) -> Domain:
+    """Serve `domain` in this process: done once at start by workers, clients and tests.
+
+    Installing another domain later is refused (the same value again is a no-op): runs in
+    flight would otherwise see their catalog change under them."""
+    global _current
+    if _current is not None and _current.domain is not domain:
+        raise RuntimeError(
+            f"this process serves domain {_current.domain.name!r}; it cannot switch to "
+            f"{domain.name!r} (use one process per domain)"
+        )
+    if _current is None:
+        _current = _Catalog(domain)
+    return domain
+
+
+def _catalog() -> _Catalog:
+    global _current
+    if _current is None:
+        if workflow.unsafe.in_sandbox():
+            # Importing a domain (its clients, its I/O) inside a sandboxed workflow fails
+            # in odd places: workers and replayers install it before any workflow runs.
+            raise RuntimeError(
+                "no domain is installed in this process: call install_domain(load_domain()) "
+                "before starting a worker or a replayer"
+            )
+        # First use without an explicit install: the domain the environment names.
+        from agentkeel.schemas.domain_loading import load_domain
+
+        install_domain(load_domain())
+    assert _current is not None
+    return _current
+
+
+def active_domain() -> Domain:
+    """The domain this process serves (loaded from `AGENTKEEL_DOMAIN` on first use)."""
+    return _catalog().domain
+
+
+class _ToolsView(Mapping[str, ToolSpec]):
+    def __init__(self, *, activities_only: bool) -> None:
+        self._activities_only = activities_only
+
+    def _tools(self) -> dict[str, ToolSpec]:
+        catalog = _catalog()
+        return catalog.activity_tools if self._activities_only else catalog.tools
+
+    def __getitem__(self, name: str) -> ToolSpec:
+        return self._tools()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tools())
+
+    def __len__(self) -> int:
+        return len(self._tools())
+
+
+class _SideEffectsView(Set[str]):
+    def __contains__(self, name: object) -> bool:
+        return name in _catalog().side_effects
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_catalog().side_effects)
+
+    def __len__(self) -> int:
+        return len(_catalog().side_effects)
+
+
+TOOLS: Mapping[str, ToolSpec] = _ToolsView(activities_only=False)
 """A tool's name is its activity type name: a contract, in every run's history. (Built-ins
 such as `wait` run in the workflow itself and have no activity.)"""
-
-ACTIVITY_TOOLS: dict[str, ToolSpec] = {
-    name: spec for name, spec in TOOLS.items() if not spec.runs_in_workflow
-}
+ACTIVITY_TOOLS: Mapping[str, ToolSpec] = _ToolsView(activities_only=True)
 """The tools a worker serves as activities."""
-
-
-SIDE_EFFECT_TOOLS: frozenset[str] = frozenset(
-    name for name, spec in TOOLS.items() if not spec.idempotent
-)
+SIDE_EFFECT_TOOLS: Set[str] = _SideEffectsView()
 """Tools that change something: never cached, never replayed, idempotency keys, approval."""
 
 
@@ -48,17 +136,37 @@ def has_side_effect(tool: str) -> bool:
     return tool in SIDE_EFFECT_TOOLS or tool not in TOOLS
 
 
-@cache
 def catalog_version() -> str:
-    """A short digest of everything about the tools that changes what a cached result means."""
-    described = [
-        {
-            "name": spec.name,
-            "args": spec.args_model.model_json_schema(),
-            "result": spec.result_model.model_json_schema(),
-            "idempotent": spec.idempotent,
-            "ttl": spec.cache_ttl.total_seconds() if spec.cache_ttl else None,
-        }
-        for spec in TOOLS.values()
-    ]
+    """A short digest of everything about the served domain's tools that changes what a
+    cached result means: part of every cache key, so another domain or a changed tool
+    starts cold."""
+    return _catalog().version
+
+
+def requested_side_effects(intent: str) -> frozenset[str]:
+    """The side-effecting tools a request of `intent` asks for: a plan may use these only.
+
+    Decided from the router's reading of the request itself, before any tool has run, so
+    text inside tool output (a carrier event, an article) can never ask for an effect.
+    """
+    intents = _catalog().domain.intent_tools()
+    # A request may carry several intents at once ("refund+order_status").
+    tools = {tool for part in intent.split(INTENT_JOINER) for tool in intents.get(part, ())}
+    return frozenset(tools) & _catalog().side_effects
+
+
+def _digest(domain: Domain, tools: Mapping[str, ToolSpec]) -> str:
+    described = {
+        "domain": domain.name,
+        "tools": [
+            {
+                "name": spec.name,
+                "args": spec.args_model.model_json_schema(),
+                "result": spec.result_model.model_json_schema(),
+                "idempotent": spec.idempotent,
+                "ttl": spec.cache_ttl.total_seconds() if spec.cache_ttl else None,
+            }
+            for spec in tools.values()
+        ],
+    }
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()[:12]

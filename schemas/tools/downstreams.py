@@ -33,10 +33,3 @@ class DownstreamLimit:
     """Calls in flight at once across all workers; None: uncapped."""
     rate: float | None = None
     """Calls started per second across all workers; None: unlimited."""
-
-
-ORDERS_DB = Downstream("orders_db", "the shop's orders, customers and stock (Postgres)")
-CARRIER = Downstream("carrier", "the carrier's tracking API (HTTP)", default_concurrency=8)
-KNOWLEDGE = Downstream("knowledge", "the help-center search (Postgres full text)")
-
-DOWNSTREAMS: dict[str, Downstream] = {d.name: d for d in (ORDERS_DB, CARRIER, KNOWLEDGE)}

@@ -69,6 +69,8 @@ class ToolSpec:
     identity_args: tuple[str, ...] = ()
     """For a side effect: the arguments that say which row it changes (`order_id`); with a
     request id, its idempotency key names them instead of the step's place in the plan."""
+    needs_approval: bool = False
+    """A side effect every call of which waits for an approver, whatever it moves."""
     amount_arg: str | None = None
     """The argument holding money this tool moves, in cents: above the approval thresholds
     the run waits for an approver before the call."""
@@ -88,12 +90,22 @@ class ToolSpec:
     plans (`schemas.speculation`)."""
     render: Render | None = field(default=None, compare=False)
     """How answers describe one result of this tool; None: its JSON as it is."""
+    fn: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
+    """The tool's own function (`agentkeel.tool`): `async (args[, ctx]) -> result`."""
+    many: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
+    """For a `batch` tool: `async (calls: Sequence[ToolCall]) -> list[result | error]`."""
+    takes_context: bool = field(default=False, compare=False)
+    """Whether `fn` takes a `ToolContext` as its second argument."""
 
     def __post_init__(self) -> None:
         if self.max_concurrency is not None and self.max_concurrency < 1:
             raise ValueError(f"{self.name}: max_concurrency must be at least 1")
         if self.speculate_arg is not None and not (self.idempotent and self.cache_ttl):
             raise ValueError(f"{self.name}: only a cached, idempotent read may be speculated")
+        if self.needs_approval and self.idempotent:
+            raise ValueError(f"{self.name}: only a side effect waits for approval")
+        if self.batch and self.fn is not None and self.many is None:
+            raise ValueError(f"{self.name}: a batch tool needs its `many` function")
 
     @property
     def activity_input_model(self) -> type[BaseModel]:

@@ -28,6 +28,7 @@ from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult, CacheStatus, Timings
 from agentkeel.schemas.tokens import token_stream_key
+from agentkeel.schemas.tools.catalog import active_domain
 from agentkeel.workers.client.token_follow import OnEvent, TokenReader, relay_until
 from agentkeel.workers.connections import connect_temporal, redis_client
 from agentkeel.workers.model_tiers import effective_cache_version
@@ -61,6 +62,8 @@ def coalesced_workflow_id(request: AgentRequest, version: str) -> str:
             # shares it, whatever else is equal.
             request.actor.model_dump_json(),
             request.request_id or "",
+            # Two plans a caller brings are two automations, whatever their question says.
+            request.plan.model_dump_json() if request.plan is not None else "",
         )
     )
     return "agent-" + hashlib.sha256(identity.encode()).hexdigest()[:32]
@@ -192,6 +195,10 @@ class AgentClient:
         options = request.options
         if self._paths is None or not options.use_cache or options.refresh_cache:
             return None
+        if request.plan is not None:
+            return None  # a plan the caller brings runs; no cached answer stands in for it
+        if active_domain().actor_problem(request.actor.role, request.actor.subject):
+            return None  # the run refuses such an actor; no audience's answers are its
         started = time.perf_counter()
         try:
             found = await self._paths.lookup(
@@ -267,9 +274,9 @@ def ui_summary(request: AgentRequest) -> tuple[str, str]:
     if len(question) > SUMMARY_CHARS:
         question = question[: SUMMARY_CHARS - 1] + "…"
     actor = request.actor
-    who = actor.role.value + (f" {actor.name}" if actor.name else "")
-    if actor.customer_id is not None:
-        who += f" (customer {actor.customer_id})"
+    who = actor.role + (f" {actor.name}" if actor.name else "")
+    if actor.subject is not None:
+        who += f" (subject {actor.subject})"
     lines = [f"**tenant** {request.tenant}", f"**actor** {who}"]
     if request.conversation_id:
         lines.append(f"**conversation** {request.conversation_id}")

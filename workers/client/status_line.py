@@ -91,7 +91,7 @@ async def follow_progress(client: AgentClient, workflow_id: str, line: StatusLin
         await asyncio.sleep(POLL_S)
 
 
-STACK_PARTS = "Temporal, Postgres, Redis, carrier, workers, gateway"
+STACK_PARTS = "Temporal, Postgres, Redis, stand-ins, workers, gateway"
 
 
 def stack_starting(line: StatusLine) -> Callable[[list[str]], None]:

@@ -9,7 +9,7 @@ The file (`AGENTKEEL_API_KEYS_FILE`) is JSON::
 
     {"keys": [
       {"token_sha256": "<hex>", "tenant": "acme",
-       "actor": {"role": "customer", "customer_id": 7}},
+       "actor": {"role": "customer", "subject": "7"}},
       {"token_sha256": "<hex>", "tenant": "acme",
        "actor": {"role": "staff", "name": "ops"}, "acts_for_others": true}
     ]}
@@ -28,9 +28,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from agentkeel.schemas.actor import Actor, Role
+from agentkeel.schemas.actor import SYSTEM_ROLE, Actor
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.text import Identifier
+from agentkeel.schemas.tools.catalog import active_domain
 from agentkeel.workers.settings import StartupError
 
 
@@ -112,7 +113,7 @@ class Caller:
             return True
         if tenant != key.tenant:
             return False
-        if key.actor.role is Role.CUSTOMER and not key.acts_for_others:
+        if _scoped(key.actor) and not key.acts_for_others:
             return actor.audience == key.actor.audience
         return True
 
@@ -123,14 +124,25 @@ class Caller:
             if named is None:
                 raise Refused(422, "approver: name who decides")
             return named
-        if key.actor.role is not Role.STAFF:
-            raise Refused(403, f"only staff may approve; this API key acts as {key.actor.role}")
+        domain = active_domain()
+        role = domain.role(key.actor.role)
+        if role is None or not role.may_approve or key.actor.role == SYSTEM_ROLE:
+            approvers = ", ".join(r.name for r in domain.roles if r.may_approve) or "none"
+            raise Refused(
+                403,
+                f"only these roles may approve: {approvers}; this API key acts as {key.actor.role}",
+            )
         own = key.actor.name
         if own is None:
-            raise Refused(403, "this staff API key has no actor name to record as approver")
+            raise Refused(403, "this API key has no actor name to record as approver")
         if named is not None and named != own:
             raise Refused(403, f"this API key approves as {own!r}; it may not name another")
         return own
+
+
+def _scoped(actor: Actor) -> bool:
+    role = active_domain().role(actor.role)
+    return role is not None and role.scoped
 
 
 class ApiKeys:
@@ -164,7 +176,12 @@ class ApiKeys:
             return cls([])
         try:
             raw = json.loads(Path(path).expanduser().read_text())
-            return cls(ApiKeyFile.model_validate(raw).keys)
+            keys = ApiKeyFile.model_validate(raw).keys
+            for i, key in enumerate(keys):
+                problem = active_domain().actor_problem(key.actor.role, key.actor.subject)
+                if problem is not None:
+                    raise StartupError(f"API keys file {path}: keys.{i}.{problem}")
+            return cls(keys)
         except OSError as exc:
             raise StartupError(f"cannot read API keys file {path}: {exc.strerror}") from None
         except json.JSONDecodeError as exc:

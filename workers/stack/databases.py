@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 from urllib.parse import urlsplit
 
 import asyncpg
 
 from agentkeel.activities.database.migrate import apply_migrations
-from agentkeel.activities.database.seed import seed_demo_data
+from agentkeel.schemas.domain import Domain
 
 
 def dsn_for(admin_dsn: str, database: str) -> str:
@@ -44,7 +45,8 @@ async def throwaway_database(
     *,
     prefix: str = "agentkeel_tmp",
     migrate: bool = True,
-    seed_orders: int | None = None,
+    domain: Domain | None = None,
+    seed: Callable[[asyncpg.Connection], Awaitable[Any]] | None = None,
     template: str | None = None,
 ) -> AsyncIterator[str]:
     """Create a database, yield its DSN, drop it afterwards.
@@ -52,10 +54,11 @@ async def throwaway_database(
     Args:
         admin_dsn: A DSN on the server, allowed to create databases.
         prefix: Start of the random database name (`<prefix>_<hex>`).
-        migrate: Apply the migrations before yielding.
-        seed_orders: Seed the demo data with this many orders (after migrating); None: no data.
+        migrate: Apply the migrations (agentkeel's and `domain`'s) before yielding.
+        domain: Whose tables to create besides agentkeel's.
+        seed: Fills the database after migrating (a domain's `seed`); None: no data.
         template: Clone this database instead (it must have no other sessions); `migrate`
-            and `seed_orders` are then ignored.
+            and `seed` are then ignored.
     """
     name = f"{prefix}_{secrets.token_hex(6)}"
     dsn = await create_database(admin_dsn, name, template=template)
@@ -63,9 +66,9 @@ async def throwaway_database(
         if migrate and template is None:
             conn = await asyncpg.connect(dsn)
             try:
-                await apply_migrations(conn)
-                if seed_orders is not None:
-                    await seed_demo_data(conn, orders=seed_orders)
+                await apply_migrations(conn, domain)
+                if seed is not None:
+                    await seed(conn)
             finally:
                 await conn.close()
         yield dsn

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import json
 import os
-from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import asdict, dataclass, field, fields
 from functools import partial
@@ -15,6 +14,7 @@ from typing import Any
 
 import structlog
 
+from agentkeel.workers.domain_assembly import serve_domain
 from agentkeel.workers.metrics import stack_metrics_addresses
 from agentkeel.workers.settings import ENV_PREFIX, Settings
 from agentkeel.workers.stack import services
@@ -47,14 +47,15 @@ class StackEndpoints:
     ui_url: str | None
     database_url: str
     redis_url: str
-    carrier_url: str
+    services: dict[str, str] = field(default_factory=dict)
+    """The domain's services the stack points its workers at: setting variable -> URL."""
     log_dir: str = ""
     gateway_url: str = ""
     """The HTTP gateway (`workers.gateway`), when the stack started one."""
     metrics: dict[str, str] = field(default_factory=dict)
     """Prometheus metrics URLs by worker (`worker cpu`, `worker inference`)."""
     pids: dict[str, int] = field(default_factory=dict)
-    """Child processes by name (`temporal`, `redis`, `carrier`, `worker cpu`, ...), plus
+    """Child processes by name (`temporal`, `redis`, a domain's stand-ins, `worker cpu`, ...), plus
     `supervisor`, the process that owns them."""
 
     def to_json(self) -> str:
@@ -91,6 +92,7 @@ class LocalStack:
         if self._endpoints is not None:
             return self._endpoints
         s = self.settings
+        domain = serve_domain(s)
         s.state_dir.mkdir(parents=True, exist_ok=True)
         self._claim_state_dir()
         self._exits = exits = AsyncExitStack()
@@ -108,17 +110,20 @@ class LocalStack:
                     temporal = tg.create_task(stack_temporal.temporal(launch))
                     database = tg.create_task(services.postgres(launch))
                     redis = tg.create_task(services.redis(launch))
-                    carrier = tg.create_task(services.carrier(launch, child_env(s)))
+                    stand_ins = [
+                        tg.create_task(services.local_service(launch, child_env(s), ls, domain))
+                        for ls in domain.local_services
+                    ]
             except BaseExceptionGroup as group:
                 raise _first_stack_error(group) from None
-            await services.migrate_and_seed(database.result())
+            await services.migrate_and_seed(database.result(), domain)
             address, ui_url = temporal.result()
             endpoints = StackEndpoints(
                 address,
                 ui_url,
                 database.result(),
                 redis.result(),
-                carrier.result(),
+                services=dict(task.result() for task in stand_ins),
                 log_dir=str(launch.log_dir),
             )
             if self.start_workers:
@@ -179,16 +184,14 @@ class LocalStack:
 
 
 def embedded_settings(state_dir: Path, **overrides: Any) -> Settings:
-    """Settings for a whole embedded stack (Postgres, Redis, dev server, carrier) in
-    `state_dir` on free ports, beside any other: for the fault tests and `bench.chaos`."""
+    """Settings for a whole embedded stack (Postgres, Redis, dev server, the domain's
+    stand-ins) in `state_dir` on free ports, beside any other: for the fault tests and
+    `bench.chaos`."""
     base: dict[str, Any] = {
         "database_url": None,
         "redis_url": None,
-        "carrier_url": None,
         "temporal_address": f"127.0.0.1:{free_port()}",
         "temporal_ui_port": free_port(),
-        "carrier_port": free_port(),
-        "carrier_latency_ms": 0,
         "gateway_address": f"127.0.0.1:{free_port()}",
         "state_dir": state_dir,
     }
@@ -198,20 +201,16 @@ def embedded_settings(state_dir: Path, **overrides: Any) -> Settings:
 def child_env(settings: Settings, endpoints: StackEndpoints | None = None) -> dict[str, str]:
     """This process's environment with every setting (and the resolved URLs) as `AGENTKEEL_*`."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    for f in fields(Settings):
-        value, key = getattr(settings, f.name), ENV_PREFIX + f.name.upper()
-        if isinstance(value, Mapping):
-            # An option group (`AGENTKEEL_LIGHT_VLLM_*`): its variables pass through as they are.
-            continue
+    for key, value in settings.to_env().items():
         if value is None:
             env.pop(key, None)
         else:
-            env[key] = str(value)
+            env[key] = value
     if endpoints is not None:
         env[ENV_PREFIX + "TEMPORAL_ADDRESS"] = endpoints.temporal_address
         env[ENV_PREFIX + "DATABASE_URL"] = endpoints.database_url
         env[ENV_PREFIX + "REDIS_URL"] = endpoints.redis_url
-        env[ENV_PREFIX + "CARRIER_URL"] = endpoints.carrier_url
+        env.update(endpoints.services)
     return env
 
 
@@ -222,8 +221,6 @@ def _check_ports(s: Settings, *, workers: bool) -> None:
         find_temporal_binary()
         ensure_port_free(host, port, "Temporal gRPC")
         ensure_port_free(host, s.temporal_ui_port, "Temporal Web UI")
-    if not s.carrier_url:
-        ensure_port_free("127.0.0.1", s.carrier_port, "carrier service")
     if workers:
         host, port = split_host_port(s.gateway_address, 8080)
         ensure_port_free(host, port, "gateway")

@@ -20,13 +20,14 @@ import httpx
 import redis.asyncio as aioredis
 import structlog
 
+from agentkeel.schemas.domain import Domain, LocalService
 from agentkeel.workers.connections import redact
 from agentkeel.workers.settings import Settings
 from agentkeel.workers.stack.machine_postgres import MachinePostgres, socket_dir_for
 from agentkeel.workers.stack.procs import (
     Child,
     StackError,
-    ensure_port_free,
+    free_port,
     start_child,
     stop_child,
     wait_for,
@@ -225,26 +226,31 @@ async def _redis_ping(url: str, raise_error: bool = False) -> bool:
         await client.aclose()
 
 
-async def carrier(launch: Launch, env: Mapping[str, str]) -> str:
-    """Carrier base URL: `carrier_url`, or `python -m agentkeel.workers.stack.carrier` on its
-    port."""
-    s = launch.settings
-    if s.carrier_url:
-        return s.carrier_url
-    ensure_port_free("127.0.0.1", s.carrier_port, "carrier service")
-    argv = [sys.executable, "-m", "agentkeel.workers.stack.carrier", "--host", "127.0.0.1"]
-    argv += ["--port", str(s.carrier_port), "--latency-ms", str(s.carrier_latency_ms)]
-    child = await launch.child("carrier", argv, env)
-    url = f"http://127.0.0.1:{s.carrier_port}"
+async def local_service(
+    launch: Launch, env: Mapping[str, str], service: LocalService, domain: Domain
+) -> tuple[str, str]:
+    """A stand-in for one of the domain's services: (its setting's variable, its URL). The
+    URL the environment already gives, else `python -m <module>` on a free port."""
+    var = domain.env_prefix + service.setting.upper()
+    given = env.get(var)
+    if given:
+        return var, given
+    port = free_port()
+    argv = [sys.executable, "-m", service.module, "--host", "127.0.0.1", "--port", str(port)]
+    child = await launch.child(service.name, [*argv, *service.args], env)
+    url = f"http://127.0.0.1:{port}"
 
     async def healthy() -> bool:
         async with httpx.AsyncClient(timeout=2, trust_env=False) as http:
-            return (await http.get(f"{url}/healthz")).status_code == 200
+            return (await http.get(url + service.health_path)).status_code == 200
 
     await wait_for(
-        f"carrier service at {url}/healthz", healthy, timeout_s=SERVICE_READY_S, child=child
+        f"{service.name} at {url}{service.health_path}",
+        healthy,
+        timeout_s=SERVICE_READY_S,
+        child=child,
     )
-    return url
+    return var, url
 
 
 async def gateway(launch: Launch, env: Mapping[str, str]) -> str:
@@ -263,17 +269,18 @@ async def gateway(launch: Launch, env: Mapping[str, str]) -> str:
     return url
 
 
-async def migrate_and_seed(database_url: str) -> None:
-    """Apply the schema migrations and the demo data (both idempotent)."""
+async def migrate_and_seed(database_url: str, domain: Domain) -> None:
+    """Apply the schema migrations (agentkeel's and the domain's) and the domain's demo data
+    (each idempotent)."""
     try:
         from agentkeel.activities.database.migrate import apply_migrations
-        from agentkeel.activities.database.seed import seed_demo_data
     except ImportError as exc:
         raise StackError(f"cannot apply migrations: {exc}") from None
     conn = await _pg_connect(database_url)
     try:
-        await apply_migrations(conn)
-        await seed_demo_data(conn)
+        await apply_migrations(conn, domain)
+        if domain.seed is not None:
+            await domain.seed(conn)
     except Exception as exc:
         raise StackError(f"migrations or seed failed on {redact(database_url)}: {exc}") from None
     finally:

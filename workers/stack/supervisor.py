@@ -48,7 +48,7 @@ def describe(endpoints: StackEndpoints) -> str:
         ("Temporal Web UI", endpoints.ui_url or "(server not started here)"),
         ("Postgres", redact(endpoints.database_url)),
         ("Redis", endpoints.redis_url),
-        ("Carrier service", endpoints.carrier_url),
+        *endpoints.services.items(),
     ]
     if endpoints.gateway_url:
         rows.append(("Gateway", f"{endpoints.gateway_url}  (API: {endpoints.gateway_url}/docs)"))

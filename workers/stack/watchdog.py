@@ -1,5 +1,5 @@
 """Restarts the local stack's children when they die, with backoff, and gives up on one that
-keeps dying: a crashed worker or carrier service is back in seconds, and a child that cannot
+keeps dying: a crashed worker or stand-in service is back in seconds, and a child that cannot
 run is reported (`agentkeel status`, the log) instead of being restarted forever.
 
 What each child is doing is written to `<state_dir>/status.json` at every change.

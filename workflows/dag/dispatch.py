@@ -20,7 +20,7 @@ from agentkeel.schemas.approvals import ApprovalRequest
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.plan.validation import PlanValidationError
 from agentkeel.schemas.result import StepError, StepOutcome
-from agentkeel.schemas.tools import TOOLS, ToolSpec
+from agentkeel.schemas.tools import TOOLS, ToolSpec, active_domain
 from agentkeel.workflows.dag.admission import refuse_plan
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.fan_out import PARTITION_AT, may_partition, run_fan_out
@@ -163,11 +163,12 @@ async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> An
 
 
 async def _await_approval(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> None:
-    """Wait for a decision when the run's total is above its thresholds; raise if declined."""
-    if spec.amount_arg is None:
+    """Wait for a decision when the tool always needs one, or when the run's total is above
+    its thresholds; raise if declined."""
+    if spec.amount_arg is None and not spec.needs_approval:
         return
     # The scheduler hands over validated, coerced arguments: an amount is an int here.
-    amount = call.args.get(spec.amount_arg)
+    amount = call.args.get(spec.amount_arg) if spec.amount_arg is not None else 0
     if not isinstance(amount, int) or isinstance(amount, bool):
         raise StepRefused(
             StepError(
@@ -177,7 +178,12 @@ async def _await_approval(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> No
             )
         )
     policy = await ctx.approval_policy()
-    why = policy.required_for(ctx.request.actor, amount, already=ctx.moved_cents)
+    domain = active_domain()
+    role = domain.role(ctx.request.actor.role)
+    scoped = role is not None and role.scoped
+    why = policy.required_for(ctx.request.actor, amount, already=ctx.moved_cents, scoped=scoped)
+    if why is None and spec.needs_approval:
+        why = f"{spec.name} always needs an approval"
     if why is None:
         ctx.moved_cents += amount
         return
@@ -188,6 +194,7 @@ async def _await_approval(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> No
         args=call.args,
         amount_cents=amount,
         actor=ctx.request.actor,
+        approver_role=next((r.name for r in domain.roles if r.may_approve), "system"),
         why=why,
     )
     record = await ctx.gate.wait_for(request, timedelta(seconds=policy.timeout_s))

@@ -13,6 +13,7 @@ from agentkeel.workflows.nodes.edges import (
     after_route,
     at_start,
 )
+from agentkeel.workflows.nodes.given_plan import given_plan
 from agentkeel.workflows.nodes.model_calls import join, plan, respond, route
 from agentkeel.workflows.nodes.plan_execution import execute
 from agentkeel.workflows.nodes.run_record import store
@@ -24,6 +25,7 @@ __all__ = [
     "after_route",
     "at_start",
     "execute",
+    "given_plan",
     "join",
     "lookup_cache",
     "plan",

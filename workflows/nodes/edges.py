@@ -10,11 +10,17 @@ from agentkeel.workflows.state import AgentState
 # Conditional edges. LangGraph runs sync callables in an executor, which the
 # workflow event loop refuses, so every edge function is `async def`.
 async def at_start(state: AgentState) -> str:
-    return "resume" if state.get("resume") else "new"
+    if state.get("resume"):
+        return "resume"
+    # A request with its own plan asks no planner, and no cached path may stand in for it.
+    return "given" if state["request"].plan is not None else "new"
 
 
 async def after_execute(state: AgentState) -> str:
-    return "continue_as_new" if state.get("suspended") else "judge"
+    if state.get("suspended"):
+        return "continue_as_new"
+    # A given plan is not replanned: what it did is answered as it is.
+    return "answer" if state.get("given") else "judge"
 
 
 async def after_cache(state: AgentState) -> str:

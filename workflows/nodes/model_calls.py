@@ -31,7 +31,7 @@ from agentkeel.schemas.model_calls import (
 )
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.route import Route
-from agentkeel.schemas.tools.domain import requested_side_effects
+from agentkeel.schemas.tools.catalog import requested_side_effects
 from agentkeel.workflows import timeouts
 from agentkeel.workflows.nodes.ahead import before_planning, refused
 from agentkeel.workflows.state import AgentState

@@ -51,7 +51,11 @@ async def store(state: AgentState) -> dict[str, Any]:
     deadline = state["context"].deadline
     if deadline is not None:
         result.deadline = deadline.report()
-    update_cache = request.options.use_cache and not state.get("degraded", False)
+    update_cache = (
+        request.options.use_cache
+        and not state.get("degraded", False)
+        and not state.get("given", False)
+    )
     return await _record(state, result, update_cache=update_cache)
 
 

@@ -4,7 +4,9 @@ Embeddings place "refund order 1001" and "refund order 1002" (or a question and 
 negation) closer together than most true paraphrases, so no similarity threshold alone
 separates them. The guard compares what embeddings blur: the literal facts of the two
 questions — SKUs, tracking numbers, emails, money amounts, other numbers and IDs — and
-their negations. Any difference rejects the candidate: a miss costs one fresh run, a
+their negations. Which identifiers a domain writes (SKUs, ticket numbers) is the domain's
+to say (`Domain.entity_patterns`). Any difference rejects the candidate: a miss costs one
+fresh run, a
 false hit serves the answer to another question.
 """
 
@@ -14,6 +16,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+
+from agentkeel.schemas.tools.catalog import active_domain
 
 __all__ = ["Facts", "GuardVerdict", "facts", "facts_and_rest", "guard"]
 
@@ -32,8 +36,8 @@ class GuardVerdict:
 class Facts:
     """What must be equal for two questions to share an answer, normalized."""
 
-    skus: frozenset[str]
-    tracking: frozenset[str]
+    ids: frozenset[str]
+    """The domain's identifiers, as `argument:value` (`sku:SKU-00001`)."""
     emails: frozenset[str]
     money: frozenset[str]
     numbers: frozenset[str]
@@ -54,8 +58,7 @@ class Facts:
         diffs = {
             name: f"{_show(mine)} vs {_show(theirs)}"
             for name, mine, theirs in (
-                ("skus", self.skus, other.skus),
-                ("tracking", self.tracking, other.tracking),
+                ("identifiers", self.ids, other.ids),
                 ("emails", self.emails, other.emails),
                 ("amounts", self.money, other.money),
                 ("numbers", self.numbers, other.numbers),
@@ -72,10 +75,8 @@ class Facts:
         return diffs
 
 
-# Matched and cut out in this order, so that the digits of a SKU, a tracking number, an
-# email or an amount are not counted again as a bare number.
-_SKU = re.compile(r"\bsku[\s#:-]*(\d+)\b")
-_TRACKING = re.compile(r"\btrk[\s#:-]*(\d{6,})\b")
+# Matched and cut out in this order, so that the digits of an identifier, an email or an
+# amount are not counted again as a bare number.
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _MONEY = re.compile(
@@ -188,8 +189,8 @@ def facts(question: str) -> Facts:
 
 
 def facts_and_rest(question: str) -> tuple[Facts, str]:
-    """`facts`, and the casefolded question with its SKUs, tracking numbers, emails, amounts
-    and numbers cut out: the words left to compare (`activities.cache.reading`)."""
+    """`facts`, and the casefolded question with its identifiers, emails, amounts and
+    numbers cut out: the words left to compare (`activities.cache.reading`)."""
     text = unicodedata.normalize("NFKC", question).casefold().replace("\u2019", "'")
     negations = sum(
         1
@@ -201,14 +202,16 @@ def facts_and_rest(question: str) -> tuple[Facts, str]:
     relations = frozenset(m.group() for m in _RELATION.finditer(text))
     follow_up = bool(_FOLLOW_UP.search(text))
     text = _words_to_digits(text)
-    skus, text = _cut(_SKU, text)
-    tracking, text = _cut(_TRACKING, text)
+    ids: set[str] = set()
+    for pattern in active_domain().entity_patterns:
+        if pattern.guard:
+            ids.update(f"{pattern.argument}:{v}" for v in pattern.values(text))
+            text = pattern.compiled().sub(" ", text)
     emails, text = _cut(_EMAIL, text)
     money, text = _cut(_MONEY, text)
     numbers, text = _cut(_NUMBER, text)
     found = Facts(
-        skus=frozenset(f"SKU-{int(m.group(1)):05d}" for m in skus),
-        tracking=frozenset(f"TRK{m.group(1)}" for m in tracking),
+        ids=frozenset(ids),
         emails=frozenset(m.group() for m in emails),
         money=frozenset(_number(m.group(1) or m.group(2)) for m in money),
         numbers=frozenset(_number(m.group()) for m in numbers),
@@ -224,7 +227,7 @@ def facts_and_rest(question: str) -> tuple[Facts, str]:
 def guard(question: str, candidate: str) -> GuardVerdict:
     """May the answer cached for `candidate` serve `question`?
 
-    Rejects when the SKUs, tracking numbers, emails, money amounts, other numbers (order
+    Rejects when the identifiers (the domain's), emails, money amounts, other numbers (order
     numbers such as `1001`, `#1001` or "one thousand and one"), months and weekdays,
     quantities (all, half, first, second, ...), relations in time (before, after, until,
     ...), the count of negations (not, no, never, n't,

@@ -1,0 +1,94 @@
+"""A domain's tool functions as Temporal activities, one per tool, named after the tool.
+
+Each activity decodes the tool's input model (the plan's arguments plus what the workflow
+adds: the actor, the call id, a side effect's idempotency key), builds the call's
+`ToolContext` and calls the function. What every tool call goes through besides (shared
+reads, the result cache, merged calls, caps, heartbeats) wraps these in
+`workers.cache_assembly.tool_activities`, in one order for every tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+from temporalio import activity
+
+from agentkeel.activities.heartbeat import heartbeating
+from agentkeel.schemas.tools.context import ToolCall, ToolContext
+from agentkeel.schemas.tools.spec import ToolSpec
+
+__all__ = ["FunctionTools"]
+
+SIDE_EFFECT_HEARTBEAT_EVERY_S = 0.5
+"""Well inside the tool heartbeat timeout (`workflows.timeouts.TOOL_HEARTBEAT`): a side
+effect heartbeats while it runs, and only then, so a cancel reaches it before its commit
+and never after (a heartbeat after the commit would report an effect made as not)."""
+
+Many = Callable[[Sequence[Any]], Awaitable[Sequence[Any]]]
+
+
+class FunctionTools:
+    """The activities of `tools`, whose functions get `resources` in their context.
+
+    Args:
+        tools: The domain's activity tools by name (`schemas.tools.ACTIVITY_TOOLS`).
+        resources: What the domain's `resources` factory opened for this worker.
+        is_scoped: Whether a role acts for one subject only (the domain's ownership rule).
+    """
+
+    def __init__(
+        self,
+        tools: Mapping[str, ToolSpec],
+        resources: Any,
+        is_scoped: Callable[[str], bool],
+    ) -> None:
+        self._tools = dict(tools)
+        self._resources = resources
+        self._is_scoped = is_scoped
+
+    def all_activities(self) -> list[Callable[..., Any]]:
+        """One activity per tool, for `Worker(activities=...)` (after the wrappers)."""
+        return [self._activity(spec) for spec in self._tools.values()]
+
+    def batch_calls(self) -> dict[str, Many]:
+        """For each tool with a `many` function: what serves many of its calls at once."""
+        return {name: self._many(spec) for name, spec in self._tools.items() if spec.many}
+
+    def context(self, args: BaseModel) -> ToolContext:
+        return ToolContext(
+            actor=getattr(args, "actor", None),
+            resources=self._resources,
+            idempotency_key=getattr(args, "idempotency_key", None),
+            call_id=getattr(args, "call_id", None),
+            is_scoped=self._is_scoped,
+        )
+
+    def _activity(self, spec: ToolSpec) -> Callable[..., Any]:
+        fn = spec.fn
+        assert fn is not None, f"{spec.name} is a built-in, not an activity"
+        takes_context = spec.takes_context
+        side_effect = not spec.idempotent
+
+        async def call(args: Any) -> Any:
+            arguments = (args, self.context(args)) if takes_context else (args,)
+            if side_effect:
+                async with heartbeating(SIDE_EFFECT_HEARTBEAT_EVERY_S):
+                    return await fn(*arguments)
+            return await fn(*arguments)
+
+        call.__name__ = call.__qualname__ = spec.name
+        call.__doc__ = spec.description
+        # Temporal decodes the payload by these: the tool's own input and result models.
+        call.__annotations__ = {"args": spec.activity_input_model, "return": spec.result_model}
+        return activity.defn(name=spec.name)(call)
+
+    def _many(self, spec: ToolSpec) -> Many:
+        many = spec.many
+        assert many is not None
+
+        async def serve(calls: Sequence[Any]) -> Sequence[Any]:
+            return list(await many([ToolCall(args, self.context(args)) for args in calls]))
+
+        return serve

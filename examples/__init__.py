@@ -1,0 +1,1 @@
+"""Example domains served by agentkeel: outside the core, which never imports them."""

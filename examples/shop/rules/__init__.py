@@ -1,0 +1,1 @@
+"""The shop's rules policy: deterministic intents, plan templates and rendered answers."""

@@ -1,0 +1,127 @@
+"""A model-free planner any domain can declare: questions matched by patterns, plans by
+templates (`agentkeel.PlanPattern`).
+
+Each pattern is a regular expression and the plan to run when it matches, whose string
+arguments may name the match's groups (`"{1}"`, `"{order}"`); an argument that is exactly
+one group becomes an integer when the group is all digits. The first pattern that matches
+plans the request, so list the more particular ones first. A question no pattern matches
+is unsure and gets no plan: the answer says so. Answers are
+the tools' own renderings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentkeel.inference.answers import rendered_response
+from agentkeel.inference.policy import TokenSink, join_rejected_plan
+from agentkeel.schemas import model_calls as calls
+from agentkeel.schemas.errors import NO_PLANNER
+from agentkeel.schemas.plan.model import Plan, PlanStep
+from agentkeel.schemas.result import StepError
+from agentkeel.schemas.route import Route, Tier
+from agentkeel.schemas.tools.catalog import INTENT_JOINER
+
+__all__ = ["PatternPolicy", "PlanPattern", "pattern_policy"]
+
+_GROUP = re.compile(r"\{(\w+)\}")
+_STEP_REF = re.compile(r"\$([A-Za-z][A-Za-z0-9_]*)")
+
+
+@dataclass(frozen=True)
+class PlanPattern:
+    """When `pattern` matches a question (case-insensitively), plan `steps` for `intent`."""
+
+    intent: str
+    pattern: str
+    steps: Sequence[dict[str, Any]] = field(default_factory=tuple)
+    """Plan steps as JSON (`{"id": "s1", "tool": ..., "args": {...}}`), ids local to it."""
+
+
+class PatternPolicy:
+    name = "patterns"
+
+    def __init__(self, patterns: Sequence[PlanPattern], *, threshold: float = 0.7) -> None:
+        self._patterns = [(p, re.compile(p.pattern, re.IGNORECASE)) for p in patterns]
+        self.threshold = threshold
+
+    async def route(self, request: calls.RouteInput) -> calls.RouteResult:
+        matched = next(
+            ([(p, m)] for p, rx in self._patterns if (m := rx.search(request.question))), []
+        )
+        if not matched:
+            route = Route(
+                intent="unknown", confidence=0.0, tier=Tier.RULES, reason="no pattern matched"
+            )
+            return calls.RouteResult(route=route, confident=False, draft_plan=None)
+        steps: list[PlanStep] = []
+        for pattern, match in matched:
+            steps += _instantiate(pattern, match, offset=len(steps))
+        intents = list(dict.fromkeys(p.intent for p, _ in matched))
+        plan = Plan(steps=steps, rationale=f"patterns: {', '.join(intents)}")
+        route = Route(
+            intent=INTENT_JOINER.join(intents),
+            confidence=1.0,
+            tier=Tier.RULES,
+            tools=sorted({s.tool for s in steps}),
+            reason=f"matched the patterns of {', '.join(intents)}",
+        )
+        return calls.RouteResult(route=route, confident=True, draft_plan=plan)
+
+    async def plan(self, request: calls.PlanInput) -> calls.PlanResult:
+        error = StepError(
+            type=NO_PLANNER,
+            message="no pattern of this domain matches the request, and no model plans it",
+            non_retryable=True,
+        )
+        return calls.PlanResult(plan=Plan(rationale="no pattern"), tier=Tier.RULES, error=error)
+
+    async def join(self, request: calls.JoinInput) -> calls.JoinResult:
+        rejected = join_rejected_plan(request)
+        if rejected is not None and request.plan_error and request.plan_error.type != NO_PLANNER:
+            return rejected
+        return calls.JoinResult(decision=calls.JoinDecision.FINISH, reason="answered")
+
+    async def respond(
+        self, request: calls.RespondInput, sink: TokenSink | None = None
+    ) -> calls.RespondResult:
+        return await rendered_response(request, sink)
+
+
+def pattern_policy(*patterns: PlanPattern) -> Callable[[float], PatternPolicy]:
+    """A `Domain.rules_policy` planning from `patterns`."""
+    return lambda threshold: PatternPolicy(patterns, threshold=threshold)
+
+
+def _instantiate(pattern: PlanPattern, match: re.Match[str], *, offset: int) -> list[PlanStep]:
+    renumber = {step["id"]: f"s{offset + i + 1}" for i, step in enumerate(pattern.steps)}
+
+    def fill(value: Any) -> Any:
+        if isinstance(value, str):
+            whole = _GROUP.fullmatch(value)
+            if whole is not None:
+                got = match.group(_group_key(whole.group(1)))
+                return int(got) if got is not None and got.isdigit() else got
+            value = _GROUP.sub(lambda g: match.group(_group_key(g.group(1))) or "", value)
+            return _STEP_REF.sub(lambda r: "$" + renumber.get(r.group(1), r.group(1)), value)
+        if isinstance(value, dict):
+            return {k: fill(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [fill(v) for v in value]
+        return value
+
+    steps = []
+    for step in pattern.steps:
+        filled = fill(dict(step))
+        filled["id"] = renumber[step["id"]]
+        if "after" in step:
+            filled["after"] = [renumber.get(a, a) for a in step["after"]]
+        steps.append(PlanStep.model_validate(filled))
+    return steps
+
+
+def _group_key(name: str) -> int | str:
+    return int(name) if name.isdigit() else name

@@ -1,0 +1,163 @@
+"""`agentkeel.tool`: one typed async function becomes a tool of the catalog.
+
+The argument and result models come from the function's signature; the decorator adds
+what the scheduler, the caches and the gate need (timeout, retries, cache TTL, side
+effect, money argument, downstream, merged calls). The function becomes a Temporal
+activity named after the tool (`name`, by default the function's name): that name is a
+contract, in every run's history, so rename a tool only together with a new one.
+
+    @agentkeel.tool(cache_ttl=timedelta(seconds=30), downstream=TICKETS_DB)
+    async def get_ticket(args: GetTicketArgs, ctx: ToolContext) -> Ticket:
+        \"\"\"Get a ticket with its status and assignee.\"\"\"
+        ...
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel, Field, create_model
+
+from agentkeel.schemas.errors import NOT_AUTHORIZED, NOT_FOUND
+from agentkeel.schemas.tools.downstreams import Downstream
+from agentkeel.schemas.tools.spec import ActorScoped, Render, ToolSpec
+
+__all__ = ["ToolDefinitionError", "tool"]
+
+
+class ToolDefinitionError(TypeError):
+    """A function cannot be a tool as written; the message says what to change."""
+
+
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: timedelta = timedelta(seconds=10),
+    retries: int = 3,
+    side_effect: bool = False,
+    cache_ttl: timedelta | None = None,
+    amount_arg: str | None = None,
+    needs_approval: bool = False,
+    identity_args: Sequence[str] = (),
+    downstream: Downstream | None = None,
+    max_concurrency: int | None = None,
+    expected_ms: int = 20,
+    many: Callable[..., Any] | None = None,
+    speculate_arg: str | None = None,
+    non_retryable_errors: Sequence[str] = (NOT_FOUND, NOT_AUTHORIZED),
+    render: Render | None = None,
+) -> Callable[[Callable[..., Any]], ToolSpec]:
+    """Make a tool of `async def fn(args: Args[, ctx: ToolContext]) -> Result`.
+
+    Args:
+        name: The tool's (and its activity's) name; default: the function's.
+        description: What models read about it; default: the docstring's first paragraph.
+        timeout: Start-to-close timeout of one attempt.
+        retries: Attempts in all (1: never retried).
+        side_effect: It changes something: never cached or speculated, given an
+            idempotency key (`ctx.idempotency_key`, which it must enforce), allowed only
+            when the request asks for it, and put through approval by `amount_arg`. It
+            heartbeats while the function runs, so a cancel reaches it before its commit:
+            return as soon as the effect has committed (do slow follow-ups elsewhere).
+        cache_ttl: For a read: how long its results are reused (None: never cached).
+        amount_arg: The argument holding the money it moves, in cents (approvals read it).
+        needs_approval: For a side effect: every call waits for an approver.
+        identity_args: For a side effect: the arguments naming the row it changes; with a
+            request id, its idempotency key names them instead of the step's place.
+        downstream: The service each call loads (capped across all runs and workers).
+        max_concurrency: Calls of this tool in flight at once within one run.
+        expected_ms: Typical latency, to weigh the critical path and deadlines.
+        many: Serve calls arriving together as one request:
+            `async def many(calls: Sequence[ToolCall[Args]]) -> list[Result | Exception]`.
+        speculate_arg: For a cached read: the one argument a question's entities fill, so
+            it may start while the heavy model plans.
+        non_retryable_errors: `ApplicationError` types a retry cannot fix.
+        render: How an answer says one result in words (default: its JSON).
+    """
+
+    def wrap(fn: Callable[..., Any]) -> ToolSpec:
+        args_model, result_model, takes_context = _signature(fn)
+        tool_name = name or fn.__name__
+        input_model = _input_model(tool_name, args_model, side_effect=side_effect)
+        return ToolSpec(
+            name=tool_name,
+            description=description or _first_paragraph(fn) or tool_name,
+            args_model=args_model,
+            result_model=result_model,
+            timeout=timeout,
+            max_attempts=retries,
+            idempotent=not side_effect,
+            cache_ttl=None if side_effect else cache_ttl,
+            max_concurrency=max_concurrency,
+            expected_ms=expected_ms,
+            input_model=input_model,
+            identity_args=tuple(identity_args),
+            amount_arg=amount_arg,
+            needs_approval=needs_approval,
+            non_retryable_errors=tuple(non_retryable_errors),
+            downstream=downstream,
+            batch=many is not None,
+            speculate_arg=speculate_arg,
+            render=render,
+            fn=fn,
+            many=many,
+            takes_context=takes_context,
+        )
+
+    if retries < 1:
+        raise ToolDefinitionError("retries counts attempts in all: at least 1")
+    if side_effect and cache_ttl is not None:
+        raise ToolDefinitionError("a side effect is never cached: drop cache_ttl")
+    return wrap
+
+
+def _signature(fn: Callable[..., Any]) -> tuple[type[BaseModel], type[BaseModel], bool]:
+    where = f"tool {getattr(fn, '__qualname__', fn)!r}"
+    if not inspect.iscoroutinefunction(fn):
+        raise ToolDefinitionError(f"{where} must be an `async def`")
+    try:
+        hints = typing.get_type_hints(fn)
+    except NameError as exc:
+        raise ToolDefinitionError(f"{where}: an annotation cannot be resolved ({exc})") from None
+    params = list(inspect.signature(fn).parameters.values())
+    if not 1 <= len(params) <= 2:
+        raise ToolDefinitionError(f"{where} takes (args) or (args, ctx), got {len(params)}")
+    args_model = hints.get(params[0].name)
+    if not (isinstance(args_model, type) and issubclass(args_model, BaseModel)):
+        raise ToolDefinitionError(f"{where}: its first argument must be a pydantic model")
+    result_model = hints.get("return")
+    if not (isinstance(result_model, type) and issubclass(result_model, BaseModel)):
+        raise ToolDefinitionError(f"{where} must return a pydantic model (annotate it)")
+    if args_model.model_config.get("extra") != "forbid":
+        # Plans are untrusted input: an argument the tool does not know is an error, not
+        # something to drop in silence.
+        raise ToolDefinitionError(
+            f"{where}: {args_model.__name__} must forbid unknown fields "
+            "(subclass agentkeel.ToolArgs or set model_config = ConfigDict(extra='forbid'))"
+        )
+    return args_model, result_model, len(params) == 2
+
+
+def _input_model(name: str, args_model: type[BaseModel], *, side_effect: bool) -> type[BaseModel]:
+    """What the activity receives: the plan's arguments plus what the workflow adds (the
+    actor, the call id, and a side effect's idempotency key), never a plan's to set."""
+    fields: dict[str, Any] = {}
+    if side_effect:
+        fields["idempotency_key"] = (str, Field(min_length=1, max_length=200))
+    model: type[BaseModel] = create_model(
+        f"{args_model.__name__}Input",
+        __base__=(args_model, ActorScoped),
+        __module__=args_model.__module__,
+        **fields,
+    )
+    return model
+
+
+def _first_paragraph(fn: Callable[..., Any]) -> str:
+    doc = inspect.getdoc(fn) or ""
+    return " ".join(doc.split("\n\n", 1)[0].split())

@@ -1,0 +1,226 @@
+"""`agentkeel init NAME`: a domain package a newcomer can run at once.
+
+It writes `NAME/` with one read tool and one side effect over a table of its own, its
+migration and seed, a model-free planner (patterns), demo questions, a test, and a README
+with the settings that serve it. `docs/domains.md` explains each part.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+
+_FILES: dict[str, str] = {
+    "__init__.py": '''"""The {name} domain for agentkeel: `AGENTKEEL_DOMAIN={name}:domain`."""
+
+from {name}.domain import domain
+
+__all__ = ["domain"]
+''',
+    "tools.py": '''"""The {name} domain's tools: one read, one side effect, over its own table."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pydantic import BaseModel, Field
+
+from agentkeel import Downstream, ToolArgs, ToolContext, not_found, tool
+
+DATABASE = Downstream("{name}_db", "the {name} tables (Postgres)", default_concurrency=10)
+
+
+class ItemArgs(ToolArgs):
+    item_id: int = Field(ge=1, le=2**31 - 1)
+
+
+class Item(BaseModel):
+    item_id: int
+    owner: str
+    title: str
+    status: str
+
+
+def _item(out: dict) -> str:
+    return f"Item {{out['item_id']}} ({{out['title']}}) is {{out['status']}}."
+
+
+@tool(downstream=DATABASE, cache_ttl=timedelta(seconds=30), render=_item)
+async def get_item(args: ItemArgs, ctx: ToolContext) -> Item:
+    """Get an item with its owner, title and status."""
+    row = await ctx.resources.fetchrow(
+        "SELECT item_id, owner, title, status FROM {name}_items WHERE item_id = $1",
+        args.item_id,
+    )
+    ctx.require_owner(row and row["owner"], f"item {{args.item_id}}")
+    if row is None:
+        raise not_found(f"item {{args.item_id}}")
+    return Item.model_validate(dict(row))
+
+
+@tool(downstream=DATABASE, side_effect=True, identity_args=("item_id",), render=_item)
+async def close_item(args: ItemArgs, ctx: ToolContext) -> Item:
+    """Close an item. Side-effecting: at most once per idempotency key."""
+    async with ctx.resources.acquire() as conn, conn.transaction():
+        row = await conn.fetchrow(
+            "SELECT item_id, owner, title, status FROM {name}_items WHERE item_id = $1 "
+            "FOR UPDATE",
+            args.item_id,
+        )
+        ctx.require_owner(row and row["owner"], f"item {{args.item_id}}")
+        if row is None:
+            raise not_found(f"item {{args.item_id}}")
+        # The key and the change commit together: a retried call changes nothing twice.
+        first = await conn.fetchval(
+            "INSERT INTO {name}_changes (idempotency_key, item_id) VALUES ($1, $2) "
+            "ON CONFLICT DO NOTHING RETURNING item_id",
+            ctx.idempotency_key,
+            args.item_id,
+        )
+        if first is not None:
+            await conn.execute(
+                "UPDATE {name}_items SET status = 'closed' WHERE item_id = $1", args.item_id
+            )
+        return Item(item_id=row["item_id"], owner=row["owner"], title=row["title"], status="closed")
+''',
+    "domain.py": '''"""The {name} domain, served with `AGENTKEEL_DOMAIN={name}:domain`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from agentkeel import DemoQuestion, Domain, Migrations, PlanPattern, Role, ToolSetup
+from agentkeel import pattern_policy
+from {name}.tools import DATABASE, close_item, get_item
+
+
+@asynccontextmanager
+async def resources(setup: ToolSetup) -> AsyncIterator[Any]:
+    yield setup.pool  # the tools query the worker's Postgres pool
+
+
+async def seed(conn: Any) -> None:
+    await conn.execute(
+        "INSERT INTO {name}_items (item_id, owner, title, status) VALUES "
+        "(1, 'ada', 'first item', 'open'), (2, 'ada', 'second item', 'open'), "
+        "(3, 'bob', 'bob''s item', 'open') ON CONFLICT DO NOTHING"
+    )
+
+
+domain = Domain(
+    name="{name}",
+    tools=(get_item, close_item),
+    persona="You are the {name} assistant. You answer questions about items, using tools.",
+    ground_rules="Never close an item the user did not name.",
+    intents={{"item_status": ("get_item",), "close_item": ("get_item", "close_item")}},
+    roles=(
+        Role("member", "sees and closes its own items only", scoped=True),
+        Role("admin", "sees every item, approves, sends plans", may_approve=True,
+             may_send_plans=True),
+    ),
+    entity_args=("item_id",),
+    downstreams=(DATABASE,),
+    migrations=Migrations("{name}"),
+    seed=seed,
+    resources=resources,
+    rules_policy=pattern_policy(
+        PlanPattern(
+            "close_item",
+            r"\\bclose item (?P<item>\\d+)",
+            [{{"id": "s1", "tool": "close_item", "args": {{"item_id": "{{item}}"}}}}],
+        ),
+        PlanPattern(
+            "item_status",
+            r"\\bitem (?P<item>\\d+)",
+            [{{"id": "s1", "tool": "get_item", "args": {{"item_id": "{{item}}"}}}}],
+        ),
+    ),
+    demo_questions=(
+        DemoQuestion("What is the status of item 1?", "a read"),
+        DemoQuestion("What is the status of item 1?", "the same again: a cache hit"),
+        DemoQuestion("Close item 2", "a side effect, at most once"),
+    ),
+)
+''',
+    "migrations/0001_items.sql": """-- The {name} domain's tables, beside agentkeel's own.
+CREATE TABLE {name}_items (
+    item_id integer PRIMARY KEY,
+    owner   text NOT NULL,
+    title   text NOT NULL,
+    status  text NOT NULL DEFAULT 'open'
+);
+
+-- One row per side effect made: the idempotency key commits with the change.
+CREATE TABLE {name}_changes (
+    idempotency_key text PRIMARY KEY,
+    item_id         integer NOT NULL REFERENCES {name}_items (item_id),
+    made_at         timestamptz NOT NULL DEFAULT now()
+);
+""",
+    "test_domain.py": '''"""The {name} domain's checks: its catalog and its planner."""
+
+from __future__ import annotations
+
+import asyncio
+
+from agentkeel.schemas import model_calls as calls
+from {name}.domain import domain
+
+
+def test_the_domain_declares_one_read_and_one_side_effect() -> None:
+    kinds = {{spec.name: spec.idempotent for spec in domain.tools}}
+    assert kinds == {{"get_item": True, "close_item": False}}
+
+
+def test_the_patterns_plan_the_side_effect_only_when_asked() -> None:
+    assert domain.rules_policy is not None
+    policy = domain.rules_policy(0.7)
+    closing = asyncio.run(policy.route(calls.RouteInput(question="Close item 2")))
+    assert closing.draft_plan is not None
+    assert [s.tool for s in closing.draft_plan.steps] == ["close_item"]
+    reading = asyncio.run(policy.route(calls.RouteInput(question="What about item 2?")))
+    assert reading.draft_plan is not None
+    assert [s.tool for s in reading.draft_plan.steps] == ["get_item"]
+''',
+    "README.md": """# {name}
+
+An agentkeel domain. Serve it (from the folder that holds `{name}/`):
+
+```bash
+export AGENTKEEL_DOMAIN={name}:domain
+agentkeel demo                        # the local stack and the demo questions
+agentkeel ask "What is the status of item 1?"
+agentkeel ask --as member:ada "Close item 3"     # refused: item 3 is bob's
+pytest -q {name}/test_domain.py
+```
+
+Workers, the gateway and every client read `AGENTKEEL_DOMAIN`; the guide to each part is
+agentkeel's `docs/domains.md`.
+""",
+}
+
+
+def scaffold_domain(name: str, where: str = ".") -> int:
+    """Write the package `name` under `where`; exit status 0, or 1 with one line why not."""
+    if not _NAME.match(name) or name in ("agentkeel", "test", "tests"):
+        print(
+            f"agentkeel init: {name!r} must be a lower-case Python name (letters, digits, _)",
+            file=sys.stderr,
+        )
+        return 1
+    root = Path(where) / name
+    if root.exists():
+        print(f"agentkeel init: {root} already exists", file=sys.stderr)
+        return 1
+    for relative, template in _FILES.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(template.format(name=name), encoding="utf-8")
+    print(f"created the domain package {root}/ ({len(_FILES)} files)")
+    print(f"serve it:  AGENTKEEL_DOMAIN={name}:domain agentkeel demo   (from {Path(where)})")
+    return 0
