@@ -216,7 +216,8 @@ class Domain:
     the router threshold. None: without a model only requests carrying a plan run."""
     resources: Callable[[ToolSetup], AbstractAsyncContextManager[Any]] | None = None
     """Opens what its tools use (clients of its own services), once per CPU worker; the
-    value is `ToolContext.resources`."""
+    value is `ToolContext.resources`. None: `ToolContext.resources` is the `ToolSetup`
+    (`ctx.resources.pool`, `ctx.resources.http`, `ctx.resources.settings`)."""
     settings: type[BaseModel] | None = None
     """Its own settings, read from `AGENTKEEL_<NAME>_<FIELD>` variables at start."""
     example_plan: Mapping[str, Any] | None = None

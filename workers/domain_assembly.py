@@ -59,10 +59,12 @@ def domain_settings(domain: Domain, environ: Mapping[str, str] | None = None) ->
 async def domain_tool_resources(
     domain: Domain, *, pool: Any, http: Any, environ: Mapping[str, str] | None = None
 ) -> AsyncIterator[Any]:
-    """What the domain's tools use, open for the worker's life (None without a factory)."""
-    own = domain_settings(domain, environ)
+    """What the domain's tools use, open for the worker's life: what its `resources` factory
+    opens, or without one the `ToolSetup` itself (the worker's pool, HTTP client and the
+    domain's settings)."""
+    setup = ToolSetup(pool=pool, http=http, settings=domain_settings(domain, environ))
     if domain.resources is None:
-        yield None
+        yield setup
         return
-    async with domain.resources(ToolSetup(pool=pool, http=http, settings=own)) as resources:
+    async with domain.resources(setup) as resources:
         yield resources

@@ -29,7 +29,8 @@ class ToolContext:
     actor: Actor | None
     """Whose authority the call carries; None: a trusted caller."""
     resources: Any
-    """What the domain's `resources` factory opened (None when it has none)."""
+    """What the domain's `resources` factory opened; without one, the worker's `ToolSetup`
+    (`pool`, `http`, the domain's `settings`)."""
     idempotency_key: str | None = None
     """A side effect's key: the same for every attempt and every resend of one request's
     effect. The tool must make the effect at most once per key (in the same transaction)."""
