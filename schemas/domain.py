@@ -281,9 +281,15 @@ class Domain:
             known = ", ".join(self.role_names)
             return f"actor.role: {role_name!r} is not a role of domain {self.name} ({known})"
         if role.scoped and subject is None:
-            return f"actor.subject: role {role.name} acts for a subject"
+            return (
+                f"actor.subject is required for role {role.name}: it acts for one subject "
+                f'(give {{"role": "{role.name}", "subject": ...}}, or --as {role.name}:SUBJECT)'
+            )
         if not role.scoped and subject is not None:
-            return f"actor.subject: role {role.name} acts for no subject"
+            return (
+                f"actor.subject is not allowed for role {role.name}: it acts for no one "
+                "subject (drop it)"
+            )
         return None
 
     def intent_tools(self) -> Mapping[str, Sequence[str]]:

@@ -252,7 +252,10 @@ def test_a_domain_module_is_loaded_once_and_its_errors_are_one_line(tmp_path: Pa
         served = Settings.from_env({"AGENTKEEL_DOMAIN": "factory_domain:make"})
         assert served.domain == "factory_domain:make"
         # It declares no settings of its own: a variable under its prefix is a misspelling.
-        with pytest.raises(SettingsError, match="AGENTKEEL_FACTORY_TOKEN is not a setting"):
+        with pytest.raises(
+            SettingsError,
+            match="AGENTKEEL_FACTORY_TOKEN is not a setting of domain factory; it declares: none",
+        ):
             Settings.from_env(
                 {"AGENTKEEL_DOMAIN": "factory_domain:make", "AGENTKEEL_FACTORY_TOKEN": "x"}
             )
@@ -323,9 +326,9 @@ def test_an_api_key_must_name_an_actor_of_the_served_domain(tmp_path: Path) -> N
 
     path = tmp_path / "keys.json"
     for actor, problem in (
-        ({"role": "customer"}, "actor.subject: role customer acts for a subject"),
+        ({"role": "customer"}, "actor.subject is required for role customer"),
         ({"role": "admin"}, "actor.role: 'admin' is not a role of domain shop"),
-        ({"role": "staff", "subject": "9"}, "actor.subject: role staff acts for no subject"),
+        ({"role": "staff", "subject": "9"}, "actor.subject is not allowed for role staff"),
     ):
         key = {"token": "t" * 20, "tenant": "acme", "actor": actor}
         path.write_text(json.dumps({"keys": [key]}))
@@ -357,3 +360,28 @@ def test_an_installed_entry_point_is_served_without_a_setting(tmp_path: Path) ->
         [sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path
     )
     assert named.stdout.strip() == "shop", named.stderr
+
+
+@pytest.mark.parametrize(
+    ("actor", "says"),
+    [
+        ("", "--as needs a role"),
+        ("manager:bob", "actor.role: 'manager' is not a role of domain shop"),
+        ("customer", "actor.subject is required for role customer"),
+        ("staff:9", "actor.subject is not allowed for role staff"),
+    ],
+)
+def test_the_cli_refuses_an_actor_the_domain_refuses_before_any_run(actor: str, says: str) -> None:
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTKEEL_")}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "agentkeel.workers.cli", "ask", "--as", actor, "Where is 1001?"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -17,12 +18,16 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_the_wheel_installs_beside_packages_named_workflows_and_activities(
     tmp_path: Path,
 ) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+    # Built with this interpreter's setuptools where it has one (a 3.12+ venv has none:
+    # then pip builds in an isolated environment of its own).
+    isolation = [] if importlib.util.find_spec("setuptools") is None else ["--no-build-isolation"]
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-q",
          "-w", str(tmp_path / "dist"), str(ROOT)],
-        check=True,
         capture_output=True,
+        text=True,
     )  # fmt: skip
+    assert built.returncode == 0, built.stderr
     [wheel] = (tmp_path / "dist").glob("agentkeel-*.whl")
     tops = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
     assert tops == {"agentkeel", wheel.name.split("-py3")[0] + ".dist-info"}, tops

@@ -20,7 +20,7 @@ from agentkeel.activities.cache.tool_results import ToolResultCache, cached_tool
 from agentkeel.activities.downstream.guard import Downstreams, guarded_tool, shared_tool
 from agentkeel.activities.heartbeat import TOOL_HEARTBEAT_EVERY_S, heartbeating_tool
 from agentkeel.activities.tools.functions import FunctionTools
-from agentkeel.schemas.tools import TOOLS
+from agentkeel.schemas.tools import TOOLS, active_domain
 from agentkeel.workers.model_tiers import effective_cache_version
 from agentkeel.workers.settings import Settings, SettingsError
 from agentkeel.workers.stand_ins import activity_name
@@ -58,7 +58,7 @@ async def build_caches(settings: Settings, redis: aioredis.Redis, pool: asyncpg.
     # The path cache's tiers, asked in this order: one key read, the question's reading
     # (two key reads), then a guarded paraphrase (an embedding and a vector search).
     tiers: list[PathTier] = [ExactTier()]
-    if reading_wanted(settings):
+    if reading_wanted(settings) and active_domain().vocabulary is not None:
         tiers.append(ReadingTier(backend, ttl=plan_ttl))
     if semantic_wanted(settings):
         from agentkeel.activities.cache.semantic.setup import (

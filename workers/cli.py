@@ -18,7 +18,7 @@ from agentkeel.schemas.approvals import ApprovalDecision
 from agentkeel.workers.cli_ask import ask
 from agentkeel.workers.cli_init import scaffold_domain
 from agentkeel.workers.cli_operate import OPERATOR_COMMANDS, add_operator_parsers, run_operator
-from agentkeel.workers.cli_options import add_actor_options
+from agentkeel.workers.cli_options import InvalidActor, add_actor_options
 from agentkeel.workers.cli_schedule import add_schedule_parser, run_schedule
 from agentkeel.workers.client.agent_client import connect_client
 from agentkeel.workers.client.approvals import NothingAwaiting, decide_approval
@@ -235,6 +235,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except ValidationError as exc:
         print(f"agentkeel {args.command}: invalid input: {exc}", file=sys.stderr)
+        return 2
+    except InvalidActor as exc:
+        print(f"agentkeel {args.command}: invalid actor: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

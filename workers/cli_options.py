@@ -5,6 +5,11 @@ from __future__ import annotations
 import argparse
 
 from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor
+from agentkeel.schemas.tools.catalog import active_domain
+
+
+class InvalidActor(ValueError):
+    """An actor option the served domain refuses: said at once, before any run starts."""
 
 
 def add_actor_options(parser: argparse.ArgumentParser) -> None:
@@ -24,9 +29,15 @@ def add_actor_options(parser: argparse.ArgumentParser) -> None:
 
 def actor_of(args: argparse.Namespace) -> Actor:
     name = getattr(args, "actor_name", None)
-    if getattr(args, "as_actor", None):
+    if getattr(args, "as_actor", None) is not None:
         role, _, subject = args.as_actor.partition(":")
-        return Actor(role=role, subject=subject or None, name=name)
+        if not role:
+            raise InvalidActor("--as needs a role: --as ROLE or --as ROLE:SUBJECT")
+        actor = Actor(role=role, subject=subject or None, name=name)
+        problem = active_domain().actor_problem(actor.role, actor.subject)
+        if problem is not None:
+            raise InvalidActor(problem)
+        return actor
     if args.customer is not None:
         # The shop's first wire form: a positive integer id, checked by the model.
         return Actor.model_validate(

@@ -11,6 +11,7 @@ the field docstrings (`python -m agentkeel.workers.settings_doc`).
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import os
 from collections.abc import Collection, Mapping
@@ -382,6 +383,7 @@ class Settings(BaseModel):
         """
         env = os.environ if environ is None else environ
         extra_known = [*extra_known, *_domain_variables(env)]
+        _check_domain_variables(env, extra_known)
         return read_model(
             cls,
             env,
@@ -397,6 +399,23 @@ class Settings(BaseModel):
 
 
 _TIERS = ("light", "heavy")
+
+
+def _check_domain_variables(env: Mapping[str, str], known: Collection[str]) -> None:
+    """A variable under the served domain's prefix that its settings do not declare is
+    refused in the domain's terms (what it declares), not as a misspelt agentkeel one."""
+    from agentkeel.schemas.domain_loading import load_domain
+
+    domain = load_domain(env.get(ENV_PREFIX + "DOMAIN", ""))
+    own = [v for v in known if v.startswith(domain.env_prefix)]
+    for var in sorted(env):
+        if var.startswith(domain.env_prefix) and var not in known:
+            close = difflib.get_close_matches(var, own, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            declared = ", ".join(own) if own else "none"
+            raise SettingsError(
+                f"{var} is not a setting of domain {domain.name}{hint}; it declares: {declared}"
+            )
 
 
 def _domain_variables(env: Mapping[str, str]) -> tuple[str, ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentkeel.schemas.result import CacheStatus
 from agentkeel.schemas.route import Route, Tier
 from agentkeel.schemas.tools.catalog import SIDE_EFFECT_TOOLS
 from agentkeel.workflows.state import AgentState
@@ -32,4 +33,10 @@ async def given_plan(state: AgentState) -> dict[str, Any]:
         reason="the request carries its plan",
     )
     publish_route(state, route)
-    return {"route": route, "plan": plan, "confident": True, "given": True}
+    return {
+        "route": route,
+        "plan": plan,
+        "confident": True,
+        "given": True,
+        "cache": CacheStatus.BYPASS,  # never asked: a plan the caller brings always runs
+    }
