@@ -57,6 +57,10 @@ def test_the_wheel_installs_beside_packages_named_workflows_and_activities(
         "assert workflows.OWNER == activities.OWNER == 'the application'\n"
         "assert agentkeel.__file__.startswith(SITE), agentkeel.__file__\n"
         "assert 'get_order' in TOOLS and AgentWorkflow.__name__ == 'AgentWorkflow'\n"
+        "from agentkeel.activities.database.migrate import migration_files\n"
+        "from agentkeel.examples.shop import domain\n"
+        "versions = [v for v, _ in migration_files(domain)]\n"
+        "assert versions[0] == '0002_agent_runs' and versions[-1] == '0001_domain', versions\n"
         "print('ok')\n"
     ).replace("SITE", repr(str(site)))
     # Nothing of this checkout on the path: only what the wheel installed.

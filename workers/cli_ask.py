@@ -37,8 +37,10 @@ async def ask(settings: Settings, args: argparse.Namespace) -> int:
     streamed = None if args.json else StreamedAnswer(sys.stdout)
     line = StatusLine("checking the cache")
     following: list[asyncio.Task[None]] = []
+    started_ids: list[str] = []
 
     def started(workflow_id: str) -> None:
+        started_ids.append(workflow_id)
         line.update(f"started {workflow_id}")
         following.append(asyncio.create_task(follow_progress(client, workflow_id, line)))
 
@@ -64,13 +66,22 @@ async def ask(settings: Settings, args: argparse.Namespace) -> int:
     except TimeoutError:
         if streamed is not None:
             streamed.close(None)
-        print(
-            f"agentkeel ask: no answer within {args.timeout:g} s from Temporal at "
-            f"{settings.temporal_address}: is a worker polling task queue "
-            f"{settings.task_queue!r}? (`agentkeel status` shows it); the run, if it started, "
-            "goes on",
-            file=sys.stderr,
-        )
+        if started_ids:
+            # It started: it is not lost, only not done (or nobody serves its queue).
+            print(
+                f"agentkeel ask: no answer within {args.timeout:g} s; run {started_ids[-1]} "
+                "goes on: it waits on a watch, a timer or an approval (`agentkeel watches`), "
+                f"or no worker polls task queue {settings.task_queue!r} (`agentkeel status`)",
+                file=sys.stderr,
+            )
+        else:
+            print(
+                f"agentkeel ask: no answer within {args.timeout:g} s from Temporal at "
+                f"{settings.temporal_address}: is a worker polling task queue "
+                f"{settings.task_queue!r}? (`agentkeel status` shows it); the run, if it "
+                "started, goes on",
+                file=sys.stderr,
+            )
         return EXIT_TIMED_OUT
     finally:
         for task in following:

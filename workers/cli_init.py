@@ -61,9 +61,16 @@ async def get_item(args: ItemArgs, ctx: ToolContext) -> Item:
     return Item.model_validate(dict(row))
 
 
-@tool(downstream=DATABASE, side_effect=True, identity_args=("item_id",), render=_item)
+@tool(
+    downstream=DATABASE,
+    side_effect=True,
+    needs_approval=True,
+    identity_args=("item_id",),
+    render=_item,
+)
 async def close_item(args: ItemArgs, ctx: ToolContext) -> Item:
-    """Close an item. Side-effecting: at most once per idempotency key."""
+    """Close an item. Side-effecting, at most once per idempotency key; every close waits
+    for an admin's approval."""
     async with ctx.resources.acquire() as conn, conn.transaction():
         row = await conn.fetchrow(
             "SELECT item_id, owner, title, status FROM {name}_items WHERE item_id = $1 "
@@ -117,7 +124,12 @@ domain = Domain(
     tools=(get_item, close_item),
     persona="You are the {name} assistant. You answer questions about items, using tools.",
     ground_rules="Never close an item the user did not name.",
-    intents={{"item_status": ("get_item",), "close_item": ("get_item", "close_item")}},
+    intents={{
+        "item_status": ("get_item",),
+        "compare_items": ("get_item",),
+        "watch_item": ("get_item",),
+        "close_item": ("get_item", "close_item"),
+    }},
     roles=(
         Role("member", "sees and closes its own items only", scoped=True),
         Role("admin", "sees every item, approves, sends plans", may_approve=True,
@@ -128,11 +140,39 @@ domain = Domain(
     migrations=Migrations("{name}"),
     seed=seed,
     resources=resources,
+    # Tried in order; the first that matches plans (the particular ones come first).
     rules_policy=pattern_policy(
+        PlanPattern(
+            "compare_items",
+            r"\\bcompare items (?P<a>\\d+) and (?P<b>\\d+)",
+            [
+                {{"id": "a", "tool": "get_item", "args": {{"item_id": "{{a}}"}}}},
+                {{"id": "b", "tool": "get_item", "args": {{"item_id": "{{b}}"}}}},
+            ],
+        ),
+        PlanPattern(
+            "watch_item",
+            r"\\btell me when item (?P<item>\\d+) is closed",
+            [
+                {{
+                    "id": "w",
+                    "tool": "get_item",
+                    "args": {{"item_id": "{{item}}"}},
+                    "repeat": {{
+                        "until": {{"ref": "$w.status", "in": ["closed"]}},
+                        "every_s": 2,
+                        "timeout_s": 3600,
+                    }},
+                }}
+            ],
+        ),
         PlanPattern(
             "close_item",
             r"\\bclose item (?P<item>\\d+)",
-            [{{"id": "s1", "tool": "close_item", "args": {{"item_id": "{{item}}"}}}}],
+            [
+                {{"id": "read", "tool": "get_item", "args": {{"item_id": "{{item}}"}}}},
+                {{"id": "close", "tool": "close_item", "args": {{"item_id": "$read.item_id"}}}},
+            ],
         ),
         PlanPattern(
             "item_status",
@@ -143,7 +183,7 @@ domain = Domain(
     demo_questions=(
         DemoQuestion("What is the status of item 1?", "a read"),
         DemoQuestion("What is the status of item 1?", "the same again: a cache hit"),
-        DemoQuestion("Close item 2", "a side effect, at most once"),
+        DemoQuestion("Compare items 1 and 2", "two reads in parallel"),
     ),
 )
 ''',
@@ -182,7 +222,8 @@ def test_the_patterns_plan_the_side_effect_only_when_asked() -> None:
     policy = domain.rules_policy(0.7)
     closing = asyncio.run(policy.route(calls.RouteInput(question="Close item 2")))
     assert closing.draft_plan is not None
-    assert [s.tool for s in closing.draft_plan.steps] == ["close_item"]
+    assert [s.tool for s in closing.draft_plan.steps] == ["get_item", "close_item"]
+    assert closing.draft_plan.steps[1].args == {{"item_id": "$s1.item_id"}}
     reading = asyncio.run(policy.route(calls.RouteInput(question="What about item 2?")))
     assert reading.draft_plan is not None
     assert [s.tool for s in reading.draft_plan.steps] == ["get_item"]

@@ -383,7 +383,7 @@ class Settings(BaseModel):
         """
         env = os.environ if environ is None else environ
         extra_known = [*extra_known, *_domain_variables(env)]
-        _check_domain_variables(env, extra_known)
+        _check_domain_variables(env, extra_known, extra_prefixes)
         return read_model(
             cls,
             env,
@@ -401,7 +401,9 @@ class Settings(BaseModel):
 _TIERS = ("light", "heavy")
 
 
-def _check_domain_variables(env: Mapping[str, str], known: Collection[str]) -> None:
+def _check_domain_variables(
+    env: Mapping[str, str], known: Collection[str], allowed_prefixes: Collection[str]
+) -> None:
     """A variable under the served domain's prefix that its settings do not declare is
     refused in the domain's terms (what it declares), not as a misspelt agentkeel one."""
     from agentkeel.schemas.domain_loading import load_domain
@@ -409,7 +411,11 @@ def _check_domain_variables(env: Mapping[str, str], known: Collection[str]) -> N
     domain = load_domain(env.get(ENV_PREFIX + "DOMAIN", ""))
     own = [v for v in known if v.startswith(domain.env_prefix)]
     for var in sorted(env):
-        if var.startswith(domain.env_prefix) and var not in known:
+        if (
+            var.startswith(domain.env_prefix)
+            and var not in known
+            and not var.startswith(tuple(allowed_prefixes))
+        ):
             close = difflib.get_close_matches(var, own, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             declared = ", ".join(own) if own else "none"
