@@ -1,4 +1,5 @@
-"""Turns step outcomes into a plain-language answer (the rules policy's respond step).
+"""What the model-free policies answer: step outcomes in plain language (their respond step),
+and the route and plan of a policy that recognised nothing.
 
 Each tool's results are put in words by the tool's own `render` in the catalog, so this
 module names no tool: a new tool is described by its catalog entry.
@@ -9,8 +10,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from agentkeel.schemas.model_calls import RespondInput, RespondResult
-from agentkeel.schemas.result import StepOutcome, StepStatus
+from agentkeel.schemas.errors import NO_PLANNER
+from agentkeel.schemas.model_calls import PlanResult, RespondInput, RespondResult, RouteResult
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.result import StepError, StepOutcome, StepStatus
+from agentkeel.schemas.route import Route, Tier
 from agentkeel.schemas.tools import TOOLS
 
 
@@ -64,3 +68,16 @@ async def rendered_response(
     if sink is not None:
         await sink(answer)
     return RespondResult(answer=answer, first_token_at=first_at)
+
+
+def unsure_route(reason: str) -> RouteResult:
+    """The route of a model-free policy that recognised nothing: unsure, no draft plan."""
+    route = Route(intent="unknown", confidence=0.0, tier=Tier.RULES, reason=reason)
+    return RouteResult(route=route, confident=False, draft_plan=None)
+
+
+def no_plan(message: str, rationale: str) -> PlanResult:
+    """A model-free policy's plan step when it has none to give (`NoPlanner`): the round's
+    plan is empty and the answer says why."""
+    error = StepError(type=NO_PLANNER, message=message, non_retryable=True)
+    return PlanResult(plan=Plan(rationale=rationale), tier=Tier.RULES, error=error)

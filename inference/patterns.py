@@ -16,14 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentkeel.inference.answers import rendered_response
+from agentkeel.inference.answers import no_plan, rendered_response, unsure_route
 from agentkeel.inference.policy import TokenSink, join_rejected_plan
 from agentkeel.schemas import model_calls as calls
 from agentkeel.schemas.errors import NO_PLANNER
 from agentkeel.schemas.plan.model import Plan, PlanStep
-from agentkeel.schemas.result import StepError
 from agentkeel.schemas.route import Route, Tier
-from agentkeel.schemas.tools.catalog import INTENT_JOINER
 
 __all__ = ["PatternPolicy", "PlanPattern", "pattern_policy"]
 
@@ -49,35 +47,27 @@ class PatternPolicy:
         self.threshold = threshold
 
     async def route(self, request: calls.RouteInput) -> calls.RouteResult:
-        matched = next(
-            ([(p, m)] for p, rx in self._patterns if (m := rx.search(request.question))), []
+        found = next(
+            ((p, m) for p, rx in self._patterns if (m := rx.search(request.question))), None
         )
-        if not matched:
-            route = Route(
-                intent="unknown", confidence=0.0, tier=Tier.RULES, reason="no pattern matched"
-            )
-            return calls.RouteResult(route=route, confident=False, draft_plan=None)
-        steps: list[PlanStep] = []
-        for pattern, match in matched:
-            steps += _instantiate(pattern, match, offset=len(steps))
-        intents = list(dict.fromkeys(p.intent for p, _ in matched))
-        plan = Plan(steps=steps, rationale=f"patterns: {', '.join(intents)}")
+        if found is None:
+            return unsure_route("no pattern matched")
+        pattern, match = found
+        steps = _instantiate(pattern, match)
+        plan = Plan(steps=steps, rationale=f"patterns: {pattern.intent}")
         route = Route(
-            intent=INTENT_JOINER.join(intents),
+            intent=pattern.intent,
             confidence=1.0,
             tier=Tier.RULES,
             tools=sorted({s.tool for s in steps}),
-            reason=f"matched the patterns of {', '.join(intents)}",
+            reason=f"matched the patterns of {pattern.intent}",
         )
         return calls.RouteResult(route=route, confident=True, draft_plan=plan)
 
     async def plan(self, request: calls.PlanInput) -> calls.PlanResult:
-        error = StepError(
-            type=NO_PLANNER,
-            message="no pattern of this domain matches the request, and no model plans it",
-            non_retryable=True,
+        return no_plan(
+            "no pattern of this domain matches the request, and no model plans it", "no pattern"
         )
-        return calls.PlanResult(plan=Plan(rationale="no pattern"), tier=Tier.RULES, error=error)
 
     async def join(self, request: calls.JoinInput) -> calls.JoinResult:
         rejected = join_rejected_plan(request)
@@ -96,8 +86,8 @@ def pattern_policy(*patterns: PlanPattern) -> Callable[[float], PatternPolicy]:
     return lambda threshold: PatternPolicy(patterns, threshold=threshold)
 
 
-def _instantiate(pattern: PlanPattern, match: re.Match[str], *, offset: int) -> list[PlanStep]:
-    renumber = {step["id"]: f"s{offset + i + 1}" for i, step in enumerate(pattern.steps)}
+def _instantiate(pattern: PlanPattern, match: re.Match[str]) -> list[PlanStep]:
+    renumber = {step["id"]: f"s{i + 1}" for i, step in enumerate(pattern.steps)}
 
     def fill(value: Any) -> Any:
         if isinstance(value, str):

@@ -7,13 +7,9 @@ domain's plans. Answers are the tools' own renderings (`inference.answers`).
 
 from __future__ import annotations
 
-from agentkeel.inference.answers import rendered_response
+from agentkeel.inference.answers import no_plan, rendered_response, unsure_route
 from agentkeel.inference.policy import TokenSink
 from agentkeel.schemas import model_calls as calls
-from agentkeel.schemas.errors import NO_PLANNER
-from agentkeel.schemas.plan.model import Plan
-from agentkeel.schemas.result import StepError
-from agentkeel.schemas.route import Route, Tier
 
 
 class PlansOnlyPolicy:
@@ -26,12 +22,10 @@ class PlansOnlyPolicy:
         )
 
     async def route(self, request: calls.RouteInput) -> calls.RouteResult:
-        route = Route(intent="unknown", confidence=0.0, tier=Tier.RULES, reason=self._why)
-        return calls.RouteResult(route=route, confident=False, draft_plan=None)
+        return unsure_route(self._why)
 
     async def plan(self, request: calls.PlanInput) -> calls.PlanResult:
-        error = StepError(type=NO_PLANNER, message=self._why, non_retryable=True)
-        return calls.PlanResult(plan=Plan(rationale="no planner"), tier=Tier.RULES, error=error)
+        return no_plan(self._why, "no planner")
 
     async def join(self, request: calls.JoinInput) -> calls.JoinResult:
         failed = [s.id for s in request.steps if s.status == "failed"]

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agentkeel.schemas.actor import SYSTEM_ROLE
 from agentkeel.schemas.tools.downstreams import Downstream
 from agentkeel.schemas.tools.spec import ToolSpec
 
@@ -35,8 +36,6 @@ __all__ = [
     "Vocabulary",
 ]
 
-SYSTEM_ROLE = "system"
-"""The role of a trusted service (a request that names no actor): every domain has it."""
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
@@ -265,8 +264,18 @@ class Domain:
     def role(self, name: str) -> Role | None:
         """The role called `name` (the built-in system role included), or None."""
         if name == SYSTEM_ROLE:
-            return Role(SYSTEM_ROLE, "a trusted service", may_approve=True, may_send_plans=True)
+            return _SYSTEM
         return next((r for r in self.roles if r.name == name), None)
+
+    def is_scoped(self, role_name: str) -> bool:
+        """Whether `role_name` acts for one subject only: the ownership rule's test."""
+        role = self.role(role_name)
+        return role is not None and role.scoped
+
+    @property
+    def approver_roles(self) -> tuple[str, ...]:
+        """The domain's roles that may decide approvals (the system role aside)."""
+        return tuple(r.name for r in self.roles if r.may_approve)
 
     @property
     def role_names(self) -> tuple[str, ...]:
@@ -297,3 +306,6 @@ class Domain:
         if self.intents:
             return self.intents
         return {spec.name: (spec.name,) for spec in self.tools}
+
+
+_SYSTEM = Role(SYSTEM_ROLE, "a trusted service", may_approve=True, may_send_plans=True)

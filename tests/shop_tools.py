@@ -10,6 +10,7 @@ import asyncpg
 import httpx
 
 from agentkeel.activities.tools.functions import FunctionTools
+from agentkeel.examples.shop import domain as shop
 from agentkeel.examples.shop.carrier_api import CarrierApi
 from agentkeel.examples.shop.resources import ShopResources
 from agentkeel.schemas.tools import ACTIVITY_TOOLS
@@ -21,7 +22,7 @@ class ShopActivities:
 
     def __init__(self, pool: asyncpg.Pool, http: httpx.AsyncClient, carrier_url: str) -> None:
         resources = ShopResources(pool=pool, carrier=CarrierApi(http, carrier_url))
-        self.tools = FunctionTools(ACTIVITY_TOOLS, resources, lambda role: role == "customer")
+        self.tools = FunctionTools(ACTIVITY_TOOLS, resources, shop.is_scoped)
         self._by_name = {activity_name(a): a for a in self.tools.all_activities()}
         self._many = {f"{n}_many": m for n, m in self.tools.batch_calls().items()}
 

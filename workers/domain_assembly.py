@@ -57,12 +57,12 @@ def domain_settings(domain: Domain, environ: Mapping[str, str] | None = None) ->
 
 @asynccontextmanager
 async def domain_tool_resources(
-    domain: Domain, *, pool: Any, http: Any, environ: Mapping[str, str] | None = None
+    domain: Domain, *, pool: Any, http: Any, settings: BaseModel | None
 ) -> AsyncIterator[Any]:
     """What the domain's tools use, open for the worker's life: what its `resources` factory
     opens, or without one the `ToolSetup` itself (the worker's pool, HTTP client and the
-    domain's settings)."""
-    setup = ToolSetup(pool=pool, http=http, settings=domain_settings(domain, environ))
+    domain's settings, read by `domain_settings`)."""
+    setup = ToolSetup(pool=pool, http=http, settings=settings)
     if domain.resources is None:
         yield setup
         return

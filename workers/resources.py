@@ -27,7 +27,6 @@ from agentkeel.activities.run_store import StoreActivities
 from agentkeel.activities.tools.functions import FunctionTools
 from agentkeel.inference.policy import Policy
 from agentkeel.schemas.approvals import ApprovalPolicy
-from agentkeel.schemas.domain import Domain
 from agentkeel.schemas.tools.catalog import ACTIVITY_TOOLS, active_domain
 from agentkeel.workers.cache_assembly import build_caches, tool_activities
 from agentkeel.workers.connections import http_client, postgres_pool, redact, redis_client
@@ -54,7 +53,7 @@ async def cpu_activities(
     database_url, redis_url = settings.database_url, settings.redis_url
     domain = serve_domain(settings)
     # The domain's own settings are checked before anything is opened.
-    domain_settings(domain, domain_environ)
+    own_settings = domain_settings(domain, domain_environ)
     if not (database_url and redis_url):
         missing = [
             "AGENTKEEL_" + name.upper()
@@ -81,9 +80,9 @@ async def cpu_activities(
     try:
         caches = await build_caches(settings, redis, pool)
         resources = await stack.enter_async_context(
-            domain_tool_resources(domain, pool=pool, http=http, environ=domain_environ)
+            domain_tool_resources(domain, pool=pool, http=http, settings=own_settings)
         )
-        tools = FunctionTools(ACTIVITY_TOOLS, resources, lambda role: _scoped(domain, role))
+        tools = FunctionTools(ACTIVITY_TOOLS, resources, domain.is_scoped)
         # What each tool took, as runs saw it: what a run with a deadline plans from.
         latencies = LatencyBook(redis)
         yield [
@@ -108,11 +107,6 @@ async def cpu_activities(
         await http.aclose()
         await redis.aclose()
         await pool.close()
-
-
-def _scoped(domain: Domain, role: str) -> bool:
-    found = domain.role(role)
-    return found is not None and found.scoped
 
 
 def downstreams(settings: Settings, redis: aioredis.Redis) -> Downstreams:

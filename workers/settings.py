@@ -11,22 +11,53 @@ the field docstrings (`python -m agentkeel.workers.settings_doc`).
 
 from __future__ import annotations
 
-import difflib
-import ipaddress
 import os
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Annotated, Literal, Self
+from typing import Literal, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from agentkeel.schemas.queues import TASK_QUEUE, inference_queue
 from agentkeel.schemas.tools.downstreams import Downstream, DownstreamLimit
-from agentkeel.workers.settings_env import Accepts, env_of, read_model, setting_error
+from agentkeel.workers.settings_domain import check_domain_variables
+from agentkeel.workers.settings_env import env_of, read_model, setting_error
 from agentkeel.workers.settings_errors import SettingsError as SettingsError
 from agentkeel.workers.settings_errors import StartupError as StartupError
+from agentkeel.workers.settings_types import (
+    MODEL_CONFIG,
+    AtLeastOne,
+    Duration,
+    EngineName,
+    Fraction,
+    HostPort,
+    LogFormat,
+    LogLevel,
+    MetricsAddress,
+    Milliseconds,
+    NotNegative,
+    OnOff,
+    Port,
+    metrics_ip_port,
+    parse_duration,
+)
 from agentkeel.workers.vllm_options import vllm_settings
+
+__all__ = [
+    "ENV_PREFIX",
+    "OTHER_VARIABLES",
+    "LogFormat",
+    "LogLevel",
+    "ModelTierSettings",
+    "OnOff",
+    "Settings",
+    "SettingsError",
+    "StartupError",
+    "metrics_ip_port",
+    "parse_duration",
+    "speculative_calls",
+]
 
 ENV_PREFIX = "AGENTKEEL_"
 
@@ -49,77 +80,6 @@ OTHER_VARIABLES: Mapping[str, str] = MappingProxyType(
 """`AGENTKEEL_*` variables that are no process setting but are set beside them (by the tests,
 CI, the benchmarks, the compose file): `from_env` lets them pass, each with what reads it."""
 
-_MODEL = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
-
-OnOff = Literal["on", "off"]
-LogLevel = Literal["debug", "info", "warning", "error", "critical"]
-LogFormat = Literal["auto", "json", "console"]
-EngineName = Literal["", "rules", "openai", "vllm"]
-Port = Annotated[int, Field(ge=1, le=65535)]
-Fraction = Annotated[float, Field(ge=0, le=1)]
-AtLeastOne = Annotated[int, Field(ge=1)]
-NotNegative = Annotated[int, Field(ge=0)]
-Milliseconds = Annotated[float, Field(ge=0)]
-
-_DURATION_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration(raw: str, var: str) -> float:
-    """Seconds from `90`, `90s`, `15m`, `24h` or `2d`; a `SettingsError` naming `var` else."""
-    text = raw.strip().lower()
-    unit = text[-1:] if text[-1:].isalpha() else ""
-    number = text[: len(text) - len(unit)]
-    try:
-        seconds = float(number) * _DURATION_UNITS[unit]
-    except (KeyError, ValueError):
-        raise SettingsError(f"{var} must be a duration like 90s, 15m or 24h, got {raw!r}") from None
-    if seconds <= 0:
-        raise SettingsError(f"{var} must be positive, got {raw!r}")
-    return seconds
-
-
-def _duration(raw: str) -> str:
-    parse_duration(raw, "a duration")
-    return raw
-
-
-def _host_port(raw: str) -> str:
-    host, _, port = raw.strip().rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError("not host:port")
-    return raw
-
-
-def metrics_ip_port(address: str) -> tuple[str, int] | None:
-    """`(ip, port)` of an `ip:port` (`localhost` is 127.0.0.1: the Temporal runtime binds
-    only a literal address); None when `address` is not one."""
-    host, _, port = address.strip().rpartition(":")
-    host = "127.0.0.1" if host == "localhost" else host
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return None
-    if not port.isdigit() or not 0 < int(port) < 65536:
-        return None
-    return host, int(port)
-
-
-def _metrics_address(raw: str) -> str:
-    if raw.strip().lower() not in ("", "off") and metrics_ip_port(raw) is None:
-        raise ValueError("not ip:port")
-    return raw
-
-
-Duration = Annotated[
-    str, AfterValidator(_duration), Accepts("a duration: seconds, or a number with s, m, h or d")
-]
-HostPort = Annotated[str, AfterValidator(_host_port), Accepts("host:port")]
-MetricsAddress = Annotated[
-    str,
-    AfterValidator(_metrics_address),
-    Accepts("ip:port (127.0.0.1:9464, 0.0.0.0:9464), off, or empty"),
-]
-
 
 def _no_options() -> Mapping[str, str]:
     return MappingProxyType({})
@@ -128,7 +88,7 @@ def _no_options() -> Mapping[str, str]:
 class ModelTierSettings(BaseModel):
     """One model tier. Each field maps to `AGENTKEEL_<TIER>_<FIELD>` (`LIGHT` or `HEAVY`)."""
 
-    model_config = _MODEL
+    model_config = MODEL_CONFIG
 
     engine: EngineName = ""
     """`rules`, `openai` or `vllm`. Empty: `openai` when `url` is set; else rules for the
@@ -157,7 +117,7 @@ class ModelTierSettings(BaseModel):
 class Settings(BaseModel):
     """Typed settings. Each field maps to `AGENTKEEL_<FIELD>` (upper case)."""
 
-    model_config = _MODEL
+    model_config = MODEL_CONFIG
 
     database_url: str | None = None
     """Postgres DSN. Unset: `up` starts an embedded Postgres (pgserver) in the state directory."""
@@ -382,8 +342,7 @@ class Settings(BaseModel):
         line naming the variable and what it accepts.
         """
         env = os.environ if environ is None else environ
-        extra_known = [*extra_known, *_domain_variables(env)]
-        _check_domain_variables(env, extra_known, extra_prefixes)
+        extra_known = [*extra_known, *check_domain_variables(env, ENV_PREFIX, extra_prefixes)]
         return read_model(
             cls,
             env,
@@ -399,45 +358,6 @@ class Settings(BaseModel):
 
 
 _TIERS = ("light", "heavy")
-
-
-def _check_domain_variables(
-    env: Mapping[str, str], known: Collection[str], allowed_prefixes: Collection[str]
-) -> None:
-    """A variable under the served domain's prefix that its settings do not declare is
-    refused in the domain's terms (what it declares), not as a misspelt agentkeel one."""
-    from agentkeel.schemas.domain_loading import load_domain
-
-    domain = load_domain(env.get(ENV_PREFIX + "DOMAIN", ""))
-    own = [v for v in known if v.startswith(domain.env_prefix)]
-    for var in sorted(env):
-        if (
-            var.startswith(domain.env_prefix)
-            and var not in known
-            and not var.startswith(tuple(allowed_prefixes))
-        ):
-            close = difflib.get_close_matches(var, own, n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            declared = ", ".join(own) if own else "none"
-            raise SettingsError(
-                f"{var} is not a setting of domain {domain.name}{hint}; it declares: {declared}"
-            )
-
-
-def _domain_variables(env: Mapping[str, str]) -> tuple[str, ...]:
-    """The variables of the domain `env` serves (its settings model's fields): known, so a
-    misspelt one is refused like any other. A domain that cannot be loaded stops the
-    process here, with the reason in one line."""
-    from agentkeel.schemas.domain import DomainError
-    from agentkeel.schemas.domain_loading import load_domain
-
-    try:
-        domain = load_domain(env.get(ENV_PREFIX + "DOMAIN", ""))
-    except DomainError as exc:
-        raise SettingsError(str(exc)) from None
-    if domain.settings is None:
-        return ()
-    return tuple(domain.env_prefix + name.upper() for name in domain.settings.model_fields)
 
 
 def _positive(raw: str, kind: type[int] | type[float]) -> bool:

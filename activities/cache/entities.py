@@ -1,8 +1,8 @@
 """The business entities a tool call touched, for invalidating what was cached about them.
 
 Which fields name an entity is the served domain's to say (`Domain.entity_args`,
-`Domain.entity_lists`): a side effect on order 1001 invalidates what was cached about
-`order_id:1001`, wherever in arguments or results it appears.
+`Domain.entity_lists`): a side effect on ticket 7 invalidates what was cached about
+`ticket_id:7`, wherever in arguments or results it appears.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from agentkeel.schemas.tools.catalog import active_domain
 
 
 def entities_in(*values: Any) -> set[str]:
-    """`"order_id:1001"`-style names of every entity field anywhere in `values`."""
+    """`"ticket_id:7"`-style names of every entity field anywhere in `values`."""
     domain = active_domain()
     fields, lists = frozenset(domain.entity_args), dict(domain.entity_lists)
     found: set[str] = set()

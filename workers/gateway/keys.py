@@ -113,7 +113,7 @@ class Caller:
             return True
         if tenant != key.tenant:
             return False
-        if _scoped(key.actor) and not key.acts_for_others:
+        if active_domain().is_scoped(key.actor.role) and not key.acts_for_others:
             return actor.audience == key.actor.audience
         return True
 
@@ -127,7 +127,7 @@ class Caller:
         domain = active_domain()
         role = domain.role(key.actor.role)
         if role is None or not role.may_approve or key.actor.role == SYSTEM_ROLE:
-            approvers = ", ".join(r.name for r in domain.roles if r.may_approve) or "none"
+            approvers = ", ".join(domain.approver_roles) or "none"
             raise Refused(
                 403,
                 f"only these roles may approve: {approvers}; this API key acts as {key.actor.role}",
@@ -138,11 +138,6 @@ class Caller:
         if named is not None and named != own:
             raise Refused(403, f"this API key approves as {own!r}; it may not name another")
         return own
-
-
-def _scoped(actor: Actor) -> bool:
-    role = active_domain().role(actor.role)
-    return role is not None and role.scoped
 
 
 class ApiKeys:

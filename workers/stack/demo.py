@@ -6,7 +6,7 @@ import uuid
 
 from temporalio.client import WorkflowFailureError
 
-from agentkeel.schemas.actor import Actor
+from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.workers.client.agent_client import AgentClient
 from agentkeel.workers.client.report import format_result
@@ -34,11 +34,9 @@ async def run_demo(settings: Settings) -> int:
     for asked in domain.demo_questions:
         question = asked.question
         print(f"> {question}" + (f"\n  ({asked.title})" if asked.title else ""))
-        actor = Actor(role=asked.role, subject=asked.subject) if asked.role else None
+        actor = Actor(role=asked.role, subject=asked.subject) if asked.role else SYSTEM_ACTOR
         try:
-            request = AgentRequest(question=question, tenant=tenant)
-            if actor is not None:
-                request = request.model_copy(update={"actor": actor})
+            request = AgentRequest(question=question, tenant=tenant, actor=actor)
             result = await client.ask(request)
         except WorkflowFailureError as exc:
             failed += 1

@@ -16,6 +16,7 @@ from temporalio.exceptions import ActivityError
 from temporalio.workflow import ActivityCancellationType
 
 from agentkeel.schemas import errors
+from agentkeel.schemas.actor import SYSTEM_ROLE
 from agentkeel.schemas.approvals import ApprovalRequest
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.plan.validation import PlanValidationError
@@ -102,7 +103,7 @@ async def _durable_sleep(duration: timedelta, summary: str) -> None:
 class EffectRoles:
     """What each side-effecting call of one plan does, as its idempotency key names it.
 
-    `create_refund:order_id=1001#0` is the first refund of order 1001 in the plan, whatever
+    `close_ticket:ticket_id=7#0` is the first close of ticket 7 in the plan, whatever
     the step is called or where it sits: the same request planned again gets the same keys.
     """
 
@@ -152,7 +153,7 @@ async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> An
         payload["idempotency_key"] = ctx.idempotency_key(role, call.call_id)
         if ctx.authority:
             await _await_approval(call, spec, ctx)
-        # Cancelled with the run, and waited for: a refund not yet committed never commits
+        # Cancelled with the run, and waited for: an effect not yet committed never commits
         # after the cancel (the activity heartbeats, sees it, and rolls back).
         options = {"cancellation_type": ActivityCancellationType.WAIT_CANCELLATION_COMPLETED}
     try:
@@ -179,8 +180,7 @@ async def _await_approval(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> No
         )
     policy = await ctx.approval_policy()
     domain = active_domain()
-    role = domain.role(ctx.request.actor.role)
-    scoped = role is not None and role.scoped
+    scoped = domain.is_scoped(ctx.request.actor.role)
     why = policy.required_for(ctx.request.actor, amount, already=ctx.moved_cents, scoped=scoped)
     if why is None and spec.needs_approval:
         why = f"{spec.name} always needs an approval"
@@ -194,7 +194,7 @@ async def _await_approval(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> No
         args=call.args,
         amount_cents=amount,
         actor=ctx.request.actor,
-        approver_role=next((r.name for r in domain.roles if r.may_approve), "system"),
+        approver_role=next(iter(domain.approver_roles), SYSTEM_ROLE),
         why=why,
     )
     record = await ctx.gate.wait_for(request, timedelta(seconds=policy.timeout_s))

@@ -42,7 +42,7 @@ class RunContext:
     """Tool calls started by earlier planning rounds (against `options.max_tool_calls`)."""
     moved_cents: int = 0
     """Money the run's side effects have been cleared to move so far: thresholds apply to
-    the run's total, so splitting a refund into parts never avoids an approval."""
+    the run's total, so splitting a payment into parts never avoids an approval."""
     local_policy: bool | None = None
     """This run's policy steps are served by its CPU worker (`activities.local_policy`);
     None until the first step asked; False from the start for a run that predates
@@ -84,7 +84,7 @@ def idempotency_key(first_run_id: str, call_id: str) -> str:
 
     It names the run chain (the first run id survives retries, continue-as-new and reset)
     and the call, not the workflow id: with coalescing, workflow ids are derived from the
-    question, and the same question asked again tomorrow must refund again.
+    question, and the same question asked again tomorrow must make its effect again.
     """
     return f"{first_run_id}/{call_id}"
 
@@ -92,9 +92,9 @@ def idempotency_key(first_run_id: str, call_id: str) -> str:
 def request_idempotency_key(tenant: str, audience: str, request_id: str, role: str) -> str:
     """With a request id: the same for every run of the same request by the same audience.
 
-    It names the request and what the call does (`create_refund:order_id=1001#0`: the tool,
+    It names the request and what the call does (`close_ticket:ticket_id=7#0`: the tool,
     the row it changes, and how many such calls came before it in the plan), not step ids,
     plan order or runs, so a replan or the same request sent again finds the effect already
-    made. The audience is part of it: another customer reusing the id is another request.
+    made. The audience is part of it: another subject reusing the id is another request.
     """
     return f"req/{tenant}/{audience}/{request_id}/{role}"
