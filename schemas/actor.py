@@ -8,8 +8,10 @@ tool activity beside the plan's arguments, never inside them.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated, Any
 
+from anyascii import anyascii
 from pydantic import BaseModel, ConfigDict, StringConstraints, model_validator
 
 from agentkeel.schemas.text import SafeName
@@ -68,3 +70,27 @@ class Actor(BaseModel):
 
 
 SYSTEM_ACTOR = Actor()
+
+
+def name_skeleton(name: str) -> str:
+    """What a display name looks like, not how it is spelled: invisible characters dropped
+    (a zero-width space), compatibility forms folded (full-width letters), look-alike
+    letters of other scripts transliterated (U+0430, a Cyrillic a), case and spacing ignored."""
+    visible = "".join(
+        c for c in unicodedata.normalize("NFKC", name) if unicodedata.category(c) != "Cf"
+    )
+    return " ".join(anyascii(visible).casefold().split())
+
+
+def same_person(requester: Actor, approver: Actor) -> bool:
+    """Whether `approver` could be the one who asked: compared by identity (role and
+    subject), and by how their names look; an unnamed actor without a subject cannot be
+    told apart from another of its role."""
+    if requester.subject is not None and approver.subject is not None:
+        if (requester.role, requester.subject) == (approver.role, approver.subject):
+            return True
+    if requester.name and approver.name:
+        if name_skeleton(requester.name) == name_skeleton(approver.name):
+            return True
+    anonymous = requester.subject is None and not requester.name
+    return anonymous and requester.role == approver.role

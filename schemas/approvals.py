@@ -13,6 +13,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentkeel.schemas.actor import Actor
+from agentkeel.schemas.origin import ArgumentOrigin
 from agentkeel.schemas.text import FreeText, SafeName
 
 
@@ -63,6 +64,8 @@ class ApprovalRequest(BaseModel):
     approver_role: str = "staff"
     """Who must decide: a role of the domain that may approve (`Role.may_approve`)."""
     why: str
+    provenance: dict[str, ArgumentOrigin] = Field(default_factory=dict)
+    """Where the arguments naming its target and amount came from."""
     approval_id: int = 0
     """Unique within the run: numbered by the gate in the order requests start waiting."""
     requested_at: datetime | None = None
@@ -78,6 +81,9 @@ class ApprovalDecision(BaseModel):
     approved: bool
     approver: SafeName
     reason: FreeText = Field(default="", max_length=1000)
+    by: Actor | None = None
+    """Who decides: role and subject; the gateway sets it from the key; a Temporal client
+    that leaves it out is a trusted service."""
     approval_id: int | None = None
     """The request the approver saw (`progress.awaiting.approval_id`): when given, a
     decision for any other request is refused, so it never lands on one it was not made for
@@ -90,6 +96,8 @@ class ApprovalRecord(BaseModel):
     request: ApprovalRequest
     approved: bool
     approver: str | None = None
+    approved_by: Actor | None = None
+    """The deciding actor, where the decision named one (`ApprovalDecision.by`)."""
     reason: str = ""
     timed_out: bool = False
     decided_at: datetime

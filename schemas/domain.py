@@ -15,7 +15,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -222,6 +222,10 @@ class Domain:
     example_plan: Mapping[str, Any] | None = None
     """One valid plan in its own tools, shown to models as the plan format."""
     local_services: Sequence[LocalService] = ()
+    untrusted_effects: Literal["refuse", "approve"] = "refuse"
+    """A side effect whose target or amount comes from untrusted content (tool output, a
+    value only the planner wrote): refused with `UntrustedArgument`, or sent to an
+    approver who sees where each value came from (`schemas.plan.provenance`)."""
     """Stand-ins `agentkeel up` starts for its services on a laptop (see `workers.stack`)."""
 
     def __post_init__(self) -> None:
@@ -233,6 +237,11 @@ class Domain:
             raise DomainError(f"domain {self.name}: tools named twice: {', '.join(duplicates)}")
         if "wait" in names:
             raise DomainError(f"domain {self.name}: 'wait' is a built-in tool")
+        if self.untrusted_effects not in ("refuse", "approve"):
+            raise DomainError(
+                f"domain {self.name}: untrusted_effects is 'refuse' or 'approve', "
+                f"not {self.untrusted_effects!r}"
+            )
         roles = [r.name for r in self.roles]
         if SYSTEM_ROLE in roles or len(set(roles)) != len(roles):
             raise DomainError(

@@ -41,6 +41,13 @@ SIDE_EFFECT_NOT_ALLOWED: Final = "SideEffectNotAllowed"
 SIDE_EFFECT_NOT_REQUESTED: Final = "SideEffectNotRequested"
 """The plan has a side effect the request did not ask for (by the router's reading of the
 request itself, never of tool output)."""
+CALLER_NOT_ALLOWED: Final = "CallerNotAllowed"
+"""A tool activity called from outside an agent run (a standalone activity, another
+workflow type): refused before the tool runs (`activities.tools.door`)."""
+UNTRUSTED_ARGUMENT: Final = "UntrustedArgument"
+"""A side effect's target or amount comes from untrusted content (tool output, a value only
+the planner wrote), not from the request, its actor or a trusted lookup
+(`schemas.plan.provenance`)."""
 PLAN_TOO_LARGE: Final = "PlanTooLarge"
 """More steps than the run's `max_plan_steps`."""
 

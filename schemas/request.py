@@ -34,6 +34,9 @@ class RunOptions(BaseModel):
     """Skip the lookup but store the result: how the cache warmer renews hot entries."""
     read_only: bool = False
     """Reject any plan with a side-effecting tool (the cache warmer's runs never move money)."""
+    scheduled_effects: bool = False
+    """A run a Temporal Schedule starts may make side effects: without it every scheduled
+    run is read-only. Only an actor whose role may approve (or `system`) may set it."""
     max_concurrency: int = Field(default=5, ge=1, le=64)
     """Most tool activities of this run in flight at once."""
     max_replans: int = Field(default=2, ge=0, le=5)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from agentkeel.schemas.approvals import ApprovalRecord
 from agentkeel.schemas.deadline import DeadlineReport
+from agentkeel.schemas.origin import ArgumentOrigin
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.route import Route
 from agentkeel.schemas.speculation import SpeculationReport
@@ -73,6 +74,8 @@ class StepOutcome(BaseModel):
     """Set instead of `output` when the output was too large to carry (see `OutputRef`)."""
     speculative: bool = False
     """Served by a call started speculatively while the plan was being written."""
+    provenance: dict[str, ArgumentOrigin] | None = None
+    """For a side effect: where the arguments naming its target and amount came from."""
 
     @property
     def as_planned(self) -> bool:

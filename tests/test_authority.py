@@ -292,7 +292,11 @@ async def test_the_same_request_sent_twice_refunds_once(
     assert step_of(second, "create_refund").output["created"] is False
     rows = await refunds_of(db, order_id)
     assert [(r["amount_cents"], r["idempotency_key"]) for r in rows] == [
-        (500, f"req/{stack.tenant}/all/order-desk-42/create_refund:order_id={order_id}#0")
+        (
+            500,
+            f"req/{stack.tenant}/all/order-desk-42/"
+            f"create_refund:order_id={order_id}:amount_cents=500",
+        )
     ]
     third = await stack.ask(question, request_id="order-desk-43")  # another request
     assert step_of(third, "create_refund").output["created"] is True
@@ -463,7 +467,8 @@ async def test_a_refund_split_into_parts_waits_like_the_whole(
     order_id, owner = await refundable_order(db, at_least_cents=6_000)
     stack = await make_stack(policy=RefundScript([refunds_plan(order_id, 1999, 1999, 1999)]))
     handle = await stack.start(
-        "refund it in parts", actor=Actor(role="customer", subject=str(owner))
+        f"refund order {order_id} in parts of $19.99",
+        actor=Actor(role="customer", subject=str(owner)),
     )
     for call_id in ("r1", "r2"):  # each later part waits, counted with what went before
         awaiting = await until_awaiting(handle)
@@ -483,7 +488,7 @@ async def test_an_amount_written_as_text_is_checked_as_the_number_it_is(
 ) -> None:
     order_id, _ = await refundable_order(db, at_least_cents=15_000)
     stack = await make_stack(policy=RefundScript([refunds_plan(order_id, "15000")]))
-    handle = await stack.start("refund", actor=staff("ann"))
+    handle = await stack.start(f"refund $150 on order {order_id}", actor=staff("ann"))
     awaiting = await until_awaiting(handle)
     assert awaiting.amount_cents == 15_000
     with pytest.raises(WorkflowUpdateFailedError):  # who asked may not approve

@@ -109,7 +109,7 @@ async def test_refund_retried_after_insert_refunds_once(
             f"{first_run}/%",
         )
         assert [(r["amount_cents"], r["idempotency_key"]) for r in rows] == [
-            (500, f"{first_run}/s3")
+            (500, f"{first_run}/create_refund:order_id=1001:amount_cents=500")
         ]
     finally:
         await pool.close()

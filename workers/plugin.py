@@ -23,6 +23,7 @@ PASSTHROUGH_MODULES = (
     "agentkeel.schemas.plan.arguments",
     "agentkeel.schemas.plan.references",
     "opentelemetry",  # process-global tracing API that LangChain imports lazily
+    "anyascii",  # transliteration tables (approver names), read-only data
     # The orchestration modules under the workflow definitions: deterministic code with no
     # module-level state that changes (constants and functions only; every run's state
     # lives in objects the run creates). Re-compiling them from source for every new run

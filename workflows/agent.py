@@ -20,11 +20,12 @@ from agentkeel.schemas.result import AgentResult, CacheStatus, Timings
 from agentkeel.schemas.tools.downstreams import SlotWait
 from agentkeel.workflows.approvals import ApprovalGate
 from agentkeel.workflows.cancellation import announce_cancellation
+from agentkeel.workflows.dag.effect_gate import EFFECT_RULES_PATCH
 from agentkeel.workflows.dag.run_context import RunContext
 from agentkeel.workflows.graph import AGENT_GRAPH, compiled_graph
 from agentkeel.workflows.nodes.run_record import record_cancelled_run
 from agentkeel.workflows.request_checks import check_request
-from agentkeel.workflows.search_attributes import AGENT_TENANT
+from agentkeel.workflows.search_attributes import AGENT_TENANT, TEMPORAL_SCHEDULED_BY_ID
 from agentkeel.workflows.state import AgentState
 from agentkeel.workflows.waiting import WaitBoard
 
@@ -155,6 +156,8 @@ class AgentWorkflow:
                 local_policy=None if workflow.patched(LOCAL_POLICY_PATCH) else False,
             ),
         }
+        if authority and workflow.patched(EFFECT_RULES_PATCH):
+            self._effect_rules(state["context"])
         if carried is not None:
             self._pick_up(state, carried)
         app = compiled_graph(AGENT_GRAPH)
@@ -172,6 +175,16 @@ class AgentWorkflow:
             self._hand_on(cast(AgentState, final))
         self._progress.stage = "done"
         return final["result"]
+
+    def _effect_rules(self, context: RunContext) -> None:
+        """Provenance, keys by effect, approver identities, and schedules read-only unless
+        created with side effects allowed (`workflows.dag.effect_gate`)."""
+        request = context.request
+        context.effect_rules = True
+        context.caller_plan = request.plan is not None  # (`check_request` allowed it)
+        self._gate.identities = True
+        scheduled = workflow.info().typed_search_attributes.get(TEMPORAL_SCHEDULED_BY_ID)
+        context.read_only = scheduled is not None and not request.options.scheduled_effects
 
     def _pick_up(self, state: AgentState, carried: Continuation) -> None:
         """Continue the run `carried` describes: its plan runs on from where it stopped."""

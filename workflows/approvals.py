@@ -13,6 +13,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 
+from agentkeel.schemas.actor import SYSTEM_ROLE, name_skeleton, same_person
 from agentkeel.schemas.approvals import (
     ApprovalAnswer,
     ApprovalDecision,
@@ -20,6 +21,7 @@ from agentkeel.schemas.approvals import (
     ApprovalRequest,
 )
 from agentkeel.schemas.progress import RunProgress
+from agentkeel.schemas.tools.catalog import active_domain
 from agentkeel.schemas.tools.spec import money
 from agentkeel.workflows.metrics import observe_approval
 from agentkeel.workflows.search_attributes import AGENT_AWAITING
@@ -30,6 +32,9 @@ AWAITING_APPROVAL = "approval"
 class ApprovalGate:
     def __init__(self, progress: RunProgress) -> None:
         self._progress = progress
+        self.identities = False
+        """Approvers are checked as identities (`check_approver`): set by runs under
+        `EFFECT_RULES_PATCH`; a run recorded before it keeps the check it was made with."""
         self._decision: ApprovalDecision | None = None
         self._lock = asyncio.Lock()
         """One request at a time: a decision always answers the request it was made for."""
@@ -46,6 +51,9 @@ class ApprovalGate:
                 f"approval {decision.approval_id} is not pending; approval "
                 f"{pending.approval_id} ({pending.tool} {pending.call_id}) is"
             )
+        if self.identities:
+            check_approver(pending, decision)
+            return
         requester = pending.actor.name
         if requester and decision.approver.casefold() == requester.casefold():
             raise ValueError(f"{decision.approver} asked for this and may not approve it")
@@ -118,6 +126,7 @@ class ApprovalGate:
             request=request,
             approved=decision.approved,
             approver=decision.approver,
+            approved_by=decision.by,
             reason=decision.reason,
             decided_at=workflow.now(),
         )
@@ -125,3 +134,24 @@ class ApprovalGate:
     def _show(self, text: str) -> None:
         workflow.set_current_details(text)
         self._progress.stage = text
+
+
+def check_approver(pending: ApprovalRequest, decision: ApprovalDecision) -> None:
+    """Refuse a decision its approver may not make: a role the domain does not let approve,
+    or the requester itself (by identity, and by how the names look, so a zero-width space
+    or a look-alike letter does not make another person). A decision without `by` comes
+    from a trusted service (a Temporal client): only its name is compared."""
+    requester = pending.actor
+    if decision.by is not None:
+        allowed = {SYSTEM_ROLE, *active_domain().approver_roles}
+        if decision.by.role not in allowed:
+            raise ValueError(
+                f"{decision.by.describe()} may not approve: approvers are "
+                f"{', '.join(sorted(allowed))}"
+            )
+        approver = decision.by.model_copy(update={"name": decision.by.name or decision.approver})
+        if same_person(requester, approver):
+            raise ValueError(f"{approver.describe()} asked for this and may not approve it")
+        return
+    if requester.name and name_skeleton(requester.name) == name_skeleton(decision.approver):
+        raise ValueError(f"{decision.approver} asked for this and may not approve it")

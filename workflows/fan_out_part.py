@@ -10,15 +10,36 @@ import asyncio
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
-from agentkeel.schemas import names
+from agentkeel.schemas import errors, names
 from agentkeel.schemas.outputs import FanOutInput, FanOutResult, StoreOutputInput
 from agentkeel.schemas.result import OutputRef, StepError
-from agentkeel.schemas.tools import TOOLS
+from agentkeel.schemas.tools import TOOLS, ToolSpec
 from agentkeel.workflows import timeouts
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.tool_activity import describe_error, execute_tool, summary_of
+
+
+def _refuse_unless_child_of_its_run(part: FanOutInput, spec: ToolSpec | None) -> None:
+    """A part runs only as the child of the run that cut it (its `ref` names that run),
+    for an idempotent tool: started any other way it fails at once, running nothing."""
+    parent = workflow.info().parent
+    problem = None
+    if parent is None:
+        problem = "it was not started by an agent run (a fan-out part is only ever a child)"
+    elif not part.ref.startswith(f"{parent.workflow_id}/"):
+        problem = f"its outputs' ref {part.ref!r} does not belong to its parent run"
+    elif spec is None:
+        problem = f"{part.tool!r} is not a tool of this domain"
+    elif not spec.idempotent or spec.runs_in_workflow:
+        problem = f"{part.tool} is not a read: side effects never run in fan-out parts"
+    if problem is not None:
+        raise ApplicationError(
+            f"{names.FAN_OUT_WORKFLOW} refused: {problem}",
+            type=errors.CALLER_NOT_ALLOWED,
+            non_retryable=True,
+        )
 
 
 @workflow.defn(name=names.FAN_OUT_WORKFLOW)
@@ -27,7 +48,9 @@ class FanOutWorkflow:
 
     @workflow.run
     async def run(self, part: FanOutInput) -> FanOutResult:
-        spec = TOOLS[part.tool]
+        spec = TOOLS.get(part.tool)
+        _refuse_unless_child_of_its_run(part, spec)
+        assert spec is not None
         slots = asyncio.Semaphore(part.max_concurrency)
 
         failed: list[StepError] = []

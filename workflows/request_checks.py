@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from temporalio.exceptions import ApplicationError
 
+from agentkeel.schemas.actor import SYSTEM_ROLE
 from agentkeel.schemas.errors import INVALID_REQUEST, NOT_AUTHORIZED
 from agentkeel.schemas.plan.references import PlanValidationError
 from agentkeel.schemas.plan.validation import validate_plan
@@ -27,6 +28,12 @@ def check_request(request: AgentRequest) -> None:
         raise _refused(INVALID_REQUEST, problem)
     role = domain.role(actor.role)
     assert role is not None
+    if request.options.scheduled_effects and not (actor.role == SYSTEM_ROLE or role.may_approve):
+        raise _refused(
+            NOT_AUTHORIZED,
+            f"{actor.describe()} may not let a schedule make side effects "
+            "(only a role that may approve, or system)",
+        )
     if request.plan is None:
         return
     try:

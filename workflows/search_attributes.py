@@ -21,3 +21,6 @@ otherwise."""
 AGENT_TENANT = SearchAttributeKey.for_keyword("AgentTenant")
 """The request's tenant, from the run's first workflow task: `AgentTenant = "acme"`."""
 ALL_KEYS = (AGENT_INTENT, AGENT_TIER, AGENT_CACHE, AGENT_AWAITING, AGENT_WAITING, AGENT_TENANT)
+
+TEMPORAL_SCHEDULED_BY_ID = SearchAttributeKey.for_keyword("TemporalScheduledById")
+"""Set by Temporal on every run a Schedule starts (not one of ours: never registered)."""

@@ -15,6 +15,7 @@ contract, in every run's history, so rename a tool only together with a new one.
 from __future__ import annotations
 
 import inspect
+import types
 import typing
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -44,6 +45,7 @@ def tool(
     amount_arg: str | None = None,
     needs_approval: bool = False,
     identity_args: Sequence[str] = (),
+    trusted_fields: Sequence[str] = (),
     downstream: Downstream | None = None,
     max_concurrency: int | None = None,
     expected_ms: int = 20,
@@ -69,6 +71,10 @@ def tool(
         needs_approval: For a side effect: every call waits for an approver.
         identity_args: For a side effect: the arguments naming the row it changes; with a
             request id, its idempotency key names them instead of the step's place.
+        trusted_fields: Result fields (dotted paths, `*` for any list index) as trustworthy
+            as the call's arguments: what a row looked up by its id says of itself (its
+            owner, its total). A side effect may take its target or amount from these;
+            everything else a tool returns is untrusted content.
         downstream: The service each call loads (capped across all runs and workers).
         max_concurrency: Calls of this tool in flight at once within one run.
         expected_ms: Typical latency, to weigh the critical path and deadlines.
@@ -84,6 +90,8 @@ def tool(
         args_model, result_model, takes_context = _signature(fn)
         tool_name = name or fn.__name__
         input_model = _input_model(tool_name, args_model, side_effect=side_effect)
+        for path in trusted_fields:
+            _check_result_path(tool_name, result_model, path)
         return ToolSpec(
             name=tool_name,
             description=description or _first_paragraph(fn) or tool_name,
@@ -97,6 +105,7 @@ def tool(
             expected_ms=expected_ms,
             input_model=input_model,
             identity_args=tuple(identity_args),
+            trusted_fields=tuple(trusted_fields),
             amount_arg=amount_arg,
             needs_approval=needs_approval,
             non_retryable_errors=tuple(non_retryable_errors),
@@ -156,6 +165,35 @@ def _input_model(name: str, args_model: type[BaseModel], *, side_effect: bool) -
         **fields,
     )
     return model
+
+
+def _check_result_path(name: str, result_model: type[BaseModel], path: str) -> None:
+    """A trusted field must exist in the result model: a typo would trust nothing, silently."""
+    current: Any = result_model
+    for segment in path.split("."):
+        current = _unwrap_optional(current)
+        if segment == "*" and typing.get_origin(current) is list:
+            current = typing.get_args(current)[0]
+        elif isinstance(current, type) and issubclass(current, BaseModel):
+            if segment not in current.model_fields:
+                raise ToolDefinitionError(
+                    f"tool {name!r}: trusted field {path!r}: {current.__name__} has no "
+                    f"field {segment!r} (has {', '.join(current.model_fields)})"
+                )
+            current = current.model_fields[segment].annotation
+        else:
+            raise ToolDefinitionError(
+                f"tool {name!r}: trusted field {path!r}: {segment!r} does not name a field "
+                "(use `*` for the elements of a list)"
+            )
+
+
+def _unwrap_optional(annotation: Any) -> Any:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return annotation
 
 
 def _first_paragraph(fn: Callable[..., Any]) -> str:

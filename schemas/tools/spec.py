@@ -69,6 +69,12 @@ class ToolSpec:
     identity_args: tuple[str, ...] = ()
     """For a side effect: the arguments that say which row it changes (`order_id`); with a
     request id, its idempotency key names them instead of the step's place in the plan."""
+    trusted_fields: tuple[str, ...] = ()
+    """Result fields (dotted paths, `*` for any list index: `items.*.sku`) that are as
+    trustworthy as the arguments the call was made with: a row's owner or total looked up
+    by its id. A side effect's target or amount may come from such a field of a call whose
+    own arguments are trusted (`schemas.plan.provenance`); any other tool output is
+    untrusted content."""
     needs_approval: bool = False
     """A side effect every call of which waits for an approver, whatever it moves."""
     amount_arg: str | None = None

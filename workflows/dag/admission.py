@@ -16,12 +16,18 @@ from agentkeel.schemas.tools import SIDE_EFFECT_TOOLS
 
 
 def refuse_plan(
-    plan: Plan, options: RunOptions, allowed_effects: frozenset[str], *, limits: bool = True
+    plan: Plan,
+    options: RunOptions,
+    allowed_effects: frozenset[str],
+    *,
+    limits: bool = True,
+    read_only: bool = False,
 ) -> StepError | None:
     """The reason this run may not run `plan`, or None.
 
     `limits=False` replays a run recorded before the size and side-effect rules: only the
-    read-only rule, which it had, applies.
+    read-only rule, which it had, applies. `read_only`: the run's own reason to make no
+    side effect (a schedule that was not allowed to), besides the request's.
     """
     if limits and len(plan.steps) > options.max_plan_steps:
         return _refused(
@@ -30,12 +36,10 @@ def refuse_plan(
         )
     # Unknown tools are left to validation, which names them (`UnknownTool`).
     effects = [s for s in plan.steps if s.tool in SIDE_EFFECT_TOOLS]
-    if effects and options.read_only:
+    if effects and (options.read_only or read_only):
         ids = ", ".join(s.id for s in effects)
-        return _refused(
-            errors.SIDE_EFFECT_NOT_ALLOWED,
-            f"steps {ids} have side effects; this run is read-only",
-        )
+        why = "this run is read-only" if options.read_only else _SCHEDULED_READ_ONLY
+        return _refused(errors.SIDE_EFFECT_NOT_ALLOWED, f"steps {ids} have side effects; {why}")
     unasked = [s for s in effects if s.tool not in allowed_effects]
     if limits and unasked:
         listed = ", ".join(f"{s.id} ({s.tool})" for s in unasked)
@@ -44,6 +48,9 @@ def refuse_plan(
             f"steps {listed} have side effects the request did not ask for",
         )
     return None
+
+
+_SCHEDULED_READ_ONLY = "a schedule started this run and was not created with side effects allowed"
 
 
 def _refused(error_type: str, message: str) -> StepError:

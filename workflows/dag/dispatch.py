@@ -15,15 +15,14 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 from temporalio.workflow import ActivityCancellationType
 
-from agentkeel.schemas import errors
-from agentkeel.schemas.actor import SYSTEM_ROLE
-from agentkeel.schemas.approvals import ApprovalRequest
 from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.plan.provenance import Provenance
 from agentkeel.schemas.plan.validation import PlanValidationError
 from agentkeel.schemas.result import StepError, StepOutcome
-from agentkeel.schemas.tools import TOOLS, ToolSpec, active_domain
+from agentkeel.schemas.tools import TOOLS, ToolSpec
 from agentkeel.workflows.dag.admission import refuse_plan
 from agentkeel.workflows.dag.calls import ToolCall
+from agentkeel.workflows.dag.effect_gate import await_approval, clear_effect
 from agentkeel.workflows.dag.fan_out import PARTITION_AT, may_partition, run_fan_out
 from agentkeel.workflows.dag.run_context import RunContext
 from agentkeel.workflows.dag.scheduler import DagScheduler
@@ -48,7 +47,13 @@ async def run_plan(
 
     Watches that stopped for a continue-as-new come back still RUNNING (`resume` hands
     them, with the finished steps, to the run that continues this one)."""
-    refused = refuse_plan(plan, ctx.request.options, ctx.allowed_effects, limits=ctx.authority)
+    refused = refuse_plan(
+        plan,
+        ctx.request.options,
+        ctx.allowed_effects,
+        limits=ctx.authority,
+        read_only=ctx.read_only,
+    )
     if refused is not None:
         workflow.logger.info("plan refused: %s %s", refused.type, refused.message)
         return [], refused
@@ -71,12 +76,19 @@ async def run_plan(
     except PlanValidationError as exc:
         workflow.logger.info("plan rejected: %s %s", exc.kind, exc.message)
         return [], StepError(type=exc.kind, message=exc.message, non_retryable=True)
+    if ctx.effect_rules:
+        ctx.provenance = Provenance({s.id: s for s in plan.steps}, TOOLS, ctx.trusted_facts())
+        ctx.effect_origins = {}
     if on_start is not None:
         on_start(list(scheduler.outcomes.values()))
     try:
-        return await scheduler.run(), None
+        outcomes = await scheduler.run()
     finally:
         ctx.calls_used += scheduler.calls_started
+    for outcome in outcomes:  # where each side effect's target and amount came from
+        if outcome.id in ctx.effect_origins:
+            outcome.provenance = ctx.effect_origins[outcome.id]
+    return outcomes, None
 
 
 def _limits(ctx: RunContext) -> SchedulerLimits:
@@ -148,11 +160,14 @@ async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> An
     if call.watch:
         payload["fresh"] = True  # a watch reads the source each time, never a cached result
     options: dict[str, Any] = {}
-    if not spec.idempotent:
+    if not spec.idempotent and ctx.effect_rules:
+        payload["idempotency_key"] = await clear_effect(call, spec, ctx)
+    elif not spec.idempotent:
         role = effects.role(spec, call.args)
         payload["idempotency_key"] = ctx.idempotency_key(role, call.call_id)
         if ctx.authority:
-            await _await_approval(call, spec, ctx)
+            await await_approval(call, spec, ctx, {})
+    if not spec.idempotent:
         # Cancelled with the run, and waited for: an effect not yet committed never commits
         # after the cancel (the activity heartbeats, sees it, and rolls back).
         options = {"cancellation_type": ActivityCancellationType.WAIT_CANCELLATION_COMPLETED}
@@ -161,59 +176,3 @@ async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> An
     finally:
         if "call_id" in payload:
             ctx.waits.end_slot_wait(call.call_id)
-
-
-async def _await_approval(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> None:
-    """Wait for a decision when the tool always needs one, or when the run's total is above
-    its thresholds; raise if declined."""
-    if spec.amount_arg is None and not spec.needs_approval:
-        return
-    # The scheduler hands over validated, coerced arguments: an amount is an int here.
-    amount = call.args.get(spec.amount_arg) if spec.amount_arg is not None else 0
-    if not isinstance(amount, int) or isinstance(amount, bool):
-        raise StepRefused(
-            StepError(
-                type=errors.INVALID_ARGUMENTS,
-                message=f"{call.tool} {call.call_id}: {spec.amount_arg} must be whole cents",
-                non_retryable=True,
-            )
-        )
-    policy = await ctx.approval_policy()
-    domain = active_domain()
-    scoped = domain.is_scoped(ctx.request.actor.role)
-    why = policy.required_for(ctx.request.actor, amount, already=ctx.moved_cents, scoped=scoped)
-    if why is None and spec.needs_approval:
-        why = f"{spec.name} always needs an approval"
-    if why is None:
-        ctx.moved_cents += amount
-        return
-    request = ApprovalRequest(
-        step_id=call.step_id,
-        call_id=call.call_id,
-        tool=call.tool,
-        args=call.args,
-        amount_cents=amount,
-        actor=ctx.request.actor,
-        approver_role=next(iter(domain.approver_roles), SYSTEM_ROLE),
-        why=why,
-    )
-    record = await ctx.gate.wait_for(request, timedelta(seconds=policy.timeout_s))
-    if record.approved:
-        ctx.moved_cents += amount
-        return
-    if record.timed_out:
-        raise StepRefused(
-            StepError(
-                type=errors.APPROVAL_TIMED_OUT,
-                message=f"{call.tool} {call.call_id} was declined: no decision in time",
-                non_retryable=True,
-            )
-        )
-    reason = f": {record.reason}" if record.reason else ""
-    raise StepRefused(
-        StepError(
-            type=errors.APPROVAL_DECLINED,
-            message=f"{call.tool} {call.call_id} was rejected by {record.approver}{reason}",
-            non_retryable=True,
-        )
-    )

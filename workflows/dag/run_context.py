@@ -15,6 +15,8 @@ from temporalio import workflow
 
 from agentkeel.schemas import names
 from agentkeel.schemas.approvals import ApprovalPolicy, ApprovalPolicyInput
+from agentkeel.schemas.origin import ArgumentOrigin
+from agentkeel.schemas.plan.provenance import Provenance, TrustedFacts
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.workflows import timeouts
 from agentkeel.workflows.approvals import ApprovalGate
@@ -55,6 +57,20 @@ class RunContext:
     """The concurrency cap a deadline raised the run's to; None: the request's."""
     stale_ok: bool = False
     """A deadline traded for stale cached reads: tool calls carry `stale_ok`."""
+    effect_rules: bool = False
+    """The rules of `EFFECT_RULES_PATCH` are in force (`workflows.dag.effect_gate`):
+    provenance, keys by what an effect changes, limits across runs, approver identities."""
+    caller_plan: bool = False
+    """The plan came with the request from a caller allowed to send plans: its literals
+    are the caller's own (trusted), not a model's."""
+    read_only: bool = False
+    """No side effect at all: the request asked so, or a schedule started the run without
+    being allowed to make side effects."""
+    provenance: Provenance | None = None
+    """Where the arguments of the current round's plan came from (`run_plan` sets it)."""
+    effect_origins: dict[str, dict[str, ArgumentOrigin]] = field(default_factory=dict)
+    """Per side-effecting step of the current round: the origins of its target and amount,
+    as the step's outcome reports them."""
     _policy: ApprovalPolicy | None = field(default=None, repr=False)
 
     async def approval_policy(self) -> ApprovalPolicy:
@@ -68,6 +84,25 @@ class RunContext:
                 retry_policy=timeouts.STORE_RETRY,
             )
         return self._policy
+
+    def trusted_facts(self) -> TrustedFacts:
+        """What this run trusts as given: the request's words, the actor, a caller's plan."""
+        return TrustedFacts(
+            text=self.request.question,
+            subject=self.request.actor.subject,
+            caller_plan=self.caller_plan,
+        )
+
+    def effect_key(self, effect: str) -> str:
+        """The key of the side effect `effect` (`create_refund:order_id=7:amount_cents=500`)
+        of this request, or of this run chain when the request has no id: the same whatever
+        step makes it, in whatever order, in whichever planning round."""
+        request = self.request
+        if request.request_id is not None:
+            return request_idempotency_key(
+                request.tenant, request.actor.audience, request.request_id, effect
+            )
+        return idempotency_key(workflow.info().first_execution_run_id, effect)
 
     def idempotency_key(self, role: str, call_id: str) -> str:
         """The key of a side effect with role `role` in the plan and id `call_id`."""

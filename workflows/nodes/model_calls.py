@@ -102,9 +102,9 @@ def _asked(state: AgentState) -> dict[str, Any]:
 def _allow_effects_of(state: AgentState, route: Route) -> None:
     """Which side effects the request asked for, by this reading of the request itself.
 
-    Only a reading made before any tool ran counts (the router's, or the first plan's when
-    it re-routes): later rounds see tool output, and text in tool output must never be able
-    to ask for a side effect.
+    Only the router's reading counts (runs recorded before `EFFECT_RULES_PATCH` also took
+    the first plan's when it re-routed): a planner has read tool output and earlier turns,
+    and text in those must never be able to ask for a side effect.
     """
     state["context"].allowed_effects = requested_side_effects(route.intent)
 
@@ -174,7 +174,9 @@ async def plan(state: AgentState) -> dict[str, Any]:
     if planned.route is not None and retiered is None:
         # The heavy tier read the request itself: its route is the run's from now on.
         publish_route(state, planned.route)
-        if attempt == 0:
+        if attempt == 0 and not state["context"].effect_rules:
+            # (Runs before `EFFECT_RULES_PATCH` let the planner's first reading decide;
+            # now only the router's counts: a planner never labels its own plan.)
             _allow_effects_of(state, planned.route)
         update["route"] = planned.route
     return _noted(state, update, planned)

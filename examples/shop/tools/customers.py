@@ -74,6 +74,7 @@ def _orders(out: dict[str, Any]) -> str:
     downstream=ORDERS_DB,
     cache_ttl=timedelta(minutes=5),
     speculate_arg="email",
+    trusted_fields=("customer_id", "email"),
     render=_customer,
 )
 async def find_customer(args: FindCustomerArgs, ctx: ToolContext) -> Customer:
@@ -85,7 +86,18 @@ async def find_customer(args: FindCustomerArgs, ctx: ToolContext) -> Customer:
     return Customer.model_validate(dict(row))
 
 
-@tool(downstream=ORDERS_DB, cache_ttl=timedelta(seconds=30), render=_orders)
+@tool(
+    downstream=ORDERS_DB,
+    cache_ttl=timedelta(seconds=30),
+    trusted_fields=(
+        "customer_id",
+        "orders.*.order_id",
+        "orders.*.total_cents",
+        "orders.*.status",
+        "order_ids.*",
+    ),
+    render=_orders,
+)
 async def list_orders(args: ListOrdersArgs, ctx: ToolContext) -> OrderList:
     """List a customer's most recent orders."""
     ctx.require_owner(args.customer_id, f"the orders of customer {args.customer_id}")

@@ -1,0 +1,178 @@
+"""Where each argument of a step came from, and whether a side effect may act on it.
+
+A plan is written by a model that has read untrusted text (knowledge-base articles, carrier
+events, earlier turns, what customers typed into their own records). Its arguments are
+therefore untrusted input, except where a value can be traced to something the run trusts:
+
+- the request itself: a literal that the current request's own words contain (`order 1002`,
+  `$19.50`), or every literal of a plan a trusted caller sent;
+- the actor: the subject the request acts for;
+- a trusted field: a result field the tool declares (`trusted_fields`) of a call whose own
+  arguments are trusted (an order's `customer_id` read by an `order_id` the user named).
+
+Anything else (other tool output, a literal only the model knows) is untrusted. A side
+effect's target (`identity_args`) and amount (`amount_arg`) must be trusted; the workflow
+refuses it, or sends it to approval where the domain says so, whoever planned it. Because
+the plan's data flow is explicit (`$ref`s), this is exact: no value reaches an argument
+except through a reference or a literal. (The design follows CaMeL: capabilities on
+values, policies on tool calls, control flow from the trusted query alone.)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from agentkeel.schemas.origin import ArgumentOrigin
+from agentkeel.schemas.plan.model import PlanStep
+from agentkeel.schemas.plan.references import Reference
+from agentkeel.schemas.tools.spec import ToolSpec
+
+_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
+"""A number as people write it: `1002`, `19.50`, `1,250.00`."""
+
+
+@dataclass(frozen=True)
+class TrustedFacts:
+    """What the run trusts as given: the request's own words, its actor's subject, and
+    whether the plan itself came from a trusted caller."""
+
+    text: str
+    subject: str | None = None
+    caller_plan: bool = False
+
+    def numbers(self) -> frozenset[int]:
+        """Integers the words name: each number as written, and in hundredths (cents)."""
+        found: set[int] = set()
+        for match in _NUMBER.finditer(self.text):
+            try:
+                value = Decimal(match.group().replace(",", ""))
+            except InvalidOperation:
+                continue
+            if value == value.to_integral_value():
+                found.add(int(value))
+            cents = value * 100
+            if cents == cents.to_integral_value():
+                found.add(int(cents))
+        return frozenset(found)
+
+
+class Provenance:
+    """The origins of the arguments of one plan's steps, computed from the plan alone."""
+
+    def __init__(
+        self, steps: Mapping[str, PlanStep], tools: Mapping[str, ToolSpec], facts: TrustedFacts
+    ) -> None:
+        self._steps = steps
+        self._tools = tools
+        self._facts = facts
+        self._numbers = facts.numbers()
+        self._words = facts.text.casefold()
+        self._step_trust: dict[str, ArgumentOrigin] = {}
+
+    def step(self, step_id: str) -> PlanStep | None:
+        return self._steps.get(step_id)
+
+    def of_effect(self, step: PlanStep) -> dict[str, ArgumentOrigin]:
+        """The origin of each argument that says what a side effect changes and by how much."""
+        spec = self._tools[step.tool]
+        named = [*spec.identity_args, *([spec.amount_arg] if spec.amount_arg else [])]
+        return {name: self.of_value(step, step.args[name]) for name in named if name in step.args}
+
+    def of_value(self, step: PlanStep, value: Any) -> ArgumentOrigin:
+        """The origin of `value`, an argument of `step` as the plan wrote it."""
+        ref = Reference.parse(value)
+        if ref is not None:
+            return self._of_reference(step, ref)
+        if isinstance(value, Mapping):
+            return _weakest([self.of_value(step, v) for v in value.values()])
+        if isinstance(value, list):
+            return _weakest([self.of_value(step, v) for v in value])
+        return self._of_literal(value)
+
+    def _of_literal(self, value: Any) -> ArgumentOrigin:
+        if self._facts.caller_plan:
+            return _trusted("given in the caller's own plan")
+        if value is None or isinstance(value, bool):
+            return _trusted("a constant")
+        if self._facts.subject is not None and str(value) == self._facts.subject:
+            return _trusted("the actor's own subject")
+        if isinstance(value, int) and value in self._numbers:
+            return _trusted("named in the request")
+        if isinstance(value, float) and value.is_integer() and int(value) in self._numbers:
+            return _trusted("named in the request")
+        if isinstance(value, str) and _as_int(value) in self._numbers:
+            return _trusted("named in the request")  # a number written as text: "15000"
+        if isinstance(value, str) and self._in_words(value):
+            return _trusted("named in the request")
+        return _untrusted(f"{value!r} was written by the planner and is not in the request")
+
+    def _in_words(self, value: str) -> bool:
+        """`value` occurs in the request as a whole token (`T-7` in "close T-7", not "a"
+        inside "a refund" being taken for an id `a`)."""
+        wanted = value.strip().casefold()
+        if not wanted:
+            return False
+        return re.search(rf"(?<!\w){re.escape(wanted)}(?!\w)", self._words) is not None
+
+    def _of_reference(self, step: PlanStep, ref: Reference) -> ArgumentOrigin:
+        if ref.step is None:  # `$item.x`: an element of the list the step goes over
+            if step.for_each is None:
+                return _untrusted(f"{ref} outside a for_each step")
+            source = Reference.parse(step.for_each)
+            if source is None or source.step is None:
+                return _untrusted(f"{step.for_each!r} is not a reference")
+            ref = Reference(source.step, (*source.path, "*", *ref.path))
+        assert ref.step is not None
+        source_step = self._steps.get(ref.step)
+        if source_step is None:
+            return _untrusted(f"{ref} names no step of this plan")
+        spec = self._tools.get(source_step.tool)
+        field = ".".join("*" if part.isdigit() else part for part in ref.path)
+        if spec is None or field not in spec.trusted_fields:
+            tool = source_step.tool
+            return _untrusted(f"{ref} is {tool} output, which is untrusted content")
+        looked_up = self._trust_of_step(source_step)
+        if not looked_up.trusted:
+            return _untrusted(f"{ref} was looked up by untrusted arguments ({looked_up.says})")
+        return _trusted(f"{ref}: {source_step.tool}.{field}, looked up by trusted arguments")
+
+    def _trust_of_step(self, step: PlanStep) -> ArgumentOrigin:
+        """Whether every argument of `step` (and the list it goes over) is trusted."""
+        known = self._step_trust.get(step.id)
+        if known is not None:
+            return known
+        # A cycle cannot pass validation; this guards the recursion all the same.
+        self._step_trust[step.id] = _untrusted(f"step {step.id} depends on itself")
+        origins = [self.of_value(step, v) for v in step.args.values()]
+        if step.for_each is not None:
+            origins.append(self.of_value(step, step.for_each))
+        verdict = _weakest(origins)
+        self._step_trust[step.id] = verdict
+        return verdict
+
+
+def _as_int(text: str) -> int | None:
+    try:
+        number = Decimal(text.strip())
+    except InvalidOperation:
+        return None
+    return int(number) if number.is_finite() and number == number.to_integral_value() else None
+
+
+def _trusted(says: str) -> ArgumentOrigin:
+    return ArgumentOrigin(trusted=True, says=says)
+
+
+def _untrusted(says: str) -> ArgumentOrigin:
+    return ArgumentOrigin(trusted=False, says=says)
+
+
+def _weakest(origins: list[ArgumentOrigin]) -> ArgumentOrigin:
+    for origin in origins:
+        if not origin.trusted:
+            return origin
+    return _trusted("built of trusted values") if origins else _trusted("a constant")

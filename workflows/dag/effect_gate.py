@@ -1,0 +1,135 @@
+"""What a side effect passes before its call starts: provenance, its key, approval.
+
+Every side-effecting call of every plan goes through `clear_effect`, whoever planned it:
+
+1. provenance: its target (`identity_args`) and amount (`amount_arg`) must come from the
+   request, its actor or a trusted lookup (`schemas.plan.provenance`); otherwise it is
+   refused with `UntrustedArgument`, or, where the domain says so, sent to an approver who
+   sees where each value came from;
+2. its idempotency key names the request (or the run chain) and what the effect changes
+   (tool, identity arguments, amount), never a step id or the order of dispatch: a
+   renamed step, a reordered plan or a replan cannot make the same effect twice;
+3. approval: when the tool always needs one, or the money moved passes the thresholds.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+
+from agentkeel.schemas import errors
+from agentkeel.schemas.actor import SYSTEM_ROLE
+from agentkeel.schemas.approvals import ApprovalRequest
+from agentkeel.schemas.origin import ArgumentOrigin
+from agentkeel.schemas.result import StepError
+from agentkeel.schemas.tools import ToolSpec, active_domain
+from agentkeel.workflows.dag.calls import ToolCall
+from agentkeel.workflows.dag.run_context import RunContext
+from agentkeel.workflows.dag.tool_activity import StepRefused
+
+EFFECT_RULES_PATCH = "effect-rules-v1"
+"""Runs started before it keep the rules they were recorded with (keys by place in the
+plan, the planner's intent allowing effects, approvers compared by name)."""
+
+
+def effect_identity(spec: ToolSpec, args: dict[str, Any]) -> str:
+    """What the effect changes, as its key names it: `create_refund:order_id=7:amount_cents=500`."""
+    named = [*spec.identity_args, *([spec.amount_arg] if spec.amount_arg else [])]
+    parts = [f"{name}={args.get(name)}" for name in named]
+    return ":".join([spec.name, *parts])
+
+
+async def clear_effect(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> str:
+    """The idempotency key `call` runs with, once it has passed provenance and approval;
+    raises `StepRefused` when it may not run."""
+    origins = _origins(call, ctx)
+    ctx.effect_origins[call.step_id] = origins
+    untrusted = {name: o for name, o in origins.items() if not o.trusted}
+    if untrusted and active_domain().untrusted_effects == "refuse":
+        said = "; ".join(f"{name}: {o.says}" for name, o in untrusted.items())
+        raise StepRefused(
+            _error(
+                errors.UNTRUSTED_ARGUMENT,
+                f"{call.tool} {call.call_id} refused: its target or amount does not come "
+                f"from the request ({said})",
+            )
+        )
+    await await_approval(call, spec, ctx, origins, untrusted=bool(untrusted))
+    return ctx.effect_key(effect_identity(spec, call.args))
+
+
+def _origins(call: ToolCall, ctx: RunContext) -> dict[str, ArgumentOrigin]:
+    if ctx.provenance is None:
+        return {}
+    step = ctx.provenance.step(call.step_id)
+    return ctx.provenance.of_effect(step) if step is not None else {}
+
+
+async def await_approval(
+    call: ToolCall,
+    spec: ToolSpec,
+    ctx: RunContext,
+    origins: dict[str, ArgumentOrigin],
+    *,
+    untrusted: bool = False,
+) -> None:
+    """Wait for a decision when the tool always needs one, when a value comes from untrusted
+    content (a domain that asks so), or when the money moved is above the thresholds;
+    raise if declined."""
+    if spec.amount_arg is None and not spec.needs_approval and not untrusted:
+        return
+    # The scheduler hands over validated, coerced arguments: an amount is an int here.
+    amount = call.args.get(spec.amount_arg) if spec.amount_arg is not None else 0
+    if not isinstance(amount, int) or isinstance(amount, bool):
+        raise StepRefused(
+            _error(
+                errors.INVALID_ARGUMENTS,
+                f"{call.tool} {call.call_id}: {spec.amount_arg} must be whole cents",
+            )
+        )
+    policy = await ctx.approval_policy()
+    domain = active_domain()
+    scoped = domain.is_scoped(ctx.request.actor.role)
+    why = policy.required_for(ctx.request.actor, amount, already=ctx.moved_cents, scoped=scoped)
+    if why is None and untrusted:
+        why = "its target or amount comes from untrusted content (see provenance)"
+    if why is None and spec.needs_approval:
+        why = f"{spec.name} always needs an approval"
+    if why is None:
+        ctx.moved_cents += amount
+        return
+    request = ApprovalRequest(
+        step_id=call.step_id,
+        call_id=call.call_id,
+        tool=call.tool,
+        args=call.args,
+        amount_cents=amount,
+        actor=ctx.request.actor,
+        approver_role=next(iter(domain.approver_roles), SYSTEM_ROLE),
+        why=why,
+    )
+    record = await ctx.gate.wait_for(request, timedelta(seconds=policy.timeout_s))
+    if record.approved:
+        ctx.moved_cents += amount
+        return
+    if record.timed_out:
+        raise StepRefused(
+            _error(
+                errors.APPROVAL_TIMED_OUT,
+                f"{call.tool} {call.call_id} was declined: no decision in time",
+            )
+        )
+    reason = f": {record.reason}" if record.reason else ""
+    raise StepRefused(
+        _error(
+            errors.APPROVAL_DECLINED,
+            f"{call.tool} {call.call_id} was rejected by {record.approver}{reason}",
+        )
+    )
+
+
+def _error(error_type: str, message: str) -> StepError:
+    workflow.logger.info("side effect refused: %s %s", error_type, message)
+    return StepError(type=error_type, message=message, non_retryable=True)
