@@ -92,5 +92,6 @@ def same_person(requester: Actor, approver: Actor) -> bool:
     if requester.name and approver.name:
         if name_skeleton(requester.name) == name_skeleton(approver.name):
             return True
+    # (`system` is a trusted service, not a person: another service of it may decide.)
     anonymous = requester.subject is None and not requester.name
-    return anonymous and requester.role == approver.role
+    return anonymous and requester.role == approver.role != SYSTEM_ROLE
