@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import cast
 
 import pytest
+from temporalio import activity
 
 from agentkeel.activities.tools.door import refusal
 from agentkeel.schemas.actor import Actor, name_skeleton, same_person
@@ -107,9 +109,15 @@ def test_identity_decides_not_the_display_name() -> None:
     assert same_person(Actor(role="staff"), Actor(role="staff", name="bob"))
 
 
-def _info(workflow_type: str | None, workflow_id: str | None) -> object:
-    return SimpleNamespace(
-        workflow_type=workflow_type, workflow_id=workflow_id, in_workflow=workflow_id is not None
+def _info(workflow_type: str | None, workflow_id: str | None) -> activity.Info:
+    # Only the fields the door reads; the rest of an activity.Info does not matter to it.
+    return cast(
+        activity.Info,
+        SimpleNamespace(
+            workflow_type=workflow_type,
+            workflow_id=workflow_id,
+            in_workflow=workflow_id is not None,
+        ),
     )
 
 

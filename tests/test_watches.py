@@ -479,8 +479,10 @@ async def test_a_long_watch_continues_as_new_twice_without_repeating_its_side_ef
         ]
     }
     stack = await make_stack(policy=RefundAndWatch([plan]))
+    # The request names the refund's order and amount: a side effect acts on the user's words.
     handle = await stack.start(
-        "refund and watch", options={"watch_every_s": 1, "continue_after_runs": 2}
+        f"refund $1.00 on order {refundable} and watch order {PROCESSING_ORDER}",
+        options={"watch_every_s": 1, "continue_after_runs": 2},
     )
     deadline = time.monotonic() + 30
     continued = 0
