@@ -13,6 +13,10 @@ from pydantic import ValidationError
 # Requests.
 INVALID_REQUEST: Final = "InvalidRequest"
 """The workflow input failed validation: the run fails at once, never retried."""
+UNDECODABLE_PAYLOAD: Final = "UndecodablePayload"
+"""A payload that cannot be read at all (an unknown `encoding`, bytes that are not JSON,
+JSON nested too deep): whatever carried it (a run's input, an update) fails at once, since
+reading the same bytes again can never succeed (`workers.payload_converter`)."""
 
 # Plans (the scheduler rejects the plan before any tool runs; `join` may replan).
 UNKNOWN_TOOL: Final = "UnknownTool"

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+from agentkeel.workers.payload_converter import readable_data_converter
 
 PASSTHROUGH_MODULES = (
     "pydantic",  # immutable validation code; re-importing it per run costs ~100 ms
@@ -40,6 +41,7 @@ PASSTHROUGH_MODULES = (
             "dag",
             "approvals",
             "cancellation",
+            "inputs",
             "outputs",
             "search_attributes",
             "timeouts",
@@ -60,9 +62,10 @@ def _passthrough(runner: WorkflowRunner | None) -> WorkflowRunner:
 
 
 def agentkeel_plugin() -> SimplePlugin:
-    """The pydantic JSON data converter and the workflow sandbox's pass-throughs."""
+    """The pydantic JSON data converter (unreadable payloads fail at once, see
+    `workers.payload_converter`) and the workflow sandbox's pass-throughs."""
     return SimplePlugin(
         "agentkeel",
-        data_converter=pydantic_data_converter,
+        data_converter=readable_data_converter,
         workflow_runner=_passthrough,
     )

@@ -11,7 +11,7 @@ from temporalio.exceptions import ApplicationError, is_cancelled_exception
 
 from agentkeel.schemas.approvals import ApprovalAnswer, ApprovalDecision
 from agentkeel.schemas.continuation import Continuation
-from agentkeel.schemas.errors import INVALID_REQUEST, describe_validation
+from agentkeel.schemas.errors import describe_validation
 from agentkeel.schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE, PROGRESS_QUERY, SLOT_WAIT_SIGNAL
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.queues import inference_queue
@@ -23,6 +23,7 @@ from agentkeel.workflows.cancellation import announce_cancellation
 from agentkeel.workflows.dag.effect_gate import EFFECT_RULES_PATCH
 from agentkeel.workflows.dag.run_context import RunContext
 from agentkeel.workflows.graph import AGENT_GRAPH, compiled_graph
+from agentkeel.workflows.inputs import invalid, one_input
 from agentkeel.workflows.nodes.run_record import record_cancelled_run
 from agentkeel.workflows.request_checks import check_request
 from agentkeel.workflows.search_attributes import AGENT_TENANT, TEMPORAL_SCHEDULED_BY_ID
@@ -32,10 +33,6 @@ from agentkeel.workflows.waiting import WaitBoard
 WORKFLOW_NAME = AGENT_WORKFLOW
 # Each run may loop plan → execute → join a few times; LangGraph counts every node.
 RECURSION_LIMIT = 64
-
-
-MAX_ERROR_CHARS = 2000
-"""An error message names every bad field, but never grows with a hostile input's size."""
 
 
 LOCAL_POLICY_PATCH = "local-policy-v1"
@@ -65,9 +62,9 @@ def parse_continuation(inputs: Sequence[Any]) -> Continuation | None:
     try:
         carried = Continuation.model_validate(inputs[1])
     except ValidationError as exc:
-        raise _invalid(f"invalid AgentWorkflow continuation: {exc.errors()[0]['msg']}") from None
+        raise invalid(f"invalid AgentWorkflow continuation: {exc.errors()[0]['msg']}") from None
     if info.cron_schedule or carried.from_run_id != info.continued_run_id:
-        raise _invalid("AgentWorkflow takes one input (the request JSON), got 2")
+        raise invalid("AgentWorkflow takes one input (the request JSON), got 2")
     return carried
 
 
@@ -78,23 +75,19 @@ def parse_request(inputs: Sequence[Any], *, strict: bool = True) -> AgentRequest
     `AgentRequest` in the signature: a decode failure there would leave the workflow task
     retrying forever, and widening `failure_exception_types` to pydantic errors would also
     fail runs in flight permanently on any later validation bug. For the same reason the
-    run takes any number of inputs and refuses all but exactly one.
+    run takes any number of inputs and refuses all but exactly one. Bytes that are not JSON
+    at all never get here: the payload converter fails the run with `UndecodablePayload`
+    (`workers.payload_converter`).
     """
     continued = len(inputs) == 2 and workflow.info().continued_run_id is not None
     if len(inputs) != 1 and not continued:  # (a second input is checked by parse_continuation)
-        raise _invalid(f"AgentWorkflow takes one input (the request JSON), got {len(inputs)}")
+        raise invalid(f"AgentWorkflow takes one input (the request JSON), got {len(inputs)}")
     try:
         if not strict:
             return LegacyAgentRequest.model_validate(inputs[0]).upgraded()
         return AgentRequest.model_validate(inputs[0])
     except ValidationError as exc:
-        raise _invalid(f"invalid AgentWorkflow input: {describe_validation(exc)}") from None
-
-
-def _invalid(message: str) -> ApplicationError:
-    if len(message) > MAX_ERROR_CHARS:
-        message = message[: MAX_ERROR_CHARS - 1] + "…"
-    return ApplicationError(message, type=INVALID_REQUEST, non_retryable=True)
+        raise invalid(f"invalid AgentWorkflow input: {describe_validation(exc)}") from None
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -112,21 +105,31 @@ class AgentWorkflow:
         return self._progress
 
     @workflow.signal(name=SLOT_WAIT_SIGNAL)
-    def slot_wait(self, note: SlotWait) -> None:
-        """A tool call of this run waits for a downstream slot (or got one): shown in
-        `progress.waiting` and as the step's `queued_ms`."""
+    def slot_wait(self, *inputs: Any) -> None:
+        """One input, `SlotWait`: a tool call of this run waits for a downstream slot (or
+        got one), shown in `progress.waiting` and as the step's `queued_ms`."""
+        # Decoded here (`workflows.inputs`): a signal of another shape, or with another
+        # number of arguments, is dropped with a warning instead of failing the workflow
+        # task for good. A signal cannot answer its sender, so a log is all it gets.
+        try:
+            note = one_input(inputs, SlotWait, SLOT_WAIT_SIGNAL)
+        except ApplicationError as exc:
+            workflow.logger.warning("%s signal dropped: %s", SLOT_WAIT_SIGNAL, exc.message)
+            return
         self._waits.slot(note)
 
     @workflow.update(name=APPROVE_UPDATE)
-    async def approve(self, decision: ApprovalDecision) -> ApprovalAnswer:
-        """Approve or reject the side effect this run waits for (see `progress.awaiting`)."""
-        return self._gate.decide(decision)
+    async def approve(self, *inputs: Any) -> ApprovalAnswer:
+        """One input, `ApprovalDecision`: approve or reject the side effect this run waits
+        for (see `progress.awaiting`)."""
+        return self._gate.decide(one_input(inputs, ApprovalDecision, APPROVE_UPDATE))
 
     @approve.validator
-    def _validate_approve(self, decision: ApprovalDecision) -> None:
-        # Rejected updates never reach history: a second decision, or one with nothing
-        # pending, is refused here with the reason.
-        self._gate.check(decision)
+    def _validate_approve(self, *inputs: Any) -> None:
+        # Rejected updates never reach history: a decision of another shape (named as
+        # `InvalidRequest`), a second decision, or one with nothing pending is refused here
+        # with the reason.
+        self._gate.check(one_input(inputs, ApprovalDecision, APPROVE_UPDATE))
 
     @workflow.run
     async def run(self, *inputs: Any) -> AgentResult:

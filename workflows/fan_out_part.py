@@ -19,6 +19,7 @@ from agentkeel.schemas.tools import TOOLS, ToolSpec
 from agentkeel.workflows import timeouts
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.tool_activity import describe_error, execute_tool, summary_of
+from agentkeel.workflows.inputs import one_input
 
 
 def _refuse_unless_child_of_its_run(part: FanOutInput, spec: ToolSpec | None) -> None:
@@ -47,7 +48,10 @@ class FanOutWorkflow:
     """Runs one part of a large `for_each` step; stores its outputs, returns the ref."""
 
     @workflow.run
-    async def run(self, part: FanOutInput) -> FanOutResult:
+    async def run(self, *inputs: Any) -> FanOutResult:
+        """One input: `FanOutInput` JSON. Decoded here, not in the signature, so that a part
+        started directly with any other shape fails at once (`workflows.inputs`)."""
+        part = one_input(inputs, FanOutInput, names.FAN_OUT_WORKFLOW)
         spec = TOOLS.get(part.tool)
         _refuse_unless_child_of_its_run(part, spec)
         assert spec is not None
