@@ -2,7 +2,9 @@
 
 Inputs arrive as JSON from any Temporal SDK, so they are started here the way another
 service would (by workflow name, raw JSON values), including shapes no Python client would
-send. Plans arrive from a model: a seeded generator of hostile plans stands in for one.
+send. Plans arrive from a model: a seeded generator of hostile plans stands in for one. Payloads
+arrive as bytes: hand-built ones (an unknown encoding, bytes that are not JSON, JSON nested
+past the decoder's limit) go to runs, updates, signals and fan-out parts alike.
 """
 
 from __future__ import annotations
@@ -16,10 +18,20 @@ from typing import Any
 
 import asyncpg
 import pytest
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.api.common.v1 import Payload
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 from agentkeel.schemas import errors, names
+from agentkeel.schemas.approvals import ApprovalDecision
 from agentkeel.schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
 from agentkeel.schemas.plan.model import Plan, PlanStep
 from agentkeel.schemas.result import AgentResult, StepStatus
@@ -27,11 +39,14 @@ from agentkeel.schemas.route import Route, Tier
 from agentkeel.schemas.tools import TOOLS
 from tests.conftest import AgentStack, StackFactory
 from tests.fakes import FakeScriptedPolicy
+from tests.test_authority import refundable_order, staff, until_awaiting
 
 RUN_DEADLINE_S = 60.0
 """Each run must end within this, on a shared 2-core machine running hundreds at once."""
 FUZZ_REQUESTS = 420
 FUZZ_PLANS = 100
+FUZZ_PAYLOADS = 80
+REQUEST_ERRORS = (errors.INVALID_REQUEST, errors.UNDECODABLE_PAYLOAD)
 PARALLEL_STARTS = 24
 
 HOSTILE_TEXT = [
@@ -104,6 +119,35 @@ def malformed_request(rng: random.Random, index: int) -> Any:
         ),
         "options": {"use_cache": rng.random() < 0.5},
     }
+
+
+def payload(data: bytes, encoding: bytes | None = b"json/plain", **metadata: bytes) -> Payload:
+    """A payload built by hand, as a client in any language (or an attacker) can send it."""
+    if encoding is not None:
+        metadata["encoding"] = encoding
+    return Payload(metadata=metadata, data=data)
+
+
+def hostile_payload(rng: random.Random) -> RawValue:
+    """A request payload built by hand that may not even decode: nested past (or just under)
+    the decoder's depth limit, random bytes, a byte that is not UTF-8, a cut-off document,
+    or an encoding no converter knows."""
+    request = b'{"question": "where is order 1001?"}'
+    kind = rng.randrange(5)
+    if kind == 0:
+        depth = rng.randrange(150, 400)
+        opener, closer = rng.choice([(b"[", b"]"), (b'{"question": ', b"}")])
+        return RawValue(payload(opener * depth + b'"x"' + closer * depth))
+    if kind == 1:
+        return RawValue(payload(rng.randbytes(rng.randrange(0, 64))))
+    if kind == 2:
+        at = rng.randrange(len(request))
+        return RawValue(payload(request[:at] + bytes([rng.randrange(0x80, 0x100)]) + request[at:]))
+    if kind == 3:
+        return RawValue(payload(request[: rng.randrange(len(request))]))
+    encodings = [b"binary/unknown", b"", b"json/plain\x00", b"binary/encrypted", b"x" * 300]
+    encoding = rng.choice(encodings)
+    return RawValue(payload(request, encoding))
 
 
 async def run_to_end(client: Client, task_queue: str, args: list[Any]) -> tuple[str, Any]:
@@ -207,6 +251,7 @@ async def test_malformed_and_hostile_requests_all_end_with_no_run_left_running(
 ) -> None:
     rng = random.Random(20261201)
     inputs = [malformed_request(rng, i) for i in range(FUZZ_REQUESTS)]
+    inputs += [hostile_payload(rng) for _ in range(FUZZ_PAYLOADS)]
     slots = asyncio.Semaphore(PARALLEL_STARTS)
 
     async def one(value: Any) -> tuple[str, Any]:
@@ -217,8 +262,9 @@ async def test_malformed_and_hostile_requests_all_end_with_no_run_left_running(
     for value, (outcome, detail) in zip(inputs, outcomes, strict=True):
         if outcome == "failed":
             assert isinstance(detail, ApplicationError), (value, detail)
-            assert detail.type == errors.INVALID_REQUEST and detail.non_retryable, (value, detail)
+            assert detail.type in REQUEST_ERRORS and detail.non_retryable, (value, detail)
         else:
+            assert not isinstance(value, RawValue), value
             assert isinstance(detail, AgentResult) and detail.answer, value
     assert sum(1 for o, _ in outcomes if o == "failed") > FUZZ_REQUESTS // 2
     assert await running_on(stack.client, stack.task_queue) == []
@@ -311,3 +357,169 @@ async def test_hostile_plans_all_end_and_move_no_money_unasked(
     finally:
         await conn.close()
     assert unasked == 0
+
+
+# --- payloads the SDK cannot decode ----------------------------------------------------------
+UNREADABLE_DEADLINE_S = 20.0
+"""A run handed an unreadable payload ends in its first workflow task: seconds, not retries."""
+NESTING = 300
+
+
+UNREADABLE: dict[str, tuple[Payload, str]] = {
+    # name: (the payload, words the error must contain)
+    "nested 300 levels": (
+        payload(b'{"question": ' * NESTING + b'"x"' + b"}" * NESTING),
+        "recursion limit",
+    ),
+    "unknown encoding": (payload(b'{"question": "x"}', b"binary/unknown"), "binary/unknown"),
+    "no encoding": (payload(b'{"question": "x"}', None), "<unknown>"),
+    "invalid UTF-8": (payload(b'{"question": "\xff\xfe order 1001"}'), "Invalid JSON"),
+    "not JSON": (payload(b"{question: where is order 1001"), "Invalid JSON"),
+    "empty": (payload(b""), "Invalid JSON"),
+    "protobuf of no known type": (
+        payload(b"{}", b"json/protobuf", messageType=b"no.such.Type"),
+        "no.such.Type",
+    ),
+    "protobuf bytes that do not parse": (
+        payload(b"\xff\xff\xff", b"binary/protobuf", messageType=b"temporal.api.common.v1.Payload"),
+        "binary/protobuf",
+    ),
+}
+OTHER_SHAPES: dict[str, list[Payload]] = {
+    # Readable JSON, but not the one object the workflow takes.
+    "an array": [payload(b'[{"question": "where is order 1001?"}]')],
+    "a string": [payload(b'"where is order 1001?"')],
+    "null": [payload(b"null")],
+    "nested 150 levels": [payload(b'{"question": ' * 150 + b'"x"' + b"}" * 150)],
+    "no input": [],
+    "three inputs": [payload(b"{}")] * 3,
+}
+
+
+async def run_raw(
+    client: Client, workflow: str, task_queue: str, payloads: list[Payload]
+) -> tuple[str, Any]:
+    """Start `workflow` with `payloads` as they are; ('failed', cause), ('completed', result)
+    or, past `UNREADABLE_DEADLINE_S`, ('stuck', the pending workflow task) after
+    terminating it."""
+    handle = await client.start_workflow(
+        workflow,
+        args=[RawValue(p) for p in payloads],
+        id=f"raw-{uuid.uuid4().hex[:12]}",
+        task_queue=task_queue,
+    )
+    try:
+        return "completed", await asyncio.wait_for(handle.result(), UNREADABLE_DEADLINE_S)
+    except WorkflowFailureError as exc:
+        return "failed", exc.cause
+    except TimeoutError:
+        pending = (await handle.describe()).raw_description.pending_workflow_task
+        await handle.terminate("stuck on an unreadable payload")
+        return "stuck", pending
+
+
+def assert_named(outcome: tuple[str, Any], kind: str, words: str) -> None:
+    state, cause = outcome
+    assert state == "failed", outcome
+    assert isinstance(cause, ApplicationError), cause
+    assert cause.type == kind and cause.non_retryable, cause
+    assert words in cause.message and len(cause.message) <= 2000, cause.message
+
+
+async def test_an_unreadable_run_input_fails_the_run_at_once_naming_what_was_wrong(
+    stack: AgentStack,
+) -> None:
+    cases = {name: [p] for name, (p, _) in UNREADABLE.items()}
+    # As the second input, beside a good request: unreadable still, wherever it sits.
+    cases["unreadable second input"] = [payload(b'{"question": "x"}'), UNREADABLE["empty"][0]]
+    cases.update(OTHER_SHAPES)
+    started = time.monotonic()
+    outcomes = await asyncio.gather(
+        *(
+            run_raw(stack.client, names.AGENT_WORKFLOW, stack.task_queue, payloads)
+            for payloads in cases.values()
+        )
+    )
+    by_name = dict(zip(cases, outcomes, strict=True))
+    for name, (_, words) in UNREADABLE.items():
+        assert_named(by_name[name], errors.UNDECODABLE_PAYLOAD, words)
+    assert_named(by_name["unreadable second input"], errors.UNDECODABLE_PAYLOAD, "Invalid JSON")
+    for name in ("an array", "a string", "null", "nested 150 levels"):
+        assert_named(by_name[name], errors.INVALID_REQUEST, "invalid AgentWorkflow input")
+    assert_named(by_name["no input"], errors.INVALID_REQUEST, "got 0")
+    assert_named(by_name["three inputs"], errors.INVALID_REQUEST, "got 3")
+    assert time.monotonic() - started < UNREADABLE_DEADLINE_S
+    assert await running_on(stack.client, stack.task_queue) == []
+
+
+async def test_a_fan_out_part_started_with_any_unreadable_or_odd_input_fails_at_once(
+    stack: AgentStack,
+) -> None:
+    cases = {name: [p] for name, (p, _) in UNREADABLE.items()}
+    cases.update(OTHER_SHAPES)
+    outcomes = await asyncio.gather(
+        *(
+            run_raw(stack.client, names.FAN_OUT_WORKFLOW, stack.task_queue, payloads)
+            for payloads in cases.values()
+        )
+    )
+    by_name = dict(zip(cases, outcomes, strict=True))
+    for name, (_, words) in UNREADABLE.items():
+        assert_named(by_name[name], errors.UNDECODABLE_PAYLOAD, words)
+    for name in ("an array", "a string", "null", "nested 150 levels"):
+        assert_named(by_name[name], errors.INVALID_REQUEST, f"invalid {names.FAN_OUT_WORKFLOW}")
+    assert_named(by_name["no input"], errors.INVALID_REQUEST, "got 0")
+    assert_named(by_name["three inputs"], errors.INVALID_REQUEST, "got 3")
+    assert await running_on(stack.client, stack.task_queue) == []
+
+
+async def workflow_task_failures(handle: WorkflowHandle[Any, Any]) -> list[str]:
+    history = await handle.fetch_history()
+    return [
+        e.workflow_task_failed_event_attributes.failure.message
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+    ]
+
+
+async def test_hostile_signals_and_updates_leave_a_waiting_run_working(
+    stack: AgentStack, database_url: str
+) -> None:
+    pool = await asyncpg.create_pool(database_url, min_size=1, max_size=2)
+    try:
+        order_id, _ = await refundable_order(pool, at_least_cents=15_000)
+    finally:
+        await pool.close()
+    handle = await stack.start(
+        f"Please refund $150.00 for order {order_id}, it arrived damaged", actor=staff()
+    )
+    await until_awaiting(handle)
+
+    # Signals cannot answer: each one is dropped (with a warning) and the run goes on.
+    hostile = [[p] for p, _ in UNREADABLE.values()] + list(OTHER_SHAPES.values())
+    hostile.append([payload(b'{"call_id": 5, "downstream": [], "waiting": "maybe"}')])
+    for payloads in hostile:
+        await handle.signal(names.SLOT_WAIT_SIGNAL, args=[RawValue(p) for p in payloads])
+
+    # Updates are refused, naming why; none reaches history.
+    for p, words in UNREADABLE.values():
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await handle.execute_update(names.APPROVE_UPDATE, RawValue(p))
+        assert_named(("failed", refused.value.cause), errors.UNDECODABLE_PAYLOAD, words)
+    for name, payloads in OTHER_SHAPES.items():
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await handle.execute_update(names.APPROVE_UPDATE, args=[RawValue(p) for p in payloads])
+        cause = refused.value.cause
+        assert isinstance(cause, ApplicationError) and cause.type == errors.INVALID_REQUEST, name
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await handle.execute_update(names.APPROVE_UPDATE, {"approved": "maybe", "approver": "x"})
+    assert_named(("failed", refused.value.cause), errors.INVALID_REQUEST, "approved")
+
+    assert (await until_awaiting(handle, timeout_s=5)).tool == "create_refund"
+    await handle.execute_update(
+        names.APPROVE_UPDATE, ApprovalDecision(approved=False, approver="bob", reason="no")
+    )
+    result = await asyncio.wait_for(handle.result(), UNREADABLE_DEADLINE_S)
+    refund = next(s for s in result.steps if s.tool == "create_refund")
+    assert refund.error is not None and refund.error.type == errors.APPROVAL_DECLINED
+    assert await workflow_task_failures(handle) == []
