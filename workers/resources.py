@@ -17,6 +17,7 @@ from agentkeel.activities.conversations import ConversationStore
 from agentkeel.activities.downstream.guard import Downstreams
 from agentkeel.activities.downstream.limiter import DownstreamLimiter
 from agentkeel.activities.downstream.sharing import SharedReads
+from agentkeel.activities.effects_ledger import EffectLedger, EffectLedgerActivities
 from agentkeel.activities.hot_questions import WarmingActivities
 from agentkeel.activities.latency import LatencyActivities, LatencyBook, timed_tool
 from agentkeel.activities.local_policy import LocalPolicyActivities
@@ -95,6 +96,7 @@ async def cpu_activities(
             StoreActivities(pool, caches.paths).store,
             WarmingActivities(pool, caches.paths).hot_questions,
             *run_control.all_activities(),
+            *EffectLedgerActivities(EffectLedger(pool)).all(),
             *_output_activities(pool),
             *_local_policy_activities(
                 local or local_policy(settings), pool, redis, speculative_calls(settings)

@@ -9,6 +9,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
 
 from agentkeel.schemas import errors
+from agentkeel.schemas.approvals import ApprovalRecord
 from agentkeel.schemas.result import StepError
 from agentkeel.schemas.tools import ToolSpec
 from agentkeel.workflows import timeouts
@@ -20,9 +21,11 @@ _SUMMARY_CHARS = 120
 class StepRefused(Exception):
     """A call the run itself declined to make (a side effect without approval)."""
 
-    def __init__(self, error: StepError) -> None:
+    def __init__(self, error: StepError, *, approval: ApprovalRecord | None = None) -> None:
         super().__init__(error.message)
         self.error = error
+        self.approval = approval
+        """The decision that declined it, where an approver (or the deadline) did."""
 
 
 async def execute_tool(
