@@ -210,6 +210,8 @@ def create_app(client: AgentClient, keys: ApiKeys, settings: Settings | None = N
             slot = await quotas.open_stream(who.quota_id, tenant)
 
         async def events() -> AsyncIterator[ServerSentEvent]:
+            if slot is not None:
+                slot.begin()
             try:
                 stream = run_events(runs, client.redis, workflow_id, last_event_id, pollers)
                 async for event in stream:

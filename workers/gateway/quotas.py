@@ -135,13 +135,9 @@ class Quotas:
         full = await self.leases.take(slots, lease.member, self.limits.lease_s)
         if full is not None:
             raise OverQuota(self._problem(full))
-        return OpenStream(self, lease, asyncio.create_task(self._renew(lease)))
-
-    async def _renew(self, lease: Lease) -> None:
-        while True:
-            await asyncio.sleep(self.limits.sweep_every_s)
-            with suppress(RedisError):
-                await self.leases.renew(lease.keys, lease.member, self.limits.lease_s)
+        stream = OpenStream(self, lease)
+        stream.renewing = asyncio.create_task(stream.renew())
+        return stream
 
     async def sweep(self, keys: Sequence[str] | None = None) -> None:
         """Renew the leases of runs still running and drop those of runs that have ended,
@@ -197,13 +193,30 @@ class Quotas:
 
 @dataclass
 class OpenStream:
-    """A stream's slot while it is open."""
+    """A stream's slot while it is open: renewed once the stream has begun (`begin`), let
+    go at `close`, or at the first renewal if the stream never began (its client left
+    before the response started, so nothing would close it)."""
 
     quotas: Quotas
     lease: Lease
-    renewing: asyncio.Task[None]
+    begun: bool = False
+    renewing: asyncio.Task[None] | None = None
+
+    def begin(self) -> None:
+        self.begun = True
+
+    async def renew(self) -> None:
+        limits, leases = self.quotas.limits, self.quotas.leases
+        while True:
+            await asyncio.sleep(limits.sweep_every_s)
+            if not self.begun:
+                await self.quotas.release(self.lease)
+                return
+            with suppress(RedisError):
+                await leases.renew(self.lease.keys, self.lease.member, limits.lease_s)
 
     async def close(self) -> None:
-        self.renewing.cancel()
-        await asyncio.gather(self.renewing, return_exceptions=True)
+        if self.renewing is not None:
+            self.renewing.cancel()
+            await asyncio.gather(self.renewing, return_exceptions=True)
         await self.quotas.release(self.lease)
