@@ -15,6 +15,7 @@ import sys
 from collections.abc import AsyncIterator
 
 import asyncpg
+import httpx
 import pytest
 
 from agentkeel.activities.effects_ledger import EffectLedger
@@ -26,6 +27,10 @@ from agentkeel.schemas.model_calls import PlanInput, PlanResult
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.result import AgentResult, StepStatus
+from agentkeel.workers.gateway.app import create_app
+from agentkeel.workers.gateway.keys import ApiKey, ApiKeys
+from agentkeel.workers.gateway.server import serving
+from agentkeel.workers.stack.procs import free_port
 from tests.conftest import StackFactory
 from tests.test_authority import RefundScript, refundable_order, refunds_plan, until_awaiting
 
@@ -193,3 +198,45 @@ async def test_the_audit_lists_effects_refusals_and_decisions(
     assert cli.returncode == 0, err.decode()
     listed = json.loads(out)
     assert [e["status"] for e in listed] == ["made", "refused", "made"]
+
+
+async def test_the_gateway_lists_the_ledger_as_far_as_a_key_may_see(
+    make_stack: StackFactory, db: asyncpg.Pool
+) -> None:
+    order_id, owner = await refundable_order(db, at_least_cents=1_000)
+    stack = await make_stack(policy=RefundScript([refunds_plan(order_id, 500)]))
+    customer = Actor(role="customer", subject=str(owner))
+    await (await stack.start(f"refund $5 on order {order_id}", actor=customer)).result()
+    tokens = {"own": "c" * 32, "other": "o" * 32, "staff": "s" * 32}
+    keys = ApiKeys(
+        [
+            ApiKey(token=tokens["own"], tenant=stack.tenant, actor=customer),
+            ApiKey(
+                token=tokens["other"],
+                tenant=stack.tenant,
+                actor=Actor(role="customer", subject=str(owner + 1)),
+            ),
+            ApiKey(
+                token=tokens["staff"], tenant=stack.tenant, actor=Actor(role="staff", name="bo")
+            ),
+        ]
+    )
+    app = create_app(stack.agent_client(), keys, settings=stack.settings)
+    async with serving(app, "127.0.0.1", free_port()) as base:
+        async with httpx.AsyncClient(base_url=base, timeout=30, trust_env=False) as http:
+
+            async def audit(who: str, **params: str) -> httpx.Response:
+                headers = {"Authorization": f"Bearer {tokens[who]}"}
+                return await http.get("/v1/audit", params=params, headers=headers)
+
+            own = await audit("own")
+            assert own.status_code == 200, own.text
+            assert [(e["status"], e["target"]) for e in own.json()] == [
+                ("made", f"order_id={order_id}")
+            ]
+            assert (await audit("other")).json() == []  # another customer's effects: none
+            assert (await audit("other", actor=f"customer:{owner}")).status_code == 403
+            assert (await audit("own", tenant="elsewhere")).status_code == 403
+            staff = await audit("staff", target=f"order_id={order_id}")
+            assert [e["actor"]["subject"] for e in staff.json()] == [str(owner)]
+            assert (await audit("staff", limit="0")).status_code == 422

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Annotated, Any
 
 import structlog
@@ -21,6 +22,7 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from agentkeel.schemas.approvals import ApprovalAnswer, ApprovalDecision
+from agentkeel.schemas.effects import AuditEntry
 from agentkeel.schemas.gateway import (
     GatewayApproval,
     Problem,
@@ -31,6 +33,7 @@ from agentkeel.schemas.gateway import (
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.workers.client.agent_client import AgentClient
 from agentkeel.workers.client.approvals import NothingAwaiting, decide_approval
+from agentkeel.workers.gateway.audit import AuditReader, audit_query
 from agentkeel.workers.gateway.body_limit import BodyLimit
 from agentkeel.workers.gateway.events import run_events
 from agentkeel.workers.gateway.keys import ApiKeys, Caller, Refused
@@ -81,6 +84,7 @@ def create_app(client: AgentClient, keys: ApiKeys, settings: Settings | None = N
     settings = settings or Settings()
     runs = Runs(client)
     pollers = RunPollers(runs)
+    ledger = AuditReader(settings.database_url)
     max_wait_s = float(settings.gateway_max_wait_s)
     quotas = None
     if client.redis is not None:
@@ -98,6 +102,7 @@ def create_app(client: AgentClient, keys: ApiKeys, settings: Settings | None = N
             if sweeping is not None:
                 sweeping.cancel()
                 await asyncio.gather(sweeping, return_exceptions=True)
+            await ledger.close()
             await client.close()
 
     app = FastAPI(
@@ -256,6 +261,22 @@ def create_app(client: AgentClient, keys: ApiKeys, settings: Settings | None = N
             raise Refused(409, str(exc)) from None
         except WorkflowUpdateFailedError as exc:
             raise Refused(409, f"refused: {exc.cause}") from None
+
+    @app.get("/v1/audit", response_model=list[AuditEntry], responses=PROBLEMS)
+    async def list_audit(
+        who: CallerDep,
+        tenant: str | None = None,
+        actor: str | None = None,
+        target: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 100,
+    ) -> Any:
+        """Side effects, refusals and approval decisions, newest first (the effects ledger)."""
+        query = audit_query(
+            who, tenant=tenant, actor=actor, target=target, since=since, until=until, limit=limit
+        )
+        return await ledger.entries(query)
 
     async def reserve(who: Caller, request: AgentRequest) -> Lease | None:
         if quotas is None:
