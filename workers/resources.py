@@ -25,6 +25,7 @@ from agentkeel.activities.model_calls import InferenceActivities
 from agentkeel.activities.outputs import OutputActivities, OutputStore
 from agentkeel.activities.run_control import RunControlActivities
 from agentkeel.activities.run_store import StoreActivities
+from agentkeel.activities.tools.door import EFFECT_CALLERS, door_activity
 from agentkeel.activities.tools.functions import FunctionTools
 from agentkeel.inference.policy import Policy
 from agentkeel.schemas.approvals import ApprovalPolicy
@@ -86,20 +87,27 @@ async def cpu_activities(
         tools = FunctionTools(ACTIVITY_TOOLS, resources, domain.is_scoped)
         # What each tool took, as runs saw it: what a run with a deadline plans from.
         latencies = LatencyBook(redis)
-        yield [
-            *(
-                timed_tool(method, activity_name(method), latencies)
-                for method in tool_activities(tools, caches, downstreams(settings, redis))
-            ),
+        internal: list[Callable[..., Any]] = [
             LatencyActivities(latencies).latency_estimates,
             CacheActivities(caches.paths).lookup_cache,
             StoreActivities(pool, caches.paths).store,
             WarmingActivities(pool, caches.paths).hot_questions,
             *run_control.all_activities(),
-            *EffectLedgerActivities(EffectLedger(pool)).all(),
             *_output_activities(pool),
             *_local_policy_activities(
                 local or local_policy(settings), pool, redis, speculative_calls(settings)
+            ),
+        ]
+        yield [
+            *(
+                timed_tool(method, activity_name(method), latencies)
+                for method in tool_activities(tools, caches, downstreams(settings, redis))
+            ),
+            # Every other activity is agentkeel's own too: one door for all of them.
+            *(door_activity(method) for method in internal),
+            *(
+                door_activity(method, EFFECT_CALLERS)
+                for method in EffectLedgerActivities(EffectLedger(pool)).all()
             ),
         ]
     finally:
