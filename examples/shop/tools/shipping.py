@@ -70,5 +70,5 @@ async def track_shipment(args: TrackShipmentArgs, ctx: ToolContext) -> Tracking:
 
 async def _check_owner(ctx: ToolContext, number: str) -> None:
     if ctx.scoped:
-        owner = await shop(ctx).pool.fetchval(q.SHIPMENT_OWNER, number)
+        owner = await shop(ctx).pool.fetchval(q.SHIPMENT_OWNER, number, ctx.tenant)
         ctx.require_owner(owner, f"shipment {number!r}")
