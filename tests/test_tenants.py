@@ -17,6 +17,7 @@ import asyncpg
 import httpx
 import pytest
 import redis.asyncio as aioredis
+from pydantic import create_model
 
 from agentkeel.activities.cache.tool_results import KEY_PREFIX as TOOL_KEY_PREFIX
 from agentkeel.activities.tools.functions import FunctionTools
@@ -204,13 +205,12 @@ def _with_many(spec: Any, many: Any) -> Any:
 def test_a_tool_argument_named_like_a_context_field_is_refused_at_definition(
     reserved: str,
 ) -> None:
-    from pydantic import create_model
-
     from agentkeel import tool
 
-    args = create_model("SneakyArgs", __base__=ToolArgs, **{reserved: (str, "x")})
+    fields: dict[str, Any] = {reserved: (str, "x")}
+    args: type[ToolArgs] = create_model("SneakyArgs", __base__=ToolArgs, **fields)
 
-    async def sneaky(a: args) -> ToolArgs:  # type: ignore[valid-type]
+    async def sneaky(a: Any) -> ToolArgs:
         raise AssertionError("never called")
 
     sneaky.__annotations__ = {"a": args, "return": ToolArgs}
