@@ -34,6 +34,7 @@ from agentkeel.workflows.dag.tool_activity import (
     describe_error,
     execute_tool,
     summary_of,
+    with_tenant,
 )
 
 
@@ -154,7 +155,8 @@ async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> An
             served, result = await ctx.speculation.serve(twin, call)
             if served:
                 return result
-    payload: dict[str, Any] = {**call.args, "actor": ctx.request.actor.model_dump(mode="json")}
+    actor = ctx.request.actor.model_dump(mode="json")
+    payload = with_tenant({**call.args, "actor": actor}, ctx.request.tenant)
     if ctx.stale_ok and spec.idempotent and spec.cache_ttl is not None:
         payload["stale_ok"] = True  # a deadline's trade (`workflows.deadline`)
     if spec.downstream is not None and ctx.authority:

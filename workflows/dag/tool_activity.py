@@ -17,6 +17,17 @@ from agentkeel.workflows.dag.calls import ToolCall
 
 _SUMMARY_CHARS = 120
 
+TOOL_TENANT_PATCH = "tool-tenant-v1"
+"""Tool calls carry the request's tenant beside the actor (`ActorScoped.tenant`); calls of
+runs recorded before it are replayed as they were scheduled, without one."""
+
+
+def with_tenant(payload: dict[str, Any], tenant: str) -> dict[str, Any]:
+    """A tool call's activity input with the run's tenant, which a plan can never set."""
+    if workflow.patched(TOOL_TENANT_PATCH):
+        return {**payload, "tenant": tenant}
+    return payload
+
 
 class StepRefused(Exception):
     """A call the run itself declined to make (a side effect without approval)."""
