@@ -13,6 +13,9 @@ from pydantic import ValidationError
 # Requests.
 INVALID_REQUEST: Final = "InvalidRequest"
 """The workflow input failed validation: the run fails at once, never retried."""
+UNDECODABLE_PAYLOAD: Final = "UndecodablePayload"
+"""A payload (a run's input, an activity's) could not be decoded at all: nested too deep,
+an unknown encoding, bytes that are not JSON; fails what carried it at once."""
 
 # Plans (the scheduler rejects the plan before any tool runs; `join` may replan).
 UNKNOWN_TOOL: Final = "UnknownTool"

@@ -16,7 +16,14 @@ from typing import Any
 
 import asyncpg
 import pytest
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.api.common.v1 import Payload
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowUpdateFailedError,
+)
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 from agentkeel.schemas import errors, names
@@ -106,10 +113,12 @@ def malformed_request(rng: random.Random, index: int) -> Any:
     }
 
 
-async def run_to_end(client: Client, task_queue: str, args: list[Any]) -> tuple[str, Any]:
+async def run_to_end(
+    client: Client, task_queue: str, args: list[Any], *, workflow_type: str = names.AGENT_WORKFLOW
+) -> tuple[str, Any]:
     """Start `AgentWorkflow` by name with raw `args`; ('completed', result) or ('failed', cause)."""
     handle = await client.start_workflow(
-        names.AGENT_WORKFLOW,
+        workflow_type,
         args=args,
         id=f"fuzz-{uuid.uuid4().hex[:12]}",
         task_queue=task_queue,
@@ -311,3 +320,45 @@ async def test_hostile_plans_all_end_and_move_no_money_unasked(
     finally:
         await conn.close()
     assert unasked == 0
+
+
+def _raw(data: bytes, encoding: bytes = b"json/plain") -> RawValue:
+    return RawValue(Payload(metadata={"encoding": encoding}, data=data))
+
+
+UNDECODABLE = {
+    "nested 300 deep": _raw(b'{"question": ' + b"[" * 300 + b"]" * 300 + b"}"),
+    "unknown encoding": _raw(b'{"question": "hi"}', encoding=b"binary/made-up"),
+    "not UTF-8": _raw(b'{"question": "\xff\xfe"}'),
+    "not JSON": _raw(b"{question: hi"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(UNDECODABLE))
+async def test_a_payload_that_cannot_be_decoded_fails_the_run_at_once(
+    stack: AgentStack, what: str
+) -> None:
+    for workflow_type in (names.AGENT_WORKFLOW, names.FAN_OUT_WORKFLOW):
+        started = time.monotonic()
+        outcome, cause = await run_to_end(
+            stack.client, stack.task_queue, [UNDECODABLE[what]], workflow_type=workflow_type
+        )
+        assert outcome == "failed" and isinstance(cause, ApplicationError), (workflow_type, cause)
+        assert cause.type == errors.UNDECODABLE_PAYLOAD and cause.non_retryable
+        assert time.monotonic() - started < 10
+    assert await running_on(stack.client, stack.task_queue) == []
+
+
+async def test_an_undecodable_signal_or_update_leaves_the_run_going(stack: AgentStack) -> None:
+    handle = await stack.client.start_workflow(
+        names.AGENT_WORKFLOW,
+        {"question": "where is order 1001", "options": {"watch_every_s": 1}},
+        id=f"fuzz-{uuid.uuid4().hex[:12]}",
+        task_queue=stack.task_queue,
+        result_type=AgentResult,
+    )
+    with pytest.raises(WorkflowUpdateFailedError):
+        await handle.execute_update(names.APPROVE_UPDATE, UNDECODABLE["nested 300 deep"])
+    await handle.signal(names.SLOT_WAIT_SIGNAL, UNDECODABLE["unknown encoding"])
+    result = await asyncio.wait_for(handle.result(), timeout=RUN_DEADLINE_S)
+    assert result.answer

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+from agentkeel.workers.payload_converter import checked_data_converter
 
 PASSTHROUGH_MODULES = (
     "pydantic",  # immutable validation code; re-importing it per run costs ~100 ms
@@ -60,9 +61,10 @@ def _passthrough(runner: WorkflowRunner | None) -> WorkflowRunner:
 
 
 def agentkeel_plugin() -> SimplePlugin:
-    """The pydantic JSON data converter and the workflow sandbox's pass-throughs."""
+    """The pydantic JSON data converter (undecodable payloads fail at once) and the
+    workflow sandbox's pass-throughs."""
     return SimplePlugin(
         "agentkeel",
-        data_converter=pydantic_data_converter,
+        data_converter=checked_data_converter,
         workflow_runner=_passthrough,
     )
