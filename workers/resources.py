@@ -128,6 +128,7 @@ def downstreams(settings: Settings, redis: aioredis.Redis) -> Downstreams:
             redis,
             settings.downstream_limits({d.name: d for d in active_domain().downstreams}),
             namespace=settings.temporal_namespace,
+            tenant_share=settings.tenant_downstream_share,
         ),
         shared=SharedReads() if settings.share_reads == "on" else None,
         merge_window_s=settings.merge_window_ms / 1000,

@@ -204,6 +204,9 @@ class Settings(BaseModel):
     """Caps per downstream service, from `AGENTKEEL_DOWNSTREAM_<NAME>_CONCURRENCY` (calls in
     flight at once across all workers, 1 or more) and `..._RATE` (calls started per second,
     above 0); see `downstream_limits`."""
+    tenant_downstream_share: Fraction = 0.5
+    """The most of a downstream's concurrency cap one tenant's calls may hold at once (at
+    least one slot): the rest stays free for every other tenant, whatever one sends."""
     merge_window_ms: Milliseconds = 2.0
     """How long a batching tool's call waits for others to go with it in one request; 0
     sends each alone (see `bench/downstream.py` for what it costs and saves)."""
