@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import asyncpg
 import structlog
@@ -68,8 +69,24 @@ class StoreActivities:
         return StoreResult(recorded=True, cached=cached, cache_ttl_s=ttl_s)
 
 
+NUL_SHOWN_AS = "\ufffd"
+"""What a NUL byte in a recorded value reads as: Postgres text and jsonb cannot hold NUL,
+and a step refused for one (`InvalidArguments`) still records the arguments it was given."""
+
+
+def without_nul(value: Any) -> Any:
+    """`value` (decoded JSON) with every NUL in its strings and keys replaced."""
+    if isinstance(value, str):
+        return value.replace("\x00", NUL_SHOWN_AS)
+    if isinstance(value, list):
+        return [without_nul(item) for item in value]
+    if isinstance(value, dict):
+        return {without_nul(key): without_nul(item) for key, item in value.items()}
+    return value
+
+
 def run_record_row(tenant: str, question: str, result: AgentResult) -> tuple[object, ...]:
-    dump = result.model_dump(mode="json")
+    dump = without_nul(result.model_dump(mode="json"))
     return (
         result.workflow_id,
         result.run_id,
@@ -82,5 +99,5 @@ def run_record_row(tenant: str, question: str, result: AgentResult) -> tuple[obj
         json.dumps(dump["plan"]),
         json.dumps(dump["steps"]),
         json.dumps(dump["timings_ms"]),
-        result.answer,
+        dump["answer"],
     )

@@ -38,12 +38,13 @@ class ApprovalPolicy(BaseModel):
     ) -> str | None:
         """Why `actor` moving `amount_cents` needs approval, or None when it does not.
 
-        `already`: what the run has moved before; thresholds apply to the total, so a
-        refund split into small parts waits like the whole would. `scoped`: the actor's
+        `already`: what was moved before (by the run, and by the actor or on the target
+        in the ledger's window); thresholds apply to the total, so a refund split into
+        small parts, in one run or in many, waits like the whole would. `scoped`: the actor's
         role acts for one subject (the domain's `Role.scoped`): the self-service limit holds.
         """
         total = already + amount_cents
-        so_far = f" (with {already} cents earlier in this run)" if already else ""
+        so_far = f" (with {already} cents moved earlier)" if already else ""
         if total > self.threshold_cents:
             return f"above the approval threshold of {self.threshold_cents} cents{so_far}"
         if scoped and total > self.self_service_cents:

@@ -222,11 +222,14 @@ class Domain:
     example_plan: Mapping[str, Any] | None = None
     """One valid plan in its own tools, shown to models as the plan format."""
     local_services: Sequence[LocalService] = ()
+    """Stand-ins `agentkeel up` starts for its services on a laptop (see `workers.stack`)."""
     untrusted_effects: Literal["refuse", "approve"] = "refuse"
     """A side effect whose target or amount comes from untrusted content (tool output, a
     value only the planner wrote): refused with `UntrustedArgument`, or sent to an
     approver who sees where each value came from (`schemas.plan.provenance`)."""
-    """Stand-ins `agentkeel up` starts for its services on a laptop (see `workers.stack`)."""
+    effect_window_s: int = 86_400
+    """The window approval thresholds and self-service limits count in: what an actor, and
+    what a target (an order), moved in it across every run (the effects ledger)."""
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -241,6 +244,13 @@ class Domain:
             raise DomainError(
                 f"domain {self.name}: untrusted_effects is 'refuse' or 'approve', "
                 f"not {self.untrusted_effects!r}"
+            )
+        if isinstance(self.effect_window_s, bool) or not (
+            isinstance(self.effect_window_s, int) and self.effect_window_s > 0
+        ):
+            raise DomainError(
+                f"domain {self.name}: effect_window_s is a whole number of seconds above 0, "
+                f"not {self.effect_window_s!r}"
             )
         roles = [r.name for r in self.roles]
         if SYSTEM_ROLE in roles or len(set(roles)) != len(roles):

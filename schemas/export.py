@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from agentkeel.schemas.approvals import ApprovalAnswer, ApprovalDecision
-from agentkeel.schemas.gateway import GatewayApproval, RunView
+from agentkeel.schemas.gateway import GatewayApproval, QuotaProblem, RunView
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult
@@ -26,6 +26,7 @@ PUBLISHED: dict[str, tuple[type[BaseModel], str]] = {
     "approval_answer": (ApprovalAnswer, "serialization"),
     "gateway_run_view": (RunView, "serialization"),
     "gateway_approval": (GatewayApproval, "validation"),
+    "gateway_quota_problem": (QuotaProblem, "serialization"),
 }
 OUT_DIR = Path(__file__).parent / "json"
 

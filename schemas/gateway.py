@@ -76,3 +76,32 @@ class Problem(BaseModel):
     """Body of every 4xx/5xx answer other than FastAPI's own 422."""
 
     detail: str
+
+
+class QuotaKind(StrEnum):
+    """What a gateway quota counts (`AGENTKEEL_GATEWAY_<KIND>_PER_KEY` / `_PER_TENANT`)."""
+
+    RUNS = "runs"
+    """Runs in flight, started through the gateway and not yet ended."""
+    WATCHES = "watches"
+    """Runs in flight that watch (`options.watch_every_s`): they may last for days."""
+    STREAMS = "streams"
+    """Open `GET /v1/runs/{id}/events` streams."""
+
+
+class QuotaScope(StrEnum):
+    KEY = "key"
+    """One API key (without keys: every caller of the loopback gateway together)."""
+    TENANT = "tenant"
+    """Every key of one tenant, together."""
+
+
+class QuotaProblem(Problem):
+    """Body of a `429`: a quota is full. Sent with `Retry-After` (seconds)."""
+
+    quota: QuotaKind
+    scope: QuotaScope
+    limit: int
+    """The most this scope may hold at once."""
+    retry_after_s: int
+    """When to try again, as `Retry-After` says: a slot may have freed by then."""

@@ -31,6 +31,9 @@ STORE_OUTPUT: Final = "store_output"
 LOAD_OUTPUTS: Final = "load_outputs"
 COMBINE_OUTPUTS: Final = "combine_outputs"
 LATENCY_ESTIMATES: Final = "latency_estimates"
+CLAIM_EFFECT: Final = "claim_effect"
+SETTLE_EFFECT: Final = "settle_effect"
+RECORD_REFUSAL: Final = "record_refusal"
 
 # Activities of the inference worker pool.
 ROUTE: Final = "route"

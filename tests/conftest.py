@@ -61,6 +61,7 @@ from tests.pg import (
     Service,
     embedded_forced,
     fresh_database,
+    hand_shop_to,
     session_server,
 )
 from tests.redis_server import embedded_redis, redis_probe
@@ -311,6 +312,7 @@ async def make_stack(
             ):
                 await exits.enter_async_context(worker)
             stack = AgentStack(client=temporal, settings=settings, tenant=f"tenant-{queue}")
+            await hand_shop_to(database_url, stack.tenant)
             stacks.append(stack)
             return stack
 

@@ -147,3 +147,20 @@ async def fresh_database(
         template=template,
     ) as dsn:
         yield dsn
+
+
+SHOP_TENANT_TABLES = ("customers", "orders", "order_items", "shipments", "refunds")
+"""The shop's tables whose rows belong to one tenant (`examples/shop/migrations/0002_tenants`)."""
+
+
+async def hand_shop_to(database_url: str, tenant: str) -> None:
+    """Make every customer's row of this test's database `tenant`'s: the seed writes them
+    for `default`, and a stack asks as a tenant of its own (so its Redis keys are its own).
+    A test's later stack takes the rows over from its earlier one."""
+    conn = await asyncpg.connect(database_url)
+    try:
+        async with conn.transaction():
+            for table in SHOP_TENANT_TABLES:
+                await conn.execute(f"UPDATE {table} SET tenant = $1 WHERE tenant <> $1", tenant)
+    finally:
+        await conn.close()

@@ -465,14 +465,15 @@ async def test_a_refund_split_into_parts_waits_like_the_whole(
     make_stack: StackFactory, db: asyncpg.Pool
 ) -> None:
     order_id, owner = await refundable_order(db, at_least_cents=6_000)
-    stack = await make_stack(policy=RefundScript([refunds_plan(order_id, 1999, 1999, 1999)]))
+    stack = await make_stack(policy=RefundScript([refunds_plan(order_id, 1999, 1998, 1997)]))
     handle = await stack.start(
-        f"refund order {order_id} in parts of $19.99",
+        f"refund order {order_id} in parts: $19.99, $19.98 and $19.97",
         actor=Actor(role="customer", subject=str(owner)),
     )
-    for call_id in ("r1", "r2"):  # each later part waits, counted with what went before
+    # Each later part waits, counted with what was made (or still waits) before it.
+    for call_id in ("r1", "r2"):
         awaiting = await until_awaiting(handle)
-        assert awaiting.call_id == call_id and "1999 cents earlier in this run" in awaiting.why
+        assert awaiting.call_id == call_id and "cents moved earlier" in awaiting.why
         await handle.execute_update(
             names.APPROVE_UPDATE, ApprovalDecision(approved=False, approver="bob")
         )

@@ -71,12 +71,37 @@ async def test_a_cap_holds_across_limiters_sharing_redis(redis: aioredis.Redis) 
     assert max(waits) > 0.05  # some calls waited for a slot
 
 
+async def test_one_tenant_holds_at_most_its_share_and_another_finds_a_slot(
+    redis: aioredis.Redis,
+) -> None:
+    namespace = f"t{time.monotonic_ns()}"
+    limits = {"carrier": DownstreamLimit(concurrency=4)}
+    limiter = DownstreamLimiter(redis, limits, namespace=namespace, tenant_share=0.5)
+
+    async def call(tenant: str, gauge: Gauge) -> float:
+        async with limiter.slot("carrier", lease_s=10, tenant=tenant) as waited:
+            await gauge.hold(0.1)
+            return waited
+
+    alone = Gauge()
+    await asyncio.gather(*(call("busy", alone) for _ in range(8)))
+    assert alone.peak == 4  # alone, a tenant uses the whole cap
+    busy, quiet = Gauge(), Gauge()
+    quiet_calls = [asyncio.ensure_future(call("quiet", quiet)) for _ in range(2)]
+    flood = [asyncio.ensure_future(call("busy", busy)) for _ in range(12)]
+    quiet_waits = await asyncio.gather(*quiet_calls)
+    await asyncio.gather(*flood)
+    assert busy.peak == 2  # while another tenant calls too: its half of the cap
+    assert quiet.peak == 2 and max(quiet_waits) < 0.25  # the other half stays free
+
+
 async def test_leases_of_a_crashed_worker_expire_and_free_the_cap(redis: aioredis.Redis) -> None:
     namespace = f"t{time.monotonic_ns()}"
     limits = {"carrier": DownstreamLimit(concurrency=2)}
     crashed = DownstreamLimiter(redis, limits, namespace=namespace)
     for _ in range(2):  # taken and never given back: the process died holding them
-        assert await crashed._lease("carrier", limits["carrier"], 0.5, _nothing) is not None
+        keys = crashed._keys("carrier", "default")
+        assert await crashed._lease(keys, "carrier", limits["carrier"], 0.5, _nothing) is not None
     alive = DownstreamLimiter(redis, limits, namespace=namespace)
     started = time.monotonic()
     async with alive.slot("carrier", lease_s=10) as waited:
@@ -108,7 +133,8 @@ async def test_a_call_cancelled_while_waiting_or_holding_leaves_no_lease(
     for task in (waiter, holder):
         task.cancel()
     await asyncio.gather(holder, waiter, return_exceptions=True)
-    assert await redis.zcard(limiter._keys("carrier")[0]) == 0
+    leases, _, tenant_leases, _ = limiter._keys("carrier", "default")
+    assert await redis.zcard(leases) == 0 and await redis.zcard(tenant_leases) == 0
 
 
 async def test_a_rate_below_one_per_second_spaces_starts_out(redis: aioredis.Redis) -> None:

@@ -50,7 +50,7 @@ async def running(stack_dir: Path) -> AsyncIterator[tuple[Settings, StackEndpoin
 
 
 async def _start(client: Client, settings: Settings, question: str, key: str) -> WorkflowHandle:
-    request = AgentRequest(question=question, tenant="faults", actor=STAFF, request_id=key)
+    request = AgentRequest(question=question, tenant="default", actor=STAFF, request_id=key)
     return await client.start_workflow(
         AgentWorkflow.run, request, id=f"faults-{key}", task_queue=settings.task_queue
     )

@@ -167,7 +167,9 @@ async def test_bad_bodies_and_unknown_runs_get_clear_errors(stack: AgentStack) -
             "/v1/runs", content=b"{nope", headers={"content-type": "application/json"}
         )
         assert not_json.status_code == 422
-        huge = await http.post("/v1/runs", content=b"x" * 70_000)
+        huge = await http.post(
+            "/v1/runs", content=b"x" * 70_000, headers={"content-type": "application/json"}
+        )
         assert huge.status_code == 413
 
         async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: chunked

@@ -150,10 +150,12 @@ def hostile_payload(rng: random.Random) -> RawValue:
     return RawValue(payload(request, encoding))
 
 
-async def run_to_end(client: Client, task_queue: str, args: list[Any]) -> tuple[str, Any]:
+async def run_to_end(
+    client: Client, task_queue: str, args: list[Any], *, workflow_type: str = names.AGENT_WORKFLOW
+) -> tuple[str, Any]:
     """Start `AgentWorkflow` by name with raw `args`; ('completed', result) or ('failed', cause)."""
     handle = await client.start_workflow(
-        names.AGENT_WORKFLOW,
+        workflow_type,
         args=args,
         id=f"fuzz-{uuid.uuid4().hex[:12]}",
         task_queue=task_queue,

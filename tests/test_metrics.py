@@ -39,7 +39,7 @@ async def test_workers_serve_layer_cache_router_and_tool_metrics(
     for n, question in enumerate(questions):
         await client.execute_workflow(
             AgentWorkflow.run,
-            AgentRequest(question=question, tenant="metrics", options=RunOptions()),
+            AgentRequest(question=question, tenant="default", options=RunOptions()),
             id=f"metrics-{n}",
             task_queue=settings.task_queue,
         )

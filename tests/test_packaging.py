@@ -60,7 +60,7 @@ def test_the_wheel_installs_beside_packages_named_workflows_and_activities(
         "from agentkeel.activities.database.migrate import migration_files\n"
         "from agentkeel.examples.shop import domain\n"
         "versions = [v for v, _ in migration_files(domain)]\n"
-        "assert versions[0] == '0002_agent_runs' and versions[-1] == '0001_domain', versions\n"
+        "assert versions[0] == '0002_agent_runs' and versions[-1] == '0002_tenants', versions\n"
         "print('ok')\n"
     ).replace("SITE", repr(str(site)))
     # Nothing of this checkout on the path: only what the wheel installed.

@@ -76,9 +76,24 @@ def test_values_from_elsewhere_are_untrusted(question: str, steps: list, untrust
 
 
 def test_numbers_match_as_written_not_inside_other_numbers() -> None:
-    facts = TrustedFacts("order 1,250.00 and 7")
-    assert {1250, 125000, 7, 700} <= facts.numbers()
+    facts = TrustedFacts("refund $1,250.00 on order 7")
+    assert facts.numbers("amount") == {125000} and facts.numbers("identity") == {7}
     assert 12 not in facts.numbers() and 25 not in facts.numbers()
+
+
+@pytest.mark.parametrize(
+    ("words", "cents"),
+    [("$19.50", 1950), ("19.50", 1950), ("15 euros", 1500), ("EUR 15", 1500), ("500 cents", 500)],
+)
+def test_money_is_read_as_an_amount_in_cents(words: str, cents: int) -> None:
+    assert cents in TrustedFacts(f"refund {words} on order 1002").numbers("amount")
+
+
+def test_an_order_id_is_no_amount_and_money_is_no_target() -> None:
+    # "refund order 1002": a planner that refunds 1002 cents, or refunds order 150 of "$150".
+    amount = _origins("refund $150 on order 1002", [_refund(1002, 1002)])["amount_cents"]
+    assert not amount.trusted and "not as money" in amount.says
+    assert not _origins("refund $150 on order 1002", [_refund(150, 15000)])["order_id"].trusted
 
 
 def test_a_callers_plan_and_the_actors_subject_are_trusted() -> None:

@@ -11,6 +11,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import asyncpg
 import pytest
 from temporalio.client import (
     Client,
@@ -39,6 +40,7 @@ from agentkeel.workers.client.schedules import (
     scheduled_request,
 )
 from tests.conftest import AgentStack
+from tests.test_authority import refundable_order
 
 QUESTION = "Where is order 1001?"
 ANN = Actor(role="staff", name="ann")
@@ -276,3 +278,42 @@ async def test_the_cli_process_exits_2_with_one_line(client: Client, tmp_path: P
     assert proc.returncode == 2
     assert out == b""
     assert err.decode() == "agentkeel schedule pause: no schedule 'no-such-schedule'\n"
+
+
+async def _first_run_of(client: Client, schedule_id: str) -> AgentResult:
+    handle = client.get_schedule_handle(schedule_id)
+    fired = await _until(handle.describe, lambda d: bool(d.info.recent_actions))
+    first = fired.info.recent_actions[0].action
+    assert isinstance(first, ScheduleActionExecutionStartWorkflow)
+    await handle.pause(note="one run is enough")
+    run = client.get_workflow_handle(first.workflow_id, result_type=AgentResult)
+    return await asyncio.wait_for(run.result(), timeout=30)
+
+
+async def test_a_scheduled_run_makes_no_side_effect_unless_its_schedule_allowed_it(
+    client: Client, stack: AgentStack, schedule_ids: list[str], orders_db: asyncpg.Pool
+) -> None:
+    order_id, _ = await refundable_order(orders_db, at_least_cents=500)
+    question = f"Please refund $1.00 for order {order_id}, it arrived damaged"
+    every = Timing.parse(every="1s")
+    read_only = scheduled_request(question, tenant=stack.tenant, actor=ANN)
+    schedule_ids.append(
+        await create_schedule(client, read_only, every, task_queue=stack.task_queue)
+    )
+    refused = await _first_run_of(client, schedule_ids[-1])
+    # (The run answers what it can read; the same request, allowed below, refunds.)
+    assert not any(s.tool == "create_refund" and s.output for s in refused.steps)
+
+    with pytest.raises(ScheduleError, match="may not let a schedule make side effects"):
+        scheduled_request(
+            question,
+            tenant=stack.tenant,
+            actor=Actor(role="customer", subject="1"),
+            effects=True,
+        )
+    allowed = scheduled_request(question, tenant=stack.tenant, actor=ANN, effects=True)
+    allowed = allowed.model_copy(update={"question": question + " please"})  # another id
+    schedule_ids.append(await create_schedule(client, allowed, every, task_queue=stack.task_queue))
+    made = await _first_run_of(client, schedule_ids[-1])
+    [refund] = [s for s in made.steps if s.tool == "create_refund"]
+    assert refund.output is not None and refund.output["created"] is True

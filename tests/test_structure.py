@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentkeel.activities.cache_lookup import CacheActivities
+from agentkeel.activities.effects_ledger import EffectLedgerActivities
 from agentkeel.activities.hot_questions import WarmingActivities
 from agentkeel.activities.latency import LatencyActivities
 from agentkeel.activities.local_policy import LocalPolicyActivities
@@ -116,6 +117,7 @@ def test_every_activity_name_is_defined_once_in_schemas() -> None:
         RunControlActivities,
         OutputActivities,
         LatencyActivities,
+        EffectLedgerActivities,
     )
     assert agent_side == declared
     from agentkeel.activities.tools.functions import FunctionTools

@@ -166,7 +166,7 @@ async def test_one_trace_crosses_the_client_and_both_worker_processes(
         )
         handle = await client.start_workflow(
             AgentWorkflow.run,
-            AgentRequest(question="Where is order 1001?", tenant="traced"),
+            AgentRequest(question="Where is order 1001?", tenant="default"),
             id=f"traced-{uuid.uuid4().hex[:8]}",
             task_queue=settings.task_queue,
         )

@@ -19,6 +19,7 @@ from agentkeel.activities.cache.tiers import ExactTier, PathTier, SemanticTier
 from agentkeel.activities.cache.tool_results import ToolResultCache, cached_tool, invalidating_tool
 from agentkeel.activities.downstream.guard import Downstreams, guarded_tool, shared_tool
 from agentkeel.activities.heartbeat import TOOL_HEARTBEAT_EVERY_S, heartbeating_tool
+from agentkeel.activities.tools.arguments import checked_tool
 from agentkeel.activities.tools.door import door_tool
 from agentkeel.activities.tools.functions import FunctionTools
 from agentkeel.schemas.tools import TOOLS, active_domain
@@ -84,10 +85,11 @@ async def build_caches(settings: Settings, redis: aioredis.Redis, pool: asyncpg.
 def tool_activities(
     tools: FunctionTools, caches: Caches, downstreams: Downstreams
 ) -> list[Callable[..., Any]]:
-    """The tools as activities, behind the door (`activities.tools.door`): identical reads
-    in flight shared, then the result cache for idempotent ones (the side-effecting ones
-    invalidate what was cached about what they changed), then the downstream's merged calls
-    and caps."""
+    """The tools as activities, behind the door (`activities.tools.door`) and the argument
+    checks (`activities.tools.arguments`): identical reads in flight shared, then the result
+    cache for idempotent ones (the side-effecting ones invalidate what was cached about what
+    they changed), then the downstream's merged calls (one tenant's calls per request) and
+    caps. Every key a result is cached or shared under names the call's tenant."""
     wrapped: list[Callable[..., Any]] = []
     batch_calls = tools.batch_calls()
     for raw in tools.all_activities():
@@ -102,6 +104,8 @@ def tool_activities(
             # A side effect heartbeats inside its own transaction, and only there: a cancel
             # carried by a heartbeat after its commit would report a refund made as not.
             method = heartbeating_tool(method, spec.name, TOOL_HEARTBEAT_EVERY_S)
+        # Bad arguments fail their own call, for good, before any cache, share or batch.
+        method = checked_tool(method, spec)
         # Outermost: a caller that is not a run is refused before any cache or share.
         wrapped.append(door_tool(method, spec))
     return wrapped

@@ -52,8 +52,10 @@ def _item(out: dict) -> str:
 async def get_item(args: ItemArgs, ctx: ToolContext) -> Item:
     """Get an item with its owner, title and status."""
     row = await ctx.resources.fetchrow(
-        "SELECT item_id, owner, title, status FROM {name}_items WHERE item_id = $1",
+        "SELECT item_id, owner, title, status FROM {name}_items "
+        "WHERE item_id = $1 AND tenant = $2",  # only the run's tenant's rows exist for it
         args.item_id,
+        ctx.tenant,
     )
     ctx.require_owner(row and row["owner"], f"item {{args.item_id}}")
     if row is None:
@@ -73,9 +75,10 @@ async def close_item(args: ItemArgs, ctx: ToolContext) -> Item:
     for an admin's approval."""
     async with ctx.resources.acquire() as conn, conn.transaction():
         row = await conn.fetchrow(
-            "SELECT item_id, owner, title, status FROM {name}_items WHERE item_id = $1 "
-            "FOR UPDATE",
+            "SELECT item_id, owner, title, status FROM {name}_items "
+            "WHERE item_id = $1 AND tenant = $2 FOR UPDATE",
             args.item_id,
+            ctx.tenant,
         )
         ctx.require_owner(row and row["owner"], f"item {{args.item_id}}")
         if row is None:
@@ -190,10 +193,14 @@ domain = Domain(
     "migrations/0001_items.sql": """-- The {name} domain's tables, beside agentkeel's own.
 CREATE TABLE {name}_items (
     item_id integer PRIMARY KEY,
+    -- Whose data: the tools read and change the run's own tenant's rows only.
+    tenant  text NOT NULL DEFAULT 'default',
     owner   text NOT NULL,
     title   text NOT NULL,
     status  text NOT NULL DEFAULT 'open'
 );
+
+CREATE INDEX {name}_items_tenant_idx ON {name}_items (tenant, item_id);
 
 -- One row per side effect made: the idempotency key commits with the change.
 CREATE TABLE {name}_changes (

@@ -1,10 +1,10 @@
-"""The operators' commands: `agentkeel status`, `stats` and `trace`."""
+"""The operators' commands: `agentkeel status`, `stats`, `trace`, `logs` and `audit`."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from temporalio.service import RPCError
@@ -12,7 +12,7 @@ from temporalio.service import RPCError
 from agentkeel.workers.client.agent_client import connect_client
 from agentkeel.workers.settings import Settings, SettingsError, parse_duration
 
-OPERATOR_COMMANDS = ("status", "stats", "trace", "logs")
+OPERATOR_COMMANDS = ("status", "stats", "trace", "logs", "audit")
 
 
 def add_operator_parsers(sub: Any) -> None:
@@ -34,10 +34,21 @@ def add_operator_parsers(sub: Any) -> None:
     logs.add_argument("name", nargs="?", help="a process: temporal, worker-cpu, gateway, ...")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     logs.add_argument("-n", "--lines", type=int, default=50, help="lines of each log to show")
+    audit = sub.add_parser(
+        "audit", help="side effects, refusals and approval decisions, newest first"
+    )
+    audit.add_argument("--tenant", default="default", help="whose ledger (default: default)")
+    audit.add_argument("--actor", help="an actor: role:subject, role~name, or a role")
+    audit.add_argument("--target", help="what an effect changed, as recorded: order_id=7")
+    audit.add_argument("--since", help="how far back: 90s, 15m, 1h, 2d (default: all)")
+    audit.add_argument("--limit", type=int, default=100, help="rows at most (1-1000)")
+    audit.add_argument("--json", action="store_true", help="print JSON")
 
 
 async def run_operator(settings: Settings, args: argparse.Namespace) -> int:
-    run = {"status": _status, "stats": _stats, "trace": _trace, "logs": _logs}[args.command]
+    run = {"status": _status, "stats": _stats, "trace": _trace, "logs": _logs, "audit": _audit}[
+        args.command
+    ]
     return await run(settings, args)
 
 
@@ -49,6 +60,30 @@ async def _stats(settings: Settings, args: argparse.Namespace) -> int:
     since = timedelta(seconds=parse_duration(args.since, "--since"))
     stats = await run_stats(settings.database_url, since=since, tenant=args.tenant)
     print(stats.to_json() if args.json else format_stats(stats))
+    return 0
+
+
+async def _audit(settings: Settings, args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from agentkeel.schemas.effects import AuditQuery
+    from agentkeel.workers.client.audit import audit_entries, entries_json, format_audit
+
+    if not settings.database_url:
+        raise SettingsError("no ledger to read: set AGENTKEEL_DATABASE_URL or start the stack")
+    since = None
+    if args.since:
+        since = datetime.now(UTC) - timedelta(seconds=parse_duration(args.since, "--since"))
+    try:
+        query = AuditQuery(
+            tenant=args.tenant, actor=args.actor, target=args.target, since=since, limit=args.limit
+        )
+    except ValidationError as exc:
+        raise SettingsError(
+            f"audit: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}"
+        ) from None
+    entries = await audit_entries(settings.database_url, query)
+    print(entries_json(entries) if args.json else format_audit(entries))
     return 0
 
 

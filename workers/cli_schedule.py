@@ -42,6 +42,11 @@ def add_schedule_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     add.add_argument("--tenant", default="default")
     add_actor_options(add)
     add.add_argument("--paused", action="store_true", help="create it paused")
+    add.add_argument(
+        "--allow-effects",
+        action="store_true",
+        help="its runs may make side effects (read-only otherwise; an approver role or system)",
+    )
     listing = actions.add_parser("list", help="the schedules that start AgentWorkflow")
     listing.add_argument("--json", action="store_true", help="print them as JSON")
     pause = actions.add_parser("pause", help="start no run until unpaused")
@@ -91,7 +96,9 @@ async def _add_schedule(settings: Settings, args: argparse.Namespace) -> None:
         actor = actor_of(args)
     except ValidationError as exc:
         raise ScheduleError(f"invalid actor: {describe_validation(exc)}") from None
-    request = scheduled_request(args.question, tenant=args.tenant, actor=actor)
+    request = scheduled_request(
+        args.question, tenant=args.tenant, actor=actor, effects=args.allow_effects
+    )
     temporal = await connect_client(settings)
     schedule_id = await create_schedule(
         temporal,

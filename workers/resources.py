@@ -17,6 +17,7 @@ from agentkeel.activities.conversations import ConversationStore
 from agentkeel.activities.downstream.guard import Downstreams
 from agentkeel.activities.downstream.limiter import DownstreamLimiter
 from agentkeel.activities.downstream.sharing import SharedReads
+from agentkeel.activities.effects_ledger import EffectLedger, EffectLedgerActivities
 from agentkeel.activities.hot_questions import WarmingActivities
 from agentkeel.activities.latency import LatencyActivities, LatencyBook, timed_tool
 from agentkeel.activities.local_policy import LocalPolicyActivities
@@ -24,6 +25,7 @@ from agentkeel.activities.model_calls import InferenceActivities
 from agentkeel.activities.outputs import OutputActivities, OutputStore
 from agentkeel.activities.run_control import RunControlActivities
 from agentkeel.activities.run_store import StoreActivities
+from agentkeel.activities.tools.door import EFFECT_CALLERS, door_activity
 from agentkeel.activities.tools.functions import FunctionTools
 from agentkeel.inference.policy import Policy
 from agentkeel.schemas.approvals import ApprovalPolicy
@@ -85,11 +87,7 @@ async def cpu_activities(
         tools = FunctionTools(ACTIVITY_TOOLS, resources, domain.is_scoped)
         # What each tool took, as runs saw it: what a run with a deadline plans from.
         latencies = LatencyBook(redis)
-        yield [
-            *(
-                timed_tool(method, activity_name(method), latencies)
-                for method in tool_activities(tools, caches, downstreams(settings, redis))
-            ),
+        internal: list[Callable[..., Any]] = [
             LatencyActivities(latencies).latency_estimates,
             CacheActivities(caches.paths).lookup_cache,
             StoreActivities(pool, caches.paths).store,
@@ -98,6 +96,18 @@ async def cpu_activities(
             *_output_activities(pool),
             *_local_policy_activities(
                 local or local_policy(settings), pool, redis, speculative_calls(settings)
+            ),
+        ]
+        yield [
+            *(
+                timed_tool(method, activity_name(method), latencies)
+                for method in tool_activities(tools, caches, downstreams(settings, redis))
+            ),
+            # Every other activity is agentkeel's own too: one door for all of them.
+            *(door_activity(method) for method in internal),
+            *(
+                door_activity(method, EFFECT_CALLERS)
+                for method in EffectLedgerActivities(EffectLedger(pool)).all()
             ),
         ]
     finally:
@@ -118,6 +128,7 @@ def downstreams(settings: Settings, redis: aioredis.Redis) -> Downstreams:
             redis,
             settings.downstream_limits({d.name: d for d in active_domain().downstreams}),
             namespace=settings.temporal_namespace,
+            tenant_share=settings.tenant_downstream_share,
         ),
         shared=SharedReads() if settings.share_reads == "on" else None,
         merge_window_s=settings.merge_window_ms / 1000,

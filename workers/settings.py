@@ -204,6 +204,9 @@ class Settings(BaseModel):
     """Caps per downstream service, from `AGENTKEEL_DOWNSTREAM_<NAME>_CONCURRENCY` (calls in
     flight at once across all workers, 1 or more) and `..._RATE` (calls started per second,
     above 0); see `downstream_limits`."""
+    tenant_downstream_share: Fraction = 0.5
+    """The most of a downstream's concurrency cap one tenant's calls may hold at once (at
+    least one slot): the rest stays free for every other tenant, whatever one sends."""
     merge_window_ms: Milliseconds = 2.0
     """How long a batching tool's call waits for others to go with it in one request; 0
     sends each alone (see `bench/downstream.py` for what it costs and saves)."""
@@ -220,6 +223,31 @@ class Settings(BaseModel):
     api_keys_file: str = ""
     """JSON file of the gateway's API keys (`workers.gateway.keys`). Empty: no keys, and
     the gateway serves the loopback address only."""
+    gateway_allowed_hosts: str = ""
+    """Without API keys, the `Host` names the gateway answers besides loopback ones and its
+    own address, comma-separated (a name in `/etc/hosts` for it, say): any other is refused,
+    so a web page cannot reach it by DNS rebinding."""
+    gateway_runs_per_key: NotNegative = 20
+    """Runs in flight one API key may have started through the gateway (without keys: all
+    callers together); past it, `429`. 0: no limit."""
+    gateway_runs_per_tenant: NotNegative = 100
+    """Runs in flight the keys of one tenant may have started together. 0: no limit."""
+    gateway_watches_per_key: NotNegative = 5
+    """Watching runs (`options.watch_every_s`; they may last days) in flight per key. 0: no
+    limit."""
+    gateway_watches_per_tenant: NotNegative = 20
+    """Watching runs in flight per tenant. 0: no limit."""
+    gateway_streams_per_key: NotNegative = 10
+    """Open event streams (`GET /v1/runs/{id}/events`) per key. 0: no limit."""
+    gateway_streams_per_tenant: NotNegative = 100
+    """Open event streams per tenant. 0: no limit."""
+    gateway_max_wait_s: AtLeastOne = 300
+    """The longest a request may hold its connection waiting for a result (`?wait=true`
+    with `timeout_s`); a longer `timeout_s` is refused (`400`)."""
+    gateway_lease_s: AtLeastOne = 30
+    """How long a quota's slot outlives a gateway that stopped renewing it (one that
+    crashed): the slots live in Redis, shared by every replica, and are renewed while the
+    run or stream lasts."""
     log_format: LogFormat = "auto"
     """`json`, `console`, or `auto` (console on a TTY, JSON otherwise)."""
     log_level: LogLevel = "info"

@@ -18,7 +18,12 @@ from agentkeel.schemas.result import OutputRef, StepError
 from agentkeel.schemas.tools import TOOLS, ToolSpec
 from agentkeel.workflows import timeouts
 from agentkeel.workflows.dag.calls import ToolCall
-from agentkeel.workflows.dag.tool_activity import describe_error, execute_tool, summary_of
+from agentkeel.workflows.dag.tool_activity import (
+    describe_error,
+    execute_tool,
+    summary_of,
+    with_tenant,
+)
 from agentkeel.workflows.inputs import one_input
 
 
@@ -62,7 +67,7 @@ class FanOutWorkflow:
         async def one(index: int, args: dict[str, Any]) -> Any:
             call = ToolCall(part.step_id, part.tool, args, index=part.first_index + index)
             async with slots:
-                payload = {**args, "actor": part.actor}
+                payload = with_tenant({**args, "actor": part.actor}, part.tenant)
                 try:
                     return await execute_tool(spec, payload, part.task_queue, summary_of(call))
                 except ActivityError as exc:

@@ -33,7 +33,7 @@ from agentkeel.schemas.speculation import (
 )
 from agentkeel.schemas.tools import TOOLS
 from agentkeel.workflows.dag.calls import ToolCall
-from agentkeel.workflows.dag.tool_activity import execute_tool
+from agentkeel.workflows.dag.tool_activity import execute_tool, with_tenant
 
 SPECULATION_PATCH = "speculation-v1"
 """Reads predicted by an unsure route start while the heavy model plans."""
@@ -68,8 +68,10 @@ class Speculation:
         self._dropped: list[_Running] = []
         self._started = 0
 
-    def start(self, predicted: list[PredictedCall], tool_queue: str, actor: Any) -> int:
-        """Start the calls the catalog allows; how many started."""
+    def start(
+        self, predicted: list[PredictedCall], tool_queue: str, actor: Any, tenant: str
+    ) -> int:
+        """Start the calls the catalog allows, as `actor` of `tenant`; how many started."""
         for call in predicted[:MAX_SPECULATIVE_CALLS]:
             spec = TOOLS.get(call.tool)
             if spec is None or not may_speculate(spec):
@@ -83,7 +85,7 @@ class Speculation:
             key = _key(spec.name, args)
             if key in self._open:
                 continue
-            payload = {**args, "actor": actor}
+            payload = with_tenant({**args, "actor": actor}, tenant)
             text = ", ".join(f"{k}={v!r}" for k, v in args.items())
             task = asyncio.ensure_future(
                 execute_tool(spec, payload, tool_queue, f"speculative: {spec.name}({text})")

@@ -63,13 +63,15 @@ def path_key(
     return f"{KEY_PREFIX}:{version}:{tenant}:{audience}:{digest}"
 
 
-def _call_inputs(step: StepOutcome, actor: Actor) -> list[BaseModel]:
-    """The inputs the tool activity received (arguments and actor): the tool cache's keys."""
+def _call_inputs(step: StepOutcome, actor: Actor, tenant: str) -> list[BaseModel]:
+    """The inputs the tool activity received (arguments, actor, tenant): the tool cache's
+    keys."""
     spec = TOOLS[step.tool]
     if step.status is not StepStatus.SUCCEEDED:
         return []  # passed over by a condition: it read nothing
     calls = step.args if isinstance(step.args, list) else [step.args]
-    return [spec.activity_input_model.model_validate({**args, "actor": actor}) for args in calls]
+    given = {"actor": actor, "tenant": tenant}
+    return [spec.activity_input_model.model_validate({**args, **given}) for args in calls]
 
 
 def answer_ttl(result: AgentResult, plan_ttl: timedelta) -> timedelta | None:
@@ -201,7 +203,7 @@ class PathCache:
         or not cached). Raises `CacheUnavailable`."""
         if not cacheable(result):
             return None
-        fresh_until = await self._answer_fresh_until(result, actor)
+        fresh_until = await self._answer_fresh_until(result, actor, tenant)
         entry = PathEntry(question=question, result=result, answer_fresh_until=fresh_until)
         touched = entities_in([s.args for s in result.steps], [s.output for s in result.steps])
         query = self._query(tenant, question, conversation_id, actor.audience)
@@ -222,7 +224,9 @@ class PathCache:
             await tier.remember(query)
         return timedelta(seconds=fresh_until - time.time()) if fresh_until else None
 
-    async def _answer_fresh_until(self, result: AgentResult, actor: Actor) -> float | None:
+    async def _answer_fresh_until(
+        self, result: AgentResult, actor: Actor, tenant: str
+    ) -> float | None:
         """When the first tool result on the path goes stale. A result the tool cache served
         may already be old, so its own freshness counts, not the time of this run."""
         ttl = answer_ttl(result, self.plan_ttl)
@@ -230,7 +234,9 @@ class PathCache:
             return None
         until = time.time() + ttl.total_seconds()
         keys = [
-            tool_key(TOOLS[s.tool], args) for s in result.steps for args in _call_inputs(s, actor)
+            tool_key(TOOLS[s.tool], args)
+            for s in result.steps
+            for args in _call_inputs(s, actor, tenant)
         ]
         for raw in await self._backend.mget(keys) if keys else []:
             if raw is not None:

@@ -28,20 +28,26 @@ from agentkeel.schemas.tools import ActorScoped, ToolSpec, catalog_version
 log = structlog.get_logger(__name__)
 
 M = TypeVar("M", bound=BaseModel)
-KEY_PREFIX = "agentkeel:tool:v2"
+KEY_PREFIX = "agentkeel:tool:v3"
+"""v3: keys name the tenant (v2 keys, shared by every tenant, are never read again)."""
+DEFAULT_TENANT = "default"
 
 
 def tool_key(spec: ToolSpec, args: BaseModel) -> str:
-    """Per tool, arguments and audience: a result is only served to actors who could have
-    read it themselves (a customer's cached reads are its own)."""
-    actor = args.actor if isinstance(args, ActorScoped) else None
-    audience = (actor or SYSTEM_ACTOR).audience
+    """Per tool, arguments, tenant and audience: a result is only served to actors of the
+    same tenant who could have read it themselves (a customer's cached reads are its own).
+
+    Also the key of a read shared while in flight (`activities.downstream.sharing`), so
+    neither ever hands one tenant's rows to another."""
+    scoped = args if isinstance(args, ActorScoped) else None
+    audience = ((scoped and scoped.actor) or SYSTEM_ACTOR).audience
+    tenant = scoped.tenant if scoped is not None else DEFAULT_TENANT
     canonical = json.dumps(
-        args.model_dump(mode="json", exclude={"actor", "fresh", "call_id", "stale_ok"}),
+        args.model_dump(mode="json", exclude={"actor", "tenant", "fresh", "call_id", "stale_ok"}),
         sort_keys=True,
     )
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:32]
-    return f"{KEY_PREFIX}:{catalog_version()}:{spec.name}:{audience}:{digest}"
+    return f"{KEY_PREFIX}:{catalog_version()}:{spec.name}:{tenant}:{audience}:{digest}"
 
 
 class ToolResultCache:

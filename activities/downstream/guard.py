@@ -83,7 +83,7 @@ def guarded_tool(
 
     async def one(call: tuple[Any, OnWait | None]) -> M:
         args, report = call
-        async with limiter.slot(name, lease_s=lease_s, on_wait=report):
+        async with limiter.slot(name, lease_s=lease_s, on_wait=report, tenant=_tenant_of(args)):
             return await method(args)
 
     send: Callable[[tuple[Any, OnWait | None]], Awaitable[M]] = one
@@ -95,7 +95,9 @@ def guarded_tool(
             async def report_all(waiting: bool, seconds: float) -> None:
                 await asyncio.gather(*(report(waiting, seconds) for report in reports))
 
-            async with limiter.slot(name, lease_s=lease_s, on_wait=report_all):
+            # (A merged request counts against its first caller's tenant's share.)
+            tenant = _tenant_of(calls[0][0])
+            async with limiter.slot(name, lease_s=lease_s, on_wait=report_all, tenant=tenant):
                 return await many([args for args, _ in calls])
 
         batcher: Batcher[tuple[Any, OnWait | None], M] = Batcher(
@@ -137,3 +139,9 @@ def shared_tool(
         return await shared.read(tool_key(spec, args), lambda: method(args))
 
     return activity.defn(name=spec.name)(run)
+
+
+def _tenant_of(args: Any) -> str:
+    """The tenant a tool call is made for (`ActorScoped.tenant`), as its slot counts it."""
+    tenant = getattr(args, "tenant", None)
+    return tenant if isinstance(tenant, str) else "default"

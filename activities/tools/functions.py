@@ -1,7 +1,7 @@
 """A domain's tool functions as Temporal activities, one per tool, named after the tool.
 
 Each activity decodes the tool's input model (the plan's arguments plus what the workflow
-adds: the actor, the call id, a side effect's idempotency key), builds the call's
+adds: the actor, the tenant, the call id, a side effect's idempotency key), builds the call's
 `ToolContext` and calls the function. What every tool call goes through besides (shared
 reads, the result cache, merged calls, caps, heartbeats) wraps these in
 `workers.cache_assembly.tool_activities`, in one order for every tool.
@@ -9,13 +9,16 @@ reads, the result cache, merged calls, caps, heartbeats) wraps these in
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from agentkeel.activities.heartbeat import heartbeating
+from agentkeel.activities.tools.arguments import checked_arguments
 from agentkeel.schemas.tools.context import ToolCall, ToolContext
 from agentkeel.schemas.tools.spec import ToolSpec
 
@@ -25,6 +28,9 @@ SIDE_EFFECT_HEARTBEAT_EVERY_S = 0.5
 """Well inside the tool heartbeat timeout (`workflows.timeouts.TOOL_HEARTBEAT`): a side
 effect heartbeats while it runs, and only then, so a cancel reaches it before its commit
 and never after (a heartbeat after the commit would report an effect made as not)."""
+
+DEFAULT_TENANT = "default"
+"""The tenant of a call whose input names none (scheduled before tenants travelled)."""
 
 Many = Callable[[Sequence[Any]], Awaitable[Sequence[Any]]]
 
@@ -62,6 +68,7 @@ class FunctionTools:
             resources=self._resources,
             idempotency_key=getattr(args, "idempotency_key", None),
             call_id=getattr(args, "call_id", None),
+            tenant=getattr(args, "tenant", DEFAULT_TENANT),
             is_scoped=self._is_scoped,
         )
 
@@ -88,7 +95,34 @@ class FunctionTools:
         many = spec.many
         assert many is not None
 
+        async def one_tenant(calls: list[tuple[int, ToolCall[Any]]]) -> list[Any]:
+            try:
+                results = list(await many([call for _, call in calls]))
+            except Exception as exc:  # this tenant's request failed: its calls, no others
+                return [exc] * len(calls)
+            if len(results) != len(calls):
+                error = RuntimeError(f"{spec.name}: {len(results)} results for {len(calls)} calls")
+                return [error] * len(calls)
+            return results
+
         async def serve(calls: Sequence[Any]) -> Sequence[Any]:
-            return list(await many([ToolCall(args, self.context(args)) for args in calls]))
+            # Each call checked on its own: a bad one fails alone, the others still go.
+            results: list[Any] = [None] * len(calls)
+            by_tenant: dict[str, list[tuple[int, ToolCall[Any]]]] = {}
+            for index, args in enumerate(calls):
+                try:
+                    checked = checked_arguments(spec, args)
+                except ApplicationError as exc:
+                    results[index] = exc
+                    continue
+                ctx = self.context(checked)
+                by_tenant.setdefault(ctx.tenant, []).append((index, ToolCall(checked, ctx)))
+            # A merged request never mixes tenants: each tenant's calls go as one of its own.
+            groups = list(by_tenant.values())
+            answers = await asyncio.gather(*(one_tenant(group) for group in groups))
+            for group, answer in zip(groups, answers, strict=True):
+                for (index, _), result in zip(group, answer, strict=True):
+                    results[index] = result
+            return results
 
         return serve

@@ -25,7 +25,7 @@ WATCH_EVERY_S = 1.0
 
 async def demo_watch(client: AgentClient, database_url: str, tenant: str) -> int:
     """Run the watch; the number of failures (0 or 1) for the demo's exit status."""
-    order_id = await _processing_order(database_url)
+    order_id = await _processing_order(database_url, tenant)
     if order_id is None:
         print("(no order is still processing: the watch example is skipped)\n")
         return 0
@@ -64,12 +64,14 @@ async def _until_waiting(client: AgentClient, workflow_id: str) -> RunProgress |
     return None
 
 
-async def _processing_order(database_url: str) -> int | None:
+async def _processing_order(database_url: str, tenant: str) -> int | None:
     conn = await asyncpg.connect(database_url)
     try:
         order_id = await conn.fetchval(
-            "SELECT order_id FROM orders o WHERE status = 'processing' AND NOT EXISTS "
-            "(SELECT 1 FROM shipments s WHERE s.order_id = o.order_id) ORDER BY order_id LIMIT 1"
+            "SELECT order_id FROM orders o WHERE status = 'processing' AND tenant = $1 "
+            "AND NOT EXISTS (SELECT 1 FROM shipments s WHERE s.order_id = o.order_id) "
+            "ORDER BY order_id LIMIT 1",
+            tenant,
         )
     finally:
         await conn.close()
@@ -78,12 +80,13 @@ async def _processing_order(database_url: str) -> int | None:
 
 async def ship_order(db: asyncpg.Pool | asyncpg.Connection, order_id: int) -> None:
     """What the warehouse system does when a parcel leaves: the order is shipped, with a
-    tracking number (written behind the tools' backs, as another system would)."""
+    tracking number (written behind the tools' backs, as another system would), in the
+    order's own tenant."""
     async with _connection(db) as conn, conn.transaction():
         await conn.execute("UPDATE orders SET status = 'shipped' WHERE order_id = $1", order_id)
         await conn.execute(
-            "INSERT INTO shipments (order_id, tracking_number, carrier, shipped_at) "
-            "VALUES ($1, $2, 'UPS', now())",
+            "INSERT INTO shipments (order_id, tracking_number, carrier, shipped_at, tenant) "
+            "SELECT order_id, $2, 'UPS', now(), tenant FROM orders WHERE order_id = $1",
             order_id,
             f"TRK{order_id:010d}",
         )

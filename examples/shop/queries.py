@@ -1,11 +1,17 @@
-"""SQL of the tool activities. Every statement takes its inputs as `$n` parameters."""
+"""SQL of the tool activities. Every statement takes its inputs as `$n` parameters.
+
+A customer's rows (customers, orders and their items, shipments, refunds) belong to one
+tenant: every statement that reads or writes them takes the call's tenant
+(`ToolContext.tenant`) and matches it, so a row of another tenant is not there at all.
+The catalog and the help center are shared by every tenant.
+"""
 
 from __future__ import annotations
 
 FIND_CUSTOMER = """
 SELECT customer_id, name, email, tier, city
 FROM customers
-WHERE email = $1
+WHERE email = $1 AND tenant = $2
 """
 
 # A customer row even without orders (o.order_id NULL), none for an unknown customer.
@@ -15,11 +21,11 @@ FROM customers c
 LEFT JOIN LATERAL (
     SELECT order_id, status, total_cents, placed_at
     FROM orders
-    WHERE customer_id = c.customer_id
+    WHERE customer_id = c.customer_id AND tenant = c.tenant
     ORDER BY placed_at DESC, order_id DESC
     LIMIT $2
 ) o ON true
-WHERE c.customer_id = $1
+WHERE c.customer_id = $1 AND c.tenant = $3
 ORDER BY o.placed_at DESC, o.order_id DESC
 """
 
@@ -30,14 +36,14 @@ SELECT o.order_id, o.customer_id, o.status, o.total_cents, o.placed_at,
        (SELECT s.tracking_number FROM shipments s WHERE s.order_id = o.order_id)
            AS tracking_number
 FROM orders o
-WHERE o.order_id = $1
+WHERE o.order_id = $1 AND o.tenant = $2
 """
 
 ORDER_ITEMS = """
 SELECT i.sku, p.name AS product_name, i.quantity, i.unit_price_cents
 FROM order_items i
 JOIN products p USING (sku)
-WHERE i.order_id = $1
+WHERE i.order_id = $1 AND i.tenant = $2
 ORDER BY i.line_no
 """
 
@@ -90,20 +96,20 @@ SHIPMENT_OWNER = """
 SELECT o.customer_id
 FROM shipments s
 JOIN orders o USING (order_id)
-WHERE s.tracking_number = $1
+WHERE s.tracking_number = $1 AND s.tenant = $2 AND o.tenant = $2
 """
 
 LOCK_ORDER = """
 SELECT order_id, customer_id, status, total_cents
 FROM orders
-WHERE order_id = $1
+WHERE order_id = $1 AND tenant = $2
 FOR UPDATE
 """
 
 # A statement of its own, run after LOCK_ORDER: its snapshot is taken once the lock is held,
 # so it sees refunds committed by a transaction the lock waited for.
 REFUNDED_CENTS = """
-SELECT coalesce(sum(amount_cents), 0) FROM refunds WHERE order_id = $1
+SELECT coalesce(sum(amount_cents), 0) FROM refunds WHERE order_id = $1 AND tenant = $2
 """
 
 REFUND_BY_KEY = """
@@ -113,8 +119,8 @@ WHERE idempotency_key = $1
 """
 
 INSERT_REFUND = """
-INSERT INTO refunds (order_id, amount_cents, reason, status, idempotency_key)
-VALUES ($1, $2, $3, 'issued', $4)
+INSERT INTO refunds (order_id, amount_cents, reason, status, idempotency_key, tenant)
+VALUES ($1, $2, $3, 'issued', $4, $5)
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING refund_id, order_id, amount_cents, status
 """

@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, Literal, get_args
 
 from agentkeel.schemas.origin import ArgumentOrigin
 from agentkeel.schemas.plan.model import PlanStep
@@ -33,6 +33,15 @@ from agentkeel.schemas.tools.spec import ToolSpec
 
 _NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
 """A number as people write it: `1002`, `19.50`, `1,250.00`."""
+_CURRENCY_BEFORE = re.compile(r"(?:[$€£¥]|\b(?:usd|eur|gbp|chf|cad|aud|jpy))\s*$", re.IGNORECASE)
+_CURRENCY_AFTER = re.compile(
+    r"^\s*(?:dollars?|usd|euros?|eur|pounds?|gbp|bucks|chf|cad|aud|yen|jpy)\b", re.IGNORECASE
+)
+_CENTS_AFTER = re.compile(r"^\s*(?:cents?\b|¢)", re.IGNORECASE)
+
+Role = Literal["amount", "identity", "any"]
+"""What an argument is to the side effect: its amount (money, in cents), its target (an
+identity argument), or anything else."""
 
 
 @dataclass(frozen=True)
@@ -44,20 +53,41 @@ class TrustedFacts:
     subject: str | None = None
     caller_plan: bool = False
 
-    def numbers(self) -> frozenset[int]:
-        """Integers the words name: each number as written, and in hundredths (cents)."""
-        found: set[int] = set()
+    def numbers(self, role: Role = "any") -> frozenset[int]:
+        """Integers the words name, as `role` may use them.
+
+        A number written as money (`$19.50`, `19.50`, `15 euros`, `500 cents`) is an amount,
+        in cents; any other (`order 1002`) names something. So an amount cannot be taken
+        from an order id the request named, nor a target from the money it named."""
+        amounts: set[int] = set()
+        names: set[int] = set()
         for match in _NUMBER.finditer(self.text):
             try:
                 value = Decimal(match.group().replace(",", ""))
             except InvalidOperation:
                 continue
-            if value == value.to_integral_value():
-                found.add(int(value))
-            cents = value * 100
-            if cents == cents.to_integral_value():
-                found.add(int(cents))
-        return frozenset(found)
+            before = self.text[max(0, match.start() - 5) : match.start()]
+            after = self.text[match.end() : match.end() + 12]
+            if _CENTS_AFTER.match(after):
+                _add_whole(amounts, value)
+            elif (
+                _CURRENCY_BEFORE.search(before)
+                or _CURRENCY_AFTER.match(after)
+                or value != value.to_integral_value()
+            ):
+                _add_whole(amounts, value * 100)
+            else:
+                _add_whole(names, value)
+        if role == "amount":
+            return frozenset(amounts)
+        if role == "identity":
+            return frozenset(names)
+        return frozenset(amounts | names)
+
+
+def _add_whole(found: set[int], value: Decimal) -> None:
+    if value == value.to_integral_value():
+        found.add(int(value))
 
 
 class Provenance:
@@ -69,7 +99,7 @@ class Provenance:
         self._steps = steps
         self._tools = tools
         self._facts = facts
-        self._numbers = facts.numbers()
+        self._numbers = {role: facts.numbers(role) for role in get_args(Role)}
         self._words = facts.text.casefold()
         self._step_trust: dict[str, ArgumentOrigin] = {}
 
@@ -79,35 +109,45 @@ class Provenance:
     def of_effect(self, step: PlanStep) -> dict[str, ArgumentOrigin]:
         """The origin of each argument that says what a side effect changes and by how much."""
         spec = self._tools[step.tool]
-        named = [*spec.identity_args, *([spec.amount_arg] if spec.amount_arg else [])]
-        return {name: self.of_value(step, step.args[name]) for name in named if name in step.args}
+        roles: dict[str, Role] = {name: "identity" for name in spec.identity_args}
+        if spec.amount_arg:
+            roles[spec.amount_arg] = "amount"
+        return {
+            name: self.of_value(step, step.args[name], role)
+            for name, role in roles.items()
+            if name in step.args
+        }
 
-    def of_value(self, step: PlanStep, value: Any) -> ArgumentOrigin:
-        """The origin of `value`, an argument of `step` as the plan wrote it."""
+    def of_value(self, step: PlanStep, value: Any, role: Role = "any") -> ArgumentOrigin:
+        """The origin of `value`, an argument of `step` as the plan wrote it, used as `role`."""
         ref = Reference.parse(value)
         if ref is not None:
             return self._of_reference(step, ref)
         if isinstance(value, Mapping):
-            return _weakest([self.of_value(step, v) for v in value.values()])
+            return _weakest([self.of_value(step, v, role) for v in value.values()])
         if isinstance(value, list):
-            return _weakest([self.of_value(step, v) for v in value])
-        return self._of_literal(value)
+            return _weakest([self.of_value(step, v, role) for v in value])
+        return self._of_literal(value, role)
 
-    def _of_literal(self, value: Any) -> ArgumentOrigin:
+    def _of_literal(self, value: Any, role: Role) -> ArgumentOrigin:
         if self._facts.caller_plan:
             return _trusted("given in the caller's own plan")
         if value is None or isinstance(value, bool):
             return _trusted("a constant")
-        if self._facts.subject is not None and str(value) == self._facts.subject:
+        subject = self._facts.subject
+        if role != "amount" and subject is not None and str(value) == subject:
             return _trusted("the actor's own subject")
-        if isinstance(value, int) and value in self._numbers:
+        numbers = self._numbers[role]
+        if isinstance(value, int) and value in numbers:
             return _trusted("named in the request")
-        if isinstance(value, float) and value.is_integer() and int(value) in self._numbers:
+        if isinstance(value, float) and value.is_integer() and int(value) in numbers:
             return _trusted("named in the request")
-        if isinstance(value, str) and _as_int(value) in self._numbers:
+        if isinstance(value, str) and _as_int(value) in numbers:
             return _trusted("named in the request")  # a number written as text: "15000"
-        if isinstance(value, str) and self._in_words(value):
+        if isinstance(value, str) and role != "amount" and self._in_words(value):
             return _trusted("named in the request")
+        if role == "amount":
+            return _untrusted(f"{value!r} was written by the planner, not as money in the request")
         return _untrusted(f"{value!r} was written by the planner and is not in the request")
 
     def _in_words(self, value: str) -> bool:

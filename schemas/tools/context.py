@@ -1,6 +1,6 @@
 """What a tool function receives besides its arguments: `ToolContext`.
 
-The actor comes from the request, never from a plan; the idempotency key from the
+The actor and the tenant come from the request, never from a plan; the idempotency key from the
 workflow; the resources from the domain's `resources` factory, opened once per worker.
 `require_owner` is the domain's ownership rule, enforced in the tool: a scoped actor (a
 customer, an employee) reaches its own rows only, and for it a row that does not exist is
@@ -36,6 +36,9 @@ class ToolContext:
     effect. The tool must make the effect at most once per key (in the same transaction)."""
     call_id: str | None = None
     """The run's name for this call (`s2[3]`)."""
+    tenant: str = "default"
+    """The request's tenant: whose data this call may reach. A tool that keeps data for
+    several tenants filters every query by it; nothing of another tenant's is ever read."""
     is_scoped: Callable[[str], bool] = lambda _role: False
     """Whether a role acts for one subject only (the domain's `Role.scoped`)."""
 

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, create_model
 
 from agentkeel.schemas.errors import NOT_AUTHORIZED, NOT_FOUND
 from agentkeel.schemas.tools.downstreams import Downstream
-from agentkeel.schemas.tools.spec import ActorScoped, Render, ToolSpec
+from agentkeel.schemas.tools.spec import RESERVED_ARGUMENTS, ActorScoped, Render, ToolSpec
 
 __all__ = ["ToolDefinitionError", "tool"]
 
@@ -148,6 +148,15 @@ def _signature(fn: Callable[..., Any]) -> tuple[type[BaseModel], type[BaseModel]
         raise ToolDefinitionError(
             f"{where}: {args_model.__name__} must forbid unknown fields "
             "(subclass agentkeel.ToolArgs or set model_config = ConfigDict(extra='forbid'))"
+        )
+    reserved = sorted(RESERVED_ARGUMENTS & set(args_model.model_fields))
+    if reserved:
+        # The workflow sets these beside the plan's arguments: an argument of the same name
+        # would let a plan choose the tenant or actor, or be silently overwritten.
+        raise ToolDefinitionError(
+            f"{where}: {args_model.__name__} has argument(s) named {', '.join(reserved)}, "
+            "which the workflow sets itself; read them from the ToolContext "
+            f"(reserved: {', '.join(sorted(RESERVED_ARGUMENTS))})"
         )
     return args_model, result_model, len(params) == 2
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.errors import NOT_AUTHORIZED, NOT_FOUND
+from agentkeel.schemas.text import Identifier
 from agentkeel.schemas.tools.downstreams import Downstream
 
 Render = Callable[[dict[str, Any]], str]
@@ -29,6 +30,9 @@ class ActorScoped(BaseModel):
     actor: Actor | None = None
     """Whose authority the call carries, set by the workflow from the request and never by a
     plan (plan arguments forbid it). None: a trusted caller (histories from before actors)."""
+    tenant: Identifier = "default"
+    """The request's tenant, set by the workflow and never by a plan: whose data the call
+    reads and changes. Calls scheduled before tenants travelled read `default`."""
     call_id: str | None = None
     """The run's name for this call (`s2[3]`), set by the workflow: what a wait for a
     downstream slot is reported against."""
@@ -40,6 +44,11 @@ class ActorScoped(BaseModel):
     set by a run that traded for it to meet its deadline. Counts only where the workers
     serve stale results to deadline runs alone (`AGENTKEEL_TOOL_CACHE_STALE=deadline`);
     by default every run may be served them."""
+
+
+RESERVED_ARGUMENTS = frozenset({*ActorScoped.model_fields, "idempotency_key"})
+"""Names a tool's own arguments may not take: the workflow sets these beside the plan's
+arguments (`schemas.tools.decorator` refuses them when a tool is defined)."""
 
 
 def money(cents: int) -> str:

@@ -29,10 +29,11 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from agentkeel.schemas.actor import Actor
+from agentkeel.schemas.actor import SYSTEM_ROLE, Actor
 from agentkeel.schemas.errors import describe_validation
 from agentkeel.schemas.names import AGENT_WORKFLOW
-from agentkeel.schemas.request import AgentRequest
+from agentkeel.schemas.request import AgentRequest, RunOptions
+from agentkeel.schemas.tools.catalog import active_domain
 from agentkeel.workers.client.schedule_timing import ScheduleError, Timing, format_every
 
 WORKFLOW_ID_PREFIX = "sched-"
@@ -44,11 +45,24 @@ _SCHEDULE_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_ID_CHARS - 1}}}")
 _SLUG_CHARS = 40
 
 
-def scheduled_request(question: str, *, tenant: str, actor: Actor) -> AgentRequest:
+def scheduled_request(
+    question: str, *, tenant: str, actor: Actor, effects: bool = False
+) -> AgentRequest:
     """The request every run of the schedule gets, validated now: a schedule whose input
-    the workflow refuses would fail every run, one per interval, until someone noticed."""
+    the workflow refuses would fail every run, one per interval, until someone noticed.
+
+    `effects`: its runs may make side effects (a scheduled run is read-only otherwise);
+    only an actor of a role that may approve, or `system`, may allow it."""
+    if effects:
+        role = active_domain().role(actor.role)
+        if actor.role != SYSTEM_ROLE and (role is None or not role.may_approve):
+            raise ScheduleError(
+                f"{actor.describe()} may not let a schedule make side effects "
+                "(only a role that may approve, or system)"
+            )
     try:
-        return AgentRequest(question=question, tenant=tenant, actor=actor)
+        options = RunOptions(scheduled_effects=True) if effects else RunOptions()
+        return AgentRequest(question=question, tenant=tenant, actor=actor, options=options)
     except ValidationError as exc:
         raise ScheduleError(f"invalid request: {describe_validation(exc)}") from None
 

@@ -1,8 +1,9 @@
 """The event stream of one run (`GET /v1/runs/{id}/events`), as Server-Sent Events.
 
 Three sources are merged: the run's token stream in Redis (`token`, `reset`), its
-`progress` query, polled and sent when it changes (`progress`), and its outcome
-(`result` or `error`, always last, and always sent: a stream never hangs). The token stream
+`progress` query, polled once per run for all streams (`run_poller.py`) and sent when it
+changes (`progress`), and its outcome (`result` or `error`, always last, and always sent:
+a stream never hangs). The token stream
 is read from its first entry, so a client that connects late gets the answer so far. Every
 event's id is `<token-stream position>/<attempt>`: a client that reconnects with
 `Last-Event-ID` resumes after the last token it saw, still ignoring a superseded attempt's
@@ -26,9 +27,9 @@ from agentkeel.schemas.gateway import RunEventType
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.tokens import TokenEvent, TokenEventType, token_stream_key
 from agentkeel.workers.client.token_follow import TokenReader
+from agentkeel.workers.gateway.run_poller import RunPollers
 from agentkeel.workers.gateway.runs import Runs
 
-PROGRESS_EVERY_S = 0.25
 DRAIN_TIMEOUT_S = 1.0
 log = structlog.get_logger(__name__)
 
@@ -50,10 +51,17 @@ def resume_point(last_event_id: str | None) -> tuple[str, int]:
 
 
 async def run_events(
-    runs: Runs, redis: aioredis.Redis | None, workflow_id: str, last_event_id: str | None
+    runs: Runs,
+    redis: aioredis.Redis | None,
+    workflow_id: str,
+    last_event_id: str | None,
+    pollers: RunPollers | None = None,
 ) -> AsyncIterator[RunEvent]:
-    """Every event of the run until its outcome; cancelling the iteration stops them all."""
-    stream = _RunStream(runs, redis, workflow_id, *resume_point(last_event_id))
+    """Every event of the run until its outcome; cancelling the iteration stops them all.
+    `pollers`: the gateway's, shared by its streams (one of its own without)."""
+    stream = _RunStream(
+        runs, pollers or RunPollers(runs), redis, workflow_id, *resume_point(last_event_id)
+    )
     try:
         await stream.start()
         while (event := await stream.queue.get()) is not None:
@@ -66,12 +74,13 @@ class _RunStream:
     def __init__(
         self,
         runs: Runs,
+        pollers: RunPollers,
         redis: aioredis.Redis | None,
         workflow_id: str,
         position: str,
         attempt: int,
     ) -> None:
-        self.runs, self.redis, self.workflow_id = runs, redis, workflow_id
+        self.runs, self.pollers, self.redis, self.workflow_id = runs, pollers, redis, workflow_id
         self.queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
         self.position, self.attempt = position, attempt
         self.reader: TokenReader | None = None
@@ -127,14 +136,13 @@ class _RunStream:
 
     async def _progress(self) -> None:
         last: RunProgress | None = None
-        while True:
-            progress = await self.runs.progress(self.workflow_id)
-            if progress is not None and progress != last:
+        async with self.pollers.subscribe(self.workflow_id) as updates:
+            while True:
+                progress = await updates.next()
                 if last is not None and progress.continued != last.continued:
                     await self._switch_run()
                 last = progress
                 await self._put(RunEventType.PROGRESS, progress.model_dump_json())
-            await asyncio.sleep(PROGRESS_EVERY_S)
 
     async def _switch_run(self) -> None:
         """The run continued as new: follow the new run's stream from its start."""

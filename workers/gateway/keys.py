@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from agentkeel.schemas.actor import SYSTEM_ROLE, Actor
+from agentkeel.schemas.actor import SYSTEM_ACTOR, SYSTEM_ROLE, Actor
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.text import Identifier
 from agentkeel.schemas.tools.catalog import active_domain
@@ -117,27 +117,47 @@ class Caller:
             return actor.audience == key.actor.audience
         return True
 
-    def approver(self, named: str | None) -> str:
-        """Who decides an approval made by this caller; `Refused` if it may not decide."""
+    def approver(self, named: str | None) -> Actor:
+        """Who decides an approval made by this caller, as the workflow checks it
+        (`ApprovalDecision.by`, its name the recorded approver); `Refused` if it may not.
+
+        The role and subject are always the key's, whatever the body says: a key that acts
+        for others names the person (its service authenticated them), not their role.
+        Without keys the decision is the system's, under the name given.
+        """
         key = self.key
-        if key is None or key.acts_for_others:
-            if named is None:
-                raise Refused(422, "approver: name who decides")
-            return named
+        if key is None:
+            return SYSTEM_ACTOR.model_copy(update={"name": _named(named)})
         domain = active_domain()
         role = domain.role(key.actor.role)
-        if role is None or not role.may_approve or key.actor.role == SYSTEM_ROLE:
+        # A system key that names no one is no person who could be held to a decision.
+        lone_service = key.actor.role == SYSTEM_ROLE and not key.acts_for_others
+        if role is None or not role.may_approve or lone_service:
             approvers = ", ".join(domain.approver_roles) or "none"
             raise Refused(
                 403,
                 f"only these roles may approve: {approvers}; this API key acts as {key.actor.role}",
             )
+        if key.acts_for_others:
+            return key.actor.model_copy(update={"name": _named(named)})
         own = key.actor.name
         if own is None:
             raise Refused(403, "this API key has no actor name to record as approver")
         if named is not None and named != own:
             raise Refused(403, f"this API key approves as {own!r}; it may not name another")
-        return own
+        return key.actor
+
+    @property
+    def quota_id(self) -> str:
+        """The key's name in quotas (a prefix of its digest: never the token itself); all
+        callers of a keyless gateway share one."""
+        return "keyless" if self.key is None else self.key.digest.hex()[:16]
+
+
+def _named(named: str | None) -> str:
+    if named is None:
+        raise Refused(422, "approver: name who decides")
+    return named
 
 
 class ApiKeys:

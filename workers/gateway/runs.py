@@ -17,10 +17,11 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor
+from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.gateway import RunState, RunView
 from agentkeel.schemas.names import AGENT_WORKFLOW
 from agentkeel.schemas.progress import RunProgress
+from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult
 from agentkeel.workers.client.agent_client import AgentClient
 from agentkeel.workers.gateway.keys import Caller, Refused
@@ -96,21 +97,28 @@ class Runs:
         except WorkflowFailureError as exc:
             return None, str(exc.cause or exc)
 
+    async def owner(self, workflow_id: str) -> tuple[str, Actor]:
+        """The tenant and actor a run of `AgentWorkflow` acts for (`checked` first)."""
+        return await self._owner(self.handle(workflow_id))
+
     async def _owner(self, handle: WorkflowHandle[Any, AgentResult]) -> tuple[str, Actor]:
         """Tenant and actor from the run's own input (its first history event), so runs
-        started through any SDK are checked alike."""
+        started through any SDK are checked alike. An input that is no `AgentRequest` is
+        `not_found`, as for any run that is not the gateway's: what the error would say
+        tells a caller that the run exists."""
         async for event in handle.fetch_history_events(page_size=1):
             payloads = event.workflow_execution_started_event_attributes.input.payloads
             if not payloads:
                 break
-            [request] = await self.client.temporal.data_converter.decode(
-                [payloads[0]], [dict[str, Any]]
-            )
-            actor = request.get("actor")
-            return str(request.get("tenant", "default")), (
-                Actor.model_validate(actor) if actor else SYSTEM_ACTOR
-            )
-        return "default", SYSTEM_ACTOR
+            try:
+                [request] = await self.client.temporal.data_converter.decode(
+                    [payloads[0]], [AgentRequest]
+                )
+            except Exception:  # any payload a client could write: none is a request
+                raise not_found(handle.id) from None
+            assert isinstance(request, AgentRequest)
+            return request.tenant, request.actor
+        raise not_found(handle.id)
 
 
 def state_of(status: WorkflowExecutionStatus) -> RunState:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -14,6 +13,7 @@ from fastapi import FastAPI
 from agentkeel.workers.client.agent_client import AgentClient
 from agentkeel.workers.gateway.app import create_app
 from agentkeel.workers.gateway.keys import ApiKeys
+from agentkeel.workers.gateway.origin import is_loopback
 from agentkeel.workers.settings import ENV_PREFIX, Settings, StartupError
 from agentkeel.workers.stack.procs import ensure_port_free
 
@@ -27,15 +27,6 @@ def gateway_host_port(settings: Settings) -> tuple[str, int]:
             f"{ENV_PREFIX}GATEWAY_ADDRESS must be host:port, got {settings.gateway_address!r}"
         )
     return host.strip("[]"), int(port)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def checked_keys(settings: Settings, host: str) -> ApiKeys:
@@ -77,7 +68,7 @@ async def serve_gateway(settings: Settings) -> None:
         )
     ensure_port_free(host, port, "gateway")
     client = await AgentClient.connect(settings)
-    app = create_app(client, keys)
+    app = create_app(client, keys, settings)
     config = uvicorn.Config(
         app, host=host, port=port, log_config=None, access_log=False, lifespan="on"
     )

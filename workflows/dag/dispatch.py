@@ -15,11 +15,13 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 from temporalio.workflow import ActivityCancellationType
 
+from agentkeel.schemas.effects import EffectStatus
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.plan.provenance import Provenance
 from agentkeel.schemas.plan.validation import PlanValidationError
 from agentkeel.schemas.result import StepError, StepOutcome
 from agentkeel.schemas.tools import TOOLS, ToolSpec
+from agentkeel.workflows.dag import effect_ledger
 from agentkeel.workflows.dag.admission import refuse_plan
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.effect_gate import await_approval, clear_effect
@@ -32,6 +34,7 @@ from agentkeel.workflows.dag.tool_activity import (
     describe_error,
     execute_tool,
     summary_of,
+    with_tenant,
 )
 
 
@@ -152,7 +155,8 @@ async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> An
             served, result = await ctx.speculation.serve(twin, call)
             if served:
                 return result
-    payload: dict[str, Any] = {**call.args, "actor": ctx.request.actor.model_dump(mode="json")}
+    actor = ctx.request.actor.model_dump(mode="json")
+    payload = with_tenant({**call.args, "actor": actor}, ctx.request.tenant)
     if ctx.stale_ok and spec.idempotent and spec.cache_ttl is not None:
         payload["stale_ok"] = True  # a deadline's trade (`workflows.deadline`)
     if spec.downstream is not None and ctx.authority:
@@ -160,8 +164,10 @@ async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> An
     if call.watch:
         payload["fresh"] = True  # a watch reads the source each time, never a cached result
     options: dict[str, Any] = {}
+    cleared = None
     if not spec.idempotent and ctx.effect_rules:
-        payload["idempotency_key"] = await clear_effect(call, spec, ctx)
+        cleared = await clear_effect(call, spec, ctx)
+        payload["idempotency_key"] = cleared.key
     elif not spec.idempotent:
         role = effects.role(spec, call.args)
         payload["idempotency_key"] = ctx.idempotency_key(role, call.call_id)
@@ -172,7 +178,15 @@ async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> An
         # after the cancel (the activity heartbeats, sees it, and rolls back).
         options = {"cancellation_type": ActivityCancellationType.WAIT_CANCELLATION_COMPLETED}
     try:
-        return await execute_tool(spec, payload, ctx.tool_queue, summary_of(call), **options)
+        result = await execute_tool(spec, payload, ctx.tool_queue, summary_of(call), **options)
+    except BaseException as failure:
+        if cleared is not None:
+            error = describe_error(failure)
+            await effect_ledger.settle(cleared, effect_ledger.status_after(failure), error=error)
+        raise
     finally:
         if "call_id" in payload:
             ctx.waits.end_slot_wait(call.call_id)
+    if cleared is not None:
+        await effect_ledger.settle(cleared, EffectStatus.MADE)
+    return result

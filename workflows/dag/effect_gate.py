@@ -9,7 +9,11 @@ Every side-effecting call of every plan goes through `clear_effect`, whoever pla
 2. its idempotency key names the request (or the run chain) and what the effect changes
    (tool, identity arguments, amount), never a step id or the order of dispatch: a
    renamed step, a reordered plan or a replan cannot make the same effect twice;
-3. approval: when the tool always needs one, or the money moved passes the thresholds.
+3. the ledger: it is claimed (`workflows.dag.effect_ledger`), and what its actor and its
+   target moved in the domain's window, across runs, counts toward the thresholds;
+4. approval: when the tool always needs one, or the money moved passes the thresholds.
+
+Refusals, decisions and how each call ended are recorded in the ledger (the audit trail).
 """
 
 from __future__ import annotations
@@ -21,17 +25,21 @@ from temporalio import workflow
 
 from agentkeel.schemas import errors
 from agentkeel.schemas.actor import SYSTEM_ROLE
-from agentkeel.schemas.approvals import ApprovalRequest
+from agentkeel.schemas.approvals import ApprovalRecord, ApprovalRequest
+from agentkeel.schemas.effects import EffectStatus
 from agentkeel.schemas.origin import ArgumentOrigin
 from agentkeel.schemas.result import StepError
 from agentkeel.schemas.tools import ToolSpec, active_domain
+from agentkeel.workflows.dag import effect_ledger as ledger
 from agentkeel.workflows.dag.calls import ToolCall
+from agentkeel.workflows.dag.effect_ledger import ClearedEffect
 from agentkeel.workflows.dag.run_context import RunContext
 from agentkeel.workflows.dag.tool_activity import StepRefused
 
 EFFECT_RULES_PATCH = "effect-rules-v1"
 """Runs started before it keep the rules they were recorded with (keys by place in the
-plan, the planner's intent allowing effects, approvers compared by name)."""
+plan, the planner's intent allowing effects, approvers compared by name, limits per run
+without the ledger)."""
 
 
 def effect_identity(spec: ToolSpec, args: dict[str, Any]) -> str:
@@ -41,30 +49,65 @@ def effect_identity(spec: ToolSpec, args: dict[str, Any]) -> str:
     return ":".join([spec.name, *parts])
 
 
-async def clear_effect(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> str:
-    """The idempotency key `call` runs with, once it has passed provenance and approval;
-    raises `StepRefused` when it may not run."""
-    origins = _origins(call, ctx)
+async def clear_effect(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> ClearedEffect:
+    """The effect `call` may start as, once it has passed provenance, the ledger's limits
+    and approval; raises `StepRefused` (recorded in the ledger) when it may not run."""
+    origins = _origins(call, spec, ctx)
     ctx.effect_origins[call.step_id] = origins
+    key = ctx.effect_key(effect_identity(spec, call.args))
+    request = ledger.claim_of(call, spec, ctx, key, origins)
     untrusted = {name: o for name, o in origins.items() if not o.trusted}
     if untrusted and active_domain().untrusted_effects == "refuse":
         said = "; ".join(f"{name}: {o.says}" for name, o in untrusted.items())
-        raise StepRefused(
-            _error(
-                errors.UNTRUSTED_ARGUMENT,
-                f"{call.tool} {call.call_id} refused: its target or amount does not come "
-                f"from the request ({said})",
-            )
+        error = _error(
+            errors.UNTRUSTED_ARGUMENT,
+            f"{call.tool} {call.call_id} refused: its target or amount does not come "
+            f"from the request ({said})",
         )
-    await await_approval(call, spec, ctx, origins, untrusted=bool(untrusted))
-    return ctx.effect_key(effect_identity(spec, call.args))
+        await ledger.record_refusal(request, error)
+        raise StepRefused(error)
+    # Claimed before any approval: a concurrent run of the same actor or on the same
+    # target counts this amount from now on, approved or still waiting.
+    async with ctx.effect_claims:
+        claimed = await ledger.claim(request)
+    cleared = ClearedEffect(key=key, claimed=True, already_made=claimed.already_made)
+    if claimed.already_made:  # the tool answers with the effect it made; nothing moves again
+        return cleared
+    try:
+        cleared.approval = await await_approval(
+            call,
+            spec,
+            ctx,
+            origins,
+            untrusted=bool(untrusted),
+            already=max(ctx.moved_cents, claimed.moved_cents),
+        )
+    except StepRefused as refused:
+        await ledger.settle(
+            cleared, EffectStatus.DECLINED, approval=refused.approval, error=refused.error
+        )
+        raise
+    return cleared
 
 
-def _origins(call: ToolCall, ctx: RunContext) -> dict[str, ArgumentOrigin]:
+def _origins(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> dict[str, ArgumentOrigin]:
     if ctx.provenance is None:
         return {}
     step = ctx.provenance.step(call.step_id)
-    return ctx.provenance.of_effect(step) if step is not None else {}
+    origins = ctx.provenance.of_effect(step) if step is not None else {}
+    amount_arg = spec.amount_arg
+    named = ctx.trusted_facts().numbers("amount")
+    if amount_arg in origins and named and not ctx.caller_plan:
+        # A request that names its amounts names all of them: a trusted lookup (an order's
+        # total) may not stand in for the "$5" the user asked.
+        amount = call.args.get(amount_arg)
+        if amount not in named and origins[amount_arg].trusted:
+            asked = ", ".join(str(n) for n in sorted(named))
+            origins[amount_arg] = ArgumentOrigin(
+                trusted=False,
+                says=f"{amount} is not an amount the request names ({asked} cents)",
+            )
+    return origins
 
 
 async def await_approval(
@@ -74,12 +117,16 @@ async def await_approval(
     origins: dict[str, ArgumentOrigin],
     *,
     untrusted: bool = False,
-) -> None:
+    already: int | None = None,
+) -> ApprovalRecord | None:
     """Wait for a decision when the tool always needs one, when a value comes from untrusted
     content (a domain that asks so), or when the money moved is above the thresholds;
-    raise if declined."""
+    the decision if one was asked; raise if declined.
+
+    `already`: what the actor or the target moved before, in this run and in the ledger's
+    window (default: this run's total)."""
     if spec.amount_arg is None and not spec.needs_approval and not untrusted:
-        return
+        return None
     # The scheduler hands over validated, coerced arguments: an amount is an int here.
     amount = call.args.get(spec.amount_arg) if spec.amount_arg is not None else 0
     if not isinstance(amount, int) or isinstance(amount, bool):
@@ -92,14 +139,15 @@ async def await_approval(
     policy = await ctx.approval_policy()
     domain = active_domain()
     scoped = domain.is_scoped(ctx.request.actor.role)
-    why = policy.required_for(ctx.request.actor, amount, already=ctx.moved_cents, scoped=scoped)
+    before = ctx.moved_cents if already is None else already
+    why = policy.required_for(ctx.request.actor, amount, already=before, scoped=scoped)
     if why is None and untrusted:
         why = "its target or amount comes from untrusted content (see provenance)"
     if why is None and spec.needs_approval:
         why = f"{spec.name} always needs an approval"
     if why is None:
         ctx.moved_cents += amount
-        return
+        return None
     request = ApprovalRequest(
         step_id=call.step_id,
         call_id=call.call_id,
@@ -109,24 +157,27 @@ async def await_approval(
         actor=ctx.request.actor,
         approver_role=next(iter(domain.approver_roles), SYSTEM_ROLE),
         why=why,
+        provenance=origins,
     )
     record = await ctx.gate.wait_for(request, timedelta(seconds=policy.timeout_s))
     if record.approved:
         ctx.moved_cents += amount
-        return
+        return record
     if record.timed_out:
         raise StepRefused(
             _error(
                 errors.APPROVAL_TIMED_OUT,
                 f"{call.tool} {call.call_id} was declined: no decision in time",
-            )
+            ),
+            approval=record,
         )
     reason = f": {record.reason}" if record.reason else ""
     raise StepRefused(
         _error(
             errors.APPROVAL_DECLINED,
             f"{call.tool} {call.call_id} was rejected by {record.approver}{reason}",
-        )
+        ),
+        approval=record,
     )
 
 

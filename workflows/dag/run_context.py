@@ -8,6 +8,7 @@ approval gate.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -71,6 +72,9 @@ class RunContext:
     effect_origins: dict[str, dict[str, ArgumentOrigin]] = field(default_factory=dict)
     """Per side-effecting step of the current round: the origins of its target and amount,
     as the step's outcome reports them."""
+    effect_claims: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
+    """Claims in the effects ledger one at a time, in dispatch order: each of a run's
+    parallel side effects counts the ones before it, in the same order on every replay."""
     _policy: ApprovalPolicy | None = field(default=None, repr=False)
 
     async def approval_policy(self) -> ApprovalPolicy:

@@ -9,6 +9,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
 
 from agentkeel.schemas import errors
+from agentkeel.schemas.approvals import ApprovalRecord
 from agentkeel.schemas.result import StepError
 from agentkeel.schemas.tools import ToolSpec
 from agentkeel.workflows import timeouts
@@ -16,13 +17,26 @@ from agentkeel.workflows.dag.calls import ToolCall
 
 _SUMMARY_CHARS = 120
 
+TOOL_TENANT_PATCH = "tool-tenant-v1"
+"""Tool calls carry the request's tenant beside the actor (`ActorScoped.tenant`); calls of
+runs recorded before it are replayed as they were scheduled, without one."""
+
+
+def with_tenant(payload: dict[str, Any], tenant: str) -> dict[str, Any]:
+    """A tool call's activity input with the run's tenant, which a plan can never set."""
+    if workflow.patched(TOOL_TENANT_PATCH):
+        return {**payload, "tenant": tenant}
+    return payload
+
 
 class StepRefused(Exception):
     """A call the run itself declined to make (a side effect without approval)."""
 
-    def __init__(self, error: StepError) -> None:
+    def __init__(self, error: StepError, *, approval: ApprovalRecord | None = None) -> None:
         super().__init__(error.message)
         self.error = error
+        self.approval = approval
+        """The decision that declined it, where an approver (or the deadline) did."""
 
 
 async def execute_tool(

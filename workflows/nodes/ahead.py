@@ -57,7 +57,7 @@ async def before_planning(state: AgentState) -> Route | None:
     ):
         context.speculation = Speculation()
         actor = request.actor.model_dump(mode="json")
-        started = context.speculation.start(predicted, context.tool_queue, actor)
+        started = context.speculation.start(predicted, context.tool_queue, actor, request.tenant)
         context.calls_used += started  # they count against the run's tool-call limit
     if tier is route.tier:
         return None

@@ -79,7 +79,7 @@ def _orders(out: dict[str, Any]) -> str:
 )
 async def find_customer(args: FindCustomerArgs, ctx: ToolContext) -> Customer:
     """Find a customer by email address."""
-    row = await shop(ctx).pool.fetchrow(q.FIND_CUSTOMER, args.email.strip().lower())
+    row = await shop(ctx).pool.fetchrow(q.FIND_CUSTOMER, args.email.strip().lower(), ctx.tenant)
     ctx.require_owner(row and row["customer_id"], f"the customer {args.email!r}")
     if row is None:
         raise not_found(f"customer with email {args.email!r}")
@@ -101,7 +101,7 @@ async def find_customer(args: FindCustomerArgs, ctx: ToolContext) -> Customer:
 async def list_orders(args: ListOrdersArgs, ctx: ToolContext) -> OrderList:
     """List a customer's most recent orders."""
     ctx.require_owner(args.customer_id, f"the orders of customer {args.customer_id}")
-    rows = await shop(ctx).pool.fetch(q.LIST_ORDERS, args.customer_id, args.limit)
+    rows = await shop(ctx).pool.fetch(q.LIST_ORDERS, args.customer_id, args.limit, ctx.tenant)
     if not rows:
         raise not_found(f"customer {args.customer_id}")
     orders = [

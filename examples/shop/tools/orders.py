@@ -69,11 +69,11 @@ def _order(out: dict[str, Any]) -> str:
 async def get_order(args: GetOrderArgs, ctx: ToolContext) -> Order:
     """Get an order with its items, totals and tracking number."""
     async with shop(ctx).pool.acquire() as conn:
-        row = await conn.fetchrow(q.GET_ORDER, args.order_id)
+        row = await conn.fetchrow(q.GET_ORDER, args.order_id, ctx.tenant)
         ctx.require_owner(row and row["customer_id"], f"order {args.order_id}")
         if row is None:
             raise not_found(f"order {args.order_id}")
-        items = await conn.fetch(q.ORDER_ITEMS, args.order_id)
+        items = await conn.fetch(q.ORDER_ITEMS, args.order_id, ctx.tenant)
     return Order(
         order_id=row["order_id"],
         customer_id=row["customer_id"],

@@ -84,7 +84,7 @@ async def create_refund(args: CreateRefundArgs, ctx: ToolContext) -> Refund:
     key = ctx.idempotency_key
     assert key is not None, "the workflow gives every side effect its key"
     async with shop(ctx).pool.acquire() as conn, conn.transaction():
-        order = await conn.fetchrow(q.LOCK_ORDER, args.order_id)
+        order = await conn.fetchrow(q.LOCK_ORDER, args.order_id, ctx.tenant)
         ctx.require_owner(order and order["customer_id"], f"order {args.order_id}")
         if order is None:
             raise not_found(f"order {args.order_id}")
@@ -93,14 +93,16 @@ async def create_refund(args: CreateRefundArgs, ctx: ToolContext) -> Refund:
             return _earlier_refund(earlier, args, key, order["customer_id"])
         if order["status"] == "cancelled":
             raise _rejected(f"order {args.order_id} is cancelled and was never charged")
-        refundable = order["total_cents"] - await conn.fetchval(q.REFUNDED_CENTS, args.order_id)
+        refundable = order["total_cents"] - await conn.fetchval(
+            q.REFUNDED_CENTS, args.order_id, ctx.tenant
+        )
         if args.amount_cents > refundable:
             raise _rejected(
                 f"refund of {args.amount_cents} cents exceeds the {refundable} cents"
                 f" still refundable on order {args.order_id}"
             )
         row = await conn.fetchrow(
-            q.INSERT_REFUND, args.order_id, args.amount_cents, args.reason, key
+            q.INSERT_REFUND, args.order_id, args.amount_cents, args.reason, key, ctx.tenant
         )
         if row is None:
             # The key was taken meanwhile by a refund of another order (which holds another

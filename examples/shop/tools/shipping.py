@@ -50,7 +50,8 @@ async def track_shipment_many(
         carrier = shop(calls[0].ctx).carrier
         answers = dict(zip(asked, await carrier.track_many(asked), strict=True))
         for i, number in enumerate(numbers):
-            results.setdefault(i, answers[number])
+            if i not in results:  # a refused call's number was never asked
+                results[i] = answers[number]
     return [results[i] for i in range(len(calls))]
 
 
@@ -70,5 +71,5 @@ async def track_shipment(args: TrackShipmentArgs, ctx: ToolContext) -> Tracking:
 
 async def _check_owner(ctx: ToolContext, number: str) -> None:
     if ctx.scoped:
-        owner = await shop(ctx).pool.fetchval(q.SHIPMENT_OWNER, number)
+        owner = await shop(ctx).pool.fetchval(q.SHIPMENT_OWNER, number, ctx.tenant)
         ctx.require_owner(owner, f"shipment {number!r}")
