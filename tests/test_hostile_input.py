@@ -34,6 +34,7 @@ from agentkeel.schemas import errors, names
 from agentkeel.schemas.approvals import ApprovalDecision
 from agentkeel.schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
 from agentkeel.schemas.plan.model import Plan, PlanStep
+from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.result import AgentResult, StepStatus
 from agentkeel.schemas.route import Route, Tier
 from agentkeel.schemas.tools import TOOLS
@@ -500,8 +501,16 @@ async def test_hostile_signals_and_updates_leave_a_waiting_run_working(
     # Signals cannot answer: each one is dropped (with a warning) and the run goes on.
     hostile = [[p] for p, _ in UNREADABLE.values()] + list(OTHER_SHAPES.values())
     hostile.append([payload(b'{"call_id": 5, "downstream": [], "waiting": "maybe"}')])
+    huge = "c" * 100_000  # the right shape, hostile content: dropped, not shown
+    hostile.append(
+        [payload(f'{{"call_id": "{huge}", "downstream": "d", "waiting": true}}'.encode())]
+    )
+    nan = b'{"call_id": "s1", "downstream": "d", "waiting": false, "waited_ms": NaN}'
+    hostile.append([payload(nan)])
     for payloads in hostile:
         await handle.signal(names.SLOT_WAIT_SIGNAL, args=[RawValue(p) for p in payloads])
+    shown = await handle.query(names.PROGRESS_QUERY, result_type=RunProgress)
+    assert huge[:1000] not in shown.model_dump_json() and "NaN" not in shown.model_dump_json()
 
     # Updates are refused, naming why; none reaches history.
     for p, words in UNREADABLE.values():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 @dataclass(frozen=True)
@@ -20,11 +20,13 @@ class Downstream:
 class SlotWait(BaseModel):
     """Signalled to a run by a tool activity whose call waits for a downstream slot."""
 
-    call_id: str
-    downstream: str
+    # Bounded like a request's fields: a signal anyone with namespace access can send must
+    # not put a megabyte or a NaN into the run's progress (an invalid one is dropped).
+    call_id: str = Field(min_length=1, max_length=200)
+    downstream: str = Field(min_length=1, max_length=100)
     waiting: bool
     """True: it waits now; False: it got its slot after `waited_ms`."""
-    waited_ms: float = 0.0
+    waited_ms: float = Field(default=0.0, ge=0, le=1e9, allow_inf_nan=False)
 
 
 @dataclass(frozen=True)
