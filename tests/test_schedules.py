@@ -40,7 +40,6 @@ from agentkeel.workers.client.schedules import (
     scheduled_request,
 )
 from tests.conftest import AgentStack
-from tests.test_authority import refundable_order
 
 QUESTION = "Where is order 1001?"
 ANN = Actor(role="staff", name="ann")
@@ -293,7 +292,13 @@ async def _first_run_of(client: Client, schedule_id: str) -> AgentResult:
 async def test_a_scheduled_run_makes_no_side_effect_unless_its_schedule_allowed_it(
     client: Client, stack: AgentStack, schedule_ids: list[str], orders_db: asyncpg.Pool
 ) -> None:
-    order_id, _ = await refundable_order(orders_db, at_least_cents=500)
+    # Delivered: the rules policy plans a refund for a delivered order only.
+    order_id = await orders_db.fetchval(
+        "SELECT o.order_id FROM orders o WHERE o.status = 'delivered' AND o.total_cents - "
+        "(SELECT coalesce(sum(amount_cents), 0) FROM refunds r WHERE r.order_id = o.order_id)"
+        " >= 500 ORDER BY o.order_id LIMIT 1"
+    )
+    assert order_id is not None
     question = f"Please refund $1.00 for order {order_id}, it arrived damaged"
     every = Timing.parse(every="1s")
     read_only = scheduled_request(question, tenant=stack.tenant, actor=ANN)
