@@ -55,9 +55,10 @@ async def store(state: AgentState) -> dict[str, Any]:
         request.options.use_cache
         and not state.get("degraded", False)
         and not state.get("given", False)
-        # A read-only run's answer says what it could not do: the same words asked by a
-        # run allowed to act must not be answered with it.
-        and not (request.options.read_only or state["context"].read_only)
+        # A run a schedule made read-only says what it could not do: the same words asked
+        # by a run allowed to act must not be answered with it. (A read-only request, the
+        # cache warmer's, is cached as before: its caller chose to make no side effect.)
+        and not state["context"].read_only
     )
     return await _record(state, result, update_cache=update_cache)
 
