@@ -58,7 +58,7 @@ class EffectClaim(BaseModel):
     """Its idempotency key: the request (or run chain) and what it changes."""
     tool: str
     target: str = ""
-    """What it changes, as `order_id=7` (its identity arguments); '' for none."""
+    """What it changes, as `account_id=7` (its identity arguments); '' for none."""
     amount_cents: int = Field(default=0, ge=0)
     actor: Actor
     args: dict[str, object] = Field(default_factory=dict)
@@ -119,7 +119,7 @@ class AuditQuery(BaseModel):
     actor: str | None = None
     """An actor's identity (`customer:5`, `staff~ann`) or a role."""
     target: str | None = None
-    """A target as recorded (`order_id=7`)."""
+    """A target as recorded (`account_id=7`)."""
     since: datetime | None = None
     until: datetime | None = None
     limit: int = Field(default=100, ge=1, le=1000)

@@ -181,6 +181,16 @@ async def database_url(admin_dsn: str, template_database: str) -> AsyncIterator[
 
 
 @pytest.fixture
+async def db(database_url: str) -> AsyncIterator[asyncpg.Pool]:
+    """A pool on this test's database, for reading what the tools wrote."""
+    pool = await asyncpg.create_pool(database_url, min_size=1, max_size=4)
+    try:
+        yield pool
+    finally:
+        await pool.close()
+
+
+@pytest.fixture
 async def orders_db(database_url: str, redis_url: str) -> AsyncIterator[asyncpg.Pool]:
     """This test's database, in which orders ship behind the tools' backs (as a warehouse
     system would): the order reads they cached are dropped afterwards, so no later test,

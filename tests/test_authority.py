@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -53,15 +52,6 @@ from tests.fakes import FakeScriptedPolicy
 
 def step_of(result: AgentResult, tool: str) -> StepOutcome:
     return next(s for s in result.steps if s.tool == tool)
-
-
-@pytest.fixture
-async def db(database_url: str) -> AsyncIterator[asyncpg.Pool]:
-    pool = await asyncpg.create_pool(database_url, min_size=1, max_size=3)
-    try:
-        yield pool
-    finally:
-        await pool.close()
 
 
 async def refundable_order(db: asyncpg.Pool, *, at_least_cents: int) -> tuple[int, int]:

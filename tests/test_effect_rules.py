@@ -4,7 +4,6 @@ reading only, approvers checked as identities by the workflow."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
@@ -29,15 +28,6 @@ from agentkeel.schemas.route import Route, Tier
 from tests.conftest import StackFactory
 from tests.fakes import FakeScriptedPolicy
 from tests.test_authority import RefundScript, refundable_order, until_awaiting
-
-
-@pytest.fixture
-async def db(database_url: str) -> AsyncIterator[asyncpg.Pool]:
-    pool = await asyncpg.create_pool(database_url, min_size=1, max_size=3)
-    try:
-        yield pool
-    finally:
-        await pool.close()
 
 
 async def refunds_of(db: asyncpg.Pool, order_id: int) -> list[int]:

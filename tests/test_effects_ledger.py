@@ -12,11 +12,9 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
 
 import asyncpg
 import httpx
-import pytest
 
 from agentkeel.activities.effects_ledger import EffectLedger
 from agentkeel.schemas import errors, names
@@ -33,15 +31,6 @@ from agentkeel.workers.gateway.server import serving
 from agentkeel.workers.stack.procs import free_port
 from tests.conftest import StackFactory
 from tests.test_authority import RefundScript, refundable_order, refunds_plan, until_awaiting
-
-
-@pytest.fixture
-async def db(database_url: str) -> AsyncIterator[asyncpg.Pool]:
-    pool = await asyncpg.create_pool(database_url, min_size=1, max_size=3)
-    try:
-        yield pool
-    finally:
-        await pool.close()
 
 
 async def statuses(db: asyncpg.Pool, order_id: int) -> list[str]:

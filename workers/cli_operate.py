@@ -39,7 +39,10 @@ def add_operator_parsers(sub: Any) -> None:
     )
     audit.add_argument("--tenant", default="default", help="whose ledger (default: default)")
     audit.add_argument("--actor", help="an actor: role:subject, role~name, or a role")
-    audit.add_argument("--target", help="what an effect changed, as recorded: order_id=7")
+    audit.add_argument(
+        "--target",
+        help="what an effect changed, as recorded: its identity arguments (account_id=7)",
+    )
     audit.add_argument("--since", help="how far back: 90s, 15m, 1h, 2d (default: all)")
     audit.add_argument("--limit", type=int, default=100, help="rows at most (1-1000)")
     audit.add_argument("--json", action="store_true", help="print JSON")

@@ -43,7 +43,7 @@ without the ledger)."""
 
 
 def effect_identity(spec: ToolSpec, args: dict[str, Any]) -> str:
-    """What the effect changes, as its key names it: `create_refund:order_id=7:amount_cents=500`."""
+    """What the effect changes, as its key names it: `issue_credit:account_id=7:amount_cents=5`."""
     named = [*spec.identity_args, *([spec.amount_arg] if spec.amount_arg else [])]
     parts = [f"{name}={args.get(name)}" for name in named]
     return ":".join([spec.name, *parts])

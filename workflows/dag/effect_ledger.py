@@ -43,7 +43,7 @@ class ClearedEffect:
 
 
 def effect_target(spec: ToolSpec, args: dict[str, object]) -> str:
-    """What an effect changes, as limits count it per target: `order_id=7`."""
+    """What an effect changes, as limits count it per target: `account_id=7`."""
     return ":".join(f"{name}={args.get(name)}" for name in spec.identity_args)
 
 

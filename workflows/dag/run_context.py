@@ -98,7 +98,7 @@ class RunContext:
         )
 
     def effect_key(self, effect: str) -> str:
-        """The key of the side effect `effect` (`create_refund:order_id=7:amount_cents=500`)
+        """The key of the side effect `effect` (`issue_credit:account_id=7:amount_cents=500`)
         of this request, or of this run chain when the request has no id: the same whatever
         step makes it, in whatever order, in whichever planning round."""
         request = self.request
