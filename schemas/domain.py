@@ -144,6 +144,9 @@ class DemoQuestion:
     title: str = ""
     role: str | None = None
     subject: str | None = None
+    shows_cache: bool = False
+    """Asked with the cache lookup on, to show a hit on an earlier demo question's answer.
+    The others skip the lookup (`RunOptions.refresh_cache`): each demo runs their steps."""
 
 
 @dataclass(frozen=True)

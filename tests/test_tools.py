@@ -32,6 +32,7 @@ from agentkeel.examples.shop.tools import (
     TrackShipmentInput,
 )
 from agentkeel.schemas.tools import ACTIVITY_TOOLS, TOOLS
+from agentkeel.workers.stack.demo import DEMO_TENANT
 from tests.pg import fresh_database
 from tests.shop_tools import ShopActivities
 
@@ -192,6 +193,11 @@ async def test_seed_default_volume_is_fast_and_consistent(admin_dsn: str) -> Non
                 " = (SELECT count(*) FROM inventory)"
             )
             assert await conn.fetchval("SELECT count(*) FROM kb_articles") >= 20
+            # `agentkeel demo` asks as the tenant that owns the seed: any other would find
+            # no order at all.
+            assert [
+                r["tenant"] for r in await conn.fetch("SELECT DISTINCT tenant FROM orders")
+            ] == [DEMO_TENANT]
             # Every total is the sum of its items; every item count is 1..5.
             assert not await conn.fetch(
                 "SELECT o.order_id FROM orders o JOIN order_items i USING (order_id)"

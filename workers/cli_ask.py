@@ -9,11 +9,10 @@ import sys
 from temporalio.client import WorkflowFailureError
 
 from agentkeel.schemas.request import AgentRequest, RunOptions
-from agentkeel.schemas.result import AgentResult, StepStatus
 from agentkeel.schemas.tokens import TokenEvent
 from agentkeel.workers.cli_options import actor_of
 from agentkeel.workers.client.agent_client import AgentClient
-from agentkeel.workers.client.report import StreamedAnswer, format_result
+from agentkeel.workers.client.report import StreamedAnswer, format_result, went_wrong
 from agentkeel.workers.client.status_line import StatusLine, follow_progress
 from agentkeel.workers.settings import Settings
 
@@ -92,9 +91,4 @@ async def ask(settings: Settings, args: argparse.Namespace) -> int:
         print(result.model_dump_json(indent=2))
     else:
         print(format_result(result, answer_shown=streamed.close(result.answer)))
-    return EXIT_FAILED if _went_wrong(result) else EXIT_ANSWERED
-
-
-def _went_wrong(result: AgentResult) -> bool:
-    """A run that answered but whose plan was rejected or a step failed: exit status 1."""
-    return result.plan_error is not None or any(s.status == StepStatus.FAILED for s in result.steps)
+    return EXIT_FAILED if went_wrong(result) else EXIT_ANSWERED

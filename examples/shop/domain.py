@@ -96,15 +96,19 @@ DEMO_QUESTIONS = (
     ),
     DemoQuestion(REPEATED, "a knowledge-base question (stored in the path cache)"),
     DemoQuestion(
-        REPEATED.upper(), "the same question again: the client answers from the exact tier"
+        REPEATED.upper(),
+        "the same question again: the client answers from the exact tier",
+        shows_cache=True,
     ),
     DemoQuestion(
         "Whats your policy on returning damaged items?",
         "a paraphrase: a guarded semantic hit (when the semantic extra is installed)",
+        shows_cache=True,
     ),
     DemoQuestion(
         "Where is order 1001?",
         "the first question again: live tracking has no TTL, so the cached plan is reused",
+        shows_cache=True,
     ),
 )
 

@@ -61,6 +61,11 @@ class StreamedAnswer:
         self._out.flush()
 
 
+def went_wrong(result: AgentResult) -> bool:
+    """A run that answered but whose plan was rejected or a step failed (exit status 1)."""
+    return result.plan_error is not None or any(s.status == StepStatus.FAILED for s in result.steps)
+
+
 def format_result(result: AgentResult, *, answer_shown: bool = False) -> str:
     """The result for a terminal; `answer_shown`: it was streamed already, so leave it out."""
     route = result.route
