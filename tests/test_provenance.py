@@ -51,6 +51,27 @@ def test_a_trusted_field_of_a_lookup_by_a_trusted_id_is_trusted() -> None:
 
 
 @pytest.mark.parametrize(
+    ("question", "moved", "trusted"),
+    [
+        # The request named its amount: an order's total may not stand in for it.
+        ("refund $5 on order 1002", 31898, False),
+        ("refund $5 on order 1002", 500, True),
+        # It named none: the trusted lookup's total is the amount.
+        ("refund order 1002 in full", 31898, True),
+    ],
+)
+def test_named_amounts_bind_the_amount_a_call_really_moves(
+    question: str, moved: int, trusted: bool
+) -> None:
+    plan = Plan.model_validate({"steps": [LOOKUP, _refund("$s1.order_id", "$s1.total_cents")]})
+    provenance = Provenance({s.id: s for s in plan.steps}, TOOLS, TrustedFacts(question))
+    resolved = {"order_id": 1002, "amount_cents": moved, "reason": "damaged"}
+    origins = provenance.of_call(plan.steps[-1], resolved)
+    assert origins["amount_cents"].trusted is trusted, origins
+    assert origins["order_id"].trusted
+
+
+@pytest.mark.parametrize(
     ("question", "steps", "untrusted"),
     [
         # Another order than the one asked about: only the planner knows it.

@@ -118,6 +118,25 @@ class Provenance:
             if name in step.args
         }
 
+    def of_call(self, step: PlanStep, resolved: Mapping[str, Any]) -> dict[str, ArgumentOrigin]:
+        """`of_effect`, then a check of the amount the call will really move (`resolved`, the
+        arguments with their references filled in).
+
+        A request that names its amounts names all of them: a trusted lookup (an order's
+        total) may not stand in for the "$5" the user asked."""
+        origins = self.of_effect(step)
+        amount_arg = self._tools[step.tool].amount_arg
+        named = self._numbers["amount"]
+        if amount_arg not in origins or not named or self._facts.caller_plan:
+            return origins
+        amount = resolved.get(amount_arg)
+        if amount not in named and origins[amount_arg].trusted:
+            asked = ", ".join(str(n) for n in sorted(named))
+            origins[amount_arg] = _untrusted(
+                f"{amount} is not an amount the request names ({asked} cents)"
+            )
+        return origins
+
     def of_value(self, step: PlanStep, value: Any, role: Role = "any") -> ArgumentOrigin:
         """The origin of `value`, an argument of `step` as the plan wrote it, used as `role`."""
         ref = Reference.parse(value)

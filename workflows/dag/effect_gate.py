@@ -52,7 +52,7 @@ def effect_identity(spec: ToolSpec, args: dict[str, Any]) -> str:
 async def clear_effect(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> ClearedEffect:
     """The effect `call` may start as, once it has passed provenance, the ledger's limits
     and approval; raises `StepRefused` (recorded in the ledger) when it may not run."""
-    origins = _origins(call, spec, ctx)
+    origins = _origins(call, ctx)
     ctx.effect_origins[call.step_id] = origins
     key = ctx.effect_key(effect_identity(spec, call.args))
     request = ledger.claim_of(call, spec, ctx, key, origins)
@@ -90,24 +90,11 @@ async def clear_effect(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> Clear
     return cleared
 
 
-def _origins(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> dict[str, ArgumentOrigin]:
+def _origins(call: ToolCall, ctx: RunContext) -> dict[str, ArgumentOrigin]:
     if ctx.provenance is None:
         return {}
     step = ctx.provenance.step(call.step_id)
-    origins = ctx.provenance.of_effect(step) if step is not None else {}
-    amount_arg = spec.amount_arg
-    named = ctx.trusted_facts().numbers("amount")
-    if amount_arg in origins and named and not ctx.caller_plan:
-        # A request that names its amounts names all of them: a trusted lookup (an order's
-        # total) may not stand in for the "$5" the user asked.
-        amount = call.args.get(amount_arg)
-        if amount not in named and origins[amount_arg].trusted:
-            asked = ", ".join(str(n) for n in sorted(named))
-            origins[amount_arg] = ArgumentOrigin(
-                trusted=False,
-                says=f"{amount} is not an amount the request names ({asked} cents)",
-            )
-    return origins
+    return ctx.provenance.of_call(step, call.args) if step is not None else {}
 
 
 async def await_approval(
