@@ -24,6 +24,7 @@ from agentkeel.activities.conversations import ConversationStore
 from agentkeel.activities.heartbeat import heartbeating
 from agentkeel.activities.latency import LatencyBook, scope_of
 from agentkeel.activities.outputs import OutputStore
+from agentkeel.activities.plan_ahead import AHEAD_ROUTE, UnsureForecast
 from agentkeel.activities.span_notes import note
 from agentkeel.activities.token_stream import TokenStream
 from agentkeel.inference.engines.protocol import ConstraintViolationError, EngineRequestError
@@ -83,19 +84,22 @@ class InferenceActivities:
         outputs: OutputStore | None = None,
         speculate_calls: int = 4,
         latencies: LatencyBook | None = None,
+        forecast: UnsureForecast | None = None,
     ) -> None:
         """`redis`: where token streams go; None publishes nothing (answers still return).
         `conversations`: where earlier turns are read; None gives prompts no history.
         `outputs`: where large step outputs are read back; None leaves them references.
         `speculate_calls`: most reads an unsure route proposes to start while the heavy
         model plans (`AGENTKEEL_SPECULATION_MAX_CALLS`; 0 when `AGENTKEEL_SPECULATION=off`).
-        `latencies`: where plan and respond durations are recorded (default: `redis`)."""
+        `latencies`: where plan and respond durations are recorded (default: `redis`).
+        `forecast`: when to plan beside the router (`AGENTKEEL_PLAN_AHEAD`; default auto)."""
         self._policy = policy
         self._redis = redis
         self._conversations = conversations
         self._outputs = outputs
         self._speculate_calls = min(max(speculate_calls, 0), MAX_SPECULATIVE_CALLS)
         self._latencies = latencies or LatencyBook(redis)
+        self._forecast = forecast or UnsureForecast()
 
     @activity.defn(name=names.ROUTE)
     async def route(self, request: calls.RouteInput) -> calls.RouteResult:
@@ -105,14 +109,25 @@ class InferenceActivities:
         asked_only = [
             calls.ConversationTurn(question=t.question, answer="") for t in request.history
         ]
-        routed = await model_call(
-            self._policy.route(request.model_copy(update={"history": asked_only}))
-        )
+        ahead = self._plan_ahead(request)
+        try:
+            routed = await model_call(
+                self._policy.route(request.model_copy(update={"history": asked_only}))
+            )
+        except BaseException:
+            if ahead is not None:
+                ahead.cancel()
+            raise
+        self._forecast.observe(request.tenant, unsure=not routed.confident)
+        if ahead is not None and routed.confident:
+            ahead.cancel()  # the router's draft plan serves: the planner's work is dropped
+        elif ahead is not None:
+            routed.planned = await _unless_failed(ahead)
         decisions = meter().create_counter(
             metrics.ROUTER_DECISIONS, "Routes decided, by the tier that plans the run"
         )
         decisions.add(1, {"tier": routed.route.tier.value})
-        if not routed.confident:
+        if not routed.confident and routed.planned is None:
             # The heavy model will plan: the reads this reading predicts may start meanwhile.
             routed.reading = routed.reading or reading_of(request.question)
             routed.speculate = predicted_calls(routed.reading, TOOLS, limit=self._speculate_calls)
@@ -125,11 +140,24 @@ class InferenceActivities:
         )
         return routed
 
+    def _plan_ahead(self, request: calls.RouteInput) -> asyncio.Task[calls.PlanResult] | None:
+        """The planner, started now on the request alone, where the route is forecast to
+        be unsure (`activities.plan_ahead`); None otherwise."""
+        if not request.plan_ahead or not self._forecast.expects_unsure(request.tenant):
+            return None
+        asked = request.model_dump(exclude={"plan_ahead"})
+        planning = calls.PlanInput(**asked, route=AHEAD_ROUTE)
+        return asyncio.create_task(self._planned(planning))
+
+    async def _planned(self, request: calls.PlanInput) -> calls.PlanResult:
+        started = time.perf_counter()
+        planned = await model_call(self._policy.plan(request))
+        self._observe(f"plan:{planned.tier.value}", started)
+        return planned
+
     @activity.defn(name=names.PLAN)
     async def plan(self, request: calls.PlanInput) -> calls.PlanResult:
-        started = time.perf_counter()
-        planned = await model_call(self._policy.plan(await self._with_history(request)))
-        self._observe(f"plan:{planned.tier.value}", started)
+        planned = await self._planned(await self._with_history(request))
         note(
             policy=self._policy.name,
             tier=planned.tier.value,
@@ -194,6 +222,16 @@ class InferenceActivities:
 
     def all(self) -> list[Callable[..., Any]]:
         return [self.route, self.plan, self.join, self.respond]
+
+
+async def _unless_failed(planning: asyncio.Task[calls.PlanResult]) -> calls.PlanResult | None:
+    """The plan made beside the router, or None if that failed: the run then plans after
+    the route, as without planning ahead (a failed guess never fails the route)."""
+    try:
+        return await planning
+    except Exception as exc:
+        log.warning("plan_ahead_failed", error=repr(exc))
+        return None
 
 
 def reading_of(question: str) -> Reading:

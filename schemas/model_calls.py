@@ -45,6 +45,10 @@ class ModelCallInput(BaseModel):
 class RouteInput(ModelCallInput):
     """The router reads the question (and the conversation) alone."""
 
+    plan_ahead: bool = True
+    """The run may take a plan made beside the router (`RouteResult.planned`): false for
+    a run with a deadline, whose tier is chosen before it plans."""
+
 
 class RouteResult(BaseModel):
     route: Route
@@ -60,6 +64,9 @@ class RouteResult(BaseModel):
     speculate: list[PredictedCall] = Field(default_factory=list)
     """Reads the reading predicts, to start while the heavy model plans (empty when
     confident, or where the worker's `AGENTKEEL_SPECULATION` is off)."""
+    planned: PlanResult | None = None
+    """An unsure route's plan, made beside the router (`AGENTKEEL_PLAN_AHEAD`): the run
+    goes straight to its tools, with no plan stage."""
 
 
 class PlanInput(ModelCallInput):
@@ -82,6 +89,9 @@ class PlanResult(BaseModel):
     """What the run's result should say about how this step was served (a fallback)."""
     fallback: bool = False
     """Served by the rules because the model server was unavailable: the run is not cached."""
+
+
+RouteResult.model_rebuild()
 
 
 class JoinDecision(StrEnum):

@@ -40,7 +40,7 @@ from agentkeel.workers.client.agent_client import AgentClient
 from agentkeel.workers.connections import redact
 from agentkeel.workers.resources import cpu_activities, inference_resources
 from agentkeel.workers.search_attributes import ensure_search_attributes
-from agentkeel.workers.settings import Settings, speculative_calls
+from agentkeel.workers.settings import Settings, speculative_calls, unsure_forecast
 from agentkeel.workers.stack.procs import StackError, find_temporal_binary
 from agentkeel.workers.stack.temporal import queue_poll_flags
 from agentkeel.workers.stand_ins import with_stand_ins
@@ -316,6 +316,7 @@ async def make_stack(
                         conversations=resources.conversations,
                         outputs=resources.outputs,
                         speculate_calls=speculative_calls(settings),
+                        forecast=unsure_forecast(settings),
                     ),
                     max_concurrent=inference_concurrency,
                 ),

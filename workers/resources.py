@@ -34,7 +34,13 @@ from agentkeel.workers.cache_assembly import build_caches, tool_activities
 from agentkeel.workers.connections import http_client, postgres_pool, redact, redis_client
 from agentkeel.workers.domain_assembly import domain_settings, domain_tool_resources, serve_domain
 from agentkeel.workers.policy_assembly import local_policy
-from agentkeel.workers.settings import Settings, SettingsError, StartupError, speculative_calls
+from agentkeel.workers.settings import (
+    Settings,
+    SettingsError,
+    StartupError,
+    speculative_calls,
+    unsure_forecast,
+)
 from agentkeel.workers.stand_ins import activity_name
 
 log = structlog.get_logger(__name__)
@@ -94,9 +100,7 @@ async def cpu_activities(
             WarmingActivities(pool, caches.paths).hot_questions,
             *run_control.all_activities(),
             *_output_activities(pool),
-            *_local_policy_activities(
-                local or local_policy(settings), pool, redis, speculative_calls(settings)
-            ),
+            *_local_policy_activities(local or local_policy(settings), pool, redis, settings),
         ]
         yield [
             *(
@@ -136,7 +140,7 @@ def downstreams(settings: Settings, redis: aioredis.Redis) -> Downstreams:
 
 
 def _local_policy_activities(
-    policy: Policy | None, pool: asyncpg.Pool, redis: aioredis.Redis, speculate: int
+    policy: Policy | None, pool: asyncpg.Pool, redis: aioredis.Redis, settings: Settings
 ) -> list[Callable[..., Any]]:
     served = None
     # Said once at start: which pool answers route, plan, join and respond.
@@ -147,7 +151,8 @@ def _local_policy_activities(
             redis=redis,
             conversations=ConversationStore(pool),
             outputs=OutputStore(pool),
-            speculate_calls=speculate,
+            speculate_calls=speculative_calls(settings),
+            forecast=unsure_forecast(settings),
         )
     return LocalPolicyActivities(served).all()
 

@@ -19,6 +19,7 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from agentkeel.activities.plan_ahead import PlanAhead, UnsureForecast
 from agentkeel.schemas.queues import TASK_QUEUE, inference_queue
 from agentkeel.schemas.tools.downstreams import Downstream, DownstreamLimit
 from agentkeel.workers.settings_domain import check_domain_variables
@@ -218,6 +219,13 @@ class Settings(BaseModel):
     router's reading predicts (`get_order` for an order id in the question); `off`."""
     speculation_max_calls: NotNegative = 4
     """Most reads one run starts speculatively (at most 8, whatever is set here)."""
+    plan_ahead: PlanAhead = "auto"
+    """When the planner starts beside the router instead of after it (one model stage
+    less for an unsure route): `auto`, for a tenant whose recent routes were mostly
+    unsure (above `AGENTKEEL_PLAN_AHEAD_ABOVE`); `always`; `off`."""
+    plan_ahead_above: Fraction = 0.5
+    """The share of a tenant's last 20 routes that were unsure above which `auto` plans
+    ahead."""
     gateway_address: HostPort = "127.0.0.1:8080"
     """Where the HTTP gateway (`agentkeel gateway`, and `up`) listens, `host:port`."""
     api_keys_file: str = ""
@@ -394,6 +402,11 @@ def _positive(raw: str, kind: type[int] | type[float]) -> bool:
     except ValueError:
         return False
     return value >= 1 if kind is int else value > 0
+
+
+def unsure_forecast(settings: Settings) -> UnsureForecast:
+    """When the inference worker plans beside the router (`AGENTKEEL_PLAN_AHEAD*`)."""
+    return UnsureForecast(settings.plan_ahead, above=settings.plan_ahead_above)
 
 
 def speculative_calls(settings: Settings) -> int:

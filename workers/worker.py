@@ -19,7 +19,12 @@ from agentkeel.workers.metrics import metrics_address, metrics_runtime
 from agentkeel.workers.policy_assembly import build_policy
 from agentkeel.workers.resources import cpu_activities, inference_resources
 from agentkeel.workers.search_attributes import ensure_search_attributes
-from agentkeel.workers.settings import Settings, StartupError, speculative_calls
+from agentkeel.workers.settings import (
+    Settings,
+    StartupError,
+    speculative_calls,
+    unsure_forecast,
+)
 from agentkeel.workers.temporal_client import connect
 from agentkeel.workers.tracing import configure_tracing
 from agentkeel.workers.warming_schedule import ensure_warming_schedule
@@ -145,6 +150,7 @@ async def run_inference_worker(settings: Settings) -> None:
                 conversations=resources.conversations,
                 outputs=resources.outputs,
                 speculate_calls=speculative_calls(settings),
+                forecast=unsure_forecast(settings),
             )
             worker = inference_worker(
                 client,

@@ -84,7 +84,9 @@ def build_agent_graph() -> StateGraph[Any, Any, Any, Any]:
         "lookup_cache", nodes.after_cache, {"hit": "store", "plan": "execute", "miss": "route"}
     )
     graph.add_conditional_edges(
-        "route", nodes.after_route, {"confident": "execute", "unsure": "plan"}
+        "route",
+        nodes.after_route,
+        {"confident": "execute", "planned": "execute", "unsure": "plan"},
     )
     graph.add_edge("plan", "execute")
     graph.add_conditional_edges(

@@ -40,6 +40,11 @@ class AgentState(TypedDict, total=False):
     answer: str
     timings: Timings
     warnings: list[str]
+    planned_ahead: bool
+    """The route came back with a plan made beside it: the plan stage was skipped."""
+    answer_templated: bool
+    """The answer is the plan's template, filled in the workflow: no token stream was
+    written, so it reaches the caller whole, with the result."""
     degraded: bool
     """A policy step was served by the rules in a model's place (`inference.fallback`)."""
     result: AgentResult

@@ -40,6 +40,7 @@ from agentkeel.inference.llm.prompts import (
 from agentkeel.inference.policy import DEFAULT_ROUTER_THRESHOLD, TokenSink, join_rejected_plan
 from agentkeel.schemas import model_calls as calls
 from agentkeel.schemas.errors import INVALID_MODEL_OUTPUT
+from agentkeel.schemas.plan.answer_template import template_problem
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.plan.validation import PlanValidationError, validate_plan
 from agentkeel.schemas.result import StepError
@@ -161,7 +162,7 @@ class LlmPolicy:
                 )
                 document = dict(result.parsed)
                 intent = document.pop("intent", None)
-                plan = Plan.model_validate(document)
+                plan = _without_bad_answer(Plan.model_validate(document))
                 validate_plan(plan, TOOLS)
             except ConstraintViolationError as exc:
                 last_error = StepError(type=INVALID_MODEL_OUTPUT, message=str(exc))
@@ -299,3 +300,13 @@ def _first_error(exc: ValidationError) -> str:
     error: dict[str, Any] = dict(exc.errors()[0])
     where = ".".join(str(p) for p in error.get("loc", ()))
     return f"{where}: {error.get('msg', 'invalid')}"
+
+
+def _without_bad_answer(plan: Plan) -> Plan:
+    """The plan, less an answer template that cannot be filled: the template is optional
+    (the respond step writes the answer then), so a bad one costs no replan."""
+    if plan.answer is None:
+        return plan
+    if template_problem(plan.answer, frozenset(s.id for s in plan.steps)) is None:
+        return plan
+    return plan.model_copy(update={"answer": None})

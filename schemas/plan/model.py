@@ -113,3 +113,7 @@ class Plan(BaseModel):
 
     steps: list[PlanStep] = Field(default_factory=list)
     rationale: str = ""
+    answer: str | None = Field(default=None, min_length=1, max_length=4000)
+    """The answer, written with the plan: text with `{$step.field}` placeholders (and
+    `{$s1.total_cents|money}`) that the workflow fills from the outputs when every step
+    succeeded, with no respond call (`schemas.plan.answer_template`)."""

@@ -17,6 +17,7 @@ from agentkeel.schemas.errors import (
     MISSING_REFERENCE,
     UNKNOWN_TOOL,
 )
+from agentkeel.schemas.plan.answer_template import template_problem
 from agentkeel.schemas.plan.arguments import check_arguments
 from agentkeel.schemas.plan.model import Plan, PlanStep
 from agentkeel.schemas.plan.references import PlanValidationError, Reference, iter_references
@@ -79,6 +80,10 @@ def validate_plan(plan: Plan, tools: Mapping[str, ToolSpec]) -> dict[str, list[s
     _check_acyclic(plan, deps)
     for step in plan.steps:
         check_arguments(step, by_id, tools)
+    if plan.answer is not None:
+        problem = template_problem(plan.answer, frozenset(by_id))
+        if problem is not None:
+            raise PlanValidationError(MISSING_REFERENCE, problem)
     return deps
 
 

@@ -30,7 +30,9 @@ async def after_cache(state: AgentState) -> str:
 
 
 async def after_route(state: AgentState) -> str:
-    return "confident" if state.get("confident") else "unsure"
+    if state.get("confident"):
+        return "confident"
+    return "planned" if state.get("planned_ahead") else "unsure"
 
 
 async def after_join(state: AgentState) -> str:

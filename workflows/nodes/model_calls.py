@@ -34,6 +34,7 @@ from agentkeel.schemas.route import Route
 from agentkeel.schemas.tools.catalog import requested_side_effects
 from agentkeel.workflows import timeouts
 from agentkeel.workflows.nodes.ahead import before_planning, refused
+from agentkeel.workflows.nodes.templated import templated_answer
 from agentkeel.workflows.state import AgentState
 from agentkeel.workflows.visibility import add_timing, elapsed_ms, publish_route, stage
 
@@ -117,6 +118,7 @@ async def route(state: AgentState) -> dict[str, Any]:
         names.ROUTE,
         RouteInput(
             **_asked(state),
+            plan_ahead=state["request"].options.deadline_ms is None,
         ),
         RouteResult,
         timeouts.ROUTE_TIMEOUT,
@@ -133,7 +135,32 @@ async def route(state: AgentState) -> dict[str, Any]:
         update["plan"] = routed.draft_plan
     if routed.speculate and not update["confident"]:
         update["speculate"] = routed.speculate
+    if routed.planned is not None and not update["confident"]:
+        # Planned beside the router: the plan stage is already done.
+        update = _noted(state, update, routed)
+        planned = _with_plan(state, routed.planned)
+        if "warnings" in update and "warnings" in planned:
+            planned["warnings"] = [*update["warnings"], *routed.planned.warnings]
+        return {**update, **planned, "planned_ahead": True}
     return _noted(state, update, routed)
+
+
+def _with_plan(
+    state: AgentState, planned: PlanResult, retiered: Route | None = None
+) -> dict[str, Any]:
+    """What a planner's answer puts in the state: its plan, its error, and its own reading
+    of the request (the heavy tier read it itself), which is the run's route from now on."""
+    update: dict[str, Any] = {"plan": planned.plan, "planner_error": planned.error}
+    if retiered is not None:
+        update["route"] = retiered
+    if planned.route is not None and retiered is None:
+        publish_route(state, planned.route)
+        if state.get("replans", 0) == 0 and not state["context"].effect_rules:
+            # (Runs before `EFFECT_RULES_PATCH` let the planner's first reading decide;
+            # now only the router's counts: a planner never labels its own plan.)
+            _allow_effects_of(state, planned.route)
+        update["route"] = planned.route
+    return _noted(state, update, planned)
 
 
 async def plan(state: AgentState) -> dict[str, Any]:
@@ -164,22 +191,7 @@ async def plan(state: AgentState) -> dict[str, Any]:
         timeouts.PLAN_TIMEOUT,
         summary=f"plan round {attempt}",
     )
-    update: dict[str, Any] = {
-        "plan": planned.plan,
-        "planner_error": planned.error,
-        "timings": add_timing(state, "plan", started),
-    }
-    if retiered is not None:
-        update["route"] = retiered
-    if planned.route is not None and retiered is None:
-        # The heavy tier read the request itself: its route is the run's from now on.
-        publish_route(state, planned.route)
-        if attempt == 0 and not state["context"].effect_rules:
-            # (Runs before `EFFECT_RULES_PATCH` let the planner's first reading decide;
-            # now only the router's counts: a planner never labels its own plan.)
-            _allow_effects_of(state, planned.route)
-        update["route"] = planned.route
-    return _noted(state, update, planned)
+    return {**_with_plan(state, planned, retiered), "timings": add_timing(state, "plan", started)}
 
 
 async def join(state: AgentState) -> dict[str, Any]:
@@ -235,6 +247,11 @@ async def respond(state: AgentState) -> dict[str, Any]:
     if deadline is not None and deadline.refused is not None:
         # Said at once: no model call, the reason is the answer.
         return {"answer": deadline.refused, "timings": add_timing(state, "respond", started)}
+    written = templated_answer(state)
+    if written is not None:
+        # The plan wrote the answer and every fact it names is here: no model stage.
+        timings = add_timing(state, "respond", started)
+        return {"answer": written, "answer_templated": True, "timings": timings}
     extra = (
         {"left_out": list(deadline.left_out)} if deadline is not None and deadline.left_out else {}
     )

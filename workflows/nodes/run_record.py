@@ -88,8 +88,8 @@ async def _record(state: AgentState, result: AgentResult, *, update_cache: bool)
     warnings = [*result.warnings, *await _write_record(state, result, update_cache=update_cache)]
     total = elapsed_ms(state["started_at"])
     final_timings = result.timings_ms.model_copy(update={"total": total})
-    if result.cache in ANSWER_HITS:
-        final_timings.ttft = total
+    if result.cache in ANSWER_HITS or state.get("answer_templated"):
+        final_timings.ttft = total  # no stream: the answer arrives whole, with the result
     final = result.model_copy(update={"timings_ms": final_timings, "warnings": warnings})
     deadline = state["context"].deadline
     if deadline is not None and final.deadline is not None:
