@@ -20,32 +20,37 @@ from agentkeel.schemas import names
 
 
 class LocalPolicyActivities:
-    """`local` is None where the policy needs a model: then every step says "not here"."""
+    """`local` is None where the policy needs a model: then every step says "not here".
+    `tools_here`: this worker also runs the tool activities, so the workflow may run its
+    fast reads as local activities too (the answer is recorded with the first offer)."""
 
-    def __init__(self, local: InferenceActivities | None) -> None:
+    def __init__(self, local: InferenceActivities | None, *, tools_here: bool = False) -> None:
         self._local = local
+        self.tools_here = tools_here
 
     @activity.defn(name=names.LOCAL_ROUTE)
     async def route(self, request: calls.RouteInput) -> calls.LocalPolicyResult[calls.RouteResult]:
         answer = await self._local.route(request) if self._local else None
-        return calls.LocalPolicyResult[calls.RouteResult](result=answer)
+        return calls.LocalPolicyResult[calls.RouteResult](result=answer, tools_here=self.tools_here)
 
     @activity.defn(name=names.LOCAL_PLAN)
     async def plan(self, request: calls.PlanInput) -> calls.LocalPolicyResult[calls.PlanResult]:
         answer = await self._local.plan(request) if self._local else None
-        return calls.LocalPolicyResult[calls.PlanResult](result=answer)
+        return calls.LocalPolicyResult[calls.PlanResult](result=answer, tools_here=self.tools_here)
 
     @activity.defn(name=names.LOCAL_JOIN)
     async def join(self, request: calls.JoinInput) -> calls.LocalPolicyResult[calls.JoinResult]:
         answer = await self._local.join(request) if self._local else None
-        return calls.LocalPolicyResult[calls.JoinResult](result=answer)
+        return calls.LocalPolicyResult[calls.JoinResult](result=answer, tools_here=self.tools_here)
 
     @activity.defn(name=names.LOCAL_RESPOND)
     async def respond(
         self, request: calls.RespondInput
     ) -> calls.LocalPolicyResult[calls.RespondResult]:
         answer = await self._local.respond(request) if self._local else None
-        return calls.LocalPolicyResult[calls.RespondResult](result=answer)
+        return calls.LocalPolicyResult[calls.RespondResult](
+            result=answer, tools_here=self.tools_here
+        )
 
     def all(self) -> list[Callable[..., Any]]:
         return [self.route, self.plan, self.join, self.respond]

@@ -48,6 +48,7 @@ from agentkeel.workflows.dag.dispatch import describe_error
 from agentkeel.workflows.dag.scheduler import DagScheduler
 from agentkeel.workflows.dag.step_gates import SchedulerLimits
 from bench.fakes import BenchPlanPolicy, StandInTools, stand_in_result
+from bench.levers import measure_levers, report_levers
 from bench.plans import SHAPES, Shape, question_for
 from bench.react import BenchReactWorkflow, ReactInput
 from bench.stack import BenchStack, StackConfig, bench_stack
@@ -310,8 +311,14 @@ async def amain(args: argparse.Namespace, config: StackConfig) -> None:
         policy_on_cpu_worker=args.policy_steps == "cpu",
     ) as stack:
         samples = await measure(stack, args.repeats, args.warmup, latency_s)
+        levers = await measure_levers(stack, policy, _e2e_of_run, args.repeats, args.warmup)
     report(samples, args.latency_ms)
     report_fixed(samples, args.latency_ms, args.warmup)
+    report_levers(levers)
+
+
+async def _e2e_of_run(stack: BenchStack, shape: Shape, n: int) -> float:
+    return (await run_workflow(stack, shape, n, WIDE_CONCURRENCY))[2]
 
 
 def main() -> None:

@@ -40,6 +40,7 @@ from agentkeel.examples.shop.tools import (
     WarehouseStock,
 )
 from agentkeel.schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
+from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.route import Route, Tier
 from bench.plans import shape_named_in
 
@@ -57,9 +58,12 @@ class BenchPlanPolicy(RulesPolicy):
 
     name = "fake-bench"
 
-    def __init__(self, model_s: float = 0.0) -> None:
+    def __init__(self, model_s: float = 0.0, *, write_answer: bool = False) -> None:
+        """`write_answer`: each plan carries its answer (`Plan.answer`), as a planner that
+        knows what it will say does, so the run needs no respond call."""
         super().__init__()
         self.model_s = model_s
+        self.write_answer = write_answer
 
     async def _decode(self) -> None:
         if self.model_s > 0:
@@ -72,7 +76,26 @@ class BenchPlanPolicy(RulesPolicy):
 
     async def plan(self, request: PlanInput) -> PlanResult:
         await self._decode()
-        return PlanResult(plan=shape_named_in(request.question).plan)
+        plan = shape_named_in(request.question).plan
+        if self.write_answer:
+            plan = plan.model_copy(update={"answer": answer_template(plan)})
+        return PlanResult(plan=plan)
+
+
+_QUOTED_FIELD = {
+    SEARCH_KB.name: "query",
+    GET_ORDER.name: "status",
+    CHECK_INVENTORY.name: "total_available",
+    TRACK_SHIPMENT.name: "status",
+    FIND_CUSTOMER.name: "name",
+    LIST_ORDERS.name: "customer_id",
+}
+
+
+def answer_template(plan: Plan) -> str:
+    """An answer quoting one plain field of every step's output."""
+    quoted = [f"{s.id}: {{${s.id}.{_QUOTED_FIELD[s.tool]}}}" for s in plan.steps]
+    return "Done. " + "; ".join(quoted) + "."
 
 
 def stand_in_result(tool: str, args: dict[str, Any]) -> BaseModel:

@@ -19,7 +19,9 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from agentkeel.activities.database.migrate import apply_migrations
+from agentkeel.activities.local_policy import LocalPolicyActivities
 from agentkeel.activities.model_calls import InferenceActivities
+from agentkeel.activities.plan_ahead import UnsureForecast
 from agentkeel.examples.shop import domain as shop
 from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.examples.shop.seed import seed_demo_data
@@ -27,7 +29,7 @@ from agentkeel.inference.policy import Policy
 from agentkeel.workers.connections import redis_client
 from agentkeel.workers.resources import cpu_activities
 from agentkeel.workers.search_attributes import ensure_search_attributes
-from agentkeel.workers.settings import Settings
+from agentkeel.workers.settings import Settings, unsure_forecast
 from agentkeel.workers.stack.databases import throwaway_database
 from agentkeel.workers.stack.procs import find_temporal_binary
 from agentkeel.workers.stack.temporal import queue_poll_flags
@@ -68,6 +70,11 @@ class BenchStack:
     client: Client
     task_queue: str
     settings: Settings
+    forecast: UnsureForecast
+    """The inference worker's: a benchmark may switch planning ahead on and off."""
+    local_offers: LocalPolicyActivities
+    """The CPU worker's: a benchmark may switch local tool reads on and off
+    (`tools_here`; a run reads it at its first policy step)."""
 
 
 async def _migrate(dsn: str) -> None:
@@ -139,6 +146,7 @@ async def bench_stack(
             )
         )
         activities = with_stand_ins(activities, stand_ins)
+        forecast = unsure_forecast(settings)
         streams = None
         if token_streams:
             streams = redis_client(config.redis_url)
@@ -154,9 +162,23 @@ async def bench_stack(
             inference_worker(
                 env.client,
                 settings.inference_task_queue,
-                InferenceActivities(policy, redis=streams),
+                InferenceActivities(policy, redis=streams, forecast=forecast),
                 max_concurrent=INFERENCE_CONCURRENCY,
             ),
         ):
             await stack.enter_async_context(worker)
-        yield BenchStack(client=env.client, task_queue=settings.task_queue, settings=settings)
+        yield BenchStack(
+            client=env.client,
+            task_queue=settings.task_queue,
+            settings=settings,
+            forecast=forecast,
+            local_offers=_local_offers(activities),
+        )
+
+
+def _local_offers(activities: list[Callable[..., Any]]) -> LocalPolicyActivities:
+    for fn in activities:
+        owner = getattr(fn, "__self__", None)
+        if isinstance(owner, LocalPolicyActivities):
+            return owner
+    raise RuntimeError("the CPU worker serves no local policy offers")

@@ -153,3 +153,6 @@ class LocalPolicyResult(BaseModel, Generic[Answered]):
     """
 
     result: Answered | None = None
+    tools_here: bool = False
+    """That worker also hosts the tool activities (`AGENTKEEL_LOCAL_TOOLS=on`): this run's
+    fast reads may be local activities (`ToolSpec.local_read`). Recorded, as `result` is."""

@@ -7,14 +7,15 @@ import json
 from temporalio.client import WorkflowHistory
 
 from agentkeel.schemas import names
+from agentkeel.schemas.tools import TOOLS
 
 AGENT_ACTIVITIES = frozenset({"lookup_cache", "route", "plan", "join", "respond", "store"})
 
 
 def scheduled_activities(history: WorkflowHistory) -> list[str]:
     """Activity types scheduled on task queues, in order, with the policy steps the CPU
-    worker served itself as local activities named as the steps (`local_route` is `route`);
-    other local activities are excluded."""
+    worker served itself as local activities named as the steps (`local_route` is `route`)
+    and the tools it ran as local activities; other local activities are excluded."""
     steps = {local: step for step, local in names.LOCAL_POLICY_STEPS.items()}
     scheduled = []
     for e in history.events:
@@ -28,6 +29,8 @@ def scheduled_activities(history: WorkflowHistory) -> list[str]:
             kind = json.loads(data)["activity_type"]
             if kind in steps:
                 scheduled.append(steps[kind])
+            elif kind in TOOLS:  # a fast read run as a local activity (`ToolSpec.local_read`)
+                scheduled.append(kind)
     return scheduled
 
 

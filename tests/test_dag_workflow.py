@@ -190,7 +190,11 @@ async def test_null_reference_fails_the_step_not_the_run(make_stack: StackFactor
 async def test_progress_query_shows_live_steps(make_stack: StackFactory) -> None:
     slow = SlowInventory(hold_s=0.4)
     stack = await make_stack(
-        replace_activities=[slow.check_inventory], policy=FakeScriptedPolicy([wide_plan(6)])
+        replace_activities=[slow.check_inventory],
+        policy=FakeScriptedPolicy([wide_plan(6)]),
+        # Steps on the task queue: while local reads run, the workflow task that awaits
+        # them stays open, and a query is answered when it completes.
+        local_tools="off",
     )
     handle = await stack.start("check six skus", options=RunOptions(max_concurrency=2))
     seen: list[RunProgress] = []

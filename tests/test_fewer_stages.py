@@ -7,6 +7,7 @@ which activities a run's history holds and that the answer and steps are what th
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -27,13 +28,20 @@ from tests.conftest import StackFactory
 from tests.fakes import FakeScriptedPolicy
 
 
-def queued_activities(history: WorkflowHistory) -> list[str]:
-    """Activities the run scheduled on a task queue (each a stage of its own), in order."""
-    return [
-        e.activity_task_scheduled_event_attributes.activity_type.name
-        for e in history.events
-        if e.HasField("activity_task_scheduled_event_attributes")
-    ]
+def stages(history: WorkflowHistory) -> list[str]:
+    """The activities the run waited for, in order: the model steps it sent to a queue and
+    every tool call, on a queue or as a local activity (not a declined local offer)."""
+    waited = []
+    for e in history.events:
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            waited.append(e.activity_task_scheduled_event_attributes.activity_type.name)
+        elif e.HasField("marker_recorded_event_attributes"):
+            details = e.marker_recorded_event_attributes.details
+            if "data" in details:
+                kind = json.loads(details["data"].payloads[0].data).get("activity_type")
+                if kind in TOOLS:
+                    waited.append(kind)
+    return waited
 
 
 ORDER_AND_TRACKING: dict[str, Any] = {
@@ -72,7 +80,7 @@ async def test_an_answer_written_with_the_plan_needs_no_respond_call(
     stack = await make_stack(policy=FakeScriptedPolicy([ORDER_AND_TRACKING]), plan_ahead="off")
     handle = await stack.start("Where is order 1001?")
     result = await handle.result()
-    assert queued_activities(await handle.fetch_history()) == [
+    assert stages(await handle.fetch_history()) == [
         "route",
         "plan",
         "get_order",
@@ -97,7 +105,7 @@ async def test_a_failed_step_is_explained_by_the_respond_step_not_the_template(
     handle = await stack.start("Where is order 999999?", options={"max_replans": 0})
     result = await handle.result()
     assert result.steps[0].status == StepStatus.FAILED
-    assert queued_activities(await handle.fetch_history())[-1] == "respond"
+    assert stages(await handle.fetch_history())[-1] == "respond"
     assert "{$" not in result.answer and "999999" in result.answer
 
 
@@ -108,7 +116,7 @@ async def test_an_unsure_route_planned_beside_the_router_skips_the_plan_stage(
     stack = await make_stack(policy=policy, plan_ahead="always")
     handle = await stack.start("Where is order 1001?")
     result = await handle.result()
-    assert queued_activities(await handle.fetch_history()) == [
+    assert stages(await handle.fetch_history()) == [
         "route",
         "get_order",
         "track_shipment",

@@ -154,7 +154,7 @@ def _local_policy_activities(
             speculate_calls=speculative_calls(settings),
             forecast=unsure_forecast(settings),
         )
-    return LocalPolicyActivities(served).all()
+    return LocalPolicyActivities(served, tools_here=settings.local_tools == "on").all()
 
 
 def _output_activities(pool: asyncpg.Pool) -> list[Callable[..., Any]]:

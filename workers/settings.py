@@ -219,6 +219,11 @@ class Settings(BaseModel):
     router's reading predicts (`get_order` for an order id in the question); `off`."""
     speculation_max_calls: NotNegative = 4
     """Most reads one run starts speculatively (at most 8, whatever is set here)."""
+    local_tools: OnOff = "on"
+    """`on`: the CPU worker, which runs both the workflows and the tools, runs each run's
+    fast reads (`ToolSpec.local_read`) as local activities, with no task-queue round trip;
+    `off`: every tool call goes through the task queue (workers that run workflows but
+    not tools must say `off`)."""
     plan_ahead: PlanAhead = "auto"
     """When the planner starts beside the router instead of after it (one model stage
     less for an unsure route): `auto`, for a tenant whose recent routes were mostly

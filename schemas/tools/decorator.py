@@ -53,6 +53,7 @@ def tool(
     speculate_arg: str | None = None,
     non_retryable_errors: Sequence[str] = (NOT_FOUND, NOT_AUTHORIZED),
     render: Render | None = None,
+    local: bool | None = None,
 ) -> Callable[[Callable[..., Any]], ToolSpec]:
     """Make a tool of `async def fn(args: Args[, ctx: ToolContext]) -> Result`.
 
@@ -84,6 +85,8 @@ def tool(
             it may start while the heavy model plans.
         non_retryable_errors: `ApplicationError` types a retry cannot fix.
         render: How an answer says one result in words (default: its JSON).
+        local: For a read: run it as a local activity of the workflow's worker (no
+            task-queue hop); None: when `expected_ms` is at most 1 s; False: never.
     """
 
     def wrap(fn: Callable[..., Any]) -> ToolSpec:
@@ -113,6 +116,7 @@ def tool(
             batch=many is not None,
             speculate_arg=speculate_arg,
             render=render,
+            local=local,
             fn=fn,
             many=many,
             takes_context=takes_context,

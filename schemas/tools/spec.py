@@ -47,6 +47,12 @@ class ActorScoped(BaseModel):
 
 
 RESERVED_ARGUMENTS = frozenset({*ActorScoped.model_fields, "idempotency_key"})
+
+LOCAL_READ_MS = 1000
+"""A read expected within this runs as a local activity (`ToolSpec.local`): the task-queue
+round trip it saves (two hops and a workflow task) is a large part of a fast read."""
+LOCAL_READ_TIMEOUT = timedelta(seconds=30)
+"""...and only with an attempt timeout this short: the workflow task waits for it."""
 """Names a tool's own arguments may not take: the workflow sets these beside the plan's
 arguments (`schemas.tools.decorator` refuses them when a tool is defined)."""
 
@@ -96,6 +102,10 @@ class ToolSpec:
     batch: bool = False
     """Calls arriving together (from one run or many) may go as one request: the activity
     class serves a `<name>_many` method (see `activities/downstream/`)."""
+    local: bool | None = None
+    """Run as a local activity of the worker that runs the workflow (no task-queue round
+    trip) where that worker hosts the tools: None decides by the tool (a read expected
+    within `LOCAL_READ_MS`); False: always a task-queue activity; True: any read."""
     runs_in_workflow: bool = False
     """A built-in the workflow runs itself (the `wait` timer): no activity, no downstream,
     never cached or repeated."""
@@ -111,6 +121,16 @@ class ToolSpec:
     """For a `batch` tool: `async (calls: Sequence[ToolCall]) -> list[result | error]`."""
     takes_context: bool = field(default=False, compare=False)
     """Whether `fn` takes a `ToolContext` as its second argument."""
+
+    @property
+    def local_read(self) -> bool:
+        """A read that may run as a local activity (`local`): retried from scratch on the
+        next workflow task if its worker dies, which only a read may be."""
+        if not self.idempotent or self.runs_in_workflow or self.local is False:
+            return False
+        if self.local:
+            return True
+        return self.expected_ms <= LOCAL_READ_MS and self.timeout <= LOCAL_READ_TIMEOUT
 
     def __post_init__(self) -> None:
         if self.max_concurrency is not None and self.max_concurrency < 1:

@@ -30,6 +30,7 @@ from agentkeel.workflows.dag.run_context import RunContext
 from agentkeel.workflows.dag.scheduler import DagScheduler
 from agentkeel.workflows.dag.step_gates import SchedulerLimits
 from agentkeel.workflows.dag.tool_activity import (
+    LocalToolFailed,
     StepRefused,
     describe_error,
     execute_tool,
@@ -70,7 +71,7 @@ async def run_plan(
             describe_error=describe_error,
             limits=_limits(ctx),
             attempt=attempt,
-            step_failures=(ActivityError, StepRefused),
+            step_failures=(ActivityError, LocalToolFailed, StepRefused),
             cancel_in_flight=ctx.authority,
             sleep=_durable_sleep,
             on_wait=ctx.waits.show,
@@ -178,7 +179,10 @@ async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> An
         # after the cancel (the activity heartbeats, sees it, and rolls back).
         options = {"cancellation_type": ActivityCancellationType.WAIT_CANCELLATION_COMPLETED}
     try:
-        result = await execute_tool(spec, payload, ctx.tool_queue, summary_of(call), **options)
+        local = ctx.local_tools and spec.local_read and not call.watch
+        result = await execute_tool(
+            spec, payload, ctx.tool_queue, summary_of(call), local=local, **options
+        )
     except BaseException as failure:
         if cleared is not None:
             error = describe_error(failure)

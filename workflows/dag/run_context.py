@@ -46,6 +46,9 @@ class RunContext:
     moved_cents: int = 0
     """Money the run's side effects have been cleared to move so far: thresholds apply to
     the run's total, so splitting a payment into parts never avoids an approval."""
+    local_tools: bool = False
+    """Its CPU worker hosts the tools: fast reads run as local activities
+    (`ToolSpec.local_read`), as the worker said when first offered a policy step."""
     local_policy: bool | None = None
     """This run's policy steps are served by its CPU worker (`activities.local_policy`);
     None until the first step asked; False from the start for a run that predates

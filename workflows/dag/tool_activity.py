@@ -29,6 +29,17 @@ def with_tenant(payload: dict[str, Any], tenant: str) -> dict[str, Any]:
     return payload
 
 
+class LocalToolFailed(Exception):
+    """A tool run as a local activity failed. Its error comes unwrapped (an
+    `ApplicationError` or `TimeoutError`, where a task-queue activity's comes inside an
+    `ActivityError`): wrapped here, so it fails its step as any tool's failure does,
+    while the same error raised by workflow code still ends the run."""
+
+    def __init__(self, failure: ApplicationError | TimeoutError) -> None:
+        super().__init__(str(failure))
+        self.failure = failure
+
+
 class StepRefused(Exception):
     """A call the run itself declined to make (a side effect without approval)."""
 
@@ -40,9 +51,36 @@ class StepRefused(Exception):
 
 
 async def execute_tool(
-    spec: ToolSpec, payload: dict[str, Any], task_queue: str, summary: str, **options: Any
+    spec: ToolSpec,
+    payload: dict[str, Any],
+    task_queue: str,
+    summary: str,
+    *,
+    local: bool = False,
+    **options: Any,
 ) -> Any:
-    """One tool activity, retried as its catalog entry says; its result as JSON."""
+    """One tool activity, retried as its catalog entry says; its result as JSON.
+
+    `local`: a local activity of this worker (a fast read, `ToolSpec.local_read`): no
+    task-queue round trip, recorded in history as a marker all the same."""
+    retry = RetryPolicy(
+        maximum_attempts=spec.max_attempts,
+        non_retryable_error_types=list(spec.non_retryable_errors),
+    )
+    if local:
+        try:
+            answered = await workflow.execute_local_activity(
+                spec.name,
+                payload,
+                result_type=spec.result_model,
+                start_to_close_timeout=spec.timeout,
+                retry_policy=retry,
+                summary=summary,
+                **options,
+            )
+        except (ApplicationError, TimeoutError) as failure:
+            raise LocalToolFailed(failure) from failure
+        return answered.model_dump(mode="json")
     result = await workflow.execute_activity(
         spec.name,
         payload,
@@ -50,10 +88,7 @@ async def execute_tool(
         task_queue=task_queue,
         start_to_close_timeout=spec.timeout,
         heartbeat_timeout=timeouts.TOOL_HEARTBEAT,
-        retry_policy=RetryPolicy(
-            maximum_attempts=spec.max_attempts,
-            non_retryable_error_types=list(spec.non_retryable_errors),
-        ),
+        retry_policy=retry,
         summary=summary,
         **options,
     )
@@ -70,6 +105,8 @@ def describe_error(error: BaseException) -> StepError:
     """The root cause of a failed tool call, as the run result reports it."""
     if isinstance(error, StepRefused):
         return error.error
+    if isinstance(error, LocalToolFailed):
+        error = error.failure
     cause = error.cause if isinstance(error, ActivityError) and error.cause else error
     if isinstance(cause, ApplicationError):
         return StepError(

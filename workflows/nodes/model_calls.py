@@ -64,6 +64,7 @@ async def _call_model(
         )
         # Asked once per run: a worker without a model-free policy says so at the first step.
         context.local_policy = local.result is not None
+        context.local_tools = local.tools_here
         if local.result is not None:
             answered: ResultT = local.result
             return answered
