@@ -6,6 +6,7 @@ whether the benchmark finishes, fails or is interrupted with Ctrl-C.
 
 from __future__ import annotations
 
+import inspect
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -178,7 +179,7 @@ async def bench_stack(
 
 def _local_offers(activities: list[Callable[..., Any]]) -> LocalPolicyActivities:
     for fn in activities:
-        owner = getattr(fn, "__self__", None)
+        owner = getattr(inspect.unwrap(fn), "__self__", None)  # (under the one door's wrapper)
         if isinstance(owner, LocalPolicyActivities):
             return owner
     raise RuntimeError("the CPU worker serves no local policy offers")
