@@ -118,8 +118,9 @@ class InferenceActivities:
             if ahead is not None:
                 ahead.cancel()
             raise
-        self._forecast.observe(request.tenant, unsure=not routed.confident)
-        if ahead is not None and routed.confident:
+        served = routed.confident and routed.draft_plan is not None
+        self._forecast.observe(request.tenant, unsure=not served)
+        if ahead is not None and served:
             ahead.cancel()  # the router's draft plan serves: the planner's work is dropped
         elif ahead is not None:
             routed.planned = await _unless_failed(ahead)

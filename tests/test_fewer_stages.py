@@ -171,3 +171,14 @@ def test_auto_plans_ahead_only_for_a_tenant_whose_routes_were_mostly_unsure() ->
     assert not forecast.expects_unsure("a")
     assert UnsureForecast("off").expects_unsure("a") is False
     assert UnsureForecast("always").expects_unsure("a") is True
+
+
+class _FailingPlanner(FakeScriptedPolicy):
+    async def plan(self, request: PlanInput) -> PlanResult:
+        raise RuntimeError("the heavy model server went away")
+
+
+async def test_a_plan_ahead_that_fails_leaves_the_route_and_plans_after_it() -> None:
+    activities = InferenceActivities(_FailingPlanner([]), forecast=UnsureForecast("always"))
+    routed = await ActivityEnvironment().run(activities.route, RouteInput(question="order 1001"))
+    assert not routed.confident and routed.planned is None  # the plan stage runs, as before
