@@ -1,0 +1,131 @@
+"""What `bench.peers` counts and prints: per run the end-to-end time, per cell the history
+of one run (events, activity tasks, workflow tasks, local activities), and the tables,
+each peer as a ratio of agentkeel measured in the same invocation."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHandle
+
+AGENTKEEL = "agentkeel"
+PEERS = ("pydantic-ai", "openai-agents", "bare")
+SYSTEMS = (AGENTKEEL, *PEERS)
+
+
+@dataclass(frozen=True)
+class HistoryStats:
+    """One run's history: what Temporal recorded and dispatched for it."""
+
+    events: int
+    activity_tasks: int
+    """Activities scheduled (each a task on a queue, polled by a worker)."""
+    workflow_tasks: int
+    """Workflow tasks completed: each a round trip of the workflow to its worker."""
+    local_activities: int
+
+
+async def history_stats(handle: WorkflowHandle[Any, Any]) -> HistoryStats:
+    events = (await handle.fetch_history()).events
+    kinds = [e.event_type for e in events]
+    local = sum(
+        1
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+        and e.marker_recorded_event_attributes.marker_name == "core_local_activity"
+    )
+    return HistoryStats(
+        events=len(events),
+        activity_tasks=kinds.count(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED),
+        workflow_tasks=kinds.count(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED),
+        local_activities=local,
+    )
+
+
+@dataclass
+class Cell:
+    """One system (and sandbox mode) on one shape at one model time."""
+
+    e2e_ms: list[float] = field(default_factory=list)
+    history: HistoryStats | None = None
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.e2e_ms)
+
+    @property
+    def p90(self) -> float:
+        """Nearest-rank 90th percentile (the largest sample below ten runs)."""
+        ordered = sorted(self.e2e_ms)
+        return ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)]
+
+
+Key = tuple[int, str, str]
+"""(model ms per call, shape name, variant label)."""
+
+
+@dataclass
+class Results:
+    cells: dict[Key, Cell] = field(default_factory=lambda: defaultdict(Cell))
+
+    def cell(self, model_ms: int, shape: str, label: str) -> Cell:
+        return self.cells[(model_ms, shape, label)]
+
+
+def label_of(system: str, sandboxed: bool | None) -> str:
+    """`None`: agentkeel, on its own worker configuration."""
+    return f"{system} sandboxed" if sandboxed else system
+
+
+def print_table(results: Results, model_ms: int, shapes: list[str], labels: list[str]) -> None:
+    head = (
+        f"{'shape':<9}{'system':<25}{'median':>8}{'p90':>8}{'x agentkeel':>12}"
+        f"{'events':>8}{'act tasks':>10}{'wf tasks':>9}{'local':>6}"
+    )
+    print(f"\nmodel time {model_ms} ms per model call: end-to-end ms, and one run's history")
+    print(head)
+    print("-" * len(head))
+    for shape in shapes:
+        base = results.cell(model_ms, shape, AGENTKEEL).median
+        for label in labels:
+            cell = results.cell(model_ms, shape, label)
+            h = cell.history
+            counts = (
+                f"{h.events:>8}{h.activity_tasks:>10}{h.workflow_tasks:>9}{h.local_activities:>6}"
+                if h
+                else ""
+            )
+            print(
+                f"{shape:<9}{label:<25}{cell.median:>8.1f}{cell.p90:>8.1f}"
+                f"{cell.median / base:>12.2f}{counts}"
+            )
+
+
+def print_verdict(results: Results, model_times: list[int], shapes: list[str]) -> None:
+    """The best unsandboxed peer per cell, as a ratio of agentkeel (> 1: agentkeel ahead)."""
+    print("\nbest unsandboxed peer / agentkeel, median e2e (> 1.00: agentkeel is faster)")
+    print(f"{'model ms':<10}" + "".join(f"{s:>22}" for s in shapes))
+    for model_ms in model_times:
+        row = f"{model_ms:<10}"
+        for shape in shapes:
+            base = results.cell(model_ms, shape, AGENTKEEL).median
+            best = min(PEERS, key=lambda p: results.cell(model_ms, shape, p).median)
+            ratio = results.cell(model_ms, shape, best).median / base
+            row += f"{f'{ratio:.2f} ({best})':>22}"
+        print(row)
+
+
+def summary(results: Results, model_times: list[int], shapes: list[str]) -> dict[str, Any]:
+    """The last line's object: model time, then shape, then system: unsandboxed median ms."""
+    return {
+        str(m): {
+            s: {system: round(results.cell(m, s, system).median, 1) for system in SYSTEMS}
+            for s in shapes
+        }
+        for m in model_times
+    }
