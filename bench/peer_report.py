@@ -82,21 +82,23 @@ def label_of(system: str, sandboxed: bool | None) -> str:
     return f"{system} sandboxed" if sandboxed else system
 
 
-def print_table(results: Results, model_ms: int, shapes: list[str], labels: list[str]) -> None:
+def print_table(results: Results, model_ms: int, shapes: dict[str, int], labels: list[str]) -> None:
+    """`shapes`: each shape's name and tool steps (model calls = activity tasks - steps)."""
     head = (
         f"{'shape':<9}{'system':<25}{'median':>8}{'p90':>8}{'x agentkeel':>12}"
-        f"{'events':>8}{'act tasks':>10}{'wf tasks':>9}{'local':>6}"
+        f"{'events':>8}{'act tasks':>10}{'model':>6}{'wf tasks':>9}{'local':>6}"
     )
     print(f"\nmodel time {model_ms} ms per model call: end-to-end ms, and one run's history")
     print(head)
     print("-" * len(head))
-    for shape in shapes:
+    for shape, steps in shapes.items():
         base = results.cell(model_ms, shape, AGENTKEEL).median
         for label in labels:
             cell = results.cell(model_ms, shape, label)
             h = cell.history
             counts = (
-                f"{h.events:>8}{h.activity_tasks:>10}{h.workflow_tasks:>9}{h.local_activities:>6}"
+                f"{h.events:>8}{h.activity_tasks:>10}{h.activity_tasks - steps:>6}"
+                f"{h.workflow_tasks:>9}{h.local_activities:>6}"
                 if h
                 else ""
             )

@@ -194,8 +194,9 @@ async def amain(args: argparse.Namespace) -> None:
         f"{', '.join(map(str, args.model_ms))} ms per model call, {args.repeats} repeats "
         f"(+{args.warmup} warm-up), interleaved.\n"
         "  e2e = client start_workflow -> result; history counted from one run per cell;\n"
-        "  act tasks = activities scheduled, wf tasks = workflow tasks completed, local = local\n"
-        "  activities; x agentkeel = median / agentkeel's median in the same invocation",
+        "  act tasks = activities scheduled, model = those that were model calls (act tasks -\n"
+        "  tool steps), wf tasks = workflow tasks completed, local = local activities;\n"
+        "  x agentkeel = median / agentkeel's median in the same invocation",
         flush=True,
     )
     async with peer_stack(StackConfig.from_env(), sandbox_modes) as variants:
@@ -203,7 +204,7 @@ async def amain(args: argparse.Namespace) -> None:
     labels = [v.label for v in variants]
     names = [s.name for s in shapes]
     for model_ms in args.model_ms:
-        print_table(results, model_ms, names, labels)
+        print_table(results, model_ms, {s.name: s.steps for s in shapes}, labels)
     print_verdict(results, args.model_ms, names)
     print(json.dumps(summary(results, args.model_ms, names)))
 

@@ -7,6 +7,8 @@ arguments, would make the benchmark's figures meaningless.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 pytest.importorskip("pydantic_ai", reason="the bench extra is not installed (pydantic-ai-slim)")
@@ -48,11 +50,20 @@ def test_a_run_with_a_missing_or_wrong_call_is_refused() -> None:
         check_calls(SHAPES["4-wide"], "w-wide")
 
 
+@pytest.fixture
+def quick_fakes() -> Iterator[None]:
+    """Tools of 10 ms and no model time: the calls matter here, not the time."""
+    before = (fakes.KNOBS.tool_s, fakes.KNOBS.model_s)
+    fakes.KNOBS.tool_s, fakes.KNOBS.model_s = 0.01, 0.0
+    yield
+    fakes.KNOBS.tool_s, fakes.KNOBS.model_s = before
+
+
+@pytest.mark.usefixtures("quick_fakes")
 async def test_every_system_runs_the_diamond_with_its_tool_calls(
     admin_dsn: str, redis_url: str
 ) -> None:
     diamond = SHAPES["diamond"]
-    fakes.KNOBS.tool_s, fakes.KNOBS.model_s = 0.01, 0.0
     config = StackConfig(admin_dsn=admin_dsn, redis_url=redis_url)
     async with peer_stack(config, sandbox_modes=[False, True]) as variants:
         assert {v.system for v in variants} == set(SYSTEMS)
