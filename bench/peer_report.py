@@ -14,7 +14,9 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
 AGENTKEEL = "agentkeel"
-PEERS = ("pydantic-ai", "openai-agents", "bare")
+FRAMEWORKS = ("pydantic-ai", "openai-agents")
+BARE = "bare"
+PEERS = (*FRAMEWORKS, BARE)
 SYSTEMS = (AGENTKEEL, *PEERS)
 
 
@@ -109,17 +111,20 @@ def print_table(results: Results, model_ms: int, shapes: dict[str, int], labels:
 
 
 def print_verdict(results: Results, model_times: list[int], shapes: list[str]) -> None:
-    """The best unsandboxed peer per cell, as a ratio of agentkeel (> 1: agentkeel ahead)."""
-    print("\nbest unsandboxed peer / agentkeel, median e2e (> 1.00: agentkeel is faster)")
-    print(f"{'model ms':<10}" + "".join(f"{s:>22}" for s in shapes))
+    """Per cell, the faster unsandboxed agent framework, and bare Temporal, as ratios of
+    agentkeel (> 1: agentkeel is faster)."""
+    print("\npeer / agentkeel, unsandboxed median e2e (> 1.00: agentkeel is faster)")
+    print(f"{'model ms':<10}{'':<16}" + "".join(f"{s:>22}" for s in shapes))
     for model_ms in model_times:
-        row = f"{model_ms:<10}"
+        best_row, bare_row = f"{model_ms:<10}{'best framework':<16}", f"{'':<10}{'bare':<16}"
         for shape in shapes:
             base = results.cell(model_ms, shape, AGENTKEEL).median
-            best = min(PEERS, key=lambda p: results.cell(model_ms, shape, p).median)
+            best = min(FRAMEWORKS, key=lambda p: results.cell(model_ms, shape, p).median)
             ratio = results.cell(model_ms, shape, best).median / base
-            row += f"{f'{ratio:.2f} ({best})':>22}"
-        print(row)
+            best_row += f"{f'{ratio:.2f} ({best})':>22}"
+            bare_row += f"{results.cell(model_ms, shape, BARE).median / base:>22.2f}"
+        print(best_row)
+        print(bare_row)
 
 
 def summary(results: Results, model_times: list[int], shapes: list[str]) -> dict[str, Any]:
