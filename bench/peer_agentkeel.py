@@ -1,9 +1,11 @@
 """agentkeel in `bench.peers`: `AgentWorkflow` on the bench stack, with the same fakes as
 the peers.
 
-The policy is `bench.fakes.BenchPlanPolicy` (route unsure, plan the named shape), with
-every model call (route, plan, join, respond) sleeping the current model time of
-`bench.peer_fakes.KNOBS`, as each peer's fake model does per call. The tools are the
+The policy is `bench.fakes.BenchPlanPolicy` (route unsure, plan the named shape with its
+answer), with every model call (route, plan, join, respond) sleeping the current model
+time of `bench.peer_fakes.KNOBS`, as each peer's fake model does per call. The workers
+run with agentkeel's defaults: the planner beside the router once routes have been
+unsure (`AGENTKEEL_PLAN_AHEAD=auto`), fast reads as local activities. The tools are the
 stand-ins of `bench.fakes`, logged per workflow like the peers' tools.
 """
 
@@ -21,7 +23,12 @@ from bench.fakes import BenchPlanPolicy, StandInTools, stand_in_result
 
 
 class PeerBenchPolicy(BenchPlanPolicy):
-    """`BenchPlanPolicy` whose every call costs the model time set for the round."""
+    """`BenchPlanPolicy` whose every call costs the model time set for the round, and
+    whose plans carry their answer: the best rounds agentkeel allows, as each peer's fake
+    model emits the best rounds its framework allows."""
+
+    def __init__(self) -> None:
+        super().__init__(write_answer=True)
 
     async def _decode(self) -> None:
         await fakes.model_turn()

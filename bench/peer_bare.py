@@ -2,11 +2,12 @@
 beside agentkeel.
 
 The same sequential stages as an unsure `AgentWorkflow` run, in the same places: a local
-activity (the declined local route offer), route and plan on a second queue (the
-inference queue), the plan's tool calls on the first queue, each started the moment its
-dependencies have returned (as the DAG scheduler does), respond on the second queue and a
-local activity (the run record). No LangGraph, no policy, no Postgres, no patch markers,
-no search attributes: what agentkeel costs beyond this is its orchestration.
+activity (the declined local route offer), route with its plan made beside it on a second
+queue (the inference queue: one model time, the two calls overlap), the plan's tool calls
+as local activities, each started the moment its dependencies have returned (as the DAG
+scheduler does), the answer filled from the outputs (the plan carried it) and a local
+activity (the run record). No LangGraph, no policy, no Postgres, no patch markers, no
+search attributes: what agentkeel costs beyond this is its orchestration.
 """
 
 from __future__ import annotations
@@ -33,16 +34,10 @@ async def bare_local(text: str) -> str:
     return text
 
 
-@activity.defn(name="bench_peer_bare_model")
-async def bare_model(text: str) -> str:
-    """Route and respond: one fake model call each."""
-    await fakes.model_turn()
-    return text
-
-
 @activity.defn(name="bench_peer_bare_plan")
 async def bare_plan(question: str) -> list[dict[str, Any]]:
-    """The plan: one fake model call returning the named shape's steps and dependencies."""
+    """Route and plan, side by side: one fake model time, returning the named shape's
+    steps and dependencies."""
     await fakes.model_turn()
     shape = shape_named_in(question)
     return [
@@ -65,9 +60,6 @@ class BenchBarePlanWorkflow:
     async def run(self, question: str) -> str:
         inference = workflow.info().task_queue + "-inference"
         await workflow.execute_local_activity(bare_local, question, start_to_close_timeout=_TIMEOUT)
-        await workflow.execute_activity(
-            bare_model, question, task_queue=inference, start_to_close_timeout=_TIMEOUT
-        )
         steps = await workflow.execute_activity(
             bare_plan, question, task_queue=inference, start_to_close_timeout=_TIMEOUT
         )
@@ -77,16 +69,14 @@ class BenchBarePlanWorkflow:
         async def run_step(step: dict[str, Any]) -> None:
             await asyncio.gather(*(done[d] for d in step["deps"]))
             mine = {d: outputs[d] for d in step["deps"]}
-            outputs[step["id"]] = await workflow.execute_activity(
+            outputs[step["id"]] = await workflow.execute_local_activity(
                 bare_tool, {"step": step, "outputs": mine}, start_to_close_timeout=_TIMEOUT
             )
 
         for step in steps:  # plan order is topological
             done[step["id"]] = asyncio.create_task(run_step(step))
         await asyncio.gather(*done.values())
-        answer = await workflow.execute_activity(
-            bare_model, fakes.ANSWER, task_queue=inference, start_to_close_timeout=_TIMEOUT
-        )
+        answer = fakes.ANSWER
         await workflow.execute_local_activity(bare_local, answer, start_to_close_timeout=_TIMEOUT)
         return answer
 
@@ -101,5 +91,5 @@ def workers(client: Client, task_queue: str, *, sandboxed: bool) -> list[Worker]
             activities=[bare_local, bare_tool],
             workflow_runner=fakes.workflow_runner(sandboxed),
         ),
-        Worker(client, task_queue=task_queue + "-inference", activities=[bare_model, bare_plan]),
+        Worker(client, task_queue=task_queue + "-inference", activities=[bare_plan]),
     ]
