@@ -24,7 +24,7 @@ from agentkeel.workers.client.agent_client import connect_client
 from agentkeel.workers.client.approvals import NothingAwaiting, decide_approval
 from agentkeel.workers.client.status_line import StatusLine, stack_starting
 from agentkeel.workers.client.watches import format_waiting, waiting_runs
-from agentkeel.workers.domain_assembly import serve_domain
+from agentkeel.workers.domain_assembly import check_domain, serve_domain
 from agentkeel.workers.logging import configure_logging
 from agentkeel.workers.settings import Settings, SettingsError, StartupError
 from agentkeel.workers.stack.demo import run_demo
@@ -178,7 +178,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = Settings.from_env()
         configure_logging(settings.log_level, settings.log_format)
-        if args.command != "down":
+        if args.command == "worker":
+            # Checked at once; a worker installs it itself, with its MCP servers' tools.
+            check_domain(settings)
+        elif args.command != "down":
             serve_domain(settings)  # its import, roles and tools are checked at once
         if args.command not in (
             "up",
