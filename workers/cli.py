@@ -90,6 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     add_schedule_parser(sub)
     sub.add_parser("demo", help="start the stack and run sample questions")
     sub.add_parser("gateway", help="serve the HTTP/SSE gateway at AGENTKEEL_GATEWAY_ADDRESS")
+    sub.add_parser("mcp", help="serve agentkeel's MCP tools over stdio (for MCP clients)")
     init = sub.add_parser("init", help="scaffold a domain package of your own")
     init.add_argument("name", help="the package (and domain) name: lower-case letters, _")
     init.add_argument("--dir", default=".", help="where to create it (default: here)")
@@ -188,6 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "demo",
             "worker",
             "gateway",
+            "mcp",
         ):  # (their workers trace themselves)
             configure_tracing("agentkeel-cli")
         if args.command == "up":
@@ -227,6 +229,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from agentkeel.workers.gateway.server import serve_gateway
 
             asyncio.run(serve_gateway(with_running_stack(settings)))
+            return 0
+        if args.command == "mcp":
+            from agentkeel.workers.mcp_server.stdio import serve_stdio
+
+            asyncio.run(serve_stdio(with_running_stack(settings)))
             return 0
         if args.command == "worker":
             from agentkeel.workers.entry import run_worker

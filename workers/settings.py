@@ -249,6 +249,9 @@ class Settings(BaseModel):
     """How long a quota's slot outlives a gateway that stopped renewing it (one that
     crashed): the slots live in Redis, shared by every replica, and are renewed while the
     run or stream lasts."""
+    mcp_api_key: str = ""
+    """The gateway API key `agentkeel mcp` (stdio) acts with, when API keys are configured:
+    its tenant and actor bind every call."""
     mcp_servers: str = ""
     """MCP servers whose tools every CPU worker serves beside the domain's: a JSON list of
     objects (`{"name": "time", "command": "mcp-server-time"}`, `{"name": "crm", "url":
