@@ -44,24 +44,37 @@ def reference_servers(state: Path, everything_url: str) -> list[dict[str, Any]]:
     ]
 
 
-async def start_everything_http(port: int) -> asyncio.subprocess.Process:
-    """`server-everything` over streamable HTTP on `port`, once it listens."""
-    command = npm_server("everything")
-    process = await asyncio.create_subprocess_exec(
-        *command,
-        "streamableHttp",
-        env={**os.environ, "PORT": str(port)},
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    assert process.stderr is not None
-    for _ in range(100):
-        line = await asyncio.wait_for(process.stderr.readline(), timeout=30)
-        if b"listening" in line.lower():
-            # Keep draining its log, or a full pipe would stall the server.
-            asyncio.get_running_loop().create_task(_drain(process.stderr))
-            return process
-    raise AssertionError("server-everything never said it listens")
+class Everything:
+    """`server-everything` over streamable HTTP on `port` (stopped and started again by
+    the test that restarts it)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.process: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        command = npm_server("everything")
+        process = await asyncio.create_subprocess_exec(
+            *command,
+            "streamableHttp",
+            env={**os.environ, "PORT": str(self.port)},
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert process.stderr is not None
+        for _ in range(100):
+            line = await asyncio.wait_for(process.stderr.readline(), timeout=30)
+            if b"listening" in line.lower():
+                # Keep draining its log, or a full pipe would stall the server.
+                asyncio.get_running_loop().create_task(_drain(process.stderr))
+                self.process = process
+                return
+        raise AssertionError("server-everything never said it listens")
+
+    async def stop(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.process.terminate()
+            await self.process.wait()
 
 
 async def _drain(stream: asyncio.StreamReader) -> None:
