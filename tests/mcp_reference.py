@@ -15,7 +15,10 @@ import pytest
 NPM_PACKAGES = {
     "everything": "@modelcontextprotocol/server-everything@2026.8.31",
     "memory": "@modelcontextprotocol/server-memory@2026.8.31",
+    # Later releases need Node 22; this one runs on the machine's Node 20.
+    "conformance": "@modelcontextprotocol/conformance@0.1.8",
 }
+ENTRY_POINTS = {"conformance": "dist/index.js"}
 CACHE = Path.home() / ".cache" / "agentkeel-tests" / "mcp-npm"
 
 
@@ -31,7 +34,7 @@ def npm_server(name: str) -> list[str]:
     """`node <entry point>` of the reference server `name`, installing it on first use."""
     package = NPM_PACKAGES[name]
     bare = package.rsplit("@", 1)[0]
-    entry = CACHE / "node_modules" / bare / "dist" / "index.js"
+    entry = CACHE / "node_modules" / bare / ENTRY_POINTS.get(name, "dist/index.js")
     if not entry.exists():
         npm, node = shutil.which("npm"), shutil.which("node")
         if npm is None or node is None:

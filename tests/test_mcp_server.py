@@ -3,7 +3,8 @@
 The gateway's `/mcp` (streamable HTTP) with API keys as bearer tokens: the lifecycle
 (the SDK's handshake), the tool list with its annotations, a run started and waited for
 with progress notifications, a refund that waits for approval, listed and approved over
-MCP, a run read again by its id after the client went away, and keys that bind.
+MCP, a run read again by its id after the client went away, keys that bind, `agentkeel
+mcp` over stdio, and the published conformance suite's server scenarios for any server.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -30,6 +32,7 @@ from agentkeel.workers.gateway.keys import ApiKey, ApiKeys
 from agentkeel.workers.gateway.server import serving
 from agentkeel.workers.stack.procs import free_port
 from tests.conftest import AgentStack
+from tests.mcp_reference import npm_server
 from tests.test_authority import refundable_order
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -192,3 +195,27 @@ async def test_agentkeel_mcp_serves_the_same_tools_over_stdio(
         run = structured(await local.call_tool("get_run", {"workflow_id": handle.id}))
     assert run["state"] == "completed"
     assert run["result"]["answer"] == done.answer
+
+
+async def test_the_endpoint_passes_the_mcp_conformance_scenarios(
+    stack: AgentStack, tmp_path: Path
+) -> None:
+    """The published conformance suite's server scenarios that any server must pass
+    (the others call tools of its own test server)."""
+    conformance = npm_server("conformance")
+    async with gateway_url(stack, ApiKeys([])) as url:
+        for scenario in ("server-initialize", "tools-list"):
+            checked = await asyncio.create_subprocess_exec(
+                *conformance,
+                "server",
+                "--url",
+                url,
+                "--scenario",
+                scenario,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                cwd=tmp_path,  # it writes its `results/` where it runs
+            )
+            out, _ = await asyncio.wait_for(checked.communicate(), timeout=120)
+            assert checked.returncode == 0, out.decode()[-2000:]
+            assert re.search(r"Passed: (\d+)/\1, 0 failed", out.decode()), out.decode()[-2000:]
