@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowFailureError
 
-from agentkeel.schemas.names import APPROVE_UPDATE
+from agentkeel.schemas.names import APPROVE_UPDATE, PROGRESS_QUERY
 from agentkeel.workers.stack.procs import free_port
 from tests.mcp_stack import (
     VIEWER,
@@ -79,6 +79,16 @@ async def own(
 
 def _steps(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {s["id"]: s for s in result["steps"]}
+
+
+async def _reported(handle: Any) -> str:
+    for _ in range(100):
+        progress = await handle.query(PROGRESS_QUERY, result_type=dict)
+        said = [s["reported"] for s in progress["steps"] if s.get("reported")]
+        if said:
+            return str(said[0])
+        await asyncio.sleep(0.1)
+    raise AssertionError("the step never showed the tool's progress")
 
 
 def _names(state: Path) -> set[str]:
@@ -210,6 +220,8 @@ async def test_is_error_crash_and_cancel_on_the_toolbox(mcp: McpStack) -> None:
 
     handle = await mcp.start({"steps": [{"id": "s1", "tool": "tb_slow", "args": {"seconds": 30}}]})
     await mcp.until_event("slow_started")
+    reported = await _reported(handle)  # the server's progress notifications reach the run
+    assert reported.endswith(tuple(f": step {n}" for n in range(150)))
     await handle.cancel()
     await mcp.until_event("slow_cancelled", timeout_s=20)
     with pytest.raises(WorkflowFailureError):

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import time
 from typing import Any
 
 import anyio
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
 
 from agentkeel.activities.mcp.connection import McpConnection, McpUnreachable
 from agentkeel.schemas.actor import SYSTEM_ROLE
@@ -33,7 +36,9 @@ from agentkeel.schemas.errors import (
     NOT_AUTHORIZED,
 )
 from agentkeel.schemas.mcp_models import McpArguments, McpResult
+from agentkeel.schemas.names import AGENT_WORKFLOW, TOOL_PROGRESS_SIGNAL
 from agentkeel.schemas.tools.context import ToolContext
+from agentkeel.schemas.tools.downstreams import ToolProgress
 
 __all__ = ["META_PREFIX", "McpCall"]
 
@@ -43,6 +48,8 @@ META_PREFIX = "io.agentkeel/"
 _NOT_RETRIED = frozenset({types.INVALID_PARAMS, types.METHOD_NOT_FOUND, types.INVALID_REQUEST})
 """Protocol errors the same request would get again: the tool is unknown or refuses them."""
 _MAX_ERROR_TEXT = 2000
+PROGRESS_SIGNAL_EVERY_S = 1.0
+"""A chatty server's progress reaches the run at most this often (each is a history event)."""
 
 
 class McpCall:
@@ -95,7 +102,7 @@ class McpCall:
                 answer = await client.call_tool(
                     self._remote,
                     args.mcp_arguments(),
-                    progress_callback=_progress(),
+                    progress_callback=_progress(args),
                     meta=self.meta(ctx),  # type: ignore[arg-type]
                 )
         except MCPError as exc:
@@ -147,17 +154,42 @@ class McpCall:
         return self._result.model_validate(value)
 
 
-def _progress() -> Any:
-    """What a progress notification does: heartbeat with what the call has done so far.
+def _progress(args: McpArguments) -> Any:
+    """What a progress notification does: heartbeat with what the call has done so far,
+    and tell the run (at most every `PROGRESS_SIGNAL_EVERY_S`), whose step shows it.
 
     The SDK runs the callback in its own task, outside the activity's context, so the
     heartbeat runs in a copy of the activity's context taken here."""
     context = contextvars.copy_context()
     in_activity = activity.in_activity()
+    call_id = getattr(args, "call_id", None)
+    handle = None
+    if in_activity and call_id is not None:
+        info = activity.info()
+        if info.workflow_type == AGENT_WORKFLOW and info.workflow_id is not None:
+            handle = activity.client().get_workflow_handle(
+                info.workflow_id, run_id=info.workflow_run_id
+            )
+    last_signal = [0.0]
 
     async def report(progress: float, total: float | None, message: str | None) -> None:
-        if in_activity:
-            details = {"progress": progress, "total": total, "message": message}
-            context.run(activity.heartbeat, details)
+        if not in_activity:
+            return
+        details = {"progress": progress, "total": total, "message": message}
+        context.run(activity.heartbeat, details)
+        now = time.monotonic()
+        if handle is None or call_id is None or now - last_signal[0] < PROGRESS_SIGNAL_EVERY_S:
+            return
+        last_signal[0] = now
+        try:
+            note = ToolProgress(
+                call_id=call_id,
+                progress=progress,
+                total=total,
+                message=message[:200] if message else None,
+            )
+            await handle.signal(TOOL_PROGRESS_SIGNAL, note)
+        except (RPCError, ValidationError):  # the run ended, or the server said nonsense
+            return
 
     return report
