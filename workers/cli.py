@@ -179,8 +179,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = Settings.from_env()
         configure_logging(settings.log_level, settings.log_format)
-        if args.command == "worker":
-            # Checked at once; a worker installs it itself, with its MCP servers' tools.
+        if args.command in ("worker", "gateway", "mcp"):
+            # Checked at once; these install it themselves, with its MCP servers' tools.
             check_domain(settings)
         elif args.command != "down":
             serve_domain(settings)  # its import, roles and tools are checked at once

@@ -12,6 +12,7 @@ from mcp.server.mcpserver import Context
 
 from agentkeel.workers.client.agent_client import AgentClient
 from agentkeel.workers.gateway.keys import ApiKeys, Caller, Refused
+from agentkeel.workers.mcp_assembly import serve_domain_with_mcp
 from agentkeel.workers.mcp_server.operations import Operations
 from agentkeel.workers.mcp_server.tools import build_mcp_server
 from agentkeel.workers.settings import ENV_PREFIX, Settings, StartupError
@@ -36,7 +37,13 @@ def stdio_caller(settings: Settings) -> Caller:
 
 
 async def serve_stdio(settings: Settings) -> None:
-    caller = stdio_caller(settings)
+    # The workers' catalog (with their MCP servers' tools), installed before the key is
+    # checked against its roles: its version keys the cache fast path.
+    async with serve_domain_with_mcp(settings):
+        await _serve(settings, stdio_caller(settings))
+
+
+async def _serve(settings: Settings, caller: Caller) -> None:
     client = await AgentClient.connect(settings)
 
     def caller_of(_: Context) -> Caller:
