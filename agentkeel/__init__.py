@@ -4,7 +4,8 @@ The public surface, all under this one namespace:
 
 - a domain and its tools: `Domain`, `tool`, `ToolArgs`, `ToolContext`, `ToolCall`, `Role`,
   `Downstream`, `EntityPattern`, `Vocabulary`, `Migrations`, `DemoQuestion`,
-  `LocalService`, `ToolSetup`, and the error types tools raise (`not_found`, ...);
+  `LocalService`, `ToolSetup`, MCP servers as tool sources (`McpServer`,
+  `McpToolPolicy`), and the error types tools raise (`not_found`, ...);
 - the request and result models: `AgentRequest`, `RunOptions`, `Actor`, `AgentResult`,
   `Plan`;
 - the client: `AgentClient` (cache fast path, coalescing, streaming);
@@ -34,6 +35,7 @@ from agentkeel.schemas.domain import (
     Vocabulary,
 )
 from agentkeel.schemas.errors import NOT_AUTHORIZED, NOT_FOUND
+from agentkeel.schemas.mcp import McpServer, McpToolPolicy
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.schemas.result import AgentResult
@@ -62,6 +64,8 @@ __all__ = [
     "EntityPattern",
     "FreeText",
     "LocalService",
+    "McpServer",
+    "McpToolPolicy",
     "Migrations",
     "PatternPolicy",
     "Plan",

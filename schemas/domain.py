@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from agentkeel.schemas.actor import SYSTEM_ROLE
+from agentkeel.schemas.mcp import McpServer
 from agentkeel.schemas.tools.downstreams import Downstream
 from agentkeel.schemas.tools.spec import ToolSpec
 
@@ -233,6 +234,9 @@ class Domain:
     effect_window_s: int = 86_400
     """The window approval thresholds and self-service limits count in: what an actor, and
     what a target (an order), moved in it across every run (the effects ledger)."""
+    mcp_servers: Sequence[McpServer] = ()
+    """MCP servers whose tools join `tools` when a worker starts (`docs/mcp.md`); a
+    deployment may add more (`AGENTKEEL_MCP_SERVERS`)."""
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):

@@ -78,6 +78,14 @@ APPLICATION_ERROR: Final = "ApplicationError"
 NOT_FOUND: Final = "NotFound"
 NOT_AUTHORIZED: Final = "NotAuthorized"
 """The run's actor may not read or change that row; the message names what was refused."""
+MCP_TOOL_ERROR: Final = "McpToolError"
+"""An MCP server answered a tool call with `isError`: the tool ran and said it failed (a
+retry would ask the same), so the step fails with the server's text (`activities.mcp`)."""
+MCP_INVALID_RESULT: Final = "McpInvalidResult"
+"""An MCP tool's `structuredContent` does not match the `outputSchema` it declared."""
+MCP_UNAVAILABLE: Final = "McpUnavailable"
+"""An MCP server could not be reached or its connection broke during the call: retried by
+the tool's policy, on a fresh connection (a stdio server restarted, an HTTP session re-made)."""
 
 DECISIONS_THAT_STAND: Final = (APPROVAL_DECLINED, APPROVAL_TIMED_OUT, NOT_AUTHORIZED)
 """Step failures a replan must not try to get around: the run finishes with them."""

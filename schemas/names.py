@@ -20,6 +20,8 @@ PROGRESS_QUERY: Final = "progress"
 APPROVE_UPDATE: Final = "approve"
 SLOT_WAIT_SIGNAL: Final = "slot_wait"
 """A tool call waits for (or got) a slot of its downstream: the run shows it."""
+TOOL_PROGRESS_SIGNAL: Final = "tool_progress"
+"""A tool call reports how far it is (an MCP progress notification): the step shows it."""
 
 # Activities of the CPU worker (besides the tools).
 LOOKUP_CACHE: Final = "lookup_cache"

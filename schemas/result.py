@@ -72,6 +72,9 @@ class StepOutcome(BaseModel):
     """For a repeated step still watching: when it runs next."""
     output_ref: OutputRef | None = None
     """Set instead of `output` when the output was too large to carry (see `OutputRef`)."""
+    reported: str | None = None
+    """What the tool last said of its own progress while it ran (an MCP server's progress
+    notification: `3/10: indexing`); None when it said nothing."""
     speculative: bool = False
     """Served by a call started speculatively while the plan was being written."""
     provenance: dict[str, ArgumentOrigin] | None = None

@@ -509,8 +509,15 @@ async def test_hostile_signals_and_updates_leave_a_waiting_run_working(
     hostile.append([payload(nan)])
     for payloads in hostile:
         await handle.signal(names.SLOT_WAIT_SIGNAL, args=[RawValue(p) for p in payloads])
+    # The same for a tool's progress report: bad shapes, huge or NaN content, dropped.
+    reports = [[p] for p, _ in UNREADABLE.values()] + list(OTHER_SHAPES.values())
+    reports.append([payload(f'{{"call_id": "s1", "progress": 1, "message": "{huge}"}}'.encode())])
+    reports.append([payload(b'{"call_id": "s1", "progress": NaN}')])
+    for payloads in reports:
+        await handle.signal(names.TOOL_PROGRESS_SIGNAL, args=[RawValue(p) for p in payloads])
     shown = await handle.query(names.PROGRESS_QUERY, result_type=RunProgress)
     assert huge[:1000] not in shown.model_dump_json() and "NaN" not in shown.model_dump_json()
+    assert all(step.reported is None for step in shown.steps)
 
     # Updates are refused, naming why; none reaches history.
     for p, words in UNREADABLE.values():

@@ -24,7 +24,7 @@ from agentkeel.workers.client.agent_client import connect_client
 from agentkeel.workers.client.approvals import NothingAwaiting, decide_approval
 from agentkeel.workers.client.status_line import StatusLine, stack_starting
 from agentkeel.workers.client.watches import format_waiting, waiting_runs
-from agentkeel.workers.domain_assembly import serve_domain
+from agentkeel.workers.domain_assembly import check_domain, serve_domain
 from agentkeel.workers.logging import configure_logging
 from agentkeel.workers.settings import Settings, SettingsError, StartupError
 from agentkeel.workers.stack.demo import run_demo
@@ -90,6 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     add_schedule_parser(sub)
     sub.add_parser("demo", help="start the stack and run sample questions")
     sub.add_parser("gateway", help="serve the HTTP/SSE gateway at AGENTKEEL_GATEWAY_ADDRESS")
+    sub.add_parser("mcp", help="serve agentkeel's MCP tools over stdio (for MCP clients)")
     init = sub.add_parser("init", help="scaffold a domain package of your own")
     init.add_argument("name", help="the package (and domain) name: lower-case letters, _")
     init.add_argument("--dir", default=".", help="where to create it (default: here)")
@@ -178,13 +179,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = Settings.from_env()
         configure_logging(settings.log_level, settings.log_format)
-        if args.command != "down":
+        if args.command in ("worker", "gateway", "mcp"):
+            # Checked at once; these install it themselves, with its MCP servers' tools.
+            check_domain(settings)
+        elif args.command != "down":
             serve_domain(settings)  # its import, roles and tools are checked at once
         if args.command not in (
             "up",
             "demo",
             "worker",
             "gateway",
+            "mcp",
         ):  # (their workers trace themselves)
             configure_tracing("agentkeel-cli")
         if args.command == "up":
@@ -224,6 +229,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from agentkeel.workers.gateway.server import serve_gateway
 
             asyncio.run(serve_gateway(with_running_stack(settings)))
+            return 0
+        if args.command == "mcp":
+            from agentkeel.workers.mcp_server.stdio import serve_stdio
+
+            asyncio.run(serve_stdio(with_running_stack(settings)))
             return 0
         if args.command == "worker":
             from agentkeel.workers.entry import run_worker

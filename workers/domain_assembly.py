@@ -19,7 +19,7 @@ from agentkeel.schemas.domain_loading import load_domain
 from agentkeel.schemas.tools.catalog import install_domain
 from agentkeel.workers.settings import Settings, SettingsError
 
-__all__ = ["domain_settings", "domain_tool_resources", "serve_domain"]
+__all__ = ["check_domain", "domain_settings", "domain_tool_resources", "serve_domain"]
 
 
 def serve_domain(settings: Settings) -> Domain:
@@ -27,6 +27,15 @@ def serve_domain(settings: Settings) -> Domain:
     install it as this process's catalog; a `SettingsError` naming the cause otherwise."""
     try:
         return install_domain(load_domain(settings.domain))
+    except DomainError as exc:
+        raise SettingsError(str(exc)) from None
+
+
+def check_domain(settings: Settings) -> Domain:
+    """Load and check the domain without installing it (a worker installs it with the
+    tools its MCP servers list); a `SettingsError` naming the cause otherwise."""
+    try:
+        return load_domain(settings.domain)
     except DomainError as exc:
         raise SettingsError(str(exc)) from None
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from agentkeel.workers.domain_assembly import serve_domain
+from agentkeel.workers.domain_assembly import check_domain
 from agentkeel.workers.settings import Settings
 
 __all__ = ["run_worker"]
@@ -16,7 +16,8 @@ def run_worker(kind: str, settings: Settings | None = None) -> None:
     if kind not in ("cpu", "inference"):
         raise ValueError(f"worker kind must be cpu or inference, got {kind!r}")
     settings = settings or Settings.from_env()
-    serve_domain(settings)
+    # Checked now; installed by the worker with the tools its MCP servers list.
+    check_domain(settings)
     from agentkeel.workers.worker import run_cpu_worker, run_inference_worker
 
     asyncio.run(run_cpu_worker(settings) if kind == "cpu" else run_inference_worker(settings))

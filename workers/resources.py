@@ -29,10 +29,12 @@ from agentkeel.activities.tools.door import EFFECT_CALLERS, door_activity
 from agentkeel.activities.tools.functions import FunctionTools
 from agentkeel.inference.policy import Policy
 from agentkeel.schemas.approvals import ApprovalPolicy
+from agentkeel.schemas.domain import Domain
 from agentkeel.schemas.tools.catalog import ACTIVITY_TOOLS, active_domain
 from agentkeel.workers.cache_assembly import build_caches, tool_activities
 from agentkeel.workers.connections import http_client, postgres_pool, redact, redis_client
-from agentkeel.workers.domain_assembly import domain_settings, domain_tool_resources, serve_domain
+from agentkeel.workers.domain_assembly import domain_settings, domain_tool_resources
+from agentkeel.workers.mcp_assembly import serve_domain_with_mcp
 from agentkeel.workers.policy_assembly import local_policy
 from agentkeel.workers.settings import (
     Settings,
@@ -52,14 +54,27 @@ async def cpu_activities(
     *,
     local: Policy | None = None,
     domain_environ: Mapping[str, str] | None = None,
+    on_mcp_change: Callable[[str], None] | None = None,
 ) -> AsyncIterator[list[Callable[..., Any]]]:
     """Every activity the CPU worker serves, bound to this process's pools.
 
     `local`: the model-free policy this worker serves itself (`activities.local_policy`);
     None: the one the settings make (the rules, where no model is configured).
-    `domain_environ`: where the domain's own settings are read (default: the environment)."""
+    `domain_environ`: where the domain's own settings are read (default: the environment).
+    `on_mcp_change`: called with an MCP server's name when its tool list changed."""
+    async with serve_domain_with_mcp(settings, on_change=on_mcp_change) as domain:
+        async with _cpu_activities(settings, domain, local, domain_environ) as activities:
+            yield activities
+
+
+@asynccontextmanager
+async def _cpu_activities(
+    settings: Settings,
+    domain: Domain,
+    local: Policy | None,
+    domain_environ: Mapping[str, str] | None,
+) -> AsyncIterator[list[Callable[..., Any]]]:
     database_url, redis_url = settings.database_url, settings.redis_url
-    domain = serve_domain(settings)
     # The domain's own settings are checked before anything is opened.
     own_settings = domain_settings(domain, domain_environ)
     if not (database_url and redis_url):

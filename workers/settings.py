@@ -20,6 +20,7 @@ from typing import Literal, Self
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from agentkeel.activities.plan_ahead import PlanAhead, UnsureForecast
+from agentkeel.schemas.mcp import McpServer, parse_mcp_servers
 from agentkeel.schemas.queues import TASK_QUEUE, inference_queue
 from agentkeel.schemas.tools.downstreams import Downstream, DownstreamLimit
 from agentkeel.workers.settings_domain import check_domain_variables
@@ -261,6 +262,14 @@ class Settings(BaseModel):
     """How long a quota's slot outlives a gateway that stopped renewing it (one that
     crashed): the slots live in Redis, shared by every replica, and are renewed while the
     run or stream lasts."""
+    mcp_api_key: str = ""
+    """The gateway API key `agentkeel mcp` (stdio) acts with, when API keys are configured:
+    its tenant and actor bind every call."""
+    mcp_servers: str = ""
+    """MCP servers whose tools every CPU worker serves beside the domain's: a JSON list of
+    objects (`{"name": "time", "command": "mcp-server-time"}`, `{"name": "crm", "url":
+    "https://crm.example/mcp", "bearer_token_env": "CRM_TOKEN"}`); every field in
+    `docs/mcp.md`. Every process of a deployment must be given the same list."""
     log_format: LogFormat = "auto"
     """`json`, `console`, or `auto` (console on a TTY, JSON otherwise)."""
     log_level: LogLevel = "info"
@@ -270,6 +279,16 @@ class Settings(BaseModel):
     @classmethod
     def _any_case(cls, level: object) -> object:
         return level.lower() if isinstance(level, str) else level
+
+    @field_validator("mcp_servers", mode="after")
+    @classmethod
+    def _mcp_servers_parse(cls, text: str) -> str:
+        parse_mcp_servers(text)
+        return text
+
+    def mcp_server_list(self) -> list[McpServer]:
+        """`mcp_servers`, read (checked when the settings were)."""
+        return parse_mcp_servers(self.mcp_servers)
 
     @field_validator("downstream", mode="after")
     @classmethod

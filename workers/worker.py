@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -15,6 +16,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agentkeel.activities.model_calls import InferenceActivities
 from agentkeel.schemas.tools.catalog import active_domain
+from agentkeel.workers.mcp_assembly import serve_domain_with_mcp
 from agentkeel.workers.metrics import metrics_address, metrics_runtime
 from agentkeel.workers.policy_assembly import build_policy
 from agentkeel.workers.resources import cpu_activities, inference_resources
@@ -122,12 +124,21 @@ async def run_cpu_worker(settings: Settings) -> None:
     client = await connect(settings)
     # AgentWorkflow upserts these; without them its workflow tasks would fail.
     await ensure_search_attributes(client, settings.temporal_namespace)
-    await ensure_warming_schedule(client, settings)
-    async with cpu_activities(settings) as activities:
+    # The catalog is installed in here (its MCP servers' tools listed) before anything
+    # reads it, the warming schedule included.
+    async with cpu_activities(settings, on_mcp_change=_restart_for_new_catalog) as activities:
+        await ensure_warming_schedule(client, settings)
         worker = cpu_worker(
             client, settings.task_queue, activities, sandboxed=settings.sandboxed_workflows()
         )
         await _run_until_signalled(worker)
+
+
+def _restart_for_new_catalog(server: str) -> None:
+    """An MCP server's tools changed: stop as on SIGTERM (activities in flight finish), so
+    the supervisor starts this worker again with the new catalog and its new version."""
+    log.warning("worker_restarting_for_new_catalog", mcp_server=server)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 async def run_inference_worker(settings: Settings) -> None:
@@ -138,6 +149,12 @@ async def run_inference_worker(settings: Settings) -> None:
     polling, lets activities in flight finish (up to the graceful timeout), then
     releases the engines.
     """
+    # The catalog (its MCP tools too) is what prompts and the plan schema describe.
+    async with serve_domain_with_mcp(settings):
+        await _run_inference_worker(settings)
+
+
+async def _run_inference_worker(settings: Settings) -> None:
     assembly = build_policy(settings)
     _serve_metrics(settings, "inference")
     client = await connect(settings)

@@ -12,12 +12,18 @@ from temporalio.exceptions import ApplicationError, is_cancelled_exception
 from agentkeel.schemas.approvals import ApprovalAnswer, ApprovalDecision
 from agentkeel.schemas.continuation import Continuation
 from agentkeel.schemas.errors import describe_validation
-from agentkeel.schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE, PROGRESS_QUERY, SLOT_WAIT_SIGNAL
+from agentkeel.schemas.names import (
+    AGENT_WORKFLOW,
+    APPROVE_UPDATE,
+    PROGRESS_QUERY,
+    SLOT_WAIT_SIGNAL,
+    TOOL_PROGRESS_SIGNAL,
+)
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.queues import inference_queue
 from agentkeel.schemas.request import AgentRequest, LegacyAgentRequest
 from agentkeel.schemas.result import AgentResult, CacheStatus, Timings
-from agentkeel.schemas.tools.downstreams import SlotWait
+from agentkeel.schemas.tools.downstreams import SlotWait, ToolProgress
 from agentkeel.workflows.approvals import ApprovalGate
 from agentkeel.workflows.cancellation import announce_cancellation
 from agentkeel.workflows.dag.effect_gate import EFFECT_RULES_PATCH
@@ -117,6 +123,20 @@ class AgentWorkflow:
             workflow.logger.warning("%s signal dropped: %s", SLOT_WAIT_SIGNAL, exc.message)
             return
         self._waits.slot(note)
+
+    @workflow.signal(name=TOOL_PROGRESS_SIGNAL)
+    def tool_progress(self, *inputs: Any) -> None:
+        """One input, `ToolProgress`: a tool call of this run says how far it is, shown on
+        its step as `reported` (a signal of another shape is dropped, as `slot_wait`'s)."""
+        try:
+            note = one_input(inputs, ToolProgress, TOOL_PROGRESS_SIGNAL)
+        except ApplicationError as exc:
+            workflow.logger.warning("%s signal dropped: %s", TOOL_PROGRESS_SIGNAL, exc.message)
+            return
+        step_id = note.call_id.split("[", 1)[0]
+        for step in self._progress.steps:
+            if step.id == step_id and step.attempt == self._progress.replans:
+                step.reported = note.describe()
 
     @workflow.update(name=APPROVE_UPDATE)
     async def approve(self, *inputs: Any) -> ApprovalAnswer:

@@ -27,7 +27,7 @@ from agentkeel.schemas.errors import NOT_AUTHORIZED, NOT_FOUND
 from agentkeel.schemas.tools.downstreams import Downstream
 from agentkeel.schemas.tools.spec import RESERVED_ARGUMENTS, ActorScoped, Render, ToolSpec
 
-__all__ = ["ToolDefinitionError", "tool"]
+__all__ = ["ToolDefinitionError", "input_model", "tool"]
 
 
 class ToolDefinitionError(TypeError):
@@ -92,7 +92,7 @@ def tool(
     def wrap(fn: Callable[..., Any]) -> ToolSpec:
         args_model, result_model, takes_context = _signature(fn)
         tool_name = name or fn.__name__
-        input_model = _input_model(tool_name, args_model, side_effect=side_effect)
+        activity_input = input_model(tool_name, args_model, side_effect=side_effect)
         for path in trusted_fields:
             _check_result_path(tool_name, result_model, path)
         return ToolSpec(
@@ -106,7 +106,7 @@ def tool(
             cache_ttl=None if side_effect else cache_ttl,
             max_concurrency=max_concurrency,
             expected_ms=expected_ms,
-            input_model=input_model,
+            input_model=activity_input,
             identity_args=tuple(identity_args),
             trusted_fields=tuple(trusted_fields),
             amount_arg=amount_arg,
@@ -165,7 +165,7 @@ def _signature(fn: Callable[..., Any]) -> tuple[type[BaseModel], type[BaseModel]
     return args_model, result_model, len(params) == 2
 
 
-def _input_model(name: str, args_model: type[BaseModel], *, side_effect: bool) -> type[BaseModel]:
+def input_model(name: str, args_model: type[BaseModel], *, side_effect: bool) -> type[BaseModel]:
     """What the activity receives: the plan's arguments plus what the workflow adds (the
     actor, the call id, and a side effect's idempotency key), never a plan's to set."""
     fields: dict[str, Any] = {}

@@ -35,3 +35,18 @@ class DownstreamLimit:
     """Calls in flight at once across all workers; None: uncapped."""
     rate: float | None = None
     """Calls started per second across all workers; None: unlimited."""
+
+
+class ToolProgress(BaseModel):
+    """Signalled to a run by a tool activity whose tool reports how far it is (an MCP
+    server's progress notification): shown on the step as `reported`."""
+
+    # Bounded like `SlotWait`: anyone with namespace access can send it.
+    call_id: str = Field(min_length=1, max_length=200)
+    progress: float = Field(ge=0, le=1e12, allow_inf_nan=False)
+    total: float | None = Field(default=None, ge=0, le=1e12, allow_inf_nan=False)
+    message: str | None = Field(default=None, max_length=200)
+
+    def describe(self) -> str:
+        done = f"{self.progress:g}" + (f"/{self.total:g}" if self.total is not None else "")
+        return f"{done}: {self.message}" if self.message else done

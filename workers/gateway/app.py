@@ -41,6 +41,7 @@ from agentkeel.workers.gateway.origin import BrowserGuard
 from agentkeel.workers.gateway.quotas import Lease, OverQuota, QuotaLimits, Quotas
 from agentkeel.workers.gateway.run_poller import RunPollers
 from agentkeel.workers.gateway.runs import Runs
+from agentkeel.workers.mcp_server.http import mount_mcp
 from agentkeel.workers.settings import Settings
 
 MAX_BODY_BYTES = 64 * 1024
@@ -97,7 +98,8 @@ def create_app(client: AgentClient, keys: ApiKeys, settings: Settings | None = N
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         sweeping = asyncio.create_task(quotas.sweeping()) if quotas is not None else None
         try:
-            yield
+            async with mcp_sessions():
+                yield
         finally:
             if sweeping is not None:
                 sweeping.cancel()
@@ -113,6 +115,8 @@ def create_app(client: AgentClient, keys: ApiKeys, settings: Settings | None = N
     )
 
     app.state.keys = keys
+    # agentkeel's own tools for MCP clients, at `/mcp`, behind the same keys.
+    mcp_sessions = mount_mcp(app, client, keys, max_wait_s=max_wait_s)
 
     @app.exception_handler(Refused)
     async def _refused(_: Request, exc: Refused) -> JSONResponse:

@@ -14,6 +14,7 @@ from agentkeel.workers.client.agent_client import AgentClient
 from agentkeel.workers.gateway.app import create_app
 from agentkeel.workers.gateway.keys import ApiKeys
 from agentkeel.workers.gateway.origin import is_loopback
+from agentkeel.workers.mcp_assembly import serve_domain_with_mcp
 from agentkeel.workers.settings import ENV_PREFIX, Settings, StartupError
 from agentkeel.workers.stack.procs import ensure_port_free
 
@@ -60,13 +61,21 @@ async def serving(app: FastAPI, host: str, port: int) -> AsyncIterator[str]:
 
 async def serve_gateway(settings: Settings) -> None:
     host, port = gateway_host_port(settings)
-    keys = checked_keys(settings, host)
-    if not keys.configured:
-        log.warning(
-            "gateway_without_api_keys",
-            note="no API keys: serving loopback only; requests act as their body says",
-        )
-    ensure_port_free(host, port, "gateway")
+    # The catalog the workers serve (their MCP servers' tools too), installed before the
+    # keys are checked against its roles: its version keys the cache fast path, so the
+    # gateway's must be the workers'.
+    async with serve_domain_with_mcp(settings):
+        keys = checked_keys(settings, host)
+        if not keys.configured:
+            log.warning(
+                "gateway_without_api_keys",
+                note="no API keys: serving loopback only; requests act as their body says",
+            )
+        ensure_port_free(host, port, "gateway")
+        await _serve(settings, host, port, keys)
+
+
+async def _serve(settings: Settings, host: str, port: int, keys: ApiKeys) -> None:
     client = await AgentClient.connect(settings)
     app = create_app(client, keys, settings)
     config = uvicorn.Config(

@@ -1,0 +1,108 @@
+"""A worker's MCP servers: connected at start, their tools listed as catalog entries.
+
+The catalog is fixed for a process's life (runs in flight must see the tools they were
+planned with), so the tools are listed once, when the worker starts, and the catalog
+version derives from what was listed: a server whose tool list changes changes the
+version, and no cached path outlives the tools it was planned with. A running worker
+told of a change (`notifications/tools/list_changed`) lists again and, when the list
+differs, calls `on_change`; the CPU worker then stops gracefully, to be started again
+with the new catalog (by `agentkeel up`'s watchdog, or the deployment's supervisor).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+
+import structlog
+
+from agentkeel.activities.mcp.connection import McpConnection, McpUnreachable
+from agentkeel.activities.mcp.specs import mcp_downstream, tool_specs
+from agentkeel.schemas.mcp import McpServer
+from agentkeel.schemas.tools.downstreams import Downstream
+from agentkeel.schemas.tools.spec import ToolSpec
+
+__all__ = ["McpToolSource", "McpUnreachable"]
+
+log = structlog.get_logger(__name__)
+
+
+class McpToolSource:
+    """The connections to `servers` and the tools they listed.
+
+    Args:
+        servers: The domain's and the deployment's MCP servers.
+        environ: Where bearer tokens are read (default: the environment).
+        on_change: Called with the server's name when a server's tool list changed.
+    """
+
+    def __init__(
+        self,
+        servers: Sequence[McpServer],
+        *,
+        environ: Mapping[str, str] | None = None,
+        on_change: Callable[[str], None] | None = None,
+    ) -> None:
+        names = [s.name for s in servers]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"MCP servers named twice: {', '.join(twice)}")
+        self._on_change = on_change
+        self.connections = [
+            McpConnection(s, environ=environ, on_tools_changed=self._changed) for s in servers
+        ]
+        self._listed: dict[str, list[str]] = {}
+        self._checks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> tuple[list[ToolSpec], list[Downstream]]:
+        """Connect to every server and list its tools, all at once.
+
+        Raises:
+            McpUnreachable: a server could not be started, reached or listed (named).
+            ToolDefinitionError: a tool cannot be served as listed.
+        """
+        listed = await asyncio.gather(*(c.list_tools() for c in self.connections))
+        specs: list[ToolSpec] = []
+        downstreams: list[Downstream] = []
+        for connection, tools in zip(self.connections, listed, strict=True):
+            downstream = mcp_downstream(connection.server)
+            served = tool_specs(connection, tools, downstream)
+            self._listed[connection.server.name] = sorted(_fingerprint(t) for t in tools)
+            specs.extend(served)
+            downstreams.append(downstream)
+            log.info(
+                "mcp_tools_listed",
+                server=connection.server.name,
+                transport=connection.server.transport,
+                tools=[s.name for s in served],
+            )
+        return specs, downstreams
+
+    def _changed(self, connection: McpConnection) -> None:
+        task = asyncio.get_running_loop().create_task(self._check(connection))
+        self._checks.add(task)
+        task.add_done_callback(self._checks.discard)
+
+    async def _check(self, connection: McpConnection) -> None:
+        name = connection.server.name
+        try:
+            tools = await connection.list_tools()
+        except McpUnreachable as exc:
+            log.warning("mcp_relist_failed", server=name, error=str(exc))
+            return
+        now = sorted(_fingerprint(t) for t in tools)
+        if now != self._listed.get(name):
+            log.warning("mcp_catalog_changed", server=name, tools=[t.name for t in tools])
+            self._listed[name] = now
+            if self._on_change is not None:
+                self._on_change(name)
+
+    async def close(self) -> None:
+        for task in list(self._checks):
+            task.cancel()
+        await asyncio.gather(*(c.close() for c in self.connections), return_exceptions=True)
+
+
+def _fingerprint(tool: object) -> str:
+    dump = getattr(tool, "model_dump_json", None)
+    return dump(exclude={"icons"}) if dump is not None else repr(tool)

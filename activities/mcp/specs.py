@@ -1,0 +1,142 @@
+"""An MCP server's listed tools as catalog entries (`ToolSpec`), their policy decided here.
+
+Annotations are hints a server gives about its own tools; the configuration may say
+otherwise per tool (`McpToolPolicy`). The mapping, in full:
+
+- `readOnlyHint` and `idempotentHint`: an idempotent read. Retried freely; cached only
+  for the TTL the configuration gives (`cache_ttl_s`, never by default).
+- `readOnlyHint` alone: a read, retried, never cached (the same call may answer anew).
+- anything else (`destructiveHint`, no hints at all, `readOnlyHint: false`): a side
+  effect. Never cached or speculated, allowed only when the request asks for it, given an
+  idempotency key (sent in `_meta`), and put through approval when the configuration says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+import mcp.types as types
+
+from agentkeel.activities.mcp.calls import McpCall
+from agentkeel.activities.mcp.connection import McpConnection
+from agentkeel.schemas.errors import MCP_INVALID_RESULT, MCP_TOOL_ERROR, NOT_AUTHORIZED, NOT_FOUND
+from agentkeel.schemas.mcp import McpServer, McpToolPolicy, mcp_tool_name
+from agentkeel.schemas.mcp_models import arguments_model, result_model
+from agentkeel.schemas.tools.decorator import ToolDefinitionError, input_model
+from agentkeel.schemas.tools.downstreams import Downstream
+from agentkeel.schemas.tools.spec import RESERVED_ARGUMENTS, ToolSpec
+
+__all__ = ["McpPolicy", "mcp_downstream", "policy", "tool_specs"]
+
+NON_RETRYABLE = (NOT_FOUND, NOT_AUTHORIZED, MCP_TOOL_ERROR, MCP_INVALID_RESULT)
+
+
+class McpPolicy:
+    """What the core does with one MCP tool: read or side effect, its cache, its approval."""
+
+    def __init__(self, *, side_effect: bool, cache_ttl_s: float | None, needs_approval: bool):
+        self.side_effect = side_effect
+        self.cache_ttl_s = None if side_effect else cache_ttl_s
+        self.needs_approval = side_effect and needs_approval
+
+
+def policy(server: McpServer, tool: types.Tool) -> McpPolicy:
+    """The policy of `tool` by its annotations and the configuration (which wins)."""
+    override = server.tools.get(tool.name, McpToolPolicy())
+    hints = tool.annotations or types.ToolAnnotations()
+    read_only = hints.read_only_hint is True
+    idempotent_read = read_only and hints.idempotent_hint is True
+    side_effect = not read_only if override.side_effect is None else override.side_effect
+    if override.side_effect is False:
+        idempotent_read = True  # the operator says it is a read: theirs to cache or not
+    ttl = override.cache_ttl_s if override.cache_ttl_s is not None else server.cache_ttl_s
+    approval = server.approval if override.needs_approval is None else override.needs_approval
+    return McpPolicy(
+        side_effect=side_effect,
+        cache_ttl_s=ttl if idempotent_read else None,
+        needs_approval=approval,
+    )
+
+
+def mcp_downstream(server: McpServer) -> Downstream:
+    """The service `server` is, capped across all runs and workers."""
+    return Downstream(
+        server.downstream_name,
+        f"MCP server {server.name} ({server.transport})",
+        default_concurrency=server.concurrency,
+    )
+
+
+def tool_specs(
+    connection: McpConnection, tools: Sequence[types.Tool], downstream: Downstream
+) -> list[ToolSpec]:
+    """The catalog entries of `tools`, listed by `connection`'s server, in the server's order.
+
+    Raises:
+        ToolDefinitionError: a tool cannot be served as listed (its schema is invalid, an
+            argument takes a name the workflow sets, two tools map to one catalog name).
+    """
+    server = connection.server
+    wanted = set(server.include) if server.include is not None else None
+    specs: list[ToolSpec] = []
+    for tool in tools:
+        if wanted is not None and tool.name not in wanted:
+            continue
+        specs.append(_spec(connection, tool, downstream))
+    names = [s.name for s in specs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ToolDefinitionError(f"MCP server {server.name}: tools named twice as {twice}")
+    return specs
+
+
+def _spec(connection: McpConnection, tool: types.Tool, downstream: Downstream) -> ToolSpec:
+    server = connection.server
+    name = mcp_tool_name(server, tool.name)
+    override = server.tools.get(tool.name, McpToolPolicy())
+    decided = policy(server, tool)
+    model_base = "".join(part.title() for part in name.split("_"))
+    try:
+        args = arguments_model(f"{model_base}Args", tool.input_schema)
+        result = result_model(f"{model_base}Result", tool.output_schema)
+    except Exception as exc:
+        raise ToolDefinitionError(f"MCP tool {tool.name} of {server.name}: {exc}") from None
+    reserved = sorted(RESERVED_ARGUMENTS & set(args.model_fields))
+    if reserved:
+        raise ToolDefinitionError(
+            f"MCP tool {tool.name} of {server.name}: arguments named {reserved}, which the "
+            "workflow sets itself (leave it out with `include`)"
+        )
+    for arg in override.identity_args:
+        if arg not in args.model_fields:
+            raise ToolDefinitionError(f"MCP tool {tool.name}: identity_args names unknown {arg!r}")
+    description = override.description or tool.description or tool.title or tool.name
+    call = McpCall(
+        connection,
+        name=name,
+        remote_name=tool.name,
+        result=result,
+        roles=server.roles,
+        timeout_s=override.timeout_s or server.timeout_s,
+    )
+    timeout_s = override.timeout_s or server.timeout_s
+    return ToolSpec(
+        name=name,
+        description=" ".join(description.split()),
+        args_model=args,
+        result_model=result,
+        # Temporal's timeout a little over the call's own, so the call says why it ended.
+        timeout=timedelta(seconds=timeout_s + 5),
+        max_attempts=override.retries or server.retries,
+        idempotent=not decided.side_effect,
+        cache_ttl=timedelta(seconds=decided.cache_ttl_s) if decided.cache_ttl_s else None,
+        expected_ms=override.expected_ms or 50,
+        input_model=input_model(name, args, side_effect=decided.side_effect),
+        identity_args=tuple(override.identity_args),
+        needs_approval=decided.needs_approval,
+        non_retryable_errors=NON_RETRYABLE,
+        downstream=downstream,
+        fn=call,
+        takes_context=True,
+    )
