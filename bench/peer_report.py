@@ -30,6 +30,9 @@ class HistoryStats:
     workflow_tasks: int
     """Workflow tasks completed: each a round trip of the workflow to its worker."""
     local_activities: int
+    model_stages: int
+    """Activities on a queue that are not tool calls: the model turns the run waited for
+    (agentkeel's route carries the plan made beside it: one stage for two calls)."""
 
 
 async def history_stats(handle: WorkflowHandle[Any, Any]) -> HistoryStats:
@@ -41,12 +44,27 @@ async def history_stats(handle: WorkflowHandle[Any, Any]) -> HistoryStats:
         if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
         and e.marker_recorded_event_attributes.marker_name == "core_local_activity"
     )
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
     return HistoryStats(
         events=len(events),
-        activity_tasks=kinds.count(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED),
+        activity_tasks=len(scheduled),
         workflow_tasks=kinds.count(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED),
         local_activities=local,
+        model_stages=sum(1 for name in scheduled if _is_model_call(name)),
     )
+
+
+_MODEL_ACTIVITIES = frozenset({"route", "plan", "join", "respond", "bench_peer_bare_plan"})
+
+
+def _is_model_call(activity_type: str) -> bool:
+    """agentkeel's policy steps and bare's, Pydantic AI's `<agent>__model_request` and the
+    OpenAI Agents integration's `invoke_model_activity`."""
+    return activity_type in _MODEL_ACTIVITIES or "model" in activity_type
 
 
 @dataclass
@@ -85,21 +103,21 @@ def label_of(system: str, sandboxed: bool | None) -> str:
 
 
 def print_table(results: Results, model_ms: int, shapes: dict[str, int], labels: list[str]) -> None:
-    """`shapes`: each shape's name and tool steps (model calls = activity tasks - steps)."""
+    """`shapes`: each shape's name and tool steps."""
     head = (
         f"{'shape':<9}{'system':<25}{'median':>8}{'p90':>8}{'x agentkeel':>12}"
-        f"{'events':>8}{'act tasks':>10}{'model':>6}{'wf tasks':>9}{'local':>6}"
+        f"{'events':>8}{'act tasks':>10}{'model stages':>13}{'wf tasks':>9}{'local':>6}"
     )
     print(f"\nmodel time {model_ms} ms per model call: end-to-end ms, and one run's history")
     print(head)
     print("-" * len(head))
-    for shape, steps in shapes.items():
+    for shape in shapes:
         base = results.cell(model_ms, shape, AGENTKEEL).median
         for label in labels:
             cell = results.cell(model_ms, shape, label)
             h = cell.history
             counts = (
-                f"{h.events:>8}{h.activity_tasks:>10}{h.activity_tasks - steps:>6}"
+                f"{h.events:>8}{h.activity_tasks:>10}{h.model_stages:>13}"
                 f"{h.workflow_tasks:>9}{h.local_activities:>6}"
                 if h
                 else ""
