@@ -23,6 +23,7 @@ from temporalio.exceptions import ApplicationError
 from agentkeel.activities.conversations import ConversationStore
 from agentkeel.activities.heartbeat import heartbeating
 from agentkeel.activities.latency import LatencyBook, scope_of
+from agentkeel.activities.model_slots import ModelSlots
 from agentkeel.activities.outputs import OutputStore
 from agentkeel.activities.span_notes import note
 from agentkeel.activities.token_stream import TokenStream
@@ -83,19 +84,29 @@ class InferenceActivities:
         outputs: OutputStore | None = None,
         speculate_calls: int = 4,
         latencies: LatencyBook | None = None,
+        model_slots: ModelSlots | None = None,
     ) -> None:
         """`redis`: where token streams go; None publishes nothing (answers still return).
         `conversations`: where earlier turns are read; None gives prompts no history.
         `outputs`: where large step outputs are read back; None leaves them references.
         `speculate_calls`: most reads an unsure route proposes to start while the heavy
         model plans (`AGENTKEEL_SPECULATION_MAX_CALLS`; 0 when `AGENTKEEL_SPECULATION=off`).
-        `latencies`: where plan and respond durations are recorded (default: `redis`)."""
+        `latencies`: where plan and respond durations are recorded (default: `redis`).
+        `model_slots`: the fleet's cap on model calls in flight (default: none)."""
         self._policy = policy
         self._redis = redis
         self._conversations = conversations
         self._outputs = outputs
         self._speculate_calls = min(max(speculate_calls, 0), MAX_SPECULATIVE_CALLS)
         self._latencies = latencies or LatencyBook(redis)
+        self._slots = model_slots
+
+    async def _model(self, call: Awaitable[T]) -> T:
+        """`model_call`, inside one of the fleet's model slots when there is a cap."""
+        if self._slots is None:
+            return await model_call(call)
+        async with self._slots.slot():
+            return await model_call(call)
 
     @activity.defn(name=names.ROUTE)
     async def route(self, request: calls.RouteInput) -> calls.RouteResult:
@@ -105,7 +116,7 @@ class InferenceActivities:
         asked_only = [
             calls.ConversationTurn(question=t.question, answer="") for t in request.history
         ]
-        routed = await model_call(
+        routed = await self._model(
             self._policy.route(request.model_copy(update={"history": asked_only}))
         )
         decisions = meter().create_counter(
@@ -128,7 +139,7 @@ class InferenceActivities:
     @activity.defn(name=names.PLAN)
     async def plan(self, request: calls.PlanInput) -> calls.PlanResult:
         started = time.perf_counter()
-        planned = await model_call(self._policy.plan(await self._with_history(request)))
+        planned = await self._model(self._policy.plan(await self._with_history(request)))
         self._observe(f"plan:{planned.tier.value}", started)
         note(
             policy=self._policy.name,
@@ -140,7 +151,7 @@ class InferenceActivities:
 
     @activity.defn(name=names.JOIN)
     async def join(self, request: calls.JoinInput) -> calls.JoinResult:
-        return await model_call(self._policy.join(request))
+        return await self._model(self._policy.join(request))
 
     @activity.defn(name=names.RESPOND)
     async def respond(self, request: calls.RespondInput) -> calls.RespondResult:
@@ -155,7 +166,7 @@ class InferenceActivities:
         )
         await stream.begin()
         started = time.perf_counter()
-        result = await model_call(self._policy.respond(request, stream.publish))
+        result = await self._model(self._policy.respond(request, stream.publish))
         self._observe(f"respond:{request.route.tier.value}", started)
         if request.left_out:
             # The run traded parts of its plan for its deadline: the answer says which.

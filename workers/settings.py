@@ -195,6 +195,11 @@ class Settings(BaseModel):
     inference_concurrency: NotNegative = 0
     """Concurrent model activities per inference worker. 0: the light vLLM engine's
     `max_num_seqs` (so requests meet in one batch), else 64."""
+    model_concurrency: NotNegative = 0
+    """Model calls in flight at once across all inference workers of this deployment
+    together (light and heavy), held as leases in Redis so that N workers in front of one
+    shared model server never send it more; 0: no such cap (each worker still admits
+    `inference_concurrency`). Without Redis each worker holds the whole cap itself."""
     plan_attempts: AtLeastOne = 3
     """Decodes per plan activity before an unusable model output fails the plan round."""
     plan_max_tokens: AtLeastOne = 384

@@ -14,6 +14,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agentkeel.activities.model_calls import InferenceActivities
+from agentkeel.activities.model_slots import ModelSlots
 from agentkeel.schemas.tools.catalog import active_domain
 from agentkeel.workers.metrics import metrics_address, metrics_runtime
 from agentkeel.workers.policy_assembly import build_policy
@@ -25,6 +26,7 @@ from agentkeel.workers.tracing import configure_tracing
 from agentkeel.workers.warming_schedule import ensure_warming_schedule
 from agentkeel.workflows.agent import AgentWorkflow
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
+from agentkeel.workflows.timeouts import RESPOND_TIMEOUT
 from agentkeel.workflows.warmer import CacheWarmerWorkflow
 
 log = structlog.get_logger(__name__)
@@ -145,6 +147,12 @@ async def run_inference_worker(settings: Settings) -> None:
                 conversations=resources.conversations,
                 outputs=resources.outputs,
                 speculate_calls=speculative_calls(settings),
+                model_slots=ModelSlots(
+                    resources.redis,
+                    settings.model_concurrency,
+                    namespace=settings.task_queue,
+                    lease_s=RESPOND_TIMEOUT.total_seconds(),
+                ),
             )
             worker = inference_worker(
                 client,
