@@ -19,9 +19,11 @@ import asyncpg
 import pytest
 from temporalio.client import Client, WorkflowHandle
 
+from agentkeel.activities.model_slots import ModelSlots
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.schemas.result import AgentResult, CacheStatus, StepStatus
+from agentkeel.workers.connections import redis_client
 from agentkeel.workers.settings import Settings
 from agentkeel.workers.stack.fleet import WorkerFleet
 from agentkeel.workers.stack.local import child_env
@@ -143,3 +145,33 @@ async def test_two_workers_of_each_kind_share_runs_paths_and_survive_a_kill(
     assert (await served.result()).cache == CacheStatus.EXACT
     survivor = next(w for w in fleet.of_kind("cpu") if w is not storer)
     assert all(survivor.owns(i) for i in await _identities(served))
+
+
+async def test_model_calls_in_flight_stay_under_one_cap_across_inference_workers(
+    redis_url: str,
+) -> None:
+    cap, namespace = 3, f"fleet-{uuid.uuid4().hex[:8]}"
+    clients = [redis_client(redis_url), redis_client(redis_url)]
+    # Two inference workers: each its own client and its own slots, one Redis between them.
+    workers = [ModelSlots(c, cap, namespace=namespace, lease_s=30) for c in clients]
+    in_flight = peak = 0
+
+    async def call(slots: ModelSlots) -> None:
+        nonlocal in_flight, peak
+        async with slots.slot():
+            in_flight += 1
+            peak = max(peak, in_flight)
+            await asyncio.sleep(0.05)
+            in_flight -= 1
+
+    try:
+        await asyncio.wait_for(
+            asyncio.gather(*(call(workers[n % 2]) for n in range(24))), timeout=30
+        )
+    finally:
+        for c in clients:
+            await c.aclose()
+    assert peak == cap, f"{peak} calls were in flight at once; the fleet's cap is {cap}"
+    uncapped = ModelSlots(None, 0, namespace=namespace, lease_s=30)
+    async with uncapped.slot():
+        pass  # no cap: no Redis needed, nothing waits
