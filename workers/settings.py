@@ -155,6 +155,11 @@ class Settings(BaseModel):
     and concepts, `activities.cache.reading`) is served its path. Needs no embedder."""
     semantic_cache: Literal["auto", "on", "off"] = "auto"
     """`on`, `off`, or `auto` (on when the `semantic` extra is installed)."""
+    semantic_index: Literal["faiss", "pgvector"] = "faiss"
+    """Where the semantic tier's stored questions are searched: `faiss`, an index in each
+    worker process, synced from Postgres about once a second (one machine, a few workers);
+    `pgvector`, one HNSW index in Postgres that every worker shares (a fleet: no copy per
+    process, no sync lag; needs the `vector` extension)."""
     semantic_threshold: Fraction = 0.90
     """Cosine similarity a paraphrase needs before the guard looks at it; 0.90 is the lowest
     with no false hit on bench/cache_pairs.jsonl (see `python -m bench.cache`)."""
