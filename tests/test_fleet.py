@@ -10,6 +10,7 @@ with two inference workers in this process and a fake policy that counts calls i
 from __future__ import annotations
 
 import asyncio
+import signal
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,16 +18,19 @@ from typing import Any
 
 import asyncpg
 import pytest
+import redis.asyncio as aioredis
 from temporalio.client import Client, WorkflowHandle
 
 from agentkeel.activities.model_slots import ModelSlots
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.schemas.result import AgentResult, CacheStatus, StepStatus
-from agentkeel.workers.connections import redis_client
+from agentkeel.workers.readiness import health_endpoint
 from agentkeel.workers.settings import Settings
 from agentkeel.workers.stack.fleet import WorkerFleet
 from agentkeel.workers.stack.local import child_env
+from agentkeel.workers.stack.procs import free_port
+from agentkeel.workers.worker import GRACEFUL_SHUTDOWN
 from agentkeel.workflows.agent import AgentWorkflow
 from tests.pg import hand_shop_to
 
@@ -85,6 +89,7 @@ async def test_two_workers_of_each_kind_share_runs_paths_and_survive_a_kill(
 ) -> None:
     tenant = f"tenant-{fleet.settings.task_queue}"
     await hand_shop_to(database_url, tenant)
+    assert all([await w.ready() for w in fleet.workers]), "each worker says it is ready"
 
     async def start(question: str, **fields: Any) -> WorkflowHandle[Any, AgentResult]:
         request = AgentRequest(question=question, tenant=tenant, actor=STAFF, **fields)
@@ -146,12 +151,39 @@ async def test_two_workers_of_each_kind_share_runs_paths_and_survive_a_kill(
     survivor = next(w for w in fleet.of_kind("cpu") if w is not storer)
     assert all(survivor.owns(i) for i in await _identities(served))
 
+    # SIGTERM drains: the worker turns unready at once, then exits within its grace period.
+    survivor.process.send_signal(signal.SIGTERM)
+    assert survivor.process.wait(GRACEFUL_SHUTDOWN.total_seconds() + 10) == 0
+    assert not await survivor.ready()
+
+
+async def test_the_health_endpoint_is_live_at_once_and_ready_only_when_told() -> None:
+    address = f"127.0.0.1:{free_port()}"
+    async with health_endpoint(address) as readiness:
+        assert await _status(address, "/live") == 200
+        assert await _status(address, "/ready") == 503, "loading: alive, not ready"
+        readiness.ready = True
+        assert await _status(address, "/ready") == 200
+        assert await _status(address, "/other") == 404
+
+
+async def _status(address: str, path: str) -> int:
+    host, _, port = address.rpartition(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(f"GET {path} HTTP/1.0\r\n\r\n".encode())
+    await writer.drain()
+    line = await reader.readline()
+    writer.close()
+    return int(line.split()[1])
+
 
 async def test_model_calls_in_flight_stay_under_one_cap_across_inference_workers(
     redis_url: str,
 ) -> None:
     cap, namespace = 3, f"fleet-{uuid.uuid4().hex[:8]}"
-    clients = [redis_client(redis_url), redis_client(redis_url)]
+    # Without the workers' half-second timeouts: on a busy machine a timeout would make a
+    # worker hold the whole cap alone (the fallback without Redis), which is not under test.
+    clients = [aioredis.from_url(redis_url), aioredis.from_url(redis_url)]
     # Two inference workers: each its own client and its own slots, one Redis between them.
     workers = [ModelSlots(c, cap, namespace=namespace, lease_s=30) for c in clients]
     in_flight = peak = 0

@@ -186,6 +186,10 @@ class Settings(BaseModel):
     metrics_address: MetricsAddress = ""
     """Where this worker serves Prometheus metrics (`host:port`, or `off`); empty: the CPU
     worker 127.0.0.1:9464, the inference worker 127.0.0.1:9465 (`workers.metrics`)."""
+    health_address: str = ""
+    """Where a worker answers `/ready` (200 once its models, caches and indexes are loaded
+    and it polls; 503 from SIGTERM on, while it drains) and `/live`, `host:port`; empty or
+    `off`: not served. The probe of Kubernetes and compose (`workers.readiness`)."""
     workflow_sandbox: OnOff = "off"
     """`on`: the CPU worker runs workflows in Temporal's sandbox (a guard while writing
     workflow code, at about a third of the worker's CPU); `off` (see `workers.worker`)."""

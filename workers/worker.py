@@ -18,6 +18,7 @@ from agentkeel.activities.model_slots import ModelSlots
 from agentkeel.schemas.tools.catalog import active_domain
 from agentkeel.workers.metrics import metrics_address, metrics_runtime
 from agentkeel.workers.policy_assembly import build_policy
+from agentkeel.workers.readiness import Readiness, health_endpoint
 from agentkeel.workers.resources import cpu_activities, inference_resources
 from agentkeel.workers.search_attributes import ensure_search_attributes
 from agentkeel.workers.settings import Settings, StartupError, speculative_calls
@@ -86,14 +87,18 @@ def inference_worker(
     )
 
 
-async def _run_until_signalled(worker: Worker) -> None:
+async def _run_until_signalled(worker: Worker, readiness: Readiness) -> None:
+    """Serve until SIGTERM or SIGINT, then drain: polling stops, activities in flight get
+    `GRACEFUL_SHUTDOWN` to finish. Ready (`workers.readiness`) only in between."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with worker:
+        readiness.ready = True  # models, caches and indexes were loaded before the worker
         log.info("worker_started", task_queue=worker.task_queue)
         await stop.wait()
+        readiness.ready = False
         log.info("worker_stopping", task_queue=worker.task_queue)
 
 
@@ -115,6 +120,12 @@ def _serve_metrics(settings: Settings, kind: str) -> None:
 
 
 async def run_cpu_worker(settings: Settings) -> None:
+    # Live (not ready) from the start: loading caches and indexes must not look like a hang.
+    async with health_endpoint(settings.health_address) as readiness:
+        await _cpu_worker(settings, readiness)
+
+
+async def _cpu_worker(settings: Settings, readiness: Readiness) -> None:
     _serve_metrics(settings, "cpu")
     client = await connect(settings)
     # AgentWorkflow upserts these; without them its workflow tasks would fail.
@@ -124,7 +135,7 @@ async def run_cpu_worker(settings: Settings) -> None:
         worker = cpu_worker(
             client, settings.task_queue, activities, sandboxed=settings.sandboxed_workflows()
         )
-        await _run_until_signalled(worker)
+        await _run_until_signalled(worker, readiness)
 
 
 async def run_inference_worker(settings: Settings) -> None:
@@ -135,6 +146,11 @@ async def run_inference_worker(settings: Settings) -> None:
     polling, lets activities in flight finish (up to the graceful timeout), then
     releases the engines.
     """
+    async with health_endpoint(settings.health_address) as readiness:
+        await _inference_worker(settings, readiness)
+
+
+async def _inference_worker(settings: Settings, readiness: Readiness) -> None:
     assembly = build_policy(settings)
     _serve_metrics(settings, "inference")
     client = await connect(settings)
@@ -166,6 +182,6 @@ async def run_inference_worker(settings: Settings) -> None:
                 engines=[e.name for e in assembly.engines],
                 max_concurrent=assembly.concurrency,
             )
-            await _run_until_signalled(worker)
+            await _run_until_signalled(worker, readiness)
         finally:
             await assembly.close()

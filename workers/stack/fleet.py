@@ -24,7 +24,8 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
-from agentkeel.workers.settings import Settings, StartupError
+from agentkeel.workers.settings import ENV_PREFIX, Settings, StartupError
+from agentkeel.workers.stack.procs import free_port
 
 WorkerKind = Literal["cpu", "inference"]
 READY_S = 90.0
@@ -36,6 +37,22 @@ class FleetWorker:
     kind: WorkerKind
     process: subprocess.Popen[bytes]
     log: Path
+    health: str
+    """Its `AGENTKEEL_HEALTH_ADDRESS` (`workers.readiness`)."""
+
+    async def ready(self) -> bool:
+        """Whether its `/ready` answers 200 (models, caches and indexes loaded, polling)."""
+        host, _, port = self.health.rpartition(":")
+        try:
+            reader, writer = await asyncio.open_connection(host, int(port))
+        except OSError:
+            return False
+        try:
+            writer.write(b"GET /ready HTTP/1.0\r\n\r\n")
+            await writer.drain()
+            return (await reader.readline()).startswith(b"HTTP/1.0 200")
+        finally:
+            writer.close()
 
     @property
     def pid(self) -> int:
@@ -64,13 +81,14 @@ class WorkerFleet:
         started = []
         for _ in range(count):
             log = self.folder / f"worker-{kind}-{len(self.workers)}.log"
+            health = f"127.0.0.1:{free_port()}"
             process = subprocess.Popen(
                 [sys.executable, "-m", "agentkeel.workers.cli", "worker", kind],
-                env=dict(self.env),
+                env={**self.env, f"{ENV_PREFIX}HEALTH_ADDRESS": health},
                 stdout=log.open("wb"),
                 stderr=subprocess.STDOUT,
             )
-            worker = FleetWorker(kind, process, log)
+            worker = FleetWorker(kind, process, log, health)
             self.workers.append(worker)
             started.append(worker)
         return started
@@ -82,8 +100,8 @@ class WorkerFleet:
         return next((w for w in self.workers if w.owns(identity)), None)
 
     async def wait_polling(self, client: Client, timeout_s: float = READY_S) -> None:
-        """Until every live worker polls its queue; a worker that exits is a `StartupError`
-        with the end of its log."""
+        """Until every live worker is ready and polls its queue; a worker that exits is a
+        `StartupError` with the end of its log."""
         deadline = time.monotonic() + timeout_s
         for worker in self.workers:
             queue = (
@@ -91,7 +109,7 @@ class WorkerFleet:
                 if worker.kind == "cpu"
                 else self.settings.inference_task_queue
             )
-            while not await self._polls(client, queue, worker):
+            while not (await worker.ready() and await self._polls(client, queue, worker)):
                 if worker.process.poll() is not None or time.monotonic() > deadline:
                     tail = worker.log.read_text(errors="replace")[-2000:]
                     raise StartupError(f"worker {worker.kind} {worker.pid} did not poll: {tail}")
