@@ -44,7 +44,6 @@ async def measure(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as folder:
         settings = embedded_settings(
             Path(folder) / "stack",
-            carrier_latency_ms=20,
             task_queue=f"fleet-{uuid.uuid4().hex[:8]}",
             metrics_address="off",
             local_policy="off",  # policy steps go to the inference pool
