@@ -47,6 +47,7 @@ async def measure(args: argparse.Namespace) -> None:
             task_queue=f"fleet-{uuid.uuid4().hex[:8]}",
             metrics_address="off",
             local_policy="off",  # policy steps go to the inference pool
+            semantic_cache="off",  # the embedder costs each worker seconds of start
             warm_every_s=0,
             model_concurrency=args.model_cap,
         )

@@ -28,7 +28,7 @@ from agentkeel.workers.settings import ENV_PREFIX, Settings, StartupError
 from agentkeel.workers.stack.procs import free_port
 
 WorkerKind = Literal["cpu", "inference"]
-READY_S = 90.0
+READY_S = 180.0
 """Longest a worker of the fleet may take to poll its queue (imports on a busy machine)."""
 
 

@@ -45,9 +45,10 @@ def _schema(dim: int) -> list[str]:
             path_key   text        NOT NULL,
             embedding  vector({dim}) NOT NULL,  -- L2-normalized: cosine is the inner product
             created_at timestamptz NOT NULL DEFAULT now(),
-            UNIQUE (tenant, path_key)
+            -- path_key first: a btree led by the tenant would tempt the planner to read a
+            -- tenant's every row and sort them, instead of walking the HNSW index.
+            UNIQUE (path_key, tenant)
         )""",
-        "CREATE INDEX IF NOT EXISTS semantic_vectors_path_key_idx ON semantic_vectors (path_key)",
         f"""
         CREATE INDEX IF NOT EXISTS semantic_vectors_hnsw_idx ON semantic_vectors
         USING hnsw (embedding vector_cosine_ops)
@@ -57,7 +58,7 @@ def _schema(dim: int) -> list[str]:
 
 _INSERT = """
 INSERT INTO semantic_vectors (tenant, question, path_key, embedding)
-VALUES ($1, $2, $3, $4::vector) ON CONFLICT (tenant, path_key) DO NOTHING
+VALUES ($1, $2, $3, $4::vector) ON CONFLICT (path_key, tenant) DO NOTHING
 """
 _SEARCH = """
 SELECT question, path_key, 1 - (embedding <=> $2::vector) AS score FROM semantic_vectors
