@@ -85,6 +85,9 @@ def _report(args: argparse.Namespace, base: Pass, lost: Pass, killed: list[str])
             f"{name:>8} {row.completed:>9} {row.failed:>6} {row.stuck:>5} {row.duplicates:>11} "
             f"{row.p(0.5):>7.0f} {row.p(0.99):>7.0f}"
         )
+    for name, row in (("baseline", base), ("kills", lost)):
+        if row.first_failure:
+            print(f"  first failure ({name}): {row.first_failure[:300]}")
     p50 = lost.p(0.5) / max(base.p(0.5), 1e-9)
     p99 = lost.p(0.99) / max(base.p(0.99), 1e-9)
     print(f"kills/baseline latency: p50 {p50:.2f}, p99 {p99:.2f}")
