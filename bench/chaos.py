@@ -78,7 +78,7 @@ async def _one_pass(
         )
         request = AgentRequest(
             question=question,
-            tenant=f"chaos-{tag}",
+            tenant="default",  # the seed's rows are the default tenant's
             actor=STAFF,
             request_id=f"{tag}-{n}",
             options=RunOptions(use_cache=False),  # each pass does the same work
