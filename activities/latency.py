@@ -20,9 +20,9 @@ from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 import structlog
-from redis.exceptions import RedisError
 from temporalio import activity
 
+from agentkeel.activities.redis_errors import REDIS_ERRORS
 from agentkeel.schemas import names
 from agentkeel.schemas.deadline import LatencyEstimate, LatencyEstimates, LatencyEstimatesInput
 from agentkeel.schemas.queues import INFERENCE_QUEUE_SUFFIX
@@ -79,7 +79,7 @@ class LatencyBook:
                 pipe.ltrim(key, 0, SAMPLES_KEPT - 1)
                 pipe.expire(key, SAMPLES_TTL_S)  # a deployment gone quiet leaves nothing
                 await pipe.execute()
-        except (RedisError, OSError) as exc:
+        except REDIS_ERRORS as exc:
             log.debug("latency_not_recorded", what=what, error=str(exc))
 
     async def read(self, scope: str, request: LatencyEstimatesInput) -> LatencyEstimates:
@@ -94,7 +94,7 @@ class LatencyBook:
                     for what in wanted:
                         pipe.lrange(f"{KEY_PREFIX}:{scope}:{what}", 0, -1)
                     lists = await pipe.execute()
-        except (RedisError, OSError, TimeoutError) as exc:
+        except (*REDIS_ERRORS, TimeoutError) as exc:
             log.warning("latency_estimates_unavailable", error=str(exc))
             return defaults
         estimates = defaults.model_copy(deep=True)

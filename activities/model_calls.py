@@ -23,6 +23,7 @@ from temporalio.exceptions import ApplicationError
 from agentkeel.activities.conversations import ConversationStore
 from agentkeel.activities.heartbeat import heartbeating
 from agentkeel.activities.latency import LatencyBook, scope_of
+from agentkeel.activities.model_slots import ModelSlots
 from agentkeel.activities.outputs import OutputStore
 from agentkeel.activities.plan_ahead import AHEAD_ROUTE, UnsureForecast
 from agentkeel.activities.span_notes import note
@@ -85,6 +86,7 @@ class InferenceActivities:
         speculate_calls: int = 4,
         latencies: LatencyBook | None = None,
         forecast: UnsureForecast | None = None,
+        model_slots: ModelSlots | None = None,
     ) -> None:
         """`redis`: where token streams go; None publishes nothing (answers still return).
         `conversations`: where earlier turns are read; None gives prompts no history.
@@ -92,7 +94,8 @@ class InferenceActivities:
         `speculate_calls`: most reads an unsure route proposes to start while the heavy
         model plans (`AGENTKEEL_SPECULATION_MAX_CALLS`; 0 when `AGENTKEEL_SPECULATION=off`).
         `latencies`: where plan and respond durations are recorded (default: `redis`).
-        `forecast`: when to plan beside the router (`AGENTKEEL_PLAN_AHEAD`; default auto)."""
+        `forecast`: when to plan beside the router (`AGENTKEEL_PLAN_AHEAD`; default auto).
+        `model_slots`: the fleet's cap on model calls in flight (default: none)."""
         self._policy = policy
         self._redis = redis
         self._conversations = conversations
@@ -100,6 +103,14 @@ class InferenceActivities:
         self._speculate_calls = min(max(speculate_calls, 0), MAX_SPECULATIVE_CALLS)
         self._latencies = latencies or LatencyBook(redis)
         self._forecast = forecast or UnsureForecast()
+        self._slots = model_slots
+
+    async def _model(self, call: Awaitable[T]) -> T:
+        """`model_call`, inside one of the fleet's model slots when there is a cap."""
+        if self._slots is None:
+            return await model_call(call)
+        async with self._slots.slot():
+            return await model_call(call)
 
     @activity.defn(name=names.ROUTE)
     async def route(self, request: calls.RouteInput) -> calls.RouteResult:
@@ -111,7 +122,7 @@ class InferenceActivities:
         ]
         ahead = self._plan_ahead(request)
         try:
-            routed = await model_call(
+            routed = await self._model(
                 self._policy.route(request.model_copy(update={"history": asked_only}))
             )
         except BaseException:
@@ -152,7 +163,7 @@ class InferenceActivities:
 
     async def _planned(self, request: calls.PlanInput) -> calls.PlanResult:
         started = time.perf_counter()
-        planned = await model_call(self._policy.plan(request))
+        planned = await self._model(self._policy.plan(request))
         self._observe(f"plan:{planned.tier.value}", started)
         return planned
 
@@ -169,7 +180,7 @@ class InferenceActivities:
 
     @activity.defn(name=names.JOIN)
     async def join(self, request: calls.JoinInput) -> calls.JoinResult:
-        return await model_call(self._policy.join(request))
+        return await self._model(self._policy.join(request))
 
     @activity.defn(name=names.RESPOND)
     async def respond(self, request: calls.RespondInput) -> calls.RespondResult:
@@ -184,7 +195,7 @@ class InferenceActivities:
         )
         await stream.begin()
         started = time.perf_counter()
-        result = await model_call(self._policy.respond(request, stream.publish))
+        result = await self._model(self._policy.respond(request, stream.publish))
         self._observe(f"respond:{request.route.tier.value}", started)
         if request.left_out:
             # The run traded parts of its plan for its deadline: the answer says which.

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 import redis.asyncio as aioredis
 import structlog
 from opentelemetry.instrumentation.utils import suppress_instrumentation
-from redis.exceptions import RedisError
 
+from agentkeel.activities.redis_errors import REDIS_ERRORS
 from agentkeel.schemas.tokens import (
     CANCELLED_TEXT,
     TOKEN_STREAM_MAXLEN,
@@ -106,6 +106,6 @@ class TokenStream:
             # Not one trace span per token: the respond activity's span stands for them.
             with suppress_instrumentation():
                 await pipe.execute()
-        except (RedisError, OSError) as exc:
+        except REDIS_ERRORS as exc:
             self._redis = None
             log.warning("token_stream_off", key=self._key, attempt=self._attempt, error=repr(exc))

@@ -13,7 +13,8 @@ End to end, through a real Temporal dev server and in-process workers, medians o
 Tools are stand-ins that sleep --tool-ms; the rules policy stands for the model and
 sleeps --model-ms per route/respond call (a light model's decode time). Then the
 semantic tier's own figures (`bench.cache_semantic`): lookup latency at 1k/10k/100k
-entries and hit / false-hit rates on the labelled set in bench/cache_pairs.jsonl.
+entries and hit / false-hit rates on the labelled set in bench/cache_pairs.jsonl; and
+lookup p50 at 100k entries in FAISS beside pgvector (`bench.semantic_stores`).
 Services: AGENTKEEL_BENCH_ADMIN_DSN / AGENTKEEL_DATABASE_URL, AGENTKEEL_REDIS_URL.
 """
 
@@ -165,6 +166,8 @@ def main() -> None:
             # A process of its own: the end-to-end part leaves threads behind (workers, the
             # dev server's client) that would otherwise share the cores with its timings.
             subprocess.run([sys.executable, "-m", "bench.cache_semantic"], check=True)
+            # FAISS beside pgvector at 100k entries: the one-machine and the fleet's store.
+            subprocess.run([sys.executable, "-m", "bench.semantic_stores"], check=True)
     except KeyboardInterrupt:
         raise SystemExit(130) from None
 

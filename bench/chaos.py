@@ -48,6 +48,8 @@ class Pass:
     stuck: int = 0
     duplicates: int = 0
     latencies_ms: list[float] | None = None
+    first_failure: str = ""
+    """Why the first failed run failed, to say in the report."""
 
     def p(self, q: float) -> float:
         ordered = sorted(self.latencies_ms or [0.0])
@@ -76,7 +78,7 @@ async def _one_pass(
         )
         request = AgentRequest(
             question=question,
-            tenant=f"chaos-{tag}",
+            tenant="default",  # the seed's rows are the default tenant's
             actor=STAFF,
             request_id=f"{tag}-{n}",
             options=RunOptions(use_cache=False),  # each pass does the same work
@@ -90,15 +92,20 @@ async def _one_pass(
         except TimeoutError:
             result.stuck += 1
             return
-        except Exception:
+        except Exception as exc:
             result.failed += 1
+            result.first_failure = result.first_failure or f"{type(exc).__name__}: {exc}"
             return
-        if all(s.status == StepStatus.SUCCEEDED for s in done.steps):
+        # A step the plan skips (no tracking number: nothing to track) is a finished run.
+        if all(s.status in (StepStatus.SUCCEEDED, StepStatus.SKIPPED) for s in done.steps):
             result.completed += 1
             assert result.latencies_ms is not None
             result.latencies_ms.append((time.perf_counter() - begun) * 1000)
         else:
             result.failed += 1
+            result.first_failure = result.first_failure or str(
+                [(s.tool, s.status.value, s.error and s.error.type) for s in done.steps]
+            )
 
     async def lane() -> None:
         nonlocal issued

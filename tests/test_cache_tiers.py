@@ -171,7 +171,7 @@ async def test_reading_tier_serves_a_question_read_the_same(stack: AgentStack) -
 async def test_reading_tier_misses_once_the_path_is_gone(stack: AgentStack, redis_url: str) -> None:
     await stack.ask("Do gift cards expire?")
     redis = aioredis.from_url(redis_url)
-    pointers = [k async for k in redis.scan_iter(f"{READING_PREFIX}:{stack.tenant}@*")]
+    pointers = [k async for k in redis.scan_iter(f"{READING_PREFIX}:*:{stack.tenant}@*")]
     assert len(pointers) == 1
     path = await redis.get(pointers[0])
     assert path is not None

@@ -13,6 +13,7 @@ import pytest
 from agentkeel.activities.cache.backend import CacheBackend, CacheUnavailable
 from agentkeel.activities.cache.breaker import CircuitBreaker
 from agentkeel.activities.cache.entities import entities_in
+from agentkeel.activities.cache.slots import tenant_tag
 from agentkeel.activities.cache.tool_results import ToolResultCache
 from agentkeel.examples.shop.tools import KbResult, SearchKbArgs, SearchKbInput
 from agentkeel.schemas.tools import TOOLS
@@ -144,19 +145,22 @@ async def test_a_value_read_before_an_invalidation_is_not_stored(redis_url: str)
     client = redis_client(redis_url)
     backend = CacheBackend(client, index_ttl=timedelta(minutes=1))
     entity = f"order_id:{uuid.uuid4().int % 10**9}"
-    key = f"agentkeel:test:{uuid.uuid4().hex}"
+    tenant = "t-units"
+    key = f"agentkeel:test:{tenant_tag(tenant)}:{uuid.uuid4().hex}"
     try:
         read_at = time.time()
-        await backend.invalidate([entity])  # a refund lands while the value was being read
+        # A refund lands while the value was being read.
+        await backend.invalidate([entity], tenant=tenant)
         assert not await backend.put(
-            key, "old", timedelta(seconds=30), [entity], read_since=read_at
+            key, "old", timedelta(seconds=30), [entity], tenant=tenant, read_since=read_at
         )
         assert await backend.get(key) is None
         assert await backend.put(
-            key, "new", timedelta(seconds=30), [entity], read_since=time.time()
+            key, "new", timedelta(seconds=30), [entity], tenant=tenant, read_since=time.time()
         )
         assert await backend.get(key) == b"new"
-        assert await backend.invalidate([entity]) == [key]
+        assert await backend.invalidate([entity], tenant="another") == []
+        assert await backend.invalidate([entity], tenant=tenant) == [key]
         assert await backend.get(key) is None
     finally:
         await client.delete(key)

@@ -142,3 +142,24 @@ def test_the_dashboard_queries_only_metrics_the_workers_emit() -> None:
     }
     assert used
     assert used <= exported, f"queried but never exported: {sorted(used - exported)}"
+
+
+def test_compose_scales_as_a_fleet() -> None:
+    """Workers are healthy only when ready; the gateway has no host port of its own (its
+    replicas sit behind gateway-lb), so `--scale` works for every agentkeel service."""
+    services = _compose()["services"]
+    for name in ("cpu-worker", "inference-worker"):
+        env = services[name]["environment"]
+        port = env["AGENTKEEL_HEALTH_ADDRESS"].rsplit(":", 1)[1]
+        assert f"127.0.0.1:{port}/ready" in " ".join(services[name]["healthcheck"]["test"])
+        assert "ports" not in services[name]
+    assert "ports" not in services["gateway"]
+    lb = services["gateway-lb"]
+    assert lb["ports"] == ["127.0.0.1:8080:8080"]
+    conf = (ROOT / "deploy/nginx/gateway.conf").read_text()
+    assert "http://gateway:8080" in conf and "proxy_buffering off" in conf
+    assert "resolver 127.0.0.11" in conf, "replicas added by --scale must join"
+    env = services["cpu-worker"]["environment"]
+    assert env["AGENTKEEL_SEMANTIC_INDEX"].endswith("pgvector}")
+    assert services["postgres"]["image"].startswith("pgvector/pgvector:")
+    assert "--scale cpu-worker=3" in (ROOT / "docker-compose.yml").read_text()

@@ -24,7 +24,7 @@ from agentkeel.activities.tools.door import door_tool
 from agentkeel.activities.tools.functions import FunctionTools
 from agentkeel.schemas.tools import TOOLS, active_domain
 from agentkeel.workers.model_tiers import effective_cache_version
-from agentkeel.workers.settings import Settings, SettingsError
+from agentkeel.workers.settings import Settings, SettingsError, StartupError
 from agentkeel.workers.stand_ins import activity_name
 
 log = structlog.get_logger(__name__)
@@ -63,11 +63,17 @@ async def build_caches(settings: Settings, redis: aioredis.Redis, pool: asyncpg.
     if reading_wanted(settings) and active_domain().vocabulary is not None:
         tiers.append(ReadingTier(backend, ttl=plan_ttl))
     if semantic_wanted(settings):
+        from agentkeel.activities.cache.semantic.pgvector_index import PgVectorUnavailable
         from agentkeel.activities.cache.semantic.setup import (
             build_semantic_cache,
         )  # heavy: torch, faiss
 
-        index = await build_semantic_cache(pool, threshold=settings.semantic_threshold)
+        try:
+            index = await build_semantic_cache(
+                pool, threshold=settings.semantic_threshold, store=settings.semantic_index
+            )
+        except PgVectorUnavailable as exc:
+            raise StartupError(str(exc)) from None
         tiers.append(SemanticTier(index, deadline_s=settings.semantic_deadline_ms / 1000))
     paths = PathCache(
         backend, version=effective_cache_version(settings), plan_ttl=plan_ttl, tiers=tiers

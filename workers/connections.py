@@ -6,14 +6,18 @@ Nothing here imports LangGraph, policies or activities, so the client side can u
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import httpx
+import redis as sync_redis
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
 from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
 from redis.retry import Retry
 from temporalio.client import Client, Plugin
 from temporalio.service import RPCError
@@ -22,19 +26,21 @@ from agentkeel.workers.settings import Settings, StartupError
 
 
 async def connect_temporal(settings: Settings, plugins: Sequence[Plugin]) -> Client:
-    """A Temporal client, or a `StartupError` that says where Temporal was expected."""
+    """A Temporal client, or a `StartupError` that says where Temporal was expected.
+
+    TLS, an API key and gRPC metadata come from the Temporal client profile the settings
+    were read with (`workers.temporal_profile`), as the Temporal CLI takes them."""
     from agentkeel.workers.tracing import tracing_plugins
 
     try:
         return await Client.connect(
-            settings.temporal_address,
-            namespace=settings.temporal_namespace,
-            plugins=[*plugins, *tracing_plugins()],
+            **settings.temporal_connect_options(), plugins=[*plugins, *tracing_plugins()]
         )
     except (RuntimeError, RPCError) as exc:
         raise StartupError(
-            f"cannot reach Temporal at {settings.temporal_address} ({exc}); "
-            "start the stack with `agentkeel up --detach`"
+            f"cannot reach Temporal at {settings.temporal_described()} ({exc}); "
+            "start the stack with `agentkeel up --detach`, or check the Temporal client "
+            "profile (TEMPORAL_ADDRESS, TEMPORAL_API_KEY, TEMPORAL_TLS_*)"
         ) from None
 
 
@@ -44,13 +50,39 @@ REDIS_SOCKET_TIMEOUT_S = 0.5
 
 
 def redis_client(url: str) -> aioredis.Redis:
-    return aioredis.from_url(
-        url,
-        socket_connect_timeout=REDIS_CONNECT_TIMEOUT_S,
-        socket_timeout=REDIS_SOCKET_TIMEOUT_S,
-        retry=Retry(NoBackoff(), 0),  # Temporal and the cache's miss path own retries
-        health_check_interval=10,
+    """A client of the Redis `url` names: a cluster client when that server is a node of a
+    Redis Cluster (any node: the client learns the others from it), else a plain one.
+
+    Typed as `Redis` for every user: `RedisCluster` takes the same commands, and the
+    cluster's own errors are in `REDIS_ERRORS` beside a single server's.
+    """
+    options: dict[str, Any] = {
+        "socket_connect_timeout": REDIS_CONNECT_TIMEOUT_S,
+        "socket_timeout": REDIS_SOCKET_TIMEOUT_S,
+        "retry": Retry(NoBackoff(), 0),  # Temporal and the cache's miss path own retries
+        "health_check_interval": 10,
+    }
+    if is_cluster_node(url):
+        return cast(aioredis.Redis, RedisCluster.from_url(url, **options))
+    return aioredis.from_url(url, **options)
+
+
+@functools.cache
+def is_cluster_node(url: str) -> bool:
+    """Whether the server at `url` has cluster mode on (`INFO cluster`), asked once per
+    process and URL. Blocking, but once at start and bounded by the connect timeout; a
+    server that does not answer then counts as a single one (its calls will miss)."""
+    if not url.startswith(("redis://", "rediss://")):
+        return False  # a unix socket is one server
+    probe = sync_redis.Redis.from_url(
+        url, socket_connect_timeout=REDIS_CONNECT_TIMEOUT_S, socket_timeout=REDIS_SOCKET_TIMEOUT_S
     )
+    try:
+        return bool(probe.info("cluster").get("cluster_enabled"))
+    except (RedisError, OSError):
+        return False
+    finally:
+        probe.close()
 
 
 def http_client() -> httpx.AsyncClient:

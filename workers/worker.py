@@ -15,10 +15,12 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agentkeel.activities.model_calls import InferenceActivities
+from agentkeel.activities.model_slots import ModelSlots
 from agentkeel.schemas.tools.catalog import active_domain
 from agentkeel.workers.mcp_assembly import serve_domain_with_mcp
 from agentkeel.workers.metrics import metrics_address, metrics_runtime
 from agentkeel.workers.policy_assembly import build_policy
+from agentkeel.workers.readiness import Readiness, health_endpoint
 from agentkeel.workers.resources import cpu_activities, inference_resources
 from agentkeel.workers.search_attributes import ensure_search_attributes
 from agentkeel.workers.settings import (
@@ -32,6 +34,7 @@ from agentkeel.workers.tracing import configure_tracing
 from agentkeel.workers.warming_schedule import ensure_warming_schedule
 from agentkeel.workflows.agent import AgentWorkflow
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
+from agentkeel.workflows.timeouts import RESPOND_TIMEOUT
 from agentkeel.workflows.warmer import CacheWarmerWorkflow
 
 log = structlog.get_logger(__name__)
@@ -91,14 +94,18 @@ def inference_worker(
     )
 
 
-async def _run_until_signalled(worker: Worker) -> None:
+async def _run_until_signalled(worker: Worker, readiness: Readiness) -> None:
+    """Serve until SIGTERM or SIGINT, then drain: polling stops, activities in flight get
+    `GRACEFUL_SHUTDOWN` to finish. Ready (`workers.readiness`) only in between."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with worker:
+        readiness.ready = True  # models, caches and indexes were loaded before the worker
         log.info("worker_started", task_queue=worker.task_queue)
         await stop.wait()
+        readiness.ready = False
         log.info("worker_stopping", task_queue=worker.task_queue)
 
 
@@ -120,6 +127,12 @@ def _serve_metrics(settings: Settings, kind: str) -> None:
 
 
 async def run_cpu_worker(settings: Settings) -> None:
+    # Live (not ready) from the start: loading caches and indexes must not look like a hang.
+    async with health_endpoint(settings.health_address) as readiness:
+        await _cpu_worker(settings, readiness)
+
+
+async def _cpu_worker(settings: Settings, readiness: Readiness) -> None:
     _serve_metrics(settings, "cpu")
     client = await connect(settings)
     # AgentWorkflow upserts these; without them its workflow tasks would fail.
@@ -131,7 +144,7 @@ async def run_cpu_worker(settings: Settings) -> None:
         worker = cpu_worker(
             client, settings.task_queue, activities, sandboxed=settings.sandboxed_workflows()
         )
-        await _run_until_signalled(worker)
+        await _run_until_signalled(worker, readiness)
 
 
 def _restart_for_new_catalog(server: str) -> None:
@@ -149,12 +162,14 @@ async def run_inference_worker(settings: Settings) -> None:
     polling, lets activities in flight finish (up to the graceful timeout), then
     releases the engines.
     """
-    # The catalog (its MCP tools too) is what prompts and the plan schema describe.
-    async with serve_domain_with_mcp(settings):
-        await _run_inference_worker(settings)
+    # Live (not ready) from the start; the catalog (its MCP tools too) is what prompts and
+    # the plan schema describe.
+    async with health_endpoint(settings.health_address) as readiness:
+        async with serve_domain_with_mcp(settings):
+            await _inference_worker(settings, readiness)
 
 
-async def _run_inference_worker(settings: Settings) -> None:
+async def _inference_worker(settings: Settings, readiness: Readiness) -> None:
     assembly = build_policy(settings)
     _serve_metrics(settings, "inference")
     client = await connect(settings)
@@ -168,6 +183,12 @@ async def _run_inference_worker(settings: Settings) -> None:
                 outputs=resources.outputs,
                 speculate_calls=speculative_calls(settings),
                 forecast=unsure_forecast(settings),
+                model_slots=ModelSlots(
+                    resources.redis,
+                    settings.model_concurrency,
+                    namespace=settings.task_queue,
+                    lease_s=RESPOND_TIMEOUT.total_seconds(),
+                ),
             )
             worker = inference_worker(
                 client,
@@ -181,6 +202,6 @@ async def _run_inference_worker(settings: Settings) -> None:
                 engines=[e.name for e in assembly.engines],
                 max_concurrent=assembly.concurrency,
             )
-            await _run_until_signalled(worker)
+            await _run_until_signalled(worker, readiness)
         finally:
             await assembly.close()

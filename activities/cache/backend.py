@@ -2,6 +2,9 @@
 
 Every method raises `CacheUnavailable` when Redis cannot answer (or the breaker is
 open); callers turn that into a miss. Redis is never needed for correctness.
+
+On a Redis Cluster each script names only keys of one slot: a tenant's (`cache.slots`).
+Entity markers and index sets are per tenant, like the entries they index.
 """
 
 from __future__ import annotations
@@ -13,15 +16,27 @@ from typing import Any
 
 import redis.asyncio as aioredis
 import structlog
-from redis.exceptions import RedisError
+from redis.asyncio.cluster import RedisCluster
 
 from agentkeel.activities.cache.breaker import CircuitBreaker
+from agentkeel.activities.cache.slots import tenant_tag
+from agentkeel.activities.redis_errors import REDIS_ERRORS
 
 log = structlog.get_logger(__name__)
 
-ENTITY_PREFIX = "agentkeel:entity:"
-CHANGED_PREFIX = "agentkeel:entity-changed:"
+ENTITY_PREFIX = "agentkeel:entity:v2:"
+"""v2: per tenant, under its slot's tag (v1 sets, shared by every tenant, are never read)."""
+CHANGED_PREFIX = "agentkeel:entity-changed:v2:"
 """When each entity was last invalidated (epoch seconds), to refuse entries read before it."""
+
+
+def entity_names(tenant: str, entities: Collection[str]) -> tuple[list[str], list[str]]:
+    """The tenant's changed-markers and index sets of `entities`, all in the tenant's slot."""
+    scope = f"{tenant_tag(tenant)}:{tenant}:"
+    return (
+        [f"{CHANGED_PREFIX}{scope}{e}" for e in entities],
+        [f"{ENTITY_PREFIX}{scope}{e}" for e in entities],
+    )
 
 
 _MS = timedelta(milliseconds=1)
@@ -46,19 +61,21 @@ return 1
 """
 
 # KEYS: each entity's changed-marker, then each entity's index set.
-# ARGV: now (epoch s), index ttl ms, number of entities. Returns the entry keys deleted.
-_INVALIDATE = """
+# ARGV: now (epoch s), index ttl ms, number of entities. Returns the entry keys indexed.
+# The entries themselves are deleted by the caller, by name: a script may touch only the keys
+# it declares (Redis Cluster routes by them). Marking first makes that safe: from the SET on,
+# no entry read before it is stored, so the entries taken here are all that can be stale.
+_MARK_CHANGED = """
 local n = tonumber(ARGV[3])
-local deleted = {}
+local indexed = {}
 for i = 1, n do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-  local members = redis.call('SMEMBERS', KEYS[n + i])
-  for _, key in ipairs(members) do
-    if redis.call('DEL', key) == 1 then table.insert(deleted, key) end
+  for _, key in ipairs(redis.call('SMEMBERS', KEYS[n + i])) do
+    table.insert(indexed, key)
   end
   redis.call('DEL', KEYS[n + i])
 end
-return deleted
+return indexed
 """
 
 
@@ -69,7 +86,7 @@ class CacheUnavailable(Exception):
 class CacheBackend:
     def __init__(
         self,
-        client: aioredis.Redis,
+        client: aioredis.Redis | RedisCluster,
         *,
         index_ttl: timedelta,
         breaker: CircuitBreaker | None = None,
@@ -80,14 +97,18 @@ class CacheBackend:
         self.breaker = breaker or CircuitBreaker()
         # Registered scripts run by SHA (EVALSHA): the script text is not resent per write.
         self._put_unless_changed = client.register_script(_PUT_UNLESS_CHANGED)
-        self._invalidate = client.register_script(_INVALIDATE)
+        self._mark_changed = client.register_script(_MARK_CHANGED)
+        self._cluster = isinstance(client, RedisCluster)
 
     async def get(self, key: str) -> bytes | None:
         value: bytes | None = await self._call("get", key)
         return value
 
     async def mget(self, keys: list[str]) -> list[bytes | None]:
-        values: list[bytes | None] = await self._call("mget", keys)
+        """Values of `keys`, in order; on a cluster read slot by slot (not one snapshot)."""
+        values: list[bytes | None] = await self._call(
+            "mget_nonatomic" if self._cluster else "mget", keys
+        )
         return values
 
     async def put(
@@ -97,6 +118,7 @@ class CacheBackend:
         ttl: timedelta,
         entities: Collection[str],
         *,
+        tenant: str,
         read_since: float | None = None,
     ) -> bool:
         """Store `value`, and index it under each entity so `invalidate` can find it.
@@ -105,9 +127,10 @@ class CacheBackend:
         its entities was invalidated after that, the value may predate the change and is
         not stored (returns False): a run that read an order before a refund must not
         cache what it saw after the refund's invalidation. Check and write are one script,
-        so an invalidation cannot slip in between.
+        so an invalidation cannot slip in between. `key` must carry `tenant`'s tag.
         """
-        names = [CHANGED_PREFIX + e for e in entities] + [ENTITY_PREFIX + e for e in entities]
+        markers, indexes = entity_names(tenant, entities)
+        names = markers + indexes
         stored = await self._call(
             self._put_unless_changed,
             keys=[key, *names],
@@ -128,23 +151,32 @@ class CacheBackend:
     async def delete(self, *keys: str) -> int:
         return int(await self._call("delete", *keys)) if keys else 0
 
-    async def invalidate(self, entities: Collection[str]) -> list[str]:
-        """Delete every entry indexed under any of `entities`; returns the keys deleted.
+    async def invalidate(self, entities: Collection[str], *, tenant: str) -> list[str]:
+        """Delete every entry of `tenant` indexed under any of `entities`; returns the keys
+        deleted.
 
         Bypasses the circuit breaker: after a side effect, trying costs less than serving
         what it made stale.
         """
+        if not entities:
+            return []
+        markers, indexes = entity_names(tenant, entities)
         try:
-            deleted = await self._invalidate(
-                keys=[
-                    *(CHANGED_PREFIX + e for e in entities),
-                    *(ENTITY_PREFIX + e for e in entities),
-                ],
+            indexed = await self._mark_changed(
+                keys=[*markers, *indexes],
                 args=[time.time(), int(self._index_ttl / _MS), len(entities)],
             )
-        except (RedisError, OSError) as exc:
+            keys = sorted({k.decode() if isinstance(k, bytes) else str(k) for k in indexed})
+            deleted: list[str] = []
+            if keys:  # one DEL each, in one round trip, to learn which were still there
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    for key in keys:
+                        pipe.delete(key)
+                    gone = await pipe.execute()
+                deleted = [key for key, n in zip(keys, gone, strict=True) if n]
+        except REDIS_ERRORS as exc:
             raise CacheUnavailable(str(exc)) from exc
-        return sorted(k.decode() if isinstance(k, bytes) else k for k in deleted)
+        return deleted
 
     async def _call(self, command: str | Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run a Redis command (by name) or a registered script, through the breaker."""
@@ -155,7 +187,7 @@ class CacheBackend:
         try:
             result = await run(*args, **kwargs)
             settled = True
-        except (RedisError, OSError) as exc:
+        except REDIS_ERRORS as exc:
             settled = True
             self._failed(exc)
         finally:

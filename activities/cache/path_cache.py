@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentkeel.activities.cache.backend import CacheBackend
 from agentkeel.activities.cache.entities import entities_in
+from agentkeel.activities.cache.slots import tenant_tag
 from agentkeel.activities.cache.tiers import ExactTier, PathEntry, PathTier, TierMatch, TierQuery
 from agentkeel.activities.cache.tool_results import tool_key
 from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor
@@ -33,7 +34,8 @@ from agentkeel.schemas.tools import TOOLS, catalog_version
 
 log = structlog.get_logger(__name__)
 
-KEY_PREFIX = "agentkeel:path:v3"
+KEY_PREFIX = "agentkeel:path:v4"
+"""v4: keys carry their tenant's slot tag (`cache.slots`); v3 keys are never read again."""
 CLOCK_SKEW_MARGIN_S = 2.0
 _SPACE = re.compile(r"\s+")
 _TRAILING = re.compile(r"[\s?!.]+$")
@@ -60,7 +62,7 @@ def path_key(
     So is the audience: a run is served only to actors who may see what it saw."""
     asked = normalize_question(question) + ("\x1f" + conversation_id if conversation_id else "")
     digest = hashlib.sha256(asked.encode()).hexdigest()[:32]
-    return f"{KEY_PREFIX}:{version}:{tenant}:{audience}:{digest}"
+    return f"{KEY_PREFIX}:{tenant_tag(tenant)}:{version}:{tenant}:{audience}:{digest}"
 
 
 def _call_inputs(step: StepOutcome, actor: Actor, tenant: str) -> list[BaseModel]:
@@ -214,6 +216,7 @@ class PathCache:
             entry.model_dump_json(),
             self.plan_ttl,
             touched,
+            tenant=tenant,
             # Workflow time vs this host's clock: a margin covers their skew.
             read_since=first_read.timestamp() - CLOCK_SKEW_MARGIN_S,
         )

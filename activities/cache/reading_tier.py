@@ -15,10 +15,12 @@ from datetime import timedelta
 
 from agentkeel.activities.cache.backend import CacheBackend
 from agentkeel.activities.cache.reading import read
+from agentkeel.activities.cache.slots import tenant_tag
 from agentkeel.activities.cache.tiers import ReadEntry, TierMatch, TierQuery
 from agentkeel.schemas.result import CacheStatus
 
-POINTER_PREFIX = "agentkeel:reading:v1"
+POINTER_PREFIX = "agentkeel:reading:v2"
+"""v2: pointers carry their tenant's slot tag, beside the entries they point to."""
 
 
 class ReadingTier:
@@ -36,8 +38,8 @@ class ReadingTier:
         self._ttl = ttl
 
     @staticmethod
-    def pointer_key(scope: str, digest: str) -> str:
-        return f"{POINTER_PREFIX}:{scope}:{digest}"
+    def pointer_key(tenant: str, scope: str, digest: str) -> str:
+        return f"{POINTER_PREFIX}:{tenant_tag(tenant)}:{scope}:{digest}"
 
     async def find(self, query: TierQuery, read_entry: ReadEntry) -> TierMatch | None:
         if query.conversation_id:
@@ -45,7 +47,7 @@ class ReadingTier:
         reading = read(query.question)
         if reading is None:
             return None
-        pointer = self.pointer_key(query.scope, reading.digest())
+        pointer = self.pointer_key(query.tenant, query.scope, reading.digest())
         raw = await self._backend.get(pointer)
         if raw is None:
             return None
@@ -66,5 +68,5 @@ class ReadingTier:
         reading = read(query.question)
         if reading is not None:
             await self._backend.set(
-                self.pointer_key(query.scope, reading.digest()), query.key, self._ttl
+                self.pointer_key(query.tenant, query.scope, reading.digest()), query.key, self._ttl
             )

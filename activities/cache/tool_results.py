@@ -21,6 +21,7 @@ from temporalio import activity
 
 from agentkeel.activities.cache.backend import CacheBackend, CacheUnavailable
 from agentkeel.activities.cache.entities import entities_in
+from agentkeel.activities.cache.slots import tenant_tag
 from agentkeel.activities.span_notes import note
 from agentkeel.schemas.actor import SYSTEM_ACTOR
 from agentkeel.schemas.tools import ActorScoped, ToolSpec, catalog_version
@@ -28,8 +29,8 @@ from agentkeel.schemas.tools import ActorScoped, ToolSpec, catalog_version
 log = structlog.get_logger(__name__)
 
 M = TypeVar("M", bound=BaseModel)
-KEY_PREFIX = "agentkeel:tool:v3"
-"""v3: keys name the tenant (v2 keys, shared by every tenant, are never read again)."""
+KEY_PREFIX = "agentkeel:tool:v4"
+"""v4: keys carry their tenant's slot tag (`cache.slots`); v3 keys are never read again."""
 DEFAULT_TENANT = "default"
 
 
@@ -41,13 +42,19 @@ def tool_key(spec: ToolSpec, args: BaseModel) -> str:
     neither ever hands one tenant's rows to another."""
     scoped = args if isinstance(args, ActorScoped) else None
     audience = ((scoped and scoped.actor) or SYSTEM_ACTOR).audience
-    tenant = scoped.tenant if scoped is not None else DEFAULT_TENANT
+    tenant = tenant_of(args)
     canonical = json.dumps(
         args.model_dump(mode="json", exclude={"actor", "tenant", "fresh", "call_id", "stale_ok"}),
         sort_keys=True,
     )
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:32]
-    return f"{KEY_PREFIX}:{catalog_version()}:{spec.name}:{tenant}:{audience}:{digest}"
+    tag = tenant_tag(tenant)
+    return f"{KEY_PREFIX}:{tag}:{catalog_version()}:{spec.name}:{tenant}:{audience}:{digest}"
+
+
+def tenant_of(args: BaseModel) -> str:
+    """The tenant a tool call's cache entries belong to."""
+    return args.tenant if isinstance(args, ActorScoped) else DEFAULT_TENANT
 
 
 class ToolResultCache:
@@ -125,7 +132,10 @@ class ToolResultCache:
         keep = ttl * 2 if self._swr else ttl
         entities = entities_in(args.model_dump(mode="json"), entry["value"])
         try:
-            await self._backend.put(key, json.dumps(entry), keep, entities, read_since=read_since)
+            await self._backend.put(
+                key, json.dumps(entry), keep, entities,
+                tenant=tenant_of(args), read_since=read_since,
+            )  # fmt: skip
         except CacheUnavailable:
             pass
 
@@ -173,8 +183,11 @@ def invalidating_tool(
         # Also when the effect was already there (a retry after a crash between the effect
         # and this line): invalidating twice is harmless, not invalidating is not.
         changed = entities_in(args.model_dump(mode="json"), result.model_dump(mode="json"))
+        tenant = tenant_of(args)
         try:
-            deleted = await backend.invalidate(changed)
+            deleted = await backend.invalidate(changed, tenant=tenant)
+            if tenant != DEFAULT_TENANT:  # results of tools that take no tenant are shared
+                deleted += await backend.invalidate(changed, tenant=DEFAULT_TENANT)
         except CacheUnavailable as exc:
             # The effect stands and must be reported as done; what was cached about it
             # ages out with its TTL. Loud, because until then it may be served.

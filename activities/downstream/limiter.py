@@ -26,9 +26,9 @@ from contextlib import asynccontextmanager
 
 import redis.asyncio as aioredis
 import structlog
-from redis.exceptions import RedisError
 from temporalio import activity
 
+from agentkeel.activities.redis_errors import REDIS_ERRORS
 from agentkeel.schemas.tools.downstreams import DownstreamLimit
 
 log = structlog.get_logger(__name__)
@@ -194,7 +194,7 @@ class DownstreamLimiter:
                         keys[2].rpartition(":tenant:")[2],
                     ],
                 )
-            except (RedisError, OSError) as exc:
+            except REDIS_ERRORS as exc:
                 if not self._warned:
                     log.warning("downstream_limiter_local", downstream=downstream, error=str(exc))
                     self._warned = True
@@ -221,5 +221,5 @@ class DownstreamLimiter:
                 pipe.zrem(leases, lease)
                 pipe.zrem(tenant_leases, lease)
                 await pipe.execute()
-        except (RedisError, OSError) as exc:  # it expires on its own
+        except REDIS_ERRORS as exc:  # it expires on its own
             log.warning("downstream_lease_not_returned", downstream=downstream, error=str(exc))

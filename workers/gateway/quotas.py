@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 import structlog
-from redis.exceptions import RedisError
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
+from agentkeel.activities.redis_errors import REDIS_ERRORS
 from agentkeel.schemas.gateway import QuotaKind, QuotaProblem, QuotaScope
 from agentkeel.workers.gateway.leases import Leases, Slot
 from agentkeel.workers.settings import Settings
@@ -93,7 +93,9 @@ class Quotas:
         self.leases = Leases(redis)
         self.temporal = temporal
         self.limits = limits
-        self.prefix = f"agentkeel:gateway:{deployment}:"
+        # One hash tag: a run's key and tenant scopes are taken in one script, which on a
+        # Redis Cluster must name keys of one slot.
+        self.prefix = f"agentkeel:gateway:{{{deployment}}}:"
 
     def _slots(self, kinds: Sequence[QuotaKind], caller: str, tenant: str) -> list[Slot]:
         return [
@@ -125,7 +127,7 @@ class Quotas:
         return Lease(workflow_id, lease.keys)
 
     async def release(self, lease: Lease) -> None:
-        with suppress(RedisError):  # the lease expires anyway
+        with suppress(*REDIS_ERRORS):  # the lease expires anyway
             await self.leases.release(lease.keys, lease.member)
 
     async def open_stream(self, caller: str, tenant: str) -> OpenStream:
@@ -165,7 +167,7 @@ class Quotas:
         while True:
             try:
                 await self.sweep()
-            except (RedisError, RPCError, OSError) as exc:
+            except (*REDIS_ERRORS, RPCError) as exc:
                 log.warning("gateway_quota_sweep_failed", error=repr(exc))
             await asyncio.sleep(self.limits.sweep_every_s)
 
@@ -212,7 +214,7 @@ class OpenStream:
             if not self.begun:
                 await self.quotas.release(self.lease)
                 return
-            with suppress(RedisError):
+            with suppress(*REDIS_ERRORS):
                 await leases.renew(self.lease.keys, self.lease.member, limits.lease_s)
 
     async def close(self) -> None:

@@ -65,7 +65,9 @@ async def stack_status(settings: Settings) -> StackStatus:
     status = StackStatus(endpoints, read_status(settings.state_dir / "status.json"))
     try:
         client = await asyncio.wait_for(
-            Client.connect(endpoints.temporal_address, namespace=settings.temporal_namespace),
+            Client.connect(
+                **{**settings.temporal_connect_options(), "target_host": endpoints.temporal_address}
+            ),
             TEMPORAL_ANSWER_S,
         )
         for queue, kind in (

@@ -104,7 +104,7 @@ async def temporal(launch: Launch) -> tuple[str, str | None]:
 
 async def _temporal_client(s: Settings) -> Client:
     try:
-        client = await Client.connect(s.temporal_address, namespace=s.temporal_namespace)
+        client = await Client.connect(**s.temporal_connect_options())
         await client.workflow_service.describe_namespace(
             DescribeNamespaceRequest(namespace=s.temporal_namespace)
         )

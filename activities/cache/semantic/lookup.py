@@ -31,6 +31,7 @@ from agentkeel.activities.cache.reading import orders_action
 from agentkeel.activities.cache.semantic.embedder import Embedder, aembed
 from agentkeel.activities.cache.semantic.guard import GuardVerdict, guard
 from agentkeel.activities.cache.semantic.index import Neighbour, SemanticIndex
+from agentkeel.activities.cache.semantic.pgvector_index import PgVectorIndex
 
 __all__ = ["DEFAULT_THRESHOLD", "Rejection", "SemanticCache", "SemanticLookup", "SemanticMatch"]
 
@@ -79,7 +80,9 @@ class SemanticCache:
 
     Args:
         embedder: Shared by every call; its `embed` runs in a worker thread.
-        index: The durable index (built once per worker process, `load()`-ed at start).
+        index: The durable index: FAISS in this process, synced from Postgres
+            (`SemanticIndex`), or one pgvector table for the fleet (`PgVectorIndex`);
+            `load()`-ed at start.
         threshold: Least cosine similarity of a hit (`DEFAULT_THRESHOLD`).
         neighbours: Stored questions considered per lookup.
     """
@@ -87,7 +90,7 @@ class SemanticCache:
     def __init__(
         self,
         embedder: Embedder,
-        index: SemanticIndex,
+        index: SemanticIndex | PgVectorIndex,
         *,
         threshold: float,
         neighbours: int = DEFAULT_NEIGHBOURS,
