@@ -173,9 +173,9 @@ async def test_concurrent_requests_share_the_batch(engine: Engine) -> None:
 
 
 async def test_bos_is_prepended_once(vllm_engine: VllmEngine) -> None:
-    prompt = await vllm_engine._prompt("Hello")
+    prompt = await vllm_engine._prompt(GenerateRequest(prompt="Hello"))
     assert prompt["prompt_token_ids"][0] == 2
-    prompt = await vllm_engine._prompt("<bos>Hello")
+    prompt = await vllm_engine._prompt(GenerateRequest(prompt="<bos>Hello"))
     assert prompt["prompt_token_ids"][:2] != [2, 2]
 
 
