@@ -150,10 +150,10 @@ class OpenAICompatEngine:
                 f"model server at {self._base_url} does not serve {self.name!r} "
                 f"(it serves: {', '.join(sorted(served)) or 'nothing'})"
             )
-        owner = str(getattr(served[self.name], "owned_by", "") or "")
-        kind = await self._probe.structured_mode(owner)
         if self._mode == "auto":
-            self._mode = kind
+            owner = str(getattr(served[self.name], "owned_by", "") or "")
+            self._mode = await self._probe.structured_mode(owner)
+        kind = self._mode
         if self._api == "auto":
             template = await self._probe.has_chat_template(kind, self.name)
             self._api = "completions" if template is False else "chat"
