@@ -138,7 +138,8 @@ class InferenceActivities:
         decisions = meter().create_counter(
             metrics.ROUTER_DECISIONS, "Routes decided, by the tier that plans the run"
         )
-        decisions.add(1, {"tier": routed.route.tier.value})
+        basis = routed.route.basis.value if routed.route.basis else "unstated"
+        decisions.add(1, {"tier": routed.route.tier.value, "basis": basis})
         if not routed.confident and routed.planned is None:
             # The heavy model will plan: the reads this reading predicts may start meanwhile.
             routed.reading = routed.reading or reading_of(request.question)
@@ -148,6 +149,7 @@ class InferenceActivities:
             tier=routed.route.tier.value,
             intent=routed.route.intent,
             confidence=routed.route.confidence,
+            confidence_basis=basis,
             confident=routed.confident,
         )
         return routed

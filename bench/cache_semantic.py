@@ -40,7 +40,9 @@ import numpy.typing as npt
 
 from agentkeel.activities.cache.path_cache import normalize_question
 from agentkeel.activities.cache.reading import read
-from agentkeel.activities.cache.semantic.embedder import MiniLmEmbedder
+from agentkeel.activities.cache.semantic.embedder import (
+    SentenceTransformerEmbedder as MiniLmEmbedder,
+)
 from agentkeel.activities.cache.semantic.guard import guard
 from agentkeel.activities.cache.semantic.index import THREADED_SEARCH_MIN, VectorIndex
 from agentkeel.activities.cache.semantic.lookup import DEFAULT_THRESHOLD
@@ -277,7 +279,7 @@ def correctness(
           f"(DEFAULT_THRESHOLD in activities/semantic.py is {DEFAULT_THRESHOLD:.2f}"
           f"{'' if abs(chosen - DEFAULT_THRESHOLD) < 1e-9 else ' - UPDATE IT'})")  # fmt: skip
     if not args.no_int8:
-        int8(rows, sims, ok, chosen)
+        int8(embedder, rows, sims, ok, chosen)
     print("\nthe path cache's tiers on these pairs (reading, then semantic with the guard):")
     hit, false = tier_table(rows, sims, ok, DEFAULT_THRESHOLD)
     print(f"LABELLED SET at the default {DEFAULT_THRESHOLD:.2f}: hit {hit:.1%}, false {false:.1%}")
@@ -341,9 +343,15 @@ def pair_sims(embedder: MiniLmEmbedder, rows: list[dict[str, Any]]) -> Vectors:
     return (a * b).sum(axis=1)
 
 
-def int8(rows: list[dict[str, Any]], sims: Vectors, ok: list[bool], chosen: float) -> None:
+def int8(
+    embedder: MiniLmEmbedder,
+    rows: list[dict[str, Any]],
+    sims: Vectors,
+    ok: list[bool],
+    chosen: float,
+) -> None:
     start = time.perf_counter()
-    quantized = MiniLmEmbedder(quantized=True)
+    quantized = MiniLmEmbedder(embedder.model_dir, quantized=True)
     load_s = time.perf_counter() - start
     sims8 = pair_sims(quantized, rows)
     delta = np.abs(sims8 - sims)
@@ -365,6 +373,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-recall", action="store_true", help="skip the recall at 100k")
     parser.add_argument("--threshold", type=float, default=0.90, help="for the recall")
     parser.add_argument("--no-int8", action="store_true", help="skip the int8 comparison")
+    parser.add_argument(
+        "--embedder-model", default=None, help="a sentence-transformers directory (default: MiniLM)"
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     t0 = time.perf_counter()
@@ -372,7 +383,7 @@ def main(argv: list[str] | None = None) -> None:
 
     import_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    embedder = MiniLmEmbedder(batch_size=128)
+    embedder = MiniLmEmbedder(args.embedder_model, batch_size=128)
     load_s = time.perf_counter() - t0
     print(f"embedder: import {import_s:.1f} s, load {load_s:.1f} s, dim {embedder.dim}")
     rows = _read_pairs(PAIRS)

@@ -47,9 +47,9 @@ from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.dispatch import describe_error
 from agentkeel.workflows.dag.scheduler import DagScheduler
 from agentkeel.workflows.dag.step_gates import SchedulerLimits
+from bench.dag_shapes import SHAPES, Shape, question_for
 from bench.fakes import BenchPlanPolicy, StandInTools, stand_in_result
 from bench.levers import measure_levers, report_levers
-from bench.plans import SHAPES, Shape, question_for
 from bench.react import BenchReactWorkflow, ReactInput
 from bench.stack import BenchStack, StackConfig, bench_stack
 

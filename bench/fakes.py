@@ -42,7 +42,7 @@ from agentkeel.examples.shop.tools import (
 from agentkeel.schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.route import Route, Tier
-from bench.plans import shape_named_in
+from bench.dag_shapes import shape_named_in
 
 _PLACED_AT = "2025-01-01T00:00:00Z"
 

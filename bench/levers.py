@@ -24,8 +24,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from agentkeel.activities.plan_ahead import PlanAhead
+from bench.dag_shapes import SHAPES, Shape
 from bench.fakes import BenchPlanPolicy, StandInTools
-from bench.plans import SHAPES, Shape
 from bench.stack import BenchStack, StackConfig, bench_stack
 
 RunOnce = Callable[[BenchStack, Shape, int], Awaitable[float]]

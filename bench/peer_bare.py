@@ -22,7 +22,7 @@ from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
     from bench import peer_fakes as fakes
-    from bench.plans import shape_named_in
+    from bench.dag_shapes import shape_named_in
 
 WORKFLOW = "BenchBarePlanWorkflow"
 _TIMEOUT = timedelta(seconds=30)

@@ -26,8 +26,8 @@ from temporalio.worker import UnsandboxedWorkflowRunner, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agentkeel.workflows.dag.resolve import resolve
+from bench.dag_shapes import Shape, question_for, shape_named_in
 from bench.fakes import stand_in_result
-from bench.plans import Shape, question_for, shape_named_in
 
 ANSWER = "Here is what the tools found."
 """The fake models' final answer: the content does not matter, only that it is one turn."""

@@ -41,6 +41,7 @@ from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.workflows.agent import AgentWorkflow
 from bench import peer_bare, peer_openai_agents, peer_pydantic_ai
 from bench import peer_fakes as fakes
+from bench.dag_shapes import SHAPES, Shape, question_for
 from bench.peer_agentkeel import LoggedStandIns, PeerBenchPolicy
 from bench.peer_report import (
     AGENTKEEL,
@@ -51,7 +52,6 @@ from bench.peer_report import (
     print_verdict,
     summary,
 )
-from bench.plans import SHAPES, Shape, question_for
 from bench.stack import StackConfig, bench_stack
 
 RUN_TIMEOUT = timedelta(seconds=60)

@@ -14,7 +14,7 @@ from agentkeel.schemas.errors import NO_PLANNER
 from agentkeel.schemas.model_calls import PlanResult, RespondInput, RespondResult, RouteResult
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.result import StepError, StepOutcome, StepStatus
-from agentkeel.schemas.route import Route, Tier
+from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
 from agentkeel.schemas.tools import TOOLS
 
 
@@ -72,7 +72,13 @@ async def rendered_response(
 
 def unsure_route(reason: str) -> RouteResult:
     """The route of a model-free policy that recognised nothing: unsure, no draft plan."""
-    route = Route(intent="unknown", confidence=0.0, tier=Tier.RULES, reason=reason)
+    route = Route(
+        intent="unknown",
+        confidence=0.0,
+        basis=ConfidenceBasis.RULES,
+        tier=Tier.RULES,
+        reason=reason,
+    )
     return RouteResult(route=route, confident=False, draft_plan=None)
 
 

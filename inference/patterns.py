@@ -21,7 +21,7 @@ from agentkeel.inference.policy import TokenSink, join_rejected_plan
 from agentkeel.schemas import model_calls as calls
 from agentkeel.schemas.errors import NO_PLANNER
 from agentkeel.schemas.plan.model import Plan, PlanStep
-from agentkeel.schemas.route import Route, Tier
+from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
 
 __all__ = ["PatternPolicy", "PlanPattern", "pattern_policy"]
 
@@ -58,6 +58,7 @@ class PatternPolicy:
         route = Route(
             intent=pattern.intent,
             confidence=1.0,
+            basis=ConfidenceBasis.RULES,
             tier=Tier.RULES,
             tools=sorted({s.tool for s in steps}),
             reason=f"matched the patterns of {pattern.intent}",

@@ -75,8 +75,10 @@ class FakeEngine:
         documents: Sequence[Mapping[str, Any] | str] = (),
         answer: str = "Here is what I found.",
         delay_s: float = 0.0,
+        returns_logprobs: bool = True,
     ) -> None:
         self.name = name
+        self.returns_logprobs = returns_logprobs
         self.label_probs = dict(label_probs or {})
         self.documents = list(documents)
         self.answer = answer
@@ -127,7 +129,7 @@ class FakeEngine:
             self.in_flight -= 1
 
     def _enter(self, request: GenerateRequest) -> None:
-        self.prompts.append(request.prompt)
+        self.prompts.append(request.system + request.prompt)  # the whole text the model reads
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
@@ -141,7 +143,7 @@ class FakeEngine:
         return GenerateResult(
             text=chosen,
             finish_reason="stop",
-            logprobs=logprobs if request.logprobs is not None else None,
+            logprobs=logprobs if request.logprobs is not None and self.returns_logprobs else None,
         )
 
 

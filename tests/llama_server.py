@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from agentkeel.inference.model_builds.gemma_cpu import CHAT_TEMPLATE
 from agentkeel.inference.model_builds.llama_server import server_binary
 from tests.models import MODEL_NAME, _stop, free_port, report
 
@@ -25,7 +26,7 @@ LLAMA_SERVER_ENV = "AGENTKEEL_TEST_LLAMA_SERVER"
 
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A `llama-server` of the Gemma GGUF; yields its `/v1` base URL."""
+    """A `llama-server` of the Gemma GGUF with the Gemma 3 chat template; yields its `/v1` URL."""
     binary = Path(os.environ.get(LLAMA_SERVER_ENV) or server_binary())
     if not binary.exists():
         pytest.skip(
@@ -38,6 +39,8 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         str(binary), "-m", str(gguf), "--alias", MODEL_NAME,
         "--host", "127.0.0.1", "--port", str(port),
         "-c", "4096", "-np", "2", "-t", "2", "--no-webui",
+        # The GGUF has no chat template; the chat API gets the Gemma 3 one.
+        "--jinja", "--chat-template-file", str(CHAT_TEMPLATE),
     ]  # fmt: skip
     started = time.monotonic()
     with log_path.open("wb") as log:

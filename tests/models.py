@@ -25,6 +25,7 @@ import pytest
 import pytest_asyncio
 
 from agentkeel.inference.engines.vllm_settings import VllmSettings
+from agentkeel.inference.model_builds.gemma_cpu import CHAT_TEMPLATE
 
 if TYPE_CHECKING:
     from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
@@ -107,6 +108,7 @@ def vllm_server(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> It
         "--max-model-len", str(MAX_MODEL_LEN), "--max-num-seqs", str(MAX_NUM_SEQS),
         "--kv-cache-memory-bytes", str(KV_CACHE_BYTES),
         "--disable-log-stats", "--disable-uvicorn-access-log",
+        "--chat-template", str(CHAT_TEMPLATE),  # the GGUF has none; for the chat API
     ]  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     started = time.monotonic()

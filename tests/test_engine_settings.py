@@ -140,6 +140,7 @@ def test_model_limits_and_prompt_prefix_reach_the_policy_and_engine() -> None:
         LIGHT_URL="http://127.0.0.1:9/v1",
         LIGHT_MODEL="router",
         LIGHT_PROMPT_PREFIX="<bos>",
+        LIGHT_API="completions",
         PLAN_MAX_TOKENS="160",
         ANSWER_MAX_TOKENS="40",
         PLAN_ATTEMPTS="1",
@@ -153,6 +154,26 @@ def test_model_limits_and_prompt_prefix_reach_the_policy_and_engine() -> None:
         GenerateRequest(prompt="Hi"), "none", stream=False
     )
     assert params["prompt"] == "<bos>Hi"
+
+
+def test_a_tier_speaks_chat_unless_told_otherwise() -> None:
+    s = settings(LIGHT_URL="http://127.0.0.1:9/v1", LIGHT_MODEL="instruct", HEAVY_ENGINE="vllm",
+                 HEAVY_MODEL="/models/base", HEAVY_API="completions")  # fmt: skip
+    light = engine_config(s, Tier.LIGHT)
+    heavy = engine_config(s, Tier.HEAVY)
+    assert light is not None and light.api == "auto"
+    assert heavy is not None and heavy.vllm is not None and heavy.vllm.api == "completions"
+    engine = build_policy(s).engines[0]
+    request = GenerateRequest(system="SYSTEM", prompt="Hi")
+    params = engine._params(request, "none", stream=False)  # type: ignore[attr-defined]
+    assert "prompt" not in params
+    assert params["messages"] == [
+        {"role": "system", "content": "SYSTEM"},
+        {"role": "user", "content": "Hi"},
+    ]
+    told = settings(LIGHT_ENGINE="vllm", LIGHT_MODEL="/m", LIGHT_API="chat", LIGHT_VLLM_API="auto")
+    config = engine_config(told, Tier.LIGHT)
+    assert config is not None and config.vllm is not None and config.vllm.api == "auto"
 
 
 def test_the_cpu_worker_serves_policy_steps_only_where_no_model_is_configured() -> None:

@@ -173,9 +173,9 @@ async def test_concurrent_requests_share_the_batch(engine: Engine) -> None:
 
 
 async def test_bos_is_prepended_once(vllm_engine: VllmEngine) -> None:
-    prompt = await vllm_engine._prompt("Hello")
+    prompt = await vllm_engine._prompt(GenerateRequest(prompt="Hello"))
     assert prompt["prompt_token_ids"][0] == 2
-    prompt = await vllm_engine._prompt("<bos>Hello")
+    prompt = await vllm_engine._prompt(GenerateRequest(prompt="<bos>Hello"))
     assert prompt["prompt_token_ids"][:2] != [2, 2]
 
 
@@ -203,6 +203,34 @@ def test_settings_map_to_engine_args() -> None:
 
 async def test_http_engine_chose_vllm_structured_outputs(http_engine: OpenAICompatEngine) -> None:
     assert http_engine.structured_mode == "vllm"
+
+
+async def test_vllm_serve_speaks_chat_with_the_template_it_was_given(vllm_server: str) -> None:
+    # `auto` asks vLLM to render a chat (`POST /tokenize`): it can, with `--chat-template`.
+    engine = OpenAICompatEngine(base_url=vllm_server, model=MODEL_NAME, api="auto")
+    await engine.start()
+    try:
+        assert (engine.api, engine.structured_mode) == ("chat", "vllm")
+        schema = {"type": "object", "properties": {"city": {"type": "string"}},
+                  "required": ["city"], "additionalProperties": False}  # fmt: skip
+        request = GenerateRequest(
+            system="Answer in JSON.",
+            prompt="What is the capital of France?",
+            max_tokens=24,
+            constraint=JsonSchemaConstraint(json_schema=schema),
+        )
+        result = await engine.generate(request)
+        assert set(result.parsed) == {"city"}
+        choice = GenerateRequest(
+            prompt="Is the sky blue?",
+            max_tokens=4,
+            constraint=ChoiceConstraint(choices=["yes", "no"]),
+            logprobs=5,
+        )
+        labelled = await engine.generate(choice)
+        assert labelled.text in ("yes", "no") and labelled.logprobs
+    finally:
+        await engine.close()
 
 
 async def test_unknown_model_fails_at_start(vllm_server: str) -> None:

@@ -20,13 +20,12 @@ from agentkeel.inference.engines.protocol import (
     JsonSchemaConstraint,
 )
 from agentkeel.inference.llm.cascade import CascadePolicy
-from agentkeel.inference.llm.confidence import NO_LOGPROBS
 from agentkeel.inference.llm.context import ContextBuilder
 from agentkeel.inference.llm.plan_schema import plan_json_schema
 from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.inference.llm.prompts import route_labels, system_prefix
 from agentkeel.schemas.model_calls import RouteInput
-from agentkeel.schemas.route import Tier
+from agentkeel.schemas.route import ConfidenceBasis, Tier
 from tests.conftest import StackFactory
 from tests.models import MODEL_NAME, report
 
@@ -87,9 +86,9 @@ async def test_a_choice_is_one_of_its_labels(llama_engine: OpenAICompatEngine) -
     assert routed.route.intent in (*route_labels(), "unknown")
     # llama.cpp's logprobs, like vLLM's, are the model's before the grammar's mask: the
     # confidence is measured from them (a 270M base model is rarely sure of anything),
-    # not the flat value given when a server returns none.
+    # not left unmeasured as when a server returns none.
     assert 0.0 <= routed.route.confidence <= 1.0
-    assert routed.route.confidence != NO_LOGPROBS
+    assert routed.route.basis == ConfidenceBasis.LOGPROBS
 
 
 async def test_a_run_through_the_cascade_ends_with_an_answer(

@@ -17,7 +17,7 @@ import pytest
 from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.inference.engines.protocol import TokenLogprob
 from agentkeel.inference.llm.cascade import CascadePolicy
-from agentkeel.inference.llm.confidence import NO_LOGPROBS, label_confidence
+from agentkeel.inference.llm.confidence import label_confidence
 from agentkeel.inference.llm.context import ContextBuilder, approx_tokens
 from agentkeel.inference.llm.plan_schema import plan_json_schema
 from agentkeel.inference.llm.policy import LlmPolicy
@@ -25,7 +25,7 @@ from agentkeel.inference.llm.prompts import intents, system_prefix
 from agentkeel.schemas.errors import INVALID_MODEL_OUTPUT
 from agentkeel.schemas.model_calls import ConversationTurn, PlanInput, RespondInput, RouteInput
 from agentkeel.schemas.result import StepOutcome, StepStatus
-from agentkeel.schemas.route import Route, Tier
+from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
 from tests.fakes import FakeEngine
 
 GOOD_PLAN = {
@@ -80,11 +80,40 @@ def test_mass_outside_the_top_alternatives_lowers_the_confidence() -> None:
 
 def test_a_label_no_token_led_to_is_not_measured() -> None:
     position = lp("Ġrefund", {"Ġrefund": 0.9, "x": 0.1})
-    assert label_confidence([position], ["refund", "policy"]) == NO_LOGPROBS
+    assert label_confidence([position], ["refund", "policy"]) is None
 
 
-def test_no_logprobs_is_not_confident() -> None:
-    assert label_confidence(None, ["a", "b"]) == NO_LOGPROBS < 0.7
+def test_no_logprobs_measure_nothing() -> None:
+    assert label_confidence(None, ["a", "b"]) is None
+    assert label_confidence([], ["a", "b"]) is None
+
+
+async def test_an_unmeasured_route_follows_the_declared_rule_not_a_number() -> None:
+    engine = FakeEngine(
+        label_probs={"order_status": 0.99}, documents=[GOOD_PLAN], returns_logprobs=False
+    )
+    question = RouteInput(question="Where is order 1002?")
+    escalated = await LlmPolicy(engine, tier=Tier.LIGHT, threshold=0.1).route(question)
+    assert not escalated.confident and escalated.draft_plan is None
+    assert escalated.route.basis == ConfidenceBasis.UNMEASURED
+    assert escalated.route.confidence == 0.0 and "unmeasured" in escalated.route.reason
+    trusting = LlmPolicy(engine, tier=Tier.LIGHT, unmeasured_route="trust")
+    trusted = await trusting.route(question)
+    assert trusted.confident and trusted.draft_plan is not None
+    assert trusted.route.intent == "order_status"
+    assert trusted.route.basis == ConfidenceBasis.UNMEASURED
+
+
+async def test_a_measured_route_says_so() -> None:
+    engine = FakeEngine(label_probs={"order_status": 0.9, "refund": 0.1}, documents=[GOOD_PLAN])
+    routed = await LlmPolicy(engine, tier=Tier.LIGHT).route(RouteInput(question="Where is 1002?"))
+    assert routed.route.basis == ConfidenceBasis.LOGPROBS
+    assert routed.route.confidence == pytest.approx(0.9)
+
+
+async def test_the_rules_policy_says_its_levels_are_rules() -> None:
+    routed = await RulesPolicy().route(RouteInput(question="Where is order 1002?"))
+    assert routed.route.basis == ConfidenceBasis.RULES
 
 
 # --- plan schema -----------------------------------------------------------------------------

@@ -18,9 +18,9 @@ pytest.importorskip(
 )
 
 from bench import peer_fakes as fakes
+from bench.dag_shapes import SHAPES
 from bench.peer_report import SYSTEMS, history_stats
 from bench.peers import WrongToolCalls, check_calls, peer_stack, run_once
-from bench.plans import SHAPES
 from bench.stack import StackConfig
 
 

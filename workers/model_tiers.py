@@ -12,11 +12,13 @@ version from it (`effective_cache_version`) without loading LangGraph or a model
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
 
 from agentkeel.activities.cache.path_cache import cache_version
+from agentkeel.inference.engines.protocol import PromptApi
 from agentkeel.inference.engines.vllm_settings import VllmSettings
 from agentkeel.inference.llm.version import llm_policy_version
 from agentkeel.inference.version import rules_policy_version
@@ -43,6 +45,8 @@ class EngineConfig:
     model: str | None = None
     url: str | None = None
     vllm: VllmSettings | None = None
+    api: PromptApi = "auto"
+    """Chat or completions (`AGENTKEEL_<TIER>_API`); for vLLM also in `vllm.api`."""
 
     def describe(self) -> str:
         """Everything about this engine that changes what it answers (for the cache version)."""
@@ -50,7 +54,9 @@ class EngineConfig:
             return "rules"
         where = f" at {self.url}" if self.url else ""
         options = f" {self.vllm.engine_args()}" if self.vllm is not None else ""
-        return f"{self.kind.value}:{self.model}{where}{options}"
+        # The API changes the tokens a model sees, so it is part of what it answers.
+        api = f" api={self.api}" if self.api != "completions" else ""
+        return f"{self.kind.value}:{self.model}{where}{options}{api}"
 
 
 def engine_config(settings: Settings, tier: Tier) -> EngineConfig | None:
@@ -70,10 +76,13 @@ def engine_config(settings: Settings, tier: Tier) -> EngineConfig | None:
     if kind == EngineKind.RULES:
         return EngineConfig(tier, kind)
     if kind == EngineKind.OPENAI:
-        return EngineConfig(tier, kind, model=own.model, url=own.url)
+        return EngineConfig(tier, kind, model=own.model, url=own.url, api=own.api)
     model = own.model or ""
     prefix = f"{ENV_PREFIX}{tier.value.upper()}_VLLM_"
-    return EngineConfig(tier, kind, model=model, vllm=vllm_settings(model, own.vllm, prefix))
+    vllm = vllm_settings(model, own.vllm, prefix)
+    if "api" not in own.vllm:  # `..._VLLM_API` wins over the tier's `..._API`
+        vllm = dataclasses.replace(vllm, api=own.api)
+    return EngineConfig(tier, kind, model=model, vllm=vllm, api=vllm.api)
 
 
 def inference_concurrency(settings: Settings, *configs: EngineConfig | None) -> int:

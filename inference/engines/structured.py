@@ -1,5 +1,6 @@
 """The request fields that constrain a completion, per structured-output mode (see
-`openai_compat`): vLLM's, llama.cpp's, a GBNF grammar, or OpenAI's `response_format`."""
+`openai_compat`): vLLM's, llama.cpp's, a GBNF grammar, or OpenAI's `response_format`.
+Both APIs take the same fields but for llama.cpp's JSON schema (see `structured_body`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from agentkeel.inference.engines.protocol import ChoiceConstraint, Constraint
 log = structlog.get_logger(__name__)
 
 
-def structured_body(constraint: Constraint | None, mode: str) -> dict[str, Any]:
+def structured_body(
+    constraint: Constraint | None, mode: str, *, chat: bool = False
+) -> dict[str, Any]:
+    """The body fields that constrain `constraint` in `mode`, for the chat or completions API."""
     if constraint is None or mode == "none":
         return {}
     if isinstance(constraint, ChoiceConstraint):
@@ -30,6 +34,9 @@ def structured_body(constraint: Constraint | None, mode: str) -> dict[str, Any]:
     if mode == "vllm":
         return {"structured_outputs": {"json": constraint.json_schema}}
     if mode == "llamacpp":
+        # llama.cpp's chat endpoint reads OpenAI's form; its completions endpoint its own field.
+        if chat:
+            return {"response_format": _json_schema_format(constraint.json_schema)}
         return {"json_schema": constraint.json_schema}
     if mode == "gbnf":
         # Not key-sorted: the order of properties is the order the grammar asks them in.

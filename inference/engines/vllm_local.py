@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from agentkeel.inference.engines.constraints import check_output
@@ -25,10 +26,12 @@ from agentkeel.inference.engines.protocol import (
     GenerateRequest,
     GenerateResult,
     JsonSchemaConstraint,
+    PromptApi,
     TokenDelta,
     TokenLogprob,
     Usage,
     as_finish_reason,
+    chat_messages,
 )
 from agentkeel.inference.engines.vllm_settings import SpeculativeSettings, VllmSettings
 
@@ -43,6 +46,9 @@ class VllmEngine:
         self.settings = settings
         self._llm: Any = None
         self._bos: int | None = None
+        self._template: str | None = _template_text(settings.chat_template)
+        self.api: PromptApi = settings.api
+        """The API in use: `auto` until `start()` has read the tokenizer."""
         self._start_lock = asyncio.Lock()
 
     async def start(self) -> None:
@@ -65,8 +71,12 @@ class VllmEngine:
                 raise EngineUnavailableError(
                     f"vLLM could not load {self.settings.model!r}: {type(exc).__name__}: {exc}"
                 ) from exc
+            tokenizer = self._llm.get_tokenizer()
             if self.settings.prepend_bos:
-                self._bos = self._llm.get_tokenizer().bos_token_id
+                self._bos = tokenizer.bos_token_id
+            if self.api == "auto":
+                has_template = self._template or getattr(tokenizer, "chat_template", None)
+                self.api = "chat" if has_template else "completions"
         if self.settings.warmup:
             await self._warm_up()
 
@@ -126,7 +136,7 @@ class VllmEngine:
         if llm is None:
             raise EngineUnavailableError(f"engine {self.name!r} is not started")
         try:
-            prompt = await self._prompt(request.prompt)
+            prompt = await self._prompt(request)
             params = _sampling_params(request, kind)
             request_id = request.request_id or uuid.uuid4().hex
             async for output in llm.generate(prompt, params, request_id):
@@ -136,18 +146,42 @@ class VllmEngine:
         except (VLLMClientError, ValueError) as exc:
             raise EngineRequestError(f"vLLM refused the request: {exc}") from exc
 
-    async def _prompt(self, text: str) -> Any:
-        """Tokenize through vLLM's renderer (off the loop), with BOS first when configured."""
+    async def _prompt(self, request: GenerateRequest) -> Any:
+        """Tokenize through vLLM's renderer (off the loop), with BOS first when configured.
+
+        Chat: the messages through the chat template first, whose text already holds the
+        model's special tokens (its BOS among them), so none is added again.
+        """
         from vllm.inputs import TextPrompt, TokensPrompt
 
         renderer = self._llm.renderer
         params = renderer.default_cmpl_tok_params
-        tokens = await renderer.tokenize_prompt_async(TextPrompt(prompt=text), params)
+        if self.api == "chat":
+            tokenizer = self._llm.get_tokenizer()
+            text = await asyncio.to_thread(
+                tokenizer.apply_chat_template,
+                chat_messages(request),
+                tokenize=False,
+                add_generation_prompt=True,
+                chat_template=self._template,
+            )
+            encoded = await asyncio.to_thread(tokenizer.encode, text, add_special_tokens=False)
+            tokens: Any = TokensPrompt(prompt_token_ids=list(encoded), prompt=text)
+        else:
+            text = request.system + request.prompt
+            tokens = await renderer.tokenize_prompt_async(TextPrompt(prompt=text), params)
         ids = list(tokens["prompt_token_ids"])
         if self._bos is not None and ids[:1] != [self._bos]:
             tokens = TokensPrompt(prompt_token_ids=[self._bos, *ids], prompt=text)
         (engine_input,) = await renderer.render_cmpl_async([tokens], params)
         return engine_input
+
+
+def _template_text(template: str | None) -> str | None:
+    """A template given as a file's path is read once, at construction."""
+    if template is None or "{" in template:
+        return template
+    return Path(template).expanduser().read_text()
 
 
 def _sampling_params(request: GenerateRequest, kind: Any) -> Any:

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agentkeel.inference.engines.protocol import PromptApi
+
 
 @dataclass(frozen=True, kw_only=True)
 class SpeculativeSettings:
@@ -93,6 +95,13 @@ class VllmSettings:
     prepend_bos: bool = False
     """Put the tokenizer's BOS token first when the tokenizer does not add it (the GGUF
     Gemma tokenizer; without BOS that model produces garbage)."""
+    api: PromptApi = "auto"
+    """`chat`: every request goes through the model's chat template (a system and a user
+    message, as `vllm serve` does for `/v1/chat/completions`); `completions`: the raw text
+    (base models); `auto`: chat when the tokenizer (or `chat_template`) has a template."""
+    chat_template: str | None = None
+    """A Jinja chat template (its text, or the path of a file holding it) used instead of
+    the tokenizer's, like `vllm serve --chat-template`: for a model shipped without one."""
     warmup: bool = True
     """Run two short requests in `start()` (one with logprobs, one constrained), so the
     first user request does not pay for first-call allocations and grammar start-up."""

@@ -18,15 +18,20 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from typing import Literal
 
 from agentkeel.inference.engines.protocol import TokenLogprob
 
-NO_LOGPROBS = 0.5
-"""Confidence when the engine returned no logprobs: below any sensible threshold, so
-the cascade escalates rather than trust an unmeasured route."""
+UnmeasuredRoute = Literal["escalate", "trust"]
+"""The declared rule for a route whose confidence could not be measured (a server that
+returns no logprobs): `escalate` sends every such request to the planner (the heavy tier
+in a cascade), so each is planned with the full planning prompt and its retries; `trust`
+lets the router's label and draft plan stand, as if it were sure."""
 
 
-def label_confidence(logprobs: Sequence[TokenLogprob] | None, labels: Sequence[str]) -> float:
+def label_confidence(
+    logprobs: Sequence[TokenLogprob] | None, labels: Sequence[str]
+) -> float | None:
     """The probability of the decoded label among `labels`, from per-token logprobs.
 
     Labels may appear as text or as a JSON string (a server that constrains choices by a
@@ -35,10 +40,11 @@ def label_confidence(logprobs: Sequence[TokenLogprob] | None, labels: Sequence[s
     which names the same label): all count as on the way. The probability mass outside
     the returned top alternatives might belong to other labels, so it joins the
     denominator: the confidence is a lower bound, erring towards escalation. With no
-    position on the way to a label, nothing was measured: `NO_LOGPROBS`.
+    logprobs, or no position on the way to a label, nothing was measured: None (never a
+    stand-in number; the policy applies its declared rule, `UnmeasuredRoute`).
     """
     if not logprobs:
-        return NO_LOGPROBS
+        return None
     spellings = [*labels, *(json.dumps(label) for label in labels)]
 
     def on_the_way(text: str) -> bool:
@@ -61,7 +67,7 @@ def label_confidence(logprobs: Sequence[TokenLogprob] | None, labels: Sequence[s
             measured = True
         prefix += position.token
     if not measured:
-        return NO_LOGPROBS
+        return None
     return min(1.0, math.exp(total))
 
 

@@ -10,7 +10,6 @@ error in the prompt; the workflow's replanning loop covers what remains.
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,16 +17,14 @@ import structlog
 from pydantic import ValidationError
 
 from agentkeel.inference.engines.protocol import (
-    ChoiceConstraint,
     ConstraintViolationError,
     Engine,
-    GenerateRequest,
-    GenerateResult,
     JsonSchemaConstraint,
 )
-from agentkeel.inference.llm.confidence import label_confidence
+from agentkeel.inference.llm.confidence import UnmeasuredRoute
 from agentkeel.inference.llm.context import ContextBuilder
-from agentkeel.inference.llm.model_events import model_event as _model_event
+from agentkeel.inference.llm.decoding import choose, generate, request_of
+from agentkeel.inference.llm.model_events import model_event
 from agentkeel.inference.llm.plan_schema import plan_json_schema
 from agentkeel.inference.llm.prompts import (
     JOIN_LABELS,
@@ -44,15 +41,11 @@ from agentkeel.schemas.plan.answer_template import template_problem
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.plan.validation import PlanValidationError, validate_plan
 from agentkeel.schemas.result import StepError
-from agentkeel.schemas.route import Route, Tier
+from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
 from agentkeel.schemas.tools import TOOLS
 
 log = structlog.get_logger(__name__)
 
-"""The plan error of a round whose every decode was unusable."""
-LABEL_LOGPROBS = 20
-"""Alternatives per position: enough to see the other labels' first tokens."""
-LABEL_MAX_TOKENS = 8
 PLAN_MAX_TOKENS = 384
 ANSWER_MAX_TOKENS = 200
 ANSWER_STOPS = ["\nUser:", "\nQuestion:", "\n\n\n"]
@@ -71,6 +64,7 @@ class LlmPolicy:
         plan_attempts: int = 3,
         plan_max_tokens: int = PLAN_MAX_TOKENS,
         answer_max_tokens: int = ANSWER_MAX_TOKENS,
+        unmeasured_route: UnmeasuredRoute = "escalate",
     ) -> None:
         self.engine = engine
         self.tier = tier
@@ -80,6 +74,7 @@ class LlmPolicy:
         self.plan_attempts = max(1, plan_attempts)
         self.plan_max_tokens = plan_max_tokens
         self.answer_max_tokens = answer_max_tokens
+        self.unmeasured_route = unmeasured_route
 
     async def route(self, request: calls.RouteInput) -> calls.RouteResult:
         prompt = self.context.build(
@@ -88,36 +83,18 @@ class LlmPolicy:
             history=request.history,
         )
         try:
-            label, confidence = await self._choose(prompt, route_labels())
+            label, confidence = await choose(self.engine, self.tier, prompt, route_labels())
         except ConstraintViolationError as exc:
             # A server that could not constrain the label: an unsure route, not a failed run.
             route = Route(
                 intent="unknown",
                 confidence=0.0,
+                basis=ConfidenceBasis.UNMEASURED,
                 tier=self.tier,
                 reason=f"{self.engine.name} gave no label: {exc}",
             )
             return calls.RouteResult(route=route, confident=False)
-        if label == UNCERTAIN:
-            route = Route(
-                intent="unknown",
-                confidence=round(1.0 - confidence, 4),
-                tier=self.tier,
-                reason=f"{self.engine.name} said uncertain (p={confidence:.2f})",
-            )
-            return calls.RouteResult(route=route, confident=False)
-        confident = confidence >= self.threshold
-        reason = (
-            f"{self.engine.name}: {label} with p={confidence:.2f} "
-            f"{'>=' if confident else '<'} threshold {self.threshold:.2f}"
-        )
-        route = Route(
-            intent=label,
-            confidence=round(confidence, 4),
-            tier=self.tier,
-            tools=list(intent_tools().get(label, ())),
-            reason=reason,
-        )
+        route, confident = self._judged(label, confidence)
         if not confident:
             return calls.RouteResult(route=route, confident=False)
         # One decode only: a draft that needs correcting is the planner's job.
@@ -131,6 +108,41 @@ class LlmPolicy:
             return calls.RouteResult(route=route, confident=False)
         route.tools = sorted({s.tool for s in planned.plan.steps})
         return calls.RouteResult(route=route, confident=True, draft_plan=planned.plan)
+
+    def _judged(self, label: str, confidence: float | None) -> tuple[Route, bool]:
+        """The route of `label` and whether it stands: measured against the threshold, or,
+        with nothing measured, by the declared rule (`unmeasured_route`)."""
+        name = self.engine.name
+        if confidence is None:
+            confident = label != UNCERTAIN and self.unmeasured_route == "trust"
+            value, basis = 0.0, ConfidenceBasis.UNMEASURED
+            reason = (
+                f"{name}: {label}, confidence unmeasured (no logprobs); rule "
+                f"unmeasured_route={self.unmeasured_route}: {'trusted' if confident else 'unsure'}"
+            )
+        elif label == UNCERTAIN:
+            confident, basis = False, ConfidenceBasis.LOGPROBS
+            value, reason = 1.0 - confidence, f"{name} said uncertain (p={confidence:.2f})"
+        else:
+            confident, basis, value = (
+                confidence >= self.threshold,
+                ConfidenceBasis.LOGPROBS,
+                confidence,
+            )
+            reason = (
+                f"{name}: {label} with p={confidence:.2f} "
+                f"{'>=' if confident else '<'} threshold {self.threshold:.2f}"
+            )
+        known = label != UNCERTAIN
+        route = Route(
+            intent=label if known else "unknown",
+            confidence=round(value, 4),
+            basis=basis,
+            tier=self.tier,
+            tools=list(intent_tools().get(label, ())) if known else [],
+            reason=reason,
+        )
+        return route, confident
 
     async def plan(self, request: calls.PlanInput) -> calls.PlanResult:
         """A plan valid against the catalog; the heavy tier also re-reads the intent."""
@@ -153,12 +165,14 @@ class LlmPolicy:
                 plan_error=last_error or error,
             )
             try:
-                result = await self._generate(
-                    GenerateRequest(
-                        prompt=prompt,
+                result = await generate(
+                    self.engine,
+                    self.tier,
+                    request_of(
+                        prompt,
                         max_tokens=self.plan_max_tokens,
                         constraint=JsonSchemaConstraint(json_schema=schema),
-                    )
+                    ),
                 )
                 document = dict(result.parsed)
                 intent = document.pop("intent", None)
@@ -200,6 +214,7 @@ class LlmPolicy:
         return Route(
             intent=intent,
             confidence=previous.confidence,
+            basis=previous.basis,
             tier=self.tier,
             tools=sorted({s.tool for s in plan.steps}),
             reason=reason,
@@ -220,45 +235,15 @@ class LlmPolicy:
         failed = [s.id for s in request.steps if s.status == "failed"]
         why = f"{', '.join(failed)} failed; " if failed else ""
         try:
-            label, confidence = await self._choose(prompt, JOIN_LABELS)
+            label, confidence = await choose(self.engine, self.tier, prompt, JOIN_LABELS)
         except ConstraintViolationError as exc:
             return calls.JoinResult(
                 decision=calls.JoinDecision.FINISH, reason=f"{why}no decision: {exc}"
             )
         return calls.JoinResult(
             decision=calls.JoinDecision.REPLAN if label == "replan" else calls.JoinDecision.FINISH,
-            reason=f"{why}{self.engine.name} chose {label} (p={confidence:.2f})",
+            reason=f"{why}{self.engine.name} chose {label} ({_p(confidence)})",
         )
-
-    async def _choose(self, prompt: str, labels: tuple[str, ...]) -> tuple[str, float]:
-        """One label of `labels`, decoded under a choice constraint, and its probability.
-
-        Raises:
-            ConstraintViolationError: the engine could not keep to the labels.
-        """
-        result = await self._generate(
-            GenerateRequest(
-                prompt=prompt,
-                max_tokens=LABEL_MAX_TOKENS,
-                constraint=ChoiceConstraint(choices=list(labels)),
-                logprobs=LABEL_LOGPROBS,
-            )
-        )
-        return result.text.strip().strip('"'), label_confidence(result.logprobs, labels)
-
-    async def _generate(self, request: GenerateRequest) -> GenerateResult:
-        """`engine.generate`, and on the activity's span an event with what it cost."""
-        started = time.perf_counter()
-        result = await self.engine.generate(request)
-        _model_event(
-            self.engine.name,
-            self.tier,
-            prompt_tokens=result.usage.prompt_tokens,
-            output_tokens=result.usage.completion_tokens,
-            finish_reason=result.finish_reason,
-            ms=(time.perf_counter() - started) * 1000,
-        )
-        return result
 
     async def respond(
         self, request: calls.RespondInput, sink: TokenSink | None = None
@@ -277,9 +262,8 @@ class LlmPolicy:
         parts: list[str] = []
         first_at: datetime | None = None
         asked_at = datetime.now(UTC)
-        async for delta in self.engine.stream(
-            GenerateRequest(prompt=prompt, max_tokens=self.answer_max_tokens, stop=ANSWER_STOPS)
-        ):
+        answer = request_of(prompt, max_tokens=self.answer_max_tokens, stop=ANSWER_STOPS)
+        async for delta in self.engine.stream(answer):
             if not delta.text:
                 continue
             if first_at is None:
@@ -287,13 +271,17 @@ class LlmPolicy:
             parts.append(delta.text)
             if sink is not None:
                 await sink(delta.text)
-        _model_event(
+        model_event(
             self.engine.name,
             self.tier,
             output_tokens=len(parts),  # one piece per decoded token, as engines stream them
             ttft_ms=(first_at - asked_at).total_seconds() * 1000 if first_at else None,
         )
         return calls.RespondResult(answer="".join(parts).strip(), first_token_at=first_at)
+
+
+def _p(confidence: float | None) -> str:
+    return "unmeasured" if confidence is None else f"p={confidence:.2f}"
 
 
 def _first_error(exc: ValidationError) -> str:

