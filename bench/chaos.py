@@ -168,7 +168,6 @@ async def measure(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as folder:
         settings = embedded_settings(
             Path(folder) / "stack",
-            carrier_latency_ms=20,
             task_queue=f"chaos-{uuid.uuid4().hex[:8]}",
             metrics_address="off",  # beside a developer's `agentkeel up` and its ports
         )

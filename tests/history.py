@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from typing import Any
 
-from temporalio.client import WorkflowHistory
+from temporalio.client import WorkflowHandle, WorkflowHistory
 
 from agentkeel.schemas import names
 from agentkeel.schemas.tools import TOOLS
@@ -49,3 +51,14 @@ def local_activity_markers(history: WorkflowHistory) -> list[bytes]:
         if e.HasField("marker_recorded_event_attributes")
         and e.marker_recorded_event_attributes.marker_name == LOCAL_ACTIVITY_MARKER
     ]
+
+
+async def awaiting_approval(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
+    """The approval a run waits for (its `progress.awaiting`), once it waits; up to 30 s."""
+    for _ in range(300):
+        progress = await handle.query(names.PROGRESS_QUERY, result_type=dict)
+        if progress.get("awaiting"):
+            awaiting: dict[str, Any] = progress["awaiting"]
+            return awaiting
+        await asyncio.sleep(0.1)
+    raise AssertionError("the run never waited for an approval")

@@ -19,7 +19,7 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
-from agentkeel.schemas.names import AGENT_WORKFLOW, PROGRESS_QUERY
+from agentkeel.schemas.names import AGENT_WORKFLOW
 from tests.mcp_reference import npm_server, time_server
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -147,16 +147,6 @@ class McpStack:
                 return found[-1]
             await asyncio.sleep(0.05)
         raise AssertionError(f"the toolbox never saw {kind}: {self.events()}")
-
-
-async def awaiting_approval(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
-    for _ in range(300):
-        progress = await handle.query(PROGRESS_QUERY, result_type=dict)
-        if progress.get("awaiting"):
-            awaiting: dict[str, Any] = progress["awaiting"]
-            return awaiting
-        await asyncio.sleep(0.1)
-    raise AssertionError("the run never waited for an approval")
 
 
 def worker_env(

@@ -23,8 +23,9 @@ from pydantic import BaseModel
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
 from agentkeel import ToolArgs, ToolDefinitionError, tool
-from agentkeel.schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE, PROGRESS_QUERY
+from agentkeel.schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE
 from agentkeel.workers.stack.databases import throwaway_database
+from tests.history import awaiting_approval
 
 DOMAINS = Path(__file__).parent / "domains"
 sys.path.insert(0, str(DOMAINS))
@@ -103,16 +104,6 @@ def _steps(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {s["tool"]: s for s in result["steps"]}
 
 
-async def _awaiting(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
-    for _ in range(200):
-        progress = await handle.query(PROGRESS_QUERY, result_type=dict)
-        if progress.get("awaiting"):
-            awaiting: dict[str, Any] = progress["awaiting"]
-            return awaiting
-        await asyncio.sleep(0.1)
-    raise AssertionError("the run never waited for an approval")
-
-
 async def test_a_domain_of_its_own_runs_end_to_end(helpdesk: Helpdesk) -> None:
     # Parallel steps: two independent reads of the helpdesk's own tools, by its patterns.
     status = await helpdesk.ask("What is the status of web and ticket 1?", AGENT)
@@ -138,7 +129,7 @@ async def test_a_domain_of_its_own_runs_end_to_end(helpdesk: Helpdesk) -> None:
 
     # A side effect that needs approval, after a step it depends on; made exactly once.
     handle = await helpdesk.start("Please restart web for ticket 1", AGENT)
-    awaiting = await _awaiting(handle)
+    awaiting = await awaiting_approval(handle)
     assert awaiting["tool"] == "restart_service" and awaiting["approver_role"] == "agent"
     decision = {"approved": True, "approver": "dave", "approval_id": awaiting["approval_id"]}
     await handle.execute_update(APPROVE_UPDATE, decision)

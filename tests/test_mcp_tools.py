@@ -20,11 +20,11 @@ from temporalio.client import Client, WorkflowFailureError
 
 from agentkeel.schemas.names import APPROVE_UPDATE, PROGRESS_QUERY
 from agentkeel.workers.stack.procs import free_port
+from tests.history import awaiting_approval
 from tests.mcp_stack import (
     VIEWER,
     Everything,
     McpStack,
-    awaiting_approval,
     reference_servers,
     worker_env,
 )
