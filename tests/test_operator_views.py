@@ -8,7 +8,7 @@ from datetime import timedelta
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.workers.client.stats import format_stats, run_stats
 from agentkeel.workers.client.trace import format_waterfall, run_waterfall
-from tests.conftest import AgentStack
+from tests.conftest import AgentStack, StackFactory
 
 
 async def test_stats_reads_layers_cache_and_slowest_runs_from_the_run_records(
@@ -41,8 +41,11 @@ async def test_stats_reads_layers_cache_and_slowest_runs_from_the_run_records(
 
 
 async def test_trace_draws_the_run_with_queue_waits_apart_from_execution(
-    stack: AgentStack,
+    make_stack: StackFactory,
 ) -> None:
+    # The tools on the task queue, so that each has a queue wait to draw (a local read
+    # has none: it runs in the worker that holds the workflow task).
+    stack = await make_stack(local_tools="off")
     handle = await stack.start("Where is order 1001?")
     result = await handle.result()
     waterfall = run_waterfall(await handle.fetch_history())

@@ -60,10 +60,6 @@ _REPEAT: dict[str, Any] = {
 """`schemas.plan.model.Repeat`: watch an idempotent read until its own output passes a test."""
 
 
-ANSWER_CHARS = 600
-"""The longest answer template a model may write with its plan (`Plan.answer`)."""
-
-
 def plan_json_schema(intents: Sequence[str] | None = None) -> dict[str, Any]:
     """The schema of a model's plan document: `{intent?, rationale, steps}`.
 
@@ -88,8 +84,6 @@ def _plan_schema(intents: tuple[str, ...]) -> dict[str, Any]:
         "maxItems": MAX_STEPS,
         "items": {"anyOf": [step_schema(spec) for spec in TOOLS.values()]},
     }
-    # Last, so a planner writes its answer knowing the steps whose outputs it quotes.
-    properties["answer"] = {"type": "string", "minLength": 1, "maxLength": ANSWER_CHARS}
     required += ["rationale", "steps"]
     return {
         "type": "object",

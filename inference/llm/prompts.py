@@ -87,10 +87,7 @@ def system_prefix() -> str:
         'it is done"), a read step carries "repeat": {"until": {"ref": "$s1.status", '
         '"in": ["done"]}, "every_s": 600, "timeout_s": 604800} and runs '
         'again until its own output passes the test. To look later ("check again in 2 '
-        'hours"), a "wait" step ({"seconds": 7200}) comes first and the rest go "after" it. '
-        'A plan may end with "answer": the reply, with "{$s1.field}" wherever a tool\'s '
-        'output goes ("{$s1.total_cents|money}" for cents); it is sent as written when every '
-        "step succeeds.\n"
+        'hours"), a "wait" step ({"seconds": 7200}) comes first and the rest go "after" it.\n'
         f"{domain.ground_rules}\n{DATA_RULE}\n"
         f"{example}\n"
     )
