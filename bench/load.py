@@ -137,7 +137,8 @@ async def measure(args: argparse.Namespace) -> None:
             ) as stack,
         ):
             client, queue = stack.client, stack.task_queue
-            tenant = f"load-{uuid.uuid4().hex[:8]}"
+            # The seed's tenant (the shop's rows are per tenant): another would find no order.
+            tenant = AgentRequest.model_fields["tenant"].default
 
             async def agent(n: int) -> Any:
                 request = AgentRequest(
