@@ -274,8 +274,11 @@ def tracking_plan(number: str) -> dict[str, Any]:
 async def shown_waiting_for_a_slot(handles: list[Any]) -> bool:
     """Whether some run's `progress` shows a call waiting for a carrier slot meanwhile."""
     for _ in range(60):
-        for handle in handles[::-1]:
-            progress = await handle.query(names.PROGRESS_QUERY, result_type=RunProgress)
+        # All runs at once: one pass stays well inside the waits even on a loaded machine.
+        views = await asyncio.gather(
+            *(h.query(names.PROGRESS_QUERY, result_type=RunProgress) for h in handles)
+        )
+        for progress in views:
             if any("carrier slot" in w.what and w.until is None for w in progress.waiting):
                 return True
         await asyncio.sleep(0.05)
