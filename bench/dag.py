@@ -311,13 +311,14 @@ async def amain(args: argparse.Namespace, config: StackConfig) -> None:
         policy_on_cpu_worker=args.policy_steps == "cpu",
     ) as stack:
         samples = await measure(stack, args.repeats, args.warmup, latency_s)
-        levers = await measure_levers(stack, policy, _e2e_of_run, args.repeats, args.warmup)
+        levers = await measure_levers(stack, policy, e2e_of_run, args.repeats, args.warmup)
     report(samples, args.latency_ms)
     report_fixed(samples, args.latency_ms, args.warmup)
     report_levers(levers)
 
 
-async def _e2e_of_run(stack: BenchStack, shape: Shape, n: int) -> float:
+async def e2e_of_run(stack: BenchStack, shape: Shape, n: int) -> float:
+    """One workflow-mode run of `shape`: its client end-to-end ms."""
     return (await run_workflow(stack, shape, n, WIDE_CONCURRENCY))[2]
 
 

@@ -87,10 +87,7 @@ def report_levers(samples: dict[str, dict[str, list[float]]]) -> None:
 
 
 async def _amain(args: argparse.Namespace) -> None:
-    from bench.dag import WIDE_CONCURRENCY, run_workflow  # (bench.dag imports this module)
-
-    async def e2e(stack: BenchStack, shape: Shape, n: int) -> float:
-        return (await run_workflow(stack, shape, n, WIDE_CONCURRENCY))[2]
+    from bench.dag import e2e_of_run  # (bench.dag imports this module)
 
     policy = BenchPlanPolicy(model_s=args.model_ms / 1000)
     tools = StandInTools(args.latency_ms / 1000)
@@ -100,7 +97,7 @@ async def _amain(args: argparse.Namespace) -> None:
         flush=True,
     )
     async with bench_stack(StackConfig.from_env(), policy=policy, stand_ins=tools.all()) as stack:
-        samples = await measure_levers(stack, policy, e2e, args.repeats, args.warmup)
+        samples = await measure_levers(stack, policy, e2e_of_run, args.repeats, args.warmup)
     report_levers(samples)
 
 

@@ -12,5 +12,5 @@ class ArgumentOrigin(BaseModel):
 
     trusted: bool
     says: str
-    """In words: "named in the request", "$s1.customer_id: get_order.customer_id, looked up
+    """In words: "named in the request", "$s1.account_id: get_ticket.account_id, looked up
     by trusted arguments", "'5000' was written by the planner and is not in the request"."""
