@@ -67,7 +67,7 @@ class StatusLine:
 
 
 def describe_progress(progress: RunProgress) -> str:
-    """`routing`, `running 3 steps (round 0): 1/3 done, track_shipment running`, ..."""
+    """`routing`, `running 3 steps (round 0): 1/3 done, lookup_ticket running`, ..."""
     parts = [progress.stage]
     if progress.steps:
         done = sum(s.status in _DONE for s in progress.steps)
