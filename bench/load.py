@@ -1,7 +1,7 @@
 """Closed-loop load: agentkeel runs per second against the same-shape bare Temporal run.
 
     python -m bench.load [--runs N] [--in-flight C ...] [--server memory[-tuned]|sqlite[-tuned]]
-                         [--sandbox on|off]
+                         [--sandbox on|off] [--loop uvloop|asyncio ...]
 
 A fresh dev server (in memory, or persisting to a SQLite file as `agentkeel up` does;
 with or without the queue poll rates and pragmas of `workers.stack.temporal`), in-process
@@ -31,6 +31,8 @@ from temporalio.worker import Worker
 from agentkeel.examples.shop.carrier import serving as carrier
 from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.schemas.request import AgentRequest, RunOptions
+from agentkeel.workers.event_loop import EventLoop, chosen_loop
+from agentkeel.workers.event_loop import run as run_loop
 from agentkeel.workers.stack.temporal import SQLITE_PRAGMAS, queue_poll_flags
 from agentkeel.workflows.agent import AgentWorkflow
 from bench.bare import BARE_WORKFLOW, BenchBareWorkflow, bare_step
@@ -120,7 +122,7 @@ def server_args(server: str, folder: Path) -> list[str]:
     return args
 
 
-async def measure(args: argparse.Namespace) -> None:
+async def measure(args: argparse.Namespace, loop: EventLoop) -> None:
     ask = questions()
     with tempfile.TemporaryDirectory() as folder:
         async with (
@@ -163,7 +165,7 @@ async def measure(args: argparse.Namespace) -> None:
                 await closed_loop(bare, 10, 5)
                 print(
                     f"server: {args.server}; agentkeel's workflow sandbox: {args.sandbox}; "
-                    f"{args.runs} runs per row"
+                    f"event loop: {loop}; {args.runs} runs per row"
                 )
                 print(f"{'in flight':>9} {'workflow':>10} {'runs/s':>7} {'p50 ms':>7} "
                       f"{'p99 ms':>7} {'lost':>5} {'x bare':>7} {'cpu ms/run':>10} "
@@ -194,7 +196,17 @@ def main() -> None:
     parser.add_argument(
         "--sandbox", choices=["on", "off"], default="off", help="AGENTKEEL_WORKFLOW_SANDBOX"
     )
-    asyncio.run(measure(parser.parse_args()))
+    parser.add_argument(
+        "--loop",
+        choices=["uvloop", "asyncio"],
+        nargs="+",
+        default=[chosen_loop("auto")],
+        help="the event loop of the workers and client (AGENTKEEL_EVENT_LOOP); several are "
+        "measured one after another, each with its own bare reference",
+    )
+    args = parser.parse_args()
+    for loop in args.loop:
+        run_loop(measure(args, loop), loop)
 
 
 if __name__ == "__main__":

@@ -2,11 +2,16 @@
 
 To re-record after an intended, versioned change (gate it with `workflow.patched()` first):
     AGENTKEEL_RECORD_HISTORIES=1 pytest tests/test_replay.py
+
+Recordings go to a folder named by the current release id (`workflows.release`), so
+re-recording never overwrites the histories of earlier code: the top-level files were
+recorded before `release-2026-12` (one marker per change), the folder's after it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from pathlib import Path
 
@@ -25,6 +30,7 @@ from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
 from agentkeel.workflows.dag.fan_out import child_workflow_id
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
+from agentkeel.workflows.release import RELEASE_PATCH
 from tests.conftest import AgentStack, StackFactory
 from tests.fakes import FakeScriptedPolicy
 from tests.test_authority import until_awaiting
@@ -170,18 +176,46 @@ async def test_record_speculation_deadline_histories(make_stack: StackFactory) -
 
 
 async def _save(name: str, history: WorkflowHistory) -> None:
-    (HISTORIES / f"{name}.json").write_text(history.to_json())
+    folder = HISTORIES / RELEASE_PATCH
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.json").write_text(history.to_json())
 
 
 def _recorded() -> list[Path]:
-    return sorted(HISTORIES.glob("*.json"))
+    return sorted(HISTORIES.rglob("*.json"))
+
+
+def _patch_ids(path: Path) -> list[str]:
+    """The patch ids a recorded history's markers hold, in order."""
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    ids = []
+    for event in history.events:
+        if event.WhichOneof("attributes") != "marker_recorded_event_attributes":
+            continue
+        marker = event.marker_recorded_event_attributes
+        if marker.marker_name == "core_patch":
+            ids.append(json.loads(marker.details["patch-data"].payloads[0].data)["id"])
+    return ids
 
 
 def test_histories_are_committed() -> None:
-    assert len(_recorded()) >= 22, "recorded histories are missing from tests/histories"
+    before = sorted(HISTORIES.glob("*.json"))
+    after = sorted((HISTORIES / RELEASE_PATCH).glob("*.json"))
+    assert len(before) >= 22, "recorded histories of earlier code are missing"
+    assert len(after) >= 21, f"histories recorded under {RELEASE_PATCH} are missing"
 
 
-@pytest.mark.parametrize("path", _recorded(), ids=lambda p: p.stem)
+def test_runs_of_this_release_record_one_patch_marker() -> None:
+    """Every run (and fan-out part) begun on this release asks one patch id, the release's;
+    the runs recorded before it asked one per change they went through."""
+    for path in sorted((HISTORIES / RELEASE_PATCH).glob("*.json")):
+        assert _patch_ids(path) == [RELEASE_PATCH], path.name
+    assert len(_patch_ids(HISTORIES / "local_policy_confident.json")) == 3
+
+
+@pytest.mark.parametrize(
+    "path", _recorded(), ids=lambda p: str(p.relative_to(HISTORIES).with_suffix(""))
+)
 async def test_recorded_history_replays(path: Path) -> None:
     history = WorkflowHistory.from_json(path.stem, await asyncio.to_thread(path.read_text))
     # In the sandbox, whatever the workers run with: a clock, random or I/O read in workflow

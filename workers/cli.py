@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib.metadata
 import json
 import os
@@ -25,6 +24,7 @@ from agentkeel.workers.client.approvals import NothingAwaiting, decide_approval
 from agentkeel.workers.client.status_line import StatusLine, stack_starting
 from agentkeel.workers.client.watches import format_waiting, waiting_runs
 from agentkeel.workers.domain_assembly import check_domain, serve_domain
+from agentkeel.workers.event_loop import run as run_loop
 from agentkeel.workers.logging import configure_logging
 from agentkeel.workers.settings import Settings, SettingsError, StartupError
 from agentkeel.workers.stack.demo import run_demo
@@ -208,32 +208,36 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command in OPERATOR_COMMANDS:
             running = settings if args.command == "status" else with_running_stack(settings)
-            return _exit_skipping_teardown(asyncio.run(run_operator(running, args)))
+            return _exit_skipping_teardown(
+                run_loop(run_operator(running, args), settings.event_loop)
+            )
         if args.command == "ask":
-            return _exit_skipping_teardown(asyncio.run(ask(with_running_stack(settings), args)))
+            return _exit_skipping_teardown(
+                run_loop(ask(with_running_stack(settings), args), settings.event_loop)
+            )
         if args.command == "approve":
             return _exit_skipping_teardown(
-                asyncio.run(_approve(with_running_stack(settings), args))
+                run_loop(_approve(with_running_stack(settings), args), settings.event_loop)
             )
         if args.command == "watches":
             return _exit_skipping_teardown(
-                asyncio.run(_watches(with_running_stack(settings), args))
+                run_loop(_watches(with_running_stack(settings), args), settings.event_loop)
             )
         if args.command == "schedule":
             return _exit_skipping_teardown(
-                asyncio.run(run_schedule(with_running_stack(settings), args))
+                run_loop(run_schedule(with_running_stack(settings), args), settings.event_loop)
             )
         if args.command == "demo":
-            return _exit_skipping_teardown(asyncio.run(run_demo(settings)))
+            return _exit_skipping_teardown(run_loop(run_demo(settings), settings.event_loop))
         if args.command == "gateway":
             from agentkeel.workers.gateway.server import serve_gateway
 
-            asyncio.run(serve_gateway(with_running_stack(settings)))
+            run_loop(serve_gateway(with_running_stack(settings)), settings.event_loop)
             return 0
         if args.command == "mcp":
             from agentkeel.workers.mcp_server.stdio import serve_stdio
 
-            asyncio.run(serve_stdio(with_running_stack(settings)))
+            run_loop(serve_stdio(with_running_stack(settings)), settings.event_loop)
             return 0
         if args.command == "worker":
             from agentkeel.workers.entry import run_worker

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from agentkeel.workers.domain_assembly import check_domain
+from agentkeel.workers.event_loop import run as run_loop
 from agentkeel.workers.settings import Settings
 
 __all__ = ["run_worker"]
@@ -20,4 +19,5 @@ def run_worker(kind: str, settings: Settings | None = None) -> None:
     check_domain(settings)
     from agentkeel.workers.worker import run_cpu_worker, run_inference_worker
 
-    asyncio.run(run_cpu_worker(settings) if kind == "cpu" else run_inference_worker(settings))
+    main = run_cpu_worker(settings) if kind == "cpu" else run_inference_worker(settings)
+    run_loop(main, settings.event_loop)

@@ -31,6 +31,7 @@ from agentkeel.workflows.dag.run_context import RunContext
 from agentkeel.workflows.graph import AGENT_GRAPH, compiled_graph
 from agentkeel.workflows.inputs import invalid, one_input
 from agentkeel.workflows.nodes.run_record import record_cancelled_run
+from agentkeel.workflows.release import since
 from agentkeel.workflows.request_checks import check_request
 from agentkeel.workflows.search_attributes import AGENT_TENANT, TEMPORAL_SCHEDULED_BY_ID
 from agentkeel.workflows.state import AgentState
@@ -154,11 +155,11 @@ class AgentWorkflow:
     @workflow.run
     async def run(self, *inputs: Any) -> AgentResult:
         """One input: `AgentRequest` JSON (a model instance from Python callers works too)."""
-        authority = workflow.patched(AUTHORITY_PATCH)
+        authority = since(AUTHORITY_PATCH)
         request = parse_request(inputs, strict=authority)
         check_request(request)
         carried = parse_continuation(inputs)
-        if workflow.patched(TENANT_ATTRIBUTE_PATCH):
+        if since(TENANT_ATTRIBUTE_PATCH):
             workflow.upsert_search_attributes([AGENT_TENANT.value_set(request.tenant)])
         queue = workflow.info().task_queue
         state: AgentState = {
@@ -176,10 +177,10 @@ class AgentWorkflow:
                 gate=self._gate,
                 waits=self._waits,
                 authority=authority,
-                local_policy=None if workflow.patched(LOCAL_POLICY_PATCH) else False,
+                local_policy=None if since(LOCAL_POLICY_PATCH) else False,
             ),
         }
-        if authority and workflow.patched(EFFECT_RULES_PATCH):
+        if authority and since(EFFECT_RULES_PATCH):
             self._effect_rules(state["context"])
         if carried is not None:
             self._pick_up(state, carried)

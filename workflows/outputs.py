@@ -23,6 +23,7 @@ from agentkeel.schemas.outputs import (
 )
 from agentkeel.schemas.result import OutputRef, StepOutcome
 from agentkeel.workflows import timeouts
+from agentkeel.workflows.release import since
 
 OUTPUTS_BY_REFERENCE_PATCH = "outputs-by-reference-v1"
 """Runs recorded before large outputs travelled by reference replay with them inline."""
@@ -37,7 +38,7 @@ async def carry_by_reference(outcomes: Sequence[StepOutcome], tenant: str) -> No
         if outcome.output is None:
             continue
         size = len(json.dumps(outcome.output, separators=(",", ":")))
-        if size <= OUTPUT_REF_BYTES or not workflow.patched(OUTPUTS_BY_REFERENCE_PATCH):
+        if size <= OUTPUT_REF_BYTES or not since(OUTPUTS_BY_REFERENCE_PATCH):
             continue
         info = workflow.info()
         ref: OutputRef = await workflow.execute_local_activity(

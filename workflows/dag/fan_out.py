@@ -23,6 +23,7 @@ from agentkeel.workflows import timeouts
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.run_context import RunContext
 from agentkeel.workflows.dag.tool_activity import StepRefused, describe_error
+from agentkeel.workflows.release import since
 
 PARTITION_AT = 100
 """A `for_each` step of this many calls or more runs in children (see module docstring)."""
@@ -32,7 +33,7 @@ FAN_OUT_PATCH = "fan-out-children-v1"
 
 def may_partition() -> bool:
     """Runs recorded before fan-out children replay with their calls inline."""
-    return workflow.patched(FAN_OUT_PATCH)
+    return since(FAN_OUT_PATCH)
 
 
 async def run_fan_out(call: ToolCall, ctx: RunContext) -> dict[str, Any]:

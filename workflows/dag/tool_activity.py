@@ -14,6 +14,7 @@ from agentkeel.schemas.result import StepError
 from agentkeel.schemas.tools import ToolSpec
 from agentkeel.workflows import timeouts
 from agentkeel.workflows.dag.calls import ToolCall
+from agentkeel.workflows.release import since
 
 _SUMMARY_CHARS = 120
 
@@ -24,7 +25,7 @@ runs recorded before it are replayed as they were scheduled, without one."""
 
 def with_tenant(payload: dict[str, Any], tenant: str) -> dict[str, Any]:
     """A tool call's activity input with the run's tenant, which a plan can never set."""
-    if workflow.patched(TOOL_TENANT_PATCH):
+    if since(TOOL_TENANT_PATCH):
         return {**payload, "tenant": tenant}
     return payload
 

@@ -16,6 +16,7 @@ from agentkeel.schemas.result import StepOutcome, StepStatus
 from agentkeel.schemas.route import Route
 from agentkeel.schemas.speculation import SpeculationReport
 from agentkeel.workflows.deadline import DEADLINE_PATCH, Deadline
+from agentkeel.workflows.release import since
 from agentkeel.workflows.speculation import SPECULATION_PATCH, Speculation
 from agentkeel.workflows.state import AgentState
 
@@ -27,7 +28,7 @@ async def deadline_of(state: AgentState) -> Deadline | None:
     if budget is None or not context.authority:
         return None
     if context.deadline is None:
-        if not workflow.patched(DEADLINE_PATCH):
+        if not since(DEADLINE_PATCH):
             return None
         # From the workflow's start: time queued before its first task counts too.
         context.deadline = Deadline(budget_ms=float(budget), started_at=workflow.info().start_time)
@@ -53,7 +54,7 @@ async def before_planning(state: AgentState) -> Route | None:
         predicted
         and request.options.speculate
         and context.speculation is None
-        and workflow.patched(SPECULATION_PATCH)
+        and since(SPECULATION_PATCH)
     ):
         context.speculation = Speculation()
         actor = request.actor.model_dump(mode="json")

@@ -1,0 +1,33 @@
+"""One patch marker per run for every change up to this release, instead of one per change.
+
+Each behaviour change of a workflow is gated by its own `workflow.patched()` id, so runs
+recorded before it replay on the old branch. Each id a run asks costs it a marker event
+and an upsert of `TemporalChangeVersion` (a visibility write on the server, in the same
+workflow task): five of each per run by this release, ten of a plain run's 23 events. A
+run that starts on this code records one id instead, `RELEASE_PATCH`, which stands for
+every change gated before it: `since(change)` is true for such a run without asking
+`change`. A history recorded before the release holds no `RELEASE_PATCH` marker, so on
+replay `since` falls back to each change's own marker, exactly as that run was recorded
+(`tests/test_replay.py` replays both kinds).
+
+`RELEASE_PATCH` is asked first thing in `AgentWorkflow.run` (`workflow.patched` memoizes
+it for the rest of the run), never first in the middle of a workflow task. A change made
+after this release gets its own id and a plain `workflow.patched()`, until a later
+release id gathers it.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+__all__ = ["RELEASE_PATCH", "since"]
+
+RELEASE_PATCH = "release-2026-12"
+"""Stands for: authority-v1, tenant-attribute-v1, local-policy-v1, effect-rules-v1,
+tool-tenant-v1, fan-out-children-v1, outputs-by-reference-v1, deadline-v1, speculation-v1."""
+
+
+def since(change: str) -> bool:
+    """Whether this run takes the branch of `change`: always for a run begun on this
+    release; for an older run, as its history's marker for `change` says."""
+    return workflow.patched(RELEASE_PATCH) or workflow.patched(change)
