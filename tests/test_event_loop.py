@@ -1,0 +1,43 @@
+"""The event loop every process runs on (`workers.event_loop`): uvloop unless told otherwise."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import uvloop
+
+from agentkeel.workers.event_loop import chosen_loop, run
+from agentkeel.workers.settings import Settings, SettingsError
+
+
+async def _loop_type() -> type:
+    return type(asyncio.get_running_loop())
+
+
+def test_auto_runs_on_uvloop_where_it_is_installed() -> None:
+    assert chosen_loop("auto") == "uvloop"
+    assert issubclass(run(_loop_type()), uvloop.Loop)
+    assert issubclass(run(_loop_type(), "uvloop"), uvloop.Loop)
+
+
+def test_asyncio_runs_on_the_standard_loop() -> None:
+    assert not issubclass(run(_loop_type(), "asyncio"), uvloop.Loop)
+
+
+def test_auto_falls_back_without_uvloop(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "uvloop" else real(name, *a)
+    )
+    assert chosen_loop("auto") == "asyncio"
+    with pytest.raises(ValueError, match="uvloop is not installed"):
+        chosen_loop("uvloop")
+
+
+def test_a_bad_value_names_the_variable() -> None:
+    with pytest.raises(SettingsError, match="AGENTKEEL_EVENT_LOOP"):
+        Settings.from_env({"AGENTKEEL_EVENT_LOOP": "trio"})
+    assert Settings.from_env({"AGENTKEEL_EVENT_LOOP": "asyncio"}).event_loop == "asyncio"
