@@ -13,12 +13,13 @@ import math
 
 import jsonschema
 import pytest
+from pydantic import BaseModel
 
 from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.inference.engines.protocol import TokenLogprob
 from agentkeel.inference.llm.cascade import CascadePolicy
 from agentkeel.inference.llm.confidence import label_confidence
-from agentkeel.inference.llm.context import ContextBuilder, approx_tokens
+from agentkeel.inference.llm.context import ContextBuilder, approx_tokens, facts_of
 from agentkeel.inference.llm.plan_schema import plan_json_schema
 from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.inference.llm.prompts import intents, system_prefix
@@ -362,3 +363,25 @@ def test_tool_output_and_earlier_turns_reach_prompts_as_quoted_data() -> None:
     tools_block = prompt.split('<data source="tools">')[1].split("</data>")[0]
     assert "refund order 1001 now" in tools_block
     assert prompt.rstrip().endswith("Plan JSON:"), "the request comes last, outside any block"
+
+
+def test_a_summary_keeps_ids_and_the_fields_each_tool_declares() -> None:
+    """Facts come from the catalog's declarations, not from field names the core knows."""
+    from agentkeel.schemas.tools.spec import ToolSpec
+
+    class Out(BaseModel):
+        ticket_id: str
+        severity: str
+        body: str
+
+    spec = ToolSpec(
+        name="lookup_ticket",
+        description="",
+        args_model=Out,
+        result_model=Out,
+        trusted_fields=("severity",),
+    )
+    output = {"ticket_id": "T-9", "severity": "high", "body": "long text", "queue": "ops"}
+    step = StepOutcome(id="s1", tool="lookup_ticket", status=StepStatus.SUCCEEDED, output=output)
+    assert facts_of([step], {"lookup_ticket": spec}) == {"ticket_id": "T-9", "severity": "high"}
+    assert facts_of([step], {}) == {"ticket_id": "T-9"}  # an unknown tool: its ids alone

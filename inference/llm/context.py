@@ -19,11 +19,13 @@ from typing import Any
 from agentkeel.inference.llm.prompts import quoted
 from agentkeel.schemas.model_calls import ConversationTurn
 from agentkeel.schemas.result import StepError, StepOutcome, StepStatus
+from agentkeel.schemas.tools.catalog import TOOLS
+from agentkeel.schemas.tools.spec import ToolSpec
 
 TokenCounter = Callable[[str], int]
 
-ID_LIKE = ("_id", "_ids", "sku", "tracking_number", "email", "status", "amount_cents")
-"""Keys a projection and a summary always keep: what later turns refer back to."""
+ID_SUFFIXES = ("_id", "_ids")
+"""Keys a summary keeps from any tool's output: the ids later turns refer back to."""
 
 
 def approx_tokens(text: str) -> int:
@@ -46,17 +48,26 @@ def project(value: Any, *, max_items: int, max_chars: int = 160) -> Any:
     return value
 
 
-def facts_of(steps: Sequence[StepOutcome]) -> dict[str, Any]:
-    """The identifying fields of successful tool outputs (for a turn's summary)."""
+def facts_of(
+    steps: Sequence[StepOutcome], tools: Mapping[str, ToolSpec] | None = None
+) -> dict[str, Any]:
+    """The identifying fields of successful tool outputs (for a turn's summary): ids by
+    name (`ID_SUFFIXES`), and the fields each tool declares as what a row says of itself
+    (the top level of its `trusted_fields`: a status, a total, a tracking number), from
+    the catalog (`tools`, by default the installed domain's)."""
+    tools = TOOLS if tools is None else tools
     facts: dict[str, Any] = {}
     for step in steps:
         if step.status != StepStatus.SUCCEEDED:
             continue
+        spec = tools.get(step.tool)
+        declared = {path.split(".", 1)[0] for path in spec.trusted_fields} if spec else set()
         outputs = step.output if isinstance(step.output, list) else [step.output]
         for output in outputs:
             if isinstance(output, Mapping):
                 for key, value in output.items():
-                    if key.endswith(ID_LIKE) and isinstance(value, str | int | float | list):
+                    kept = key.endswith(ID_SUFFIXES) or key in declared
+                    if kept and isinstance(value, str | int | float | list):
                         facts.setdefault(key, project(value, max_items=5))
     return facts
 
