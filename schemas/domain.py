@@ -65,6 +65,19 @@ class Role:
     may_send_plans: bool = False
     """May send a request carrying its own plan with side effects (reads are open to
     every role). The system role always may."""
+    subject_pattern: str | None = None
+    """For a scoped role: a regular expression each subject must match in full
+    (`[1-9][0-9]{0,9}` for numeric customer ids). An actor whose subject does not is
+    refused at the door, before any tool reads it."""
+
+    def __post_init__(self) -> None:
+        if self.subject_pattern is not None:
+            try:
+                re.compile(self.subject_pattern)
+            except re.error as exc:
+                raise ValueError(
+                    f"role {self.name}: subject_pattern {self.subject_pattern!r}: {exc}"
+                ) from None
 
 
 @dataclass(frozen=True)
@@ -319,6 +332,11 @@ class Domain:
             return (
                 f"actor.subject is required for role {role.name}: it acts for one subject "
                 f'(give {{"role": "{role.name}", "subject": ...}}, or --as {role.name}:SUBJECT)'
+            )
+        pattern = role.subject_pattern
+        if subject is not None and pattern is not None and not re.fullmatch(pattern, subject):
+            return (
+                f"actor.subject {subject!r} is not a {role.name} subject (it must match {pattern})"
             )
         if not role.scoped and subject is not None:
             return (

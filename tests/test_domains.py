@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
 from agentkeel import ToolArgs, ToolDefinitionError, tool
+from agentkeel.schemas.domain import Role
 from agentkeel.schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE
 from agentkeel.workers.stack.databases import throwaway_database
 from tests.history import awaiting_approval
@@ -360,6 +361,7 @@ def test_an_installed_entry_point_is_served_without_a_setting(tmp_path: Path) ->
         ("manager:bob", "actor.role: 'manager' is not a role of domain shop"),
         ("customer", "actor.subject is required for role customer"),
         ("staff:9", "actor.subject is not allowed for role staff"),
+        ("customer:0", "actor.subject '0' is not a customer subject"),
     ],
 )
 def test_the_cli_refuses_an_actor_the_domain_refuses_before_any_run(actor: str, says: str) -> None:
@@ -376,3 +378,10 @@ def test_the_cli_refuses_an_actor_the_domain_refuses_before_any_run(actor: str, 
     )
     assert done.returncode == 2, done.stderr
     assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_role_s_subject_pattern_is_checked_when_declared() -> None:
+    with pytest.raises(ValueError, match=r"role member: subject_pattern '\[': "):
+        Role("member", scoped=True, subject_pattern="[")
+    member = Role("member", scoped=True, subject_pattern=r"m-[0-9]+")
+    assert member.subject_pattern == r"m-[0-9]+"

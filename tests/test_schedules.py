@@ -215,7 +215,7 @@ async def test_the_cli_adds_lists_pauses_and_deletes(
     schedule_ids.append(schedule_id)
     code, out, _ = await cli(
         "add", QUESTION, "--every", "1h30m", "--id", schedule_id,
-        "--tenant", "acme", "--customer", "7", "--paused",
+        "--tenant", "acme", "--as", "customer:7", "--paused",
     )  # fmt: skip
     assert code == 0 and out.startswith(f"schedule {schedule_id}: every 1h30m, paused")
 
@@ -254,9 +254,9 @@ async def test_the_cli_adds_lists_pauses_and_deletes(
             QUESTION,
             "--every",
             "1m",
-            "--customer",
-            "0",
-        ): "customer_id must be a positive",
+            "--as",
+            "customer:0",
+        ): "actor.subject '0' is not a customer subject",
         ("add", QUESTION, "--cron", "every day"): "--cron 'every day' is not valid",
     }
     for argv, message in refusals.items():

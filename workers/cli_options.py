@@ -14,17 +14,11 @@ class InvalidActor(ValueError):
 
 def add_actor_options(parser: argparse.ArgumentParser) -> None:
     """`--as ROLE[:SUBJECT]` and `--name NAME`: whose authority the request carries (a role
-    of the served domain). `--customer ID` and `--staff NAME` are the example shop's
-    shorthands for `--as customer:ID` and `--as staff --name NAME`."""
+    of the served domain, checked by it at once)."""
     parser.add_argument(
         "--as", dest="as_actor", metavar="ROLE[:SUBJECT]", help="act as this role (and subject)"
     )
     parser.add_argument("--name", dest="actor_name", metavar="NAME", help="the actor's name")
-    who = parser.add_mutually_exclusive_group()
-    who.add_argument(
-        "--customer", type=int, metavar="ID", help="act as this customer (--as customer:ID)"
-    )
-    who.add_argument("--staff", metavar="NAME", help="act as this staff member")
 
 
 def actor_of(args: argparse.Namespace) -> Actor:
@@ -38,11 +32,4 @@ def actor_of(args: argparse.Namespace) -> Actor:
         if problem is not None:
             raise InvalidActor(problem)
         return actor
-    if args.customer is not None:
-        # The shop's first wire form: a positive integer id, checked by the model.
-        return Actor.model_validate(
-            {"role": "customer", "customer_id": args.customer, "name": name}
-        )
-    if args.staff is not None:
-        return Actor(role="staff", name=args.staff)
     return SYSTEM_ACTOR if name is None else Actor(name=name)

@@ -61,6 +61,7 @@ ROLES = (
         "a shop customer: sees and acts on its own customer record, orders, shipments and "
         "refunds only; refunds above the self-service limit wait for approval",
         scoped=True,
+        subject_pattern=r"[1-9][0-9]{0,9}",  # the customers table's ids
     ),
     Role(
         "staff",
