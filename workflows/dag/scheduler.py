@@ -28,7 +28,8 @@ from agentkeel.workflows.dag.calls import (
     ToolCall,
     plain_sleep,
 )
-from agentkeel.workflows.dag.resolve import ResolutionError, resolve
+from agentkeel.workflows.dag.expansion import calls_of, runs_apart
+from agentkeel.workflows.dag.resolve import ResolutionError
 from agentkeel.workflows.dag.slots import Pauses, Slots
 from agentkeel.workflows.dag.step_gates import SchedulerLimits, before_running, over_limits
 from agentkeel.workflows.dag.watches import (
@@ -209,30 +210,22 @@ class DagScheduler:
         outcome = self.outcomes[step.id]
         self._expanded.add(step.id)
         try:
-            if step.for_each is None:
-                args = self._resolve_args(step, None)
-                calls = [ToolCall(step.id, step.tool, args, watch=step.repeat is not None)]
-                outcome.args = calls[0].args
-            else:
-                items = resolve(step.for_each, self._outputs)
-                if not isinstance(items, list):
-                    raise ResolutionError(f"for_each {step.for_each} is not a list at runtime")
-                calls = [
-                    ToolCall(step.id, step.tool, self._resolve_args(step, item), index=i)
-                    for i, item in enumerate(items)
-                ]
-                outcome.args = [c.args for c in calls]
+            calls = calls_of(step, self._outputs, self._tools)
         except (ResolutionError, ValueError) as exc:
             error = StepError(type=INVALID_ARGUMENTS, message=str(exc), non_retryable=True)
             self._fail(outcome, error)
             return
+        outcome.args = calls[0].args if step.for_each is None else [c.args for c in calls]
         resumed = outcome.started_at is not None  # carried over: counted when first expanded
         refused = over_limits(step, len(calls), self.calls_started, self._limits)
         if refused is not None and not resumed:
             self._fail(outcome, refused)
             return
         self.calls_started += 0 if resumed else len(calls)
-        if self._partitioned(step, len(calls)):
+        spec = self._tools[step.tool]
+        if runs_apart(
+            step, len(calls), spec, self._limits, read_later=bool(self._dependants[step.id])
+        ):
             batch = tuple(c.args for c in calls)
             calls = [ToolCall(step.id, step.tool, {}, batch=batch, round=outcome.attempt)]
         if not calls:  # an empty list expands to nothing: done at once
@@ -247,40 +240,11 @@ class DagScheduler:
             key = (-self._priority[step.id], self._order[step.id], seq, call)
             heapq.heappush(self._ready, key)
 
-    def _partitioned(self, step: PlanStep, calls: int) -> bool:
-        """Whether a `for_each` step runs apart, in histories of its own: only a large one,
-        of an idempotent tool, whose output no later step reads (it reaches the answer by
-        reference)."""
-        at = self._limits.partition_at
-        spec = self._tools[step.tool]
-        return (
-            at is not None
-            and calls >= at
-            and step.for_each is not None
-            and spec.idempotent
-            and not spec.runs_in_workflow
-            and not self._dependants[step.id]
-            and self._limits.may_partition()
-        )
-
     def _fail(self, outcome: StepOutcome, error: StepError) -> None:
         """A step that ends here, before (or instead of) its calls finishing."""
         outcome.status, outcome.error = StepStatus.FAILED, error
         outcome.finished_at = self._now()
         outcome.started_at = outcome.started_at or outcome.finished_at
-
-    def _resolve_args(self, step: PlanStep, item: Any) -> dict[str, Any]:
-        args = resolve(step.args, self._outputs, item)
-        spec = self._tools[step.tool]
-        for name, value in args.items():
-            if value is None and spec.args_model.model_fields[name].is_required():
-                raise ResolutionError(f"argument {name}: {step.args[name]} resolved to null")
-        # Validate now so a bad resolved value fails this step without a wasted activity,
-        # and hand on the validated values ("15000" is 15000 from here on).
-        checked: dict[str, Any] = spec.args_model.model_validate(args).model_dump(
-            mode="json", exclude_unset=True
-        )
-        return checked
 
     # -- dispatch -----------------------------------------------------------------------------
     def _launch_within_caps(self) -> None:
