@@ -138,7 +138,8 @@ class Settings(BaseModel):
     """Temporal frontend (gRPC). Unset: the Temporal client profile's address
     (`TEMPORAL_ADDRESS`, or the profile `TEMPORAL_PROFILE` names in `TEMPORAL_CONFIG_FILE`,
     as the Temporal CLI reads them; its TLS and API key apply too), else this default.
-    `up` starts a dev server here when nothing listens."""
+    `up` starts a dev server here when nothing listens, but never for the profile's address
+    or a profile with TLS or an API key: it connects to that server."""
     temporal_namespace: str = Field(default="default", min_length=1)
     """The Temporal namespace runs, schedules and downstream caps live in. Unset: the
     profile's (`TEMPORAL_NAMESPACE`), else `default`."""
@@ -314,6 +315,8 @@ class Settings(BaseModel):
 
     _temporal_profile: TemporalProfile | None = PrivateAttr(default=None)
     """TLS, API key and metadata of the Temporal client profile (set by `from_env` only)."""
+    _temporal_named: bool = PrivateAttr(default=False)
+    """Whether the address is the Temporal profile's (`TEMPORAL_ADDRESS` or the profile file)."""
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -449,6 +452,7 @@ class Settings(BaseModel):
             f"{ENV_PREFIX}TEMPORAL_ADDRESS": profile.address,
             f"{ENV_PREFIX}TEMPORAL_NAMESPACE": profile.namespace,
         }
+        own_address = env.get(f"{ENV_PREFIX}TEMPORAL_ADDRESS")
         env = {**{k: v for k, v in defaults.items() if v}, **env}
         settings = read_model(
             cls,
@@ -459,6 +463,7 @@ class Settings(BaseModel):
         )
         if profile.secured:
             settings._temporal_profile = profile
+        settings._temporal_named = bool(profile.address) and not own_address
         return settings
 
     def temporal_connect_options(self) -> dict[str, Any]:
@@ -470,6 +475,12 @@ class Settings(BaseModel):
             "namespace": self.temporal_namespace,
             **profile.connect_options(),
         }
+
+    def temporal_is_named(self) -> bool:
+        """Whether Temporal is a server of the operator's, named by the Temporal profile
+        (`TEMPORAL_ADDRESS`, a profile file) or reached with TLS or an API key: `agentkeel
+        up` then connects to it and never starts a dev server in its place."""
+        return self._temporal_named or self._temporal_profile is not None
 
     def temporal_described(self) -> str:
         """Where and how Temporal is reached, in words without secrets."""
