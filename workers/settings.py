@@ -147,6 +147,18 @@ class Settings(BaseModel):
     """Port of the Temporal Web UI that `up` starts with the dev server."""
     task_queue: str = Field(default=TASK_QUEUE, min_length=1)
     """Queue of `AgentWorkflow`, tools, cache and persistence (CPU worker)."""
+    worker_deployment: str = ""
+    """Temporal worker versioning, opt in: the worker deployment's name (one for the CPU and
+    inference workers of a deployment). Empty: unversioned workers. Set, with
+    `AGENTKEEL_WORKER_BUILD_ID`, each release's workers poll as their own version, and new
+    runs go to the version made current (`temporal worker deployment set-current-version`)."""
+    worker_build_id: str = ""
+    """The release's build id (an image tag, a commit), with `AGENTKEEL_WORKER_DEPLOYMENT`."""
+    worker_versioning: Literal["auto_upgrade", "pinned"] = "auto_upgrade"
+    """With a deployment: `auto_upgrade`, a run moves to the current version at its next
+    workflow task (workflow changes gated by `workflow.patched`, as without versioning), or
+    `pinned`, a run stays on the version that started it (keep that version's workers
+    until its runs end: approvals may wait days)."""
     state_dir: Path = Field(default_factory=lambda: Path.cwd() / ".agentkeel")
     """Where `up` keeps the Temporal database, embedded Postgres/Redis data, logs and pid file."""
     domain: str = ""
@@ -348,6 +360,15 @@ class Settings(BaseModel):
                 wanted = "an integer of 1 or more" if what == "concurrency" else "a number above 0"
                 raise setting_error(f"{var} must be {wanted}, got {raw!r}")
         return MappingProxyType(dict(options))
+
+    @model_validator(mode="after")
+    def _deployment(self) -> Self:
+        if bool(self.worker_deployment) != bool(self.worker_build_id):
+            raise setting_error(
+                f"{ENV_PREFIX}WORKER_DEPLOYMENT and {ENV_PREFIX}WORKER_BUILD_ID must be set "
+                "together (Temporal worker versioning)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _tiers(self) -> Self:
