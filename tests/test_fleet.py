@@ -4,7 +4,8 @@ against one Temporal, one Postgres and one Redis (`workers.stack.fleet`).
 Runs spread over both workers of each kind; a path one worker stored is served by the
 other; a SIGKILL of one worker of each kind while runs are in flight loses no run and
 repeats no refund. The cap on model calls across inference workers is tested beside it,
-with two inference workers in this process and a fake policy that counts calls in flight.
+with two inference workers' slots in this process. The semantic tier and the downstream
+caps across CPU worker processes: `tests/test_fleet_shared.py`.
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ from agentkeel.schemas.result import AgentResult, CacheStatus, StepStatus
 from agentkeel.workers.readiness import health_endpoint
 from agentkeel.workers.settings import Settings
 from agentkeel.workers.stack.fleet import WorkerFleet
-from agentkeel.workers.stack.local import child_env
 from agentkeel.workers.stack.procs import free_port
 from agentkeel.workers.worker import GRACEFUL_SHUTDOWN
 from agentkeel.workflows.agent import AgentWorkflow
+from tests.fleet_stack import fleet_env, identities
 from tests.pg import hand_shop_to
 
 STAFF = Actor(role="staff", name="fleet")
@@ -55,13 +56,7 @@ async def fleet(
         warm_every_s=0,
         model_concurrency=4,
     )
-    env = {
-        k: v
-        for k, v in child_env(settings).items()
-        if not k.startswith("TEMPORAL_")  # the session's dev server, not a developer's profile
-    }
-    env["AGENTKEEL_SHOP_CARRIER_URL"] = carrier_url
-    workers = WorkerFleet(settings, env, tmp_path)
+    workers = WorkerFleet(settings, fleet_env(settings, carrier_url), tmp_path)
     workers.start("cpu", 2)
     workers.start("inference", 2)
     try:
@@ -69,19 +64,6 @@ async def fleet(
         yield workers
     finally:
         workers.stop()
-
-
-async def _identities(handle: WorkflowHandle[Any, Any]) -> list[str]:
-    """Who took each workflow task and activity task of the run, in order."""
-    found = []
-    async for event in handle.fetch_history_events():
-        for attributes in (
-            event.workflow_task_started_event_attributes,
-            event.activity_task_started_event_attributes,
-        ):
-            if attributes.identity:
-                found.append(attributes.identity)
-    return found
 
 
 async def test_two_workers_of_each_kind_share_runs_paths_and_survive_a_kill(
@@ -106,13 +88,13 @@ async def test_two_workers_of_each_kind_share_runs_paths_and_survive_a_kill(
     for handle in spread:
         steps = (await handle.result()).steps
         assert all(s.status in DONE for s in steps), steps
-    seen = {fleet.owner(i) for h in spread for i in await _identities(h)}
+    seen = {fleet.owner(i) for h in spread for i in await identities(h)}
     assert set(fleet.workers) <= seen, "each of the four workers served part of the runs"
 
     # A path stored through one CPU worker ...
     stored = await start(KB_QUESTION)
     assert (await stored.result()).cache == CacheStatus.MISS
-    storer = fleet.owner((await _identities(stored))[-1])
+    storer = fleet.owner((await identities(stored))[-1])
     assert storer is not None and storer.kind == "cpu"
 
     # ... survives that worker's SIGKILL, with an inference worker's, while refunds run.
@@ -149,7 +131,7 @@ async def test_two_workers_of_each_kind_share_runs_paths_and_survive_a_kill(
     served = await start(KB_QUESTION)
     assert (await served.result()).cache == CacheStatus.EXACT
     survivor = next(w for w in fleet.of_kind("cpu") if w is not storer)
-    assert all(survivor.owns(i) for i in await _identities(served))
+    assert all(survivor.owns(i) for i in await identities(served))
 
     # SIGTERM drains: the worker turns unready at once, then exits within its grace period.
     survivor.process.send_signal(signal.SIGTERM)

@@ -1,10 +1,11 @@
 """The Kubernetes base (deploy/kubernetes/base), rendered with `kubectl kustomize` and
 validated offline: the core objects against Kubernetes' own schemas (`kubernetes-validate`,
 strict: an unknown field fails), KEDA's `ScaledObject` and `TriggerAuthentication` against
-a schema of the fields of KEDA's v1alpha1 API this base uses (below; additional fields are
-refused, so a misspelt one fails). Then what the base must say: probes on /ready, draining
-within the grace period, PDBs that select the pods, one Temporal trigger per worker kind on
-its own task queue, the GPU and the model volume of the inference pool.
+the `openAPIV3Schema` of KEDA's own CRDs, vendored at a release (deploy/kubernetes/keda-crds;
+unknown fields refused, as the API server's strict validation refuses them). Then what the
+base must say: probes on /ready, draining within the grace period, PDBs that select the pods,
+one Temporal trigger per worker kind on its own task queue, the GPU and the model volume of
+the inference pool.
 """
 
 from __future__ import annotations
@@ -26,74 +27,43 @@ KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
 BASE = Path(__file__).resolve().parents[1] / "deploy" / "kubernetes" / "base"
 KUBERNETES_VERSION = "1.32.0"
 
-_NAME_REF = {
-    "type": "object",
-    "required": ["name"],
-    "properties": {"name": {"type": "string"}, "kind": {"type": "string"}},
-    "additionalProperties": False,
-}
-_META = {"type": "object", "required": ["name"]}
-SCALED_OBJECT = {
-    "type": "object",
-    "required": ["apiVersion", "kind", "metadata", "spec"],
-    "properties": {
-        "apiVersion": {"const": "keda.sh/v1alpha1"},
-        "kind": {"const": "ScaledObject"},
-        "metadata": _META,
-        "spec": {
-            "type": "object",
-            "required": ["scaleTargetRef", "triggers"],
-            "additionalProperties": False,
-            "properties": {
-                "scaleTargetRef": _NAME_REF,
-                "minReplicaCount": {"type": "integer", "minimum": 0},
-                "maxReplicaCount": {"type": "integer", "minimum": 1},
-                "pollingInterval": {"type": "integer", "minimum": 1},
-                "cooldownPeriod": {"type": "integer", "minimum": 0},
-                "triggers": {
-                    "type": "array",
-                    "minItems": 1,
-                    "items": {
-                        "type": "object",
-                        "required": ["type", "metadata"],
-                        "additionalProperties": False,
-                        "properties": {
-                            "type": {"type": "string"},
-                            "metadata": {
-                                "type": "object",
-                                "additionalProperties": {"type": "string"},
-                            },
-                            "authenticationRef": _NAME_REF,
-                        },
-                    },
-                },
-            },
-        },
-    },
-}
-TRIGGER_AUTHENTICATION = {
-    "type": "object",
-    "required": ["apiVersion", "kind", "metadata", "spec"],
-    "properties": {
-        "apiVersion": {"const": "keda.sh/v1alpha1"},
-        "kind": {"const": "TriggerAuthentication"},
-        "metadata": _META,
-        "spec": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "secretTargetRef": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["parameter", "name", "key"],
-                        "additionalProperties": False,
-                        "properties": {k: {"type": "string"} for k in ("parameter", "name", "key")},
-                    },
-                }
-            },
-        },
-    },
+KEDA_CRDS = BASE.parent / "keda-crds"
+"""KEDA's own CRDs at a release tag, vendored (its README names the version)."""
+
+
+def _strict(schema: dict[str, Any]) -> dict[str, Any]:
+    """A CRD's structural schema as the API server applies it with strict field validation:
+    an object's fields not in its `properties` are refused, unless it preserves unknown
+    fields. (Without this, JSON Schema would let a misspelt field through.)"""
+    out: dict[str, Any] = dict(schema)
+    if "properties" in out:
+        out["properties"] = {k: _strict(v) for k, v in out["properties"].items()}
+        if not out.get("x-kubernetes-preserve-unknown-fields"):
+            out.setdefault("additionalProperties", False)
+    if isinstance(out.get("additionalProperties"), dict):
+        out["additionalProperties"] = _strict(out["additionalProperties"])
+    if isinstance(out.get("items"), dict):
+        out["items"] = _strict(out["items"])
+    for combinator in ("anyOf", "allOf", "oneOf"):
+        if combinator in out:
+            out[combinator] = [_strict(s) for s in out[combinator]]
+    return out
+
+
+def _crd_schema(file: str) -> dict[str, Any]:
+    crd = yaml.safe_load((KEDA_CRDS / file).read_text())
+    [version] = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1"]
+    schema = _strict(version["schema"]["openAPIV3Schema"])
+    group = crd["spec"]["group"]
+    schema["properties"]["apiVersion"] = {"const": f"{group}/v1alpha1"}
+    schema["properties"]["kind"] = {"const": crd["spec"]["names"]["kind"]}
+    schema["required"] = ["apiVersion", "kind", "metadata", *schema.get("required", [])]
+    return schema
+
+
+KEDA_SCHEMAS = {
+    "ScaledObject": _crd_schema("keda.sh_scaledobjects.yaml"),
+    "TriggerAuthentication": _crd_schema("keda.sh_triggerauthentications.yaml"),
 }
 TEMPORAL_TRIGGER_METADATA = {
     "type": "object",
@@ -103,11 +73,19 @@ TEMPORAL_TRIGGER_METADATA = {
         k: {"type": "string"}
         for k in (
             "endpoint", "namespace", "taskQueue", "queueTypes", "targetQueueSize",
-            "activationTargetQueueSize", "tlsServerName", "unsafeSsl", "minConnectTimeout",
+            "activationTargetQueueSize", "workerDeploymentName", "workerDeploymentBuildId",
+            "minConnectTimeout", "unsafeSsl", "tlsServerName",
         )
     },
 }  # fmt: skip
-"""The Temporal scaler's parameters (KEDA 2.17+) this base may use."""
+"""The Temporal scaler's trigger metadata in KEDA v2.20.2 (`pkg/scalers/temporal_scaler.go`,
+less its deprecated build-ID rules): a trigger's metadata is a free string map in the CRD."""
+
+
+def _validator(kind: str) -> jsonschema.protocols.Validator:
+    schema = KEDA_SCHEMAS[kind]
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
 @pytest.fixture(scope="module")
@@ -126,10 +104,11 @@ def _one(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
 
 
 def test_every_object_is_valid_against_its_schema(rendered: list[dict[str, Any]]) -> None:
-    keda = {"ScaledObject": SCALED_OBJECT, "TriggerAuthentication": TRIGGER_AUTHENTICATION}
+    kinds = {d["kind"] for d in rendered}
+    assert {"ScaledObject", "TriggerAuthentication"} <= kinds
     for doc in rendered:
-        if doc["kind"] in keda:
-            jsonschema.validate(doc, keda[doc["kind"]])
+        if doc["kind"] in KEDA_SCHEMAS:
+            _validator(doc["kind"]).validate(doc)
             for trigger in doc["spec"].get("triggers", []):
                 assert trigger["type"] == "temporal"
                 jsonschema.validate(trigger["metadata"], TEMPORAL_TRIGGER_METADATA)
@@ -137,11 +116,25 @@ def test_every_object_is_valid_against_its_schema(rendered: list[dict[str, Any]]
             kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
 
 
-def test_a_misspelt_field_fails_validation(rendered: list[dict[str, Any]]) -> None:
+def test_a_broken_object_fails_validation(rendered: list[dict[str, Any]]) -> None:
     scaled = _one(rendered, "ScaledObject", "agentkeel-cpu-worker")
-    wrong = {**scaled, "spec": {**scaled["spec"], "maxReplicas": 3}}
-    with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(wrong, SCALED_OBJECT)
+    spec = scaled["spec"]
+    [trigger] = spec["triggers"]
+    for broken in (
+        {**spec, "maxReplicas": 3},  # misspelt
+        {**spec, "minReplicaCount": "two"},  # of the wrong type
+        {k: v for k, v in spec.items() if k != "triggers"},  # a required field missing
+        {**spec, "triggers": [{**trigger, "authenticationRef": {"kind": "Secret", "name": "x"}}]},
+        {**spec, "scaleTargetRef": {"nam": spec["scaleTargetRef"]["name"]}},
+    ):
+        with pytest.raises(jsonschema.ValidationError):
+            _validator("ScaledObject").validate({**scaled, "spec": broken})
+    auth = _one(rendered, "TriggerAuthentication", "agentkeel-temporal")
+    [ref] = auth["spec"]["secretTargetRef"]
+    with pytest.raises(jsonschema.ValidationError):  # secretTargetRef needs a key
+        _validator("TriggerAuthentication").validate(
+            {**auth, "spec": {"secretTargetRef": [{"parameter": ref["parameter"], "name": "x"}]}}
+        )
     job = _one(rendered, "Job", "agentkeel-migrate")
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate({**job, "spec": {**job["spec"], "retries": 3}},

@@ -139,7 +139,8 @@ class Settings(BaseModel):
     """Temporal frontend (gRPC). Unset: the Temporal client profile's address
     (`TEMPORAL_ADDRESS`, or the profile `TEMPORAL_PROFILE` names in `TEMPORAL_CONFIG_FILE`,
     as the Temporal CLI reads them; its TLS and API key apply too), else this default.
-    `up` starts a dev server here when nothing listens."""
+    `up` starts a dev server here when nothing listens, but never for the profile's address
+    or a profile with TLS or an API key: it connects to that server."""
     temporal_namespace: str = Field(default="default", min_length=1)
     """The Temporal namespace runs, schedules and downstream caps live in. Unset: the
     profile's (`TEMPORAL_NAMESPACE`), else `default`."""
@@ -147,6 +148,18 @@ class Settings(BaseModel):
     """Port of the Temporal Web UI that `up` starts with the dev server."""
     task_queue: str = Field(default=TASK_QUEUE, min_length=1)
     """Queue of `AgentWorkflow`, tools, cache and persistence (CPU worker)."""
+    worker_deployment: str = ""
+    """Temporal worker versioning, opt in: the worker deployment's name (one for the CPU and
+    inference workers of a deployment). Empty: unversioned workers. Set, with
+    `AGENTKEEL_WORKER_BUILD_ID`, each release's workers poll as their own version, and new
+    runs go to the version made current (`temporal worker deployment set-current-version`)."""
+    worker_build_id: str = ""
+    """The release's build id (an image tag, a commit), with `AGENTKEEL_WORKER_DEPLOYMENT`."""
+    worker_versioning: Literal["auto_upgrade", "pinned"] = "auto_upgrade"
+    """With a deployment: `auto_upgrade`, a run moves to the current version at its next
+    workflow task (workflow changes gated by `workflow.patched`, as without versioning), or
+    `pinned`, a run stays on the version that started it (keep that version's workers
+    until its runs end: approvals may wait days)."""
     state_dir: Path = Field(default_factory=lambda: Path.cwd() / ".agentkeel")
     """Where `up` keeps the Temporal database, embedded Postgres/Redis data, logs and pid file."""
     domain: str = ""
@@ -319,6 +332,8 @@ class Settings(BaseModel):
 
     _temporal_profile: TemporalProfile | None = PrivateAttr(default=None)
     """TLS, API key and metadata of the Temporal client profile (set by `from_env` only)."""
+    _temporal_named: bool = PrivateAttr(default=False)
+    """Whether the address is the Temporal profile's (`TEMPORAL_ADDRESS` or the profile file)."""
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -356,6 +371,15 @@ class Settings(BaseModel):
                 wanted = "an integer of 1 or more" if what == "concurrency" else "a number above 0"
                 raise setting_error(f"{var} must be {wanted}, got {raw!r}")
         return MappingProxyType(dict(options))
+
+    @model_validator(mode="after")
+    def _deployment(self) -> Self:
+        if bool(self.worker_deployment) != bool(self.worker_build_id):
+            raise setting_error(
+                f"{ENV_PREFIX}WORKER_DEPLOYMENT and {ENV_PREFIX}WORKER_BUILD_ID must be set "
+                "together (Temporal worker versioning)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _tiers(self) -> Self:
@@ -460,6 +484,7 @@ class Settings(BaseModel):
             f"{ENV_PREFIX}TEMPORAL_ADDRESS": profile.address,
             f"{ENV_PREFIX}TEMPORAL_NAMESPACE": profile.namespace,
         }
+        own_address = env.get(f"{ENV_PREFIX}TEMPORAL_ADDRESS")
         env = {**{k: v for k, v in defaults.items() if v}, **env}
         settings = read_model(
             cls,
@@ -470,6 +495,7 @@ class Settings(BaseModel):
         )
         if profile.secured:
             settings._temporal_profile = profile
+        settings._temporal_named = bool(profile.address) and not own_address
         return settings
 
     def temporal_connect_options(self) -> dict[str, Any]:
@@ -481,6 +507,12 @@ class Settings(BaseModel):
             "namespace": self.temporal_namespace,
             **profile.connect_options(),
         }
+
+    def temporal_is_named(self) -> bool:
+        """Whether Temporal is a server of the operator's, named by the Temporal profile
+        (`TEMPORAL_ADDRESS`, a profile file) or reached with TLS or an API key: `agentkeel
+        up` then connects to it and never starts a dev server in its place."""
+        return self._temporal_named or self._temporal_profile is not None
 
     def temporal_described(self) -> str:
         """Where and how Temporal is reached, in words without secrets."""

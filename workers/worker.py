@@ -11,7 +11,7 @@ from typing import Any
 
 import structlog
 from temporalio.client import Client
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerDeploymentConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agentkeel.activities.model_calls import InferenceActivities
@@ -31,6 +31,7 @@ from agentkeel.workers.settings import (
 )
 from agentkeel.workers.temporal_client import connect
 from agentkeel.workers.tracing import configure_tracing
+from agentkeel.workers.versioning import deployment_config
 from agentkeel.workers.warming_schedule import ensure_warming_schedule
 from agentkeel.workflows.agent import AgentWorkflow
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
@@ -52,6 +53,7 @@ def cpu_worker(
     *,
     extra_workflows: Sequence[type] = (),
     sandboxed: bool = False,
+    deployment: WorkerDeploymentConfig | None = None,
 ) -> Worker:
     """Runs `AgentWorkflow` (and the cache warmer), the tools, the cache and persistence.
 
@@ -63,6 +65,8 @@ def cpu_worker(
     I/O or shared mutable state in workflow code, is checked instead where it cannot cost
     a run anything: every recorded history replays under the sandbox in the test suite
     (`tests/test_replay.py`), and the suite also runs the agent sandboxed.
+
+    `deployment`: its worker deployment version (`workers.versioning`); None: unversioned.
     """
     # The served domain is loaded here, outside any sandbox, before a workflow needs it.
     active_domain()
@@ -78,11 +82,17 @@ def cpu_worker(
         # may take it (10 s by default): a killed worker's runs move on within seconds.
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
         graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
+        deployment_config=deployment,
     )
 
 
 def inference_worker(
-    client: Client, task_queue: str, activities: InferenceActivities, *, max_concurrent: int
+    client: Client,
+    task_queue: str,
+    activities: InferenceActivities,
+    *,
+    max_concurrent: int,
+    deployment: WorkerDeploymentConfig | None = None,
 ) -> Worker:
     """Runs route / plan / join / respond; concurrency matches what the engine batches."""
     return Worker(
@@ -91,6 +101,7 @@ def inference_worker(
         activities=activities.all(),
         max_concurrent_activities=max_concurrent,
         graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
+        deployment_config=deployment,
     )
 
 
@@ -142,7 +153,11 @@ async def _cpu_worker(settings: Settings, readiness: Readiness) -> None:
     async with cpu_activities(settings, on_mcp_change=_restart_for_new_catalog) as activities:
         await ensure_warming_schedule(client, settings)
         worker = cpu_worker(
-            client, settings.task_queue, activities, sandboxed=settings.sandboxed_workflows()
+            client,
+            settings.task_queue,
+            activities,
+            sandboxed=settings.sandboxed_workflows(),
+            deployment=deployment_config(settings),
         )
         await _run_until_signalled(worker, readiness)
 
@@ -195,6 +210,7 @@ async def _inference_worker(settings: Settings, readiness: Readiness) -> None:
                 settings.inference_task_queue,
                 activities,
                 max_concurrent=assembly.concurrency,
+                deployment=deployment_config(settings),
             )
             log.info(
                 "inference_policy",

@@ -54,6 +54,9 @@ class StackEndpoints:
     """The HTTP gateway (`workers.gateway`), when the stack started one."""
     metrics: dict[str, str] = field(default_factory=dict)
     """Prometheus metrics URLs by worker (`worker cpu`, `worker inference`)."""
+    temporal_named: str = ""
+    """How the Temporal profile's server is reached (`Settings.temporal_described`), when
+    the stack connects to one instead of starting a dev server; empty otherwise."""
     pids: dict[str, int] = field(default_factory=dict)
     """Child processes by name (`temporal`, `redis`, a domain's stand-ins, `worker cpu`, ...), plus
     `supervisor`, the process that owns them."""
@@ -105,9 +108,11 @@ class LocalStack:
             if ended:
                 log.warning("stack.orphans_stopped", children=ended)
             _check_ports(s, workers=self.start_workers)
+            # The profile's server is only connected to: checked before anything starts.
+            named = await stack_temporal.temporal(launch) if s.temporal_is_named() else None
             try:
                 async with asyncio.TaskGroup() as tg:
-                    temporal = tg.create_task(stack_temporal.temporal(launch))
+                    temporal = None if named else tg.create_task(stack_temporal.temporal(launch))
                     database = tg.create_task(services.postgres(launch))
                     redis = tg.create_task(services.redis(launch))
                     stand_ins = [
@@ -117,7 +122,10 @@ class LocalStack:
             except BaseExceptionGroup as group:
                 raise _first_stack_error(group) from None
             await services.migrate_and_seed(database.result(), domain)
-            address, ui_url = temporal.result()
+            if named is None:
+                assert temporal is not None  # started in the group above
+                named = temporal.result()
+            address, ui_url = named
             endpoints = StackEndpoints(
                 address,
                 ui_url,
@@ -125,6 +133,7 @@ class LocalStack:
                 redis.result(),
                 services=dict(task.result() for task in stand_ins),
                 log_dir=str(launch.log_dir),
+                temporal_named=s.temporal_described() if s.temporal_is_named() else "",
             )
             if self.start_workers:
                 await stack_temporal.workers(launch, child_env(s, endpoints))
@@ -217,7 +226,7 @@ def child_env(settings: Settings, endpoints: StackEndpoints | None = None) -> di
 def _check_ports(s: Settings, *, workers: bool) -> None:
     # Before anything starts, so that a taken port costs nothing to undo.
     host, port = split_host_port(s.temporal_address, 7233)
-    if not port_answers(host, port):
+    if not s.temporal_is_named() and not port_answers(host, port):
         find_temporal_binary()
         ensure_port_free(host, port, "Temporal gRPC")
         ensure_port_free(host, s.temporal_ui_port, "Temporal Web UI")

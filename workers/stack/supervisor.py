@@ -43,9 +43,15 @@ DETACHED_STOP_S = 120.0
 
 def describe(endpoints: StackEndpoints) -> str:
     """A short table of what runs where, for the terminal."""
-    rows = [
+    temporal = [
         ("Temporal gRPC", endpoints.temporal_address),
         ("Temporal Web UI", endpoints.ui_url or "(server not started here)"),
+    ]
+    if endpoints.temporal_named:  # the operator's server: say so, and how it is reached
+        named = f"{endpoints.temporal_named}: the profile's server, not started here"
+        temporal = [("Temporal", named)]
+    rows = [
+        *temporal,
         ("Postgres", redact(endpoints.database_url)),
         ("Redis", endpoints.redis_url),
         *endpoints.services.items(),

@@ -65,6 +65,12 @@ async def temporal(launch: Launch) -> tuple[str, str | None]:
     """Temporal address and Web UI URL: the server already at the address, or a new dev server."""
     s = launch.settings
     host, port = split_host_port(s.temporal_address, 7233)
+    if s.temporal_is_named():
+        # The operator's server (Temporal Cloud, a cluster): never a dev server in its place.
+        client = await _temporal_client(s, named=True)
+        await _ensure_search_attributes(client, s.temporal_namespace)
+        log.info("stack.temporal_named", temporal=s.temporal_described())
+        return s.temporal_address, None
     if port_answers(host, port):
         client = await _temporal_client(s)
         await _ensure_search_attributes(client, s.temporal_namespace)
@@ -102,16 +108,21 @@ async def temporal(launch: Launch) -> tuple[str, str | None]:
     return s.temporal_address, f"http://{ui_host}:{s.temporal_ui_port}"
 
 
-async def _temporal_client(s: Settings) -> Client:
+async def _temporal_client(s: Settings, *, named: bool = False) -> Client:
     try:
         client = await Client.connect(**s.temporal_connect_options())
         await client.workflow_service.describe_namespace(
             DescribeNamespaceRequest(namespace=s.temporal_namespace)
         )
     except Exception as exc:
+        named_by = (
+            "; it is the Temporal profile's (TEMPORAL_ADDRESS, TEMPORAL_CONFIG_FILE, "
+            "TEMPORAL_PROFILE), so no dev server is started in its place"
+            if named
+            else ""
+        )
         raise StackError(
-            f"Temporal at {s.temporal_address} (namespace {s.temporal_namespace!r}) "
-            f"did not answer: {exc}"
+            f"Temporal at {s.temporal_described()} did not answer: {exc}{named_by}"
         ) from None
     return client
 

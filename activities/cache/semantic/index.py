@@ -40,6 +40,8 @@ GAP_WINDOW = 1_000
 """Ids below the highest seen that are watched for a late commit (see `_Cursor`)."""
 GAP_TTL_S = 60.0
 """How long a missing id is watched: longer than any single-row insert stays uncommitted."""
+SYNC_INTERVAL_S = 1.0
+"""Default least time between two syncs from `search`: how stale another worker's view is."""
 REMOVALS_KEPT_S = 86_400.0
 """Age at which removal rows are pruned (migration 0003 says a day)."""
 
@@ -121,7 +123,9 @@ class SemanticIndex:
         sync_interval_s: Least time between two syncs triggered by `search`.
     """
 
-    def __init__(self, pool: asyncpg.Pool, dim: int, *, sync_interval_s: float = 1.0) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, dim: int, *, sync_interval_s: float = SYNC_INTERVAL_S
+    ) -> None:
         self._pool = pool
         self.dim = dim
         self.sync_interval_s = sync_interval_s

@@ -9,8 +9,11 @@ its hit rules are the same (`semantic.lookup.SemanticCache`).
 
 Per tenant: every search filters on the tenant, with pgvector's iterative index scan
 (`hnsw.iterative_scan`, 0.8+) so that a small tenant beside a large one still gets its `k`
-nearest rather than what is left of a global top-k. The cost is a query to Postgres per
-lookup: at 100k entries a p50 of 16.5 ms beside FAISS's 0.65 ms on a busy 2-core machine
+nearest rather than what is left of a global top-k. An older pgvector (the embedded
+Postgres, pgserver, bundles 0.6.2) has no iterative scan: there the search is exact, a scan
+of the tenant's rows without the index, right at any size, its cost growing with the
+tenant's rows. The cost is a query to Postgres per lookup: at 100k entries (pgvector
+0.8.1, the HNSW index) a p50 of 16.5 ms beside FAISS's 0.65 ms on a busy 2-core machine
 (`python -m bench.semantic_stores`), inside the tier's 500 ms deadline, beside about 11 ms
 to embed the question.
 
@@ -33,6 +36,8 @@ HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
 EF_SEARCH = 64
 """Candidates an HNSW search keeps: pgvector's default of 40 loses recall past 100k."""
+ITERATIVE_SCAN_SINCE = (0, 8)
+"""The pgvector release that brought `hnsw.iterative_scan`."""
 
 
 def _schema(dim: int) -> list[str]:
@@ -87,6 +92,17 @@ class PgVectorIndex:
     def __init__(self, pool: asyncpg.Pool, dim: int) -> None:
         self._pool = pool
         self.dim = dim
+        self._iterative: bool | None = None
+        """Whether the server's pgvector has the iterative scan (read at the first search)."""
+
+    async def _has_iterative_scan(self, conn: asyncpg.Connection) -> bool:
+        if self._iterative is None:
+            version: str | None = await conn.fetchval(
+                "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+            )
+            numbers = tuple(int(p) for p in (version or "0").split(".")[:2] if p.isdigit())
+            self._iterative = numbers >= ITERATIVE_SCAN_SINCE
+        return self._iterative
 
     async def load(self) -> int:
         """Make the table and index where missing; returns how many entries are stored."""
@@ -122,8 +138,13 @@ class PgVectorIndex:
         """The `k` stored questions of `tenant` nearest to `vector`, best first."""
         async with self._pool.acquire() as conn, conn.transaction():
             await conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, k)}")
-            # A tenant's rows among many others': the scan goes on until k of them are found.
-            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            if await self._has_iterative_scan(conn):
+                # A tenant's rows among many others': the scan goes on until k are found.
+                await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            else:
+                # No iterative scan: an index scan would filter a global top-k and could
+                # leave a small tenant none of its own, so read the tenant's rows exactly.
+                await conn.execute("SET LOCAL enable_indexscan = off")
             rows = await conn.fetch(_SEARCH, tenant, as_vector_text(vector), k)
         found = [Neighbour(float(r["score"]), r["question"], r["path_key"]) for r in rows]
         return sorted(found, key=lambda n: -n.score)  # relaxed order: sorted here
