@@ -14,13 +14,17 @@ import os
 import signal
 import sys
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
 from agentkeel.schemas.names import AGENT_WORKFLOW
+from agentkeel.workers.stack.procs import free_port
 from tests.mcp_reference import npm_server, time_server
+from tests.pg import fresh_database
 
 ROOT = Path(__file__).resolve().parent.parent
 DOMAINS = Path(__file__).parent / "domains"
@@ -134,6 +138,29 @@ class McpStack:
         handle = await self.start(plan, actor)
         return await asyncio.wait_for(handle.result(), timeout=45)
 
+    async def ask(self, question: str, *, role: str = "operator") -> dict[str, Any]:
+        """`agentkeel ask QUESTION --json` in a process of its own: an in-process
+        `AgentClient` (its fast path first), as a service would make one."""
+        asking = await asyncio.create_subprocess_exec(
+            sys.executable,
+            *("-m", "agentkeel.workers.cli", "ask", question, "--json", "--as", role),
+            env={**self.env, "AGENTKEEL_STATE_DIR": str(self.state / "cli")},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(asking.communicate(), timeout=120)
+        assert asking.returncode == 0, err.decode()[-3000:]
+        answer: dict[str, Any] = json.loads(out)
+        return answer
+
+    def calls(self, event: str, **fields: Any) -> int:
+        """How many `event`s with `fields` the toolbox saw."""
+        return sum(
+            1
+            for e in self.events()
+            if e["event"] == event and all(e.get(k) == v for k, v in fields.items())
+        )
+
     def events(self) -> list[dict[str, Any]]:
         path = self.state / "toolbox" / "events.log"
         if not path.exists():
@@ -167,3 +194,21 @@ def worker_env(
         "AGENTKEEL_LOG_FORMAT": "json",
         "TOOLBOX_STATE": str(state / "toolbox"),
     }
+
+
+@asynccontextmanager
+async def mcp_stack(
+    client: Client, admin_dsn: str, template_database: str, redis_url: str, state: Path
+) -> AsyncIterator[tuple[McpStack, Everything]]:
+    everything = Everything(free_port())
+    await everything.start()
+    url = f"http://127.0.0.1:{everything.port}/mcp"
+    async with fresh_database(admin_dsn, template=template_database) as database_url:
+        env = worker_env(client, database_url, redis_url, state, reference_servers(state, url))
+        stack = McpStack(client, env, state)
+        await stack.start_worker()
+        try:
+            yield stack, everything
+        finally:
+            await stack.stop()
+            await everything.stop()

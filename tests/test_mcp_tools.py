@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,34 +19,8 @@ import pytest
 from temporalio.client import Client, WorkflowFailureError
 
 from agentkeel.schemas.names import APPROVE_UPDATE, PROGRESS_QUERY
-from agentkeel.workers.stack.procs import free_port
 from tests.history import awaiting_approval
-from tests.mcp_stack import (
-    VIEWER,
-    Everything,
-    McpStack,
-    reference_servers,
-    worker_env,
-)
-from tests.pg import fresh_database
-
-
-@asynccontextmanager
-async def mcp_stack(
-    client: Client, admin_dsn: str, template_database: str, redis_url: str, state: Path
-) -> AsyncIterator[tuple[McpStack, Everything]]:
-    everything = Everything(free_port())
-    await everything.start()
-    url = f"http://127.0.0.1:{everything.port}/mcp"
-    async with fresh_database(admin_dsn, template=template_database) as database_url:
-        env = worker_env(client, database_url, redis_url, state, reference_servers(state, url))
-        stack = McpStack(client, env, state)
-        await stack.start_worker()
-        try:
-            yield stack, everything
-        finally:
-            await stack.stop()
-            await everything.stop()
+from tests.mcp_stack import VIEWER, Everything, McpStack, mcp_stack
 
 
 @pytest.fixture(scope="module")
@@ -236,6 +210,10 @@ async def test_a_changed_tool_list_restarts_the_worker_with_a_new_catalog(
     with pytest.raises(WorkflowFailureError) as before:
         await mcp.run(grown)
     assert "UnknownTool" in str(before.value.cause)
+    # A path and a tool result cached under the old tools (the fast path serves the path).
+    question = f"look up k{uuid.uuid4().hex[:10]}"
+    assert (await mcp.ask(question))["cache"] == "miss"
+    assert (await mcp.ask(question))["workflow_id"] == "", "served by the fast path"
     growing = await mcp.start({"steps": [{"id": "s1", "tool": "tb_grow", "args": {}}]})
     first = mcp.workers[0]
     assert await asyncio.wait_for(first.wait(), timeout=30) == 0, "stopped by itself"
@@ -245,6 +223,13 @@ async def test_a_changed_tool_list_restarts_the_worker_with_a_new_catalog(
     assert _steps(grew)["s1"]["status"] == "succeeded"
     result = await mcp.run(grown)
     assert "grown" in json.dumps(_steps(result)["s1"]["output"])
+    # Neither the path nor the tool result outlived the old tools: a new run, a new call.
+    key = question.split()[-1]
+    anew = await mcp.ask(question)
+    assert anew["cache"] == "miss" and anew["workflow_id"]
+    assert mcp.calls("lookup_called", key=key) == 2
+    # A client listing the new tools agrees with the restarted worker on the new version.
+    assert (await mcp.ask(question))["workflow_id"] == ""
 
 
 async def test_an_http_server_restarted_is_reached_again(

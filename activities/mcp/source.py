@@ -18,7 +18,7 @@ import structlog
 
 from agentkeel.activities.mcp.connection import McpConnection, McpUnreachable
 from agentkeel.activities.mcp.specs import mcp_downstream, tool_specs
-from agentkeel.schemas.mcp import McpServer
+from agentkeel.schemas.mcp import McpServer, mcp_tool_name
 from agentkeel.schemas.tools.downstreams import Downstream
 from agentkeel.schemas.tools.spec import ToolSpec
 
@@ -53,6 +53,9 @@ class McpToolSource:
         ]
         self._listed: dict[str, list[str]] = {}
         self._checks: set[asyncio.Task[None]] = set()
+        self.intents: dict[str, list[str]] = {}
+        """Intent -> the catalog names of the listed tools the configuration puts in it
+        (`McpServer.intents`, `McpToolPolicy.intents`); filled by `start`."""
 
     async def start(self) -> tuple[list[ToolSpec], list[Downstream]]:
         """Connect to every server and list its tools, all at once.
@@ -70,6 +73,12 @@ class McpToolSource:
             self._listed[connection.server.name] = sorted(_fingerprint(t) for t in tools)
             specs.extend(served)
             downstreams.append(downstream)
+            served_names = {s.name for s in served}
+            for tool in tools:
+                name = mcp_tool_name(connection.server, tool.name)
+                if name in served_names:
+                    for intent in connection.server.intents_of(tool.name):
+                        self.intents.setdefault(intent, []).append(name)
             log.info(
                 "mcp_tools_listed",
                 server=connection.server.name,

@@ -28,12 +28,13 @@ from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult, CacheStatus, Timings
 from agentkeel.schemas.tokens import token_stream_key
-from agentkeel.schemas.tools.catalog import active_domain
+from agentkeel.schemas.tools.catalog import active_domain, installed_domain
 from agentkeel.workers.client.token_follow import OnEvent, TokenReader, relay_until
 from agentkeel.workers.connections import connect_temporal, redis_client
+from agentkeel.workers.mcp_assembly import install_catalog, mcp_servers_of
 from agentkeel.workers.model_tiers import effective_cache_version
 from agentkeel.workers.plugin import agentkeel_plugin
-from agentkeel.workers.settings import Settings
+from agentkeel.workers.settings import Settings, SettingsError
 
 
 async def connect_client(settings: Settings) -> Client:
@@ -93,7 +94,16 @@ class AgentClient:
     def from_settings(
         cls, temporal: Client, settings: Settings, *, redis_url: str | None = None
     ) -> AgentClient:
-        """A client for `settings`; given a Redis URL (here or in settings) it has a fast path."""
+        """A client for `settings`; given a Redis URL (here or in settings) it has a fast path.
+
+        Its fast path is keyed by the catalog version, which for a domain with MCP servers
+        covers their tools: install the catalog first (`await install_catalog(settings)`,
+        or use `connect`, which does), or this refuses with a `SettingsError`."""
+        if installed_domain() is None and mcp_servers_of(settings):
+            raise SettingsError(
+                "the domain has MCP servers: list their tools before making a client "
+                "(`await install_catalog(settings)`, or `await AgentClient.connect(settings)`)"
+            )
         version = effective_cache_version(settings)
         url = redis_url or settings.redis_url
         database_url = settings.database_url
@@ -119,6 +129,9 @@ class AgentClient:
 
     @classmethod
     async def connect(cls, settings: Settings, *, redis_url: str | None = None) -> AgentClient:
+        """A client for `settings`, with the workers' catalog installed first (its MCP
+        servers listed, so the fast path's version is theirs)."""
+        await install_catalog(settings)
         temporal = await connect_client(settings)
         return cls.from_settings(temporal, settings, redis_url=redis_url)
 
