@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 from temporalio.client import Client, WorkflowHandle
 
 from agentkeel.schemas.names import AGENT_WORKFLOW
@@ -108,6 +109,35 @@ class McpStack:
         )
         self.workers.append(worker)
         return worker
+
+    async def start_gateway(self) -> str:
+        """`agentkeel gateway` for this stack (no keys: loopback); its URL once it answers."""
+        port = free_port()
+        log = (self.state / "gateway.log").open("wb")
+        gateway = await asyncio.create_subprocess_exec(
+            sys.executable,
+            *("-m", "agentkeel.workers.cli", "gateway"),
+            env={
+                **self.env,
+                "AGENTKEEL_GATEWAY_ADDRESS": f"127.0.0.1:{port}",
+                "AGENTKEEL_STATE_DIR": str(self.state / "gateway"),
+            },
+            stdout=log,
+            stderr=log,
+        )
+        self.workers.append(gateway)  # stopped with the workers
+        url = f"http://127.0.0.1:{port}"
+        async with httpx.AsyncClient() as http:
+            for _ in range(600):
+                if gateway.returncode is not None:
+                    raise AssertionError((self.state / "gateway.log").read_text()[-3000:])
+                try:
+                    if (await http.get(url + "/healthz")).status_code == 200:
+                        return url
+                except httpx.TransportError:
+                    pass
+                await asyncio.sleep(0.1)
+        raise AssertionError("the gateway never answered")
 
     def kill(self, worker: asyncio.subprocess.Process) -> None:
         os.kill(worker.pid, signal.SIGKILL)

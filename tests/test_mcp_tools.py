@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from temporalio.client import Client, WorkflowFailureError
 
@@ -214,6 +215,8 @@ async def test_a_changed_tool_list_restarts_the_worker_with_a_new_catalog(
     question = f"look up k{uuid.uuid4().hex[:10]}"
     assert (await mcp.ask(question))["cache"] == "miss"
     assert (await mcp.ask(question))["workflow_id"] == "", "served by the fast path"
+    gateway = await mcp.start_gateway()  # a long-lived client: it listed the old tools
+    assert (await _via(gateway, question))["state"] == "answered", "its fast path serves it"
     growing = await mcp.start({"steps": [{"id": "s1", "tool": "tb_grow", "args": {}}]})
     first = mcp.workers[0]
     assert await asyncio.wait_for(first.wait(), timeout=30) == 0, "stopped by itself"
@@ -230,6 +233,18 @@ async def test_a_changed_tool_list_restarts_the_worker_with_a_new_catalog(
     assert mcp.calls("lookup_called", key=key) == 2
     # A client listing the new tools agrees with the restarted worker on the new version.
     assert (await mcp.ask(question))["workflow_id"] == ""
+    # The gateway, whose catalog is the old one, answers from no path of the old tools.
+    assert (await _via(gateway, question))["state"] == "completed"
+    assert mcp.calls("lookup_called", key=key) == 2, "the run's lookup hit the new path"
+
+
+async def _via(gateway: str, question: str) -> dict[str, Any]:
+    body = {"question": question, "actor": {"role": "operator"}}
+    async with httpx.AsyncClient(timeout=60) as http:
+        answer = await http.post(f"{gateway}/v1/runs", params={"wait": "true"}, json=body)
+    assert answer.status_code == 200, answer.text
+    view: dict[str, Any] = answer.json()
+    return view
 
 
 async def test_an_http_server_restarted_is_reached_again(

@@ -11,6 +11,7 @@ import asyncpg
 import redis.asyncio as aioredis
 import structlog
 
+from agentkeel.activities.cache.served_version import publish_served_version
 from agentkeel.activities.cache_lookup import CacheActivities
 from agentkeel.activities.conversations import ConversationStore
 from agentkeel.activities.downstream.guard import Downstreams
@@ -102,6 +103,8 @@ async def _cpu_activities(
     caches = None
     try:
         caches = await build_caches(settings, redis, pool)
+        # Clients' fast paths answer only while this is the version the workers serve.
+        await publish_served_version(redis, settings.task_queue, caches.paths.version)
         resources = await stack.enter_async_context(
             domain_tool_resources(domain, pool=pool, http=http, settings=own_settings)
         )

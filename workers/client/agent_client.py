@@ -1,7 +1,8 @@
 """The Python client helper: the cache fast path, coalescing, then `AgentWorkflow`.
 
 Services and `agentkeel ask` use `AgentClient`. A question whose answer is in the
-exact tier costs one Redis round trip and starts no workflow. Otherwise identical
+exact tier costs one Redis round trip (and, once a second at most, a read of the version
+the workers serve: `activities.cache.served_version`) and starts no workflow. Otherwise identical
 requests in flight at the same moment share one run: the workflow id is derived from
 the request, and Temporal's conflict policy attaches the second caller to the first run.
 """
@@ -22,6 +23,7 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
 from agentkeel.activities.cache.backend import CacheBackend, CacheUnavailable
 from agentkeel.activities.cache.path_cache import PathCache, normalize_question
+from agentkeel.activities.cache.served_version import ServedVersion
 from agentkeel.activities.outputs import OutputStore
 from agentkeel.schemas.names import AGENT_WORKFLOW, PROGRESS_QUERY
 from agentkeel.schemas.progress import RunProgress
@@ -89,6 +91,8 @@ class AgentClient:
         self._paths = paths
         self._redis = redis
         self._database_url = database_url
+        # The version the workers serve: the fast path answers only while it is this one.
+        self._served = None if redis is None else ServedVersion(redis, task_queue)
 
     @classmethod
     def from_settings(
@@ -213,6 +217,9 @@ class AgentClient:
         if active_domain().actor_problem(request.actor.role, request.actor.subject):
             return None  # the run refuses such an actor; no audience's answers are its
         started = time.perf_counter()
+        served = None if self._served is None else await self._served.current()
+        if served is not None and served != self._version:
+            return None  # the workers serve another catalog: paths under ours are stale
         try:
             found = await self._paths.lookup(
                 request.tenant,

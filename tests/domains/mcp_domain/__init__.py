@@ -42,7 +42,7 @@ def domain() -> Domain:
         tools={
             # A TTL on a side effect is dropped: it is never cached, whatever is configured.
             "append": McpToolPolicy(identity_args=("text",), cache_ttl_s=60, intents=("notes",)),
-            "lookup": McpToolPolicy(cache_ttl_s=60, intents=("lookup",)),
+            "lookup": McpToolPolicy(cache_ttl_s=900, intents=("lookup",)),
         },
     )
     return Domain(
