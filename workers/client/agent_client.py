@@ -2,9 +2,10 @@
 
 Services and `agentkeel ask` use `AgentClient`. A question whose answer is in the
 exact tier costs one Redis round trip (and, once a second at most, a read of the version
-the workers serve: `activities.cache.served_version`) and starts no workflow. Otherwise identical
-requests in flight at the same moment share one run: the workflow id is derived from
-the request, and Temporal's conflict policy attaches the second caller to the first run.
+the workers serve: `activities.cache.served_version`) and starts no workflow. Otherwise
+identical requests in flight at the same moment share one run: the workflow id is
+derived from the request, and Temporal's conflict policy attaches the second caller to
+the first run.
 """
 
 from __future__ import annotations
