@@ -8,12 +8,15 @@ their TTLs end; a long-lived client that computed its version before the change 
 gateway, `agentkeel mcp`, a service's `AgentClient`) would go on serving them. So each CPU
 worker publishes its version when it starts, and a client serves from its fast path only
 while the published version is its own: otherwise it starts runs, whose lookups use the
-workers' version. The last worker to start wins; in a fleet half restarted, a client may
+workers' version. A worker told that its catalog changed withdraws its version at once
+(while it is still the one published), so no client serves the old tools' paths while the
+worker restarts. The last worker to start wins; in a fleet half restarted, a client may
 miss when it could have hit, never the reverse.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import redis.asyncio as aioredis
@@ -21,7 +24,7 @@ import structlog
 
 from agentkeel.activities.redis_errors import REDIS_ERRORS
 
-__all__ = ["CHECK_EVERY_S", "ServedVersion", "publish_served_version", "served_version_key"]
+__all__ = ["CHECK_EVERY_S", "Publication", "ServedVersion", "served_version_key"]
 
 log = structlog.get_logger(__name__)
 
@@ -35,13 +38,46 @@ def served_version_key(task_queue: str) -> str:
     return f"{KEY_PREFIX}:{task_queue}"
 
 
-async def publish_served_version(redis: aioredis.Redis, task_queue: str, version: str) -> None:
-    """Say that the workers of `task_queue` serve `version` (a worker, at start). Redis
-    down: nothing is published, and every client's lookup misses anyway."""
-    try:
-        await redis.set(served_version_key(task_queue), version)
-    except REDIS_ERRORS as exc:
-        log.warning("served_version_not_published", task_queue=task_queue, error=str(exc))
+_WITHDRAW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('SET', KEYS[1], ARGV[2])
+end
+return nil
+"""
+"""Replace the published version only while it is this worker's: a worker that restarted
+first has published the new one, which must stand."""
+
+
+class Publication:
+    """The version one CPU worker serves, as it publishes and withdraws it."""
+
+    def __init__(self, redis: aioredis.Redis, task_queue: str, version: str) -> None:
+        self._redis, self._key, self.version = redis, served_version_key(task_queue), version
+        self._pending: set[asyncio.Task[None]] = set()
+
+    async def publish(self) -> None:
+        """Say the workers of the task queue serve this version (at start). Redis down:
+        nothing is published, and every client's lookup misses anyway."""
+        try:
+            await self._redis.set(self._key, self.version)
+        except REDIS_ERRORS as exc:
+            log.warning("served_version_not_published", key=self._key, error=str(exc))
+
+    def withdraw_soon(self) -> None:
+        """The catalog is about to change: clients' fast paths under this version stop."""
+        task = asyncio.get_running_loop().create_task(self._withdraw())
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _withdraw(self) -> None:
+        try:
+            await self._redis.eval(_WITHDRAW, 1, self._key, self.version, "withdrawn")
+        except REDIS_ERRORS as exc:
+            log.warning("served_version_not_withdrawn", key=self._key, error=str(exc))
+
+    async def settle(self) -> None:
+        """Wait for a withdrawal under way (before the Redis client closes)."""
+        await asyncio.gather(*self._pending, return_exceptions=True)
 
 
 class ServedVersion:
