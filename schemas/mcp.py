@@ -49,6 +49,9 @@ class McpToolPolicy(BaseModel):
     description: str | None = None
     """What models read about the tool, instead of the server's description."""
     expected_ms: int | None = Field(default=None, ge=1)
+    intents: tuple[str, ...] = ()
+    """The domain's intents this tool joins, besides its server's `intents`: a request read
+    as one of them may cause its side effect (`docs/mcp.md`)."""
 
 
 class McpServer(BaseModel):
@@ -96,6 +99,9 @@ class McpServer(BaseModel):
     """How long the worker waits at start for the server to list its tools."""
     tools: dict[str, McpToolPolicy] = Field(default_factory=dict)
     """Per-tool overrides, by the server's own tool name."""
+    intents: tuple[str, ...] = ()
+    """The domain's intents every tool of this server joins. A domain that declares intents
+    names them; one that declares none gets these beside each tool's own."""
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServer:
@@ -118,6 +124,12 @@ class McpServer(BaseModel):
     @property
     def transport(self) -> str:
         return "stdio" if self.command is not None else "http"
+
+    def intents_of(self, tool: str) -> tuple[str, ...]:
+        """The intents the server's tool `tool` (its own name) joins: the server's, then the
+        tool's own, each once."""
+        own = self.tools[tool].intents if tool in self.tools else ()
+        return tuple(dict.fromkeys((*self.intents, *own)))
 
 
 def mcp_tool_name(server: McpServer, tool: str) -> str:

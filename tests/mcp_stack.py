@@ -14,13 +14,18 @@ import os
 import signal
 import sys
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 from temporalio.client import Client, WorkflowHandle
 
 from agentkeel.schemas.names import AGENT_WORKFLOW
+from agentkeel.workers.stack.procs import free_port
 from tests.mcp_reference import npm_server, time_server
+from tests.pg import fresh_database
 
 ROOT = Path(__file__).resolve().parent.parent
 DOMAINS = Path(__file__).parent / "domains"
@@ -105,6 +110,35 @@ class McpStack:
         self.workers.append(worker)
         return worker
 
+    async def start_gateway(self) -> str:
+        """`agentkeel gateway` for this stack (no keys: loopback); its URL once it answers."""
+        port = free_port()
+        log = (self.state / "gateway.log").open("wb")
+        gateway = await asyncio.create_subprocess_exec(
+            sys.executable,
+            *("-m", "agentkeel.workers.cli", "gateway"),
+            env={
+                **self.env,
+                "AGENTKEEL_GATEWAY_ADDRESS": f"127.0.0.1:{port}",
+                "AGENTKEEL_STATE_DIR": str(self.state / "gateway"),
+            },
+            stdout=log,
+            stderr=log,
+        )
+        self.workers.append(gateway)  # stopped with the workers
+        url = f"http://127.0.0.1:{port}"
+        async with httpx.AsyncClient() as http:
+            for _ in range(600):
+                if gateway.returncode is not None:
+                    raise AssertionError((self.state / "gateway.log").read_text()[-3000:])
+                try:
+                    if (await http.get(url + "/healthz")).status_code == 200:
+                        return url
+                except httpx.TransportError:
+                    pass
+                await asyncio.sleep(0.1)
+        raise AssertionError("the gateway never answered")
+
     def kill(self, worker: asyncio.subprocess.Process) -> None:
         os.kill(worker.pid, signal.SIGKILL)
 
@@ -133,6 +167,29 @@ class McpStack:
     async def run(self, plan: dict[str, Any], actor: dict[str, Any] = OPERATOR) -> Any:
         handle = await self.start(plan, actor)
         return await asyncio.wait_for(handle.result(), timeout=45)
+
+    async def ask(self, question: str, *, role: str = "operator") -> dict[str, Any]:
+        """`agentkeel ask QUESTION --json` in a process of its own: an in-process
+        `AgentClient` (its fast path first), as a service would make one."""
+        asking = await asyncio.create_subprocess_exec(
+            sys.executable,
+            *("-m", "agentkeel.workers.cli", "ask", question, "--json", "--as", role),
+            env={**self.env, "AGENTKEEL_STATE_DIR": str(self.state / "cli")},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(asking.communicate(), timeout=120)
+        assert asking.returncode == 0, err.decode()[-3000:]
+        answer: dict[str, Any] = json.loads(out)
+        return answer
+
+    def calls(self, event: str, **fields: Any) -> int:
+        """How many `event`s with `fields` the toolbox saw."""
+        return sum(
+            1
+            for e in self.events()
+            if e["event"] == event and all(e.get(k) == v for k, v in fields.items())
+        )
 
     def events(self) -> list[dict[str, Any]]:
         path = self.state / "toolbox" / "events.log"
@@ -167,3 +224,21 @@ def worker_env(
         "AGENTKEEL_LOG_FORMAT": "json",
         "TOOLBOX_STATE": str(state / "toolbox"),
     }
+
+
+@asynccontextmanager
+async def mcp_stack(
+    client: Client, admin_dsn: str, template_database: str, redis_url: str, state: Path
+) -> AsyncIterator[tuple[McpStack, Everything]]:
+    everything = Everything(free_port())
+    await everything.start()
+    url = f"http://127.0.0.1:{everything.port}/mcp"
+    async with fresh_database(admin_dsn, template=template_database) as database_url:
+        env = worker_env(client, database_url, redis_url, state, reference_servers(state, url))
+        stack = McpStack(client, env, state)
+        await stack.start_worker()
+        try:
+            yield stack, everything
+        finally:
+            await stack.stop()
+            await everything.stop()

@@ -13,6 +13,7 @@ cancellation, an effect made once per idempotency key.
 - `append(text, delay_s)`: a side effect (destructive) made at most once per idempotency key.
 - `grow()`: adds the tool `grown` and says the tool list changed.
 - `whoami()`: the `_meta` agentkeel sent.
+- `lookup(key)`: an idempotent read that counts the calls reaching the server.
 """
 
 from __future__ import annotations
@@ -106,6 +107,13 @@ async def append(text: str, ctx: Context, delay_s: float = 0.0) -> dict[str, Any
 async def whoami(ctx: Context) -> dict[str, Any]:
     """The `_meta` this call carried."""
     return {"meta": _meta(ctx)}
+
+
+@server.tool(annotations=READ)
+async def lookup(key: str) -> dict[str, Any]:
+    """The value of `key` (each call that reaches the server is an event)."""
+    _event("lookup_called", key=key)
+    return {"key": key, "value": f"value of {key}"}
 
 
 async def grown() -> str:

@@ -16,6 +16,8 @@ from agentkeel.schemas.domain import Domain
 from agentkeel.schemas.mcp import McpServer, McpToolPolicy, mcp_tool_name, parse_mcp_servers
 from agentkeel.schemas.tools import catalog
 from agentkeel.schemas.tools.decorator import ToolDefinitionError
+from agentkeel.workers.mcp_assembly import joined_intents
+from agentkeel.workers.settings import SettingsError
 
 SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -119,3 +121,34 @@ def test_configuration_is_checked() -> None:
     reserved = types.Tool(name="t", input_schema={"type": "object", "properties": {"tenant": {}}})
     with pytest.raises(ToolDefinitionError, match="tenant"):
         _specs(McpServer(name="w", command="x"), reserved)
+
+
+def test_configured_intents_join_the_domains_declared_ones() -> None:
+    server = McpServer(
+        name="w",
+        command="x",
+        intents=("weather",),
+        tools={"book": McpToolPolicy(intents=("trips", "weather"))},
+    )
+    assert server.intents_of("book") == ("weather", "trips")
+    assert server.intents_of("forecast") == ("weather",)
+    specs = _specs(server, _tool("forecast", readOnlyHint=True), _tool("book"))
+    configured = {"weather": ["w_forecast", "w_book"], "trips": ["w_book"]}
+    declared = Domain(name="d", tools=(), persona="p", intents={"weather": (), "trips": ()})
+    joined = joined_intents(declared, list(specs.values()), configured)
+    assert joined == {"weather": ("w_forecast", "w_book"), "trips": ("w_book",)}
+    with pytest.raises(SettingsError, match=r"\['trips'\].*not declare"):
+        joined_intents(
+            Domain(name="d", tools=(), persona="p", intents={"weather": ()}),
+            list(specs.values()),
+            configured,
+        )
+    # A domain without intents keeps each tool's own, and gets the configured beside them.
+    bare = Domain(name="d", tools=(), persona="p")
+    open_intents = joined_intents(bare, list(specs.values()), {"trips": ["w_book"]})
+    assert open_intents == {
+        "w_forecast": ("w_forecast",),
+        "w_book": ("w_book",),
+        "trips": ("w_book",),
+    }
+    assert joined_intents(bare, list(specs.values()), {}) == {}

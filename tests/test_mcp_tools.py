@@ -10,43 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from temporalio.client import Client, WorkflowFailureError
 
 from agentkeel.schemas.names import APPROVE_UPDATE, PROGRESS_QUERY
-from agentkeel.workers.stack.procs import free_port
 from tests.history import awaiting_approval
-from tests.mcp_stack import (
-    VIEWER,
-    Everything,
-    McpStack,
-    reference_servers,
-    worker_env,
-)
-from tests.pg import fresh_database
-
-
-@asynccontextmanager
-async def mcp_stack(
-    client: Client, admin_dsn: str, template_database: str, redis_url: str, state: Path
-) -> AsyncIterator[tuple[McpStack, Everything]]:
-    everything = Everything(free_port())
-    await everything.start()
-    url = f"http://127.0.0.1:{everything.port}/mcp"
-    async with fresh_database(admin_dsn, template=template_database) as database_url:
-        env = worker_env(client, database_url, redis_url, state, reference_servers(state, url))
-        stack = McpStack(client, env, state)
-        await stack.start_worker()
-        try:
-            yield stack, everything
-        finally:
-            await stack.stop()
-            await everything.stop()
+from tests.mcp_stack import VIEWER, Everything, McpStack, mcp_stack
 
 
 @pytest.fixture(scope="module")
@@ -236,15 +211,48 @@ async def test_a_changed_tool_list_restarts_the_worker_with_a_new_catalog(
     with pytest.raises(WorkflowFailureError) as before:
         await mcp.run(grown)
     assert "UnknownTool" in str(before.value.cause)
+    # A path and a tool result cached under the old tools (the fast path serves the path).
+    question = f"look up k{uuid.uuid4().hex[:10]}"
+    assert (await mcp.ask(question))["cache"] == "miss"
+    assert (await mcp.ask(question))["workflow_id"] == "", "served by the fast path"
+    gateway = await mcp.start_gateway()  # a long-lived client: it listed the old tools
+    assert (await _via(gateway, question))["state"] == "answered", "its fast path serves it"
     growing = await mcp.start({"steps": [{"id": "s1", "tool": "tb_grow", "args": {}}]})
     first = mcp.workers[0]
     assert await asyncio.wait_for(first.wait(), timeout=30) == 0, "stopped by itself"
     assert "worker_restarting_for_new_catalog" in (mcp.state / "worker-0.log").read_text()
+    # No worker serves now, and the gateway's fast path already serves no path of the old
+    # tools (the worker withdrew its version as it stopped): it starts a run, which waits.
+    waiting = await _via(gateway, question, timeout_s=1)
+    assert waiting["state"] == "running", waiting
     await mcp.start_worker()  # what a supervisor does: the new worker lists the new tool
     grew = await asyncio.wait_for(growing.result(), timeout=60)  # the run in flight ends
     assert _steps(grew)["s1"]["status"] == "succeeded"
     result = await mcp.run(grown)
     assert "grown" in json.dumps(_steps(result)["s1"]["output"])
+    # That run, the first under the new catalog, found neither the path nor the tool result.
+    handle = mcp.client.get_workflow_handle(waiting["workflow_id"], result_type=dict)
+    anew = await asyncio.wait_for(handle.result(), timeout=60)
+    assert anew["cache"] == "miss" and _steps(anew)["s1"]["status"] == "succeeded"
+    key = question.split()[-1]
+    assert mcp.calls("lookup_called", key=key) == 2, "the old tool result was not reused"
+    # A client listing the new tools agrees with the restarted worker: its fast path hits.
+    assert (await mcp.ask(question))["workflow_id"] == ""
+    # The gateway, whose catalog is the old one, answers from no path of any tools; its
+    # runs do (the new path).
+    assert (await _via(gateway, question))["state"] == "completed"
+    assert mcp.calls("lookup_called", key=key) == 2
+
+
+async def _via(gateway: str, question: str, timeout_s: float = 45) -> dict[str, Any]:
+    """`POST /v1/runs?wait=true`: answered (`200`) or, past `timeout_s`, running (`202`)."""
+    body = {"question": question, "actor": {"role": "operator"}}
+    params = {"wait": "true", "timeout_s": str(timeout_s)}
+    async with httpx.AsyncClient(timeout=timeout_s + 30) as http:
+        answer = await http.post(f"{gateway}/v1/runs", params=params, json=body)
+    assert answer.status_code in (200, 202), answer.text
+    view: dict[str, Any] = answer.json()
+    return view
 
 
 async def test_an_http_server_restarted_is_reached_again(

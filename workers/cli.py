@@ -179,8 +179,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = Settings.from_env()
         configure_logging(settings.log_level, settings.log_format)
-        if args.command in ("worker", "gateway", "mcp"):
-            # Checked at once; these install it themselves, with its MCP servers' tools.
+        if args.command in ("worker", "gateway", "mcp", "ask", "demo"):
+            # Checked at once; these install it themselves, with its MCP servers' tools
+            # (whose catalog version keys the cache a client's fast path reads).
             check_domain(settings)
         elif args.command != "down":
             serve_domain(settings)  # its import, roles and tools are checked at once

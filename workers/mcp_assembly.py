@@ -7,22 +7,42 @@ against their schemas, prompts and the plan schema describe them, the catalog ve
 covers them, and the CPU worker serves them as activities (the connections stay open
 for its life). A server that cannot be reached at start stops the process with its name:
 a worker never serves half a catalog.
+
+Every process that computes the catalog version lists the same servers: the workers, the
+gateway, `agentkeel mcp`, and a client (`install_catalog`, which `AgentClient.connect`
+calls), so the client's exact-tier fast path keys agree with the workers' for an MCP
+domain too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 
 from agentkeel.activities.mcp.source import McpToolSource, McpUnreachable
 from agentkeel.schemas.domain import Domain, DomainError
 from agentkeel.schemas.domain_loading import load_domain
-from agentkeel.schemas.tools.catalog import install_domain
+from agentkeel.schemas.mcp import McpServer
+from agentkeel.schemas.tools.catalog import install_domain, installed_domain
 from agentkeel.schemas.tools.decorator import ToolDefinitionError
+from agentkeel.schemas.tools.spec import ToolSpec
 from agentkeel.workers.settings import Settings, SettingsError, StartupError
 
-__all__ = ["serve_domain_with_mcp"]
+__all__ = ["install_catalog", "mcp_servers_of", "serve_domain_with_mcp"]
+
+_listed: list[Domain] = []
+"""The domain this module installed with its MCP servers' tools (at most one a process)."""
+
+
+def mcp_servers_of(settings: Settings, domain: Domain | None = None) -> list[McpServer]:
+    """The domain's MCP servers and the deployment's, in that order."""
+    if domain is None:
+        try:
+            domain = load_domain(settings.domain)
+        except DomainError as exc:
+            raise SettingsError(str(exc)) from None
+    return [*domain.mcp_servers, *settings.mcp_server_list()]
 
 
 @asynccontextmanager
@@ -40,7 +60,7 @@ async def serve_domain_with_mcp(
         domain = load_domain(settings.domain)
     except DomainError as exc:
         raise SettingsError(str(exc)) from None
-    servers = [*domain.mcp_servers, *settings.mcp_server_list()]
+    servers = mcp_servers_of(settings, domain)
     if not servers:
         yield install_domain(domain)
         return
@@ -56,11 +76,68 @@ async def serve_domain_with_mcp(
             served = dataclasses.replace(
                 domain,
                 tools=(*domain.tools, *specs),
+                intents=joined_intents(domain, specs, source.intents),
                 downstreams=(*domain.downstreams, *downstreams),
                 mcp_servers=tuple(servers),
             )
         except DomainError as exc:
             raise SettingsError(str(exc)) from None
-        yield install_domain(served)
+        installed = install_domain(served)
+        _listed[:] = [installed]
+        yield installed
     finally:
         await source.close()
+
+
+async def install_catalog(
+    settings: Settings, *, environ: Mapping[str, str] | None = None
+) -> Domain:
+    """Install the catalog the workers serve in a process that calls no tool (a client):
+    its MCP servers are listed once and the connections closed again. A catalog installed
+    already is kept when it is the one the workers serve.
+
+    Raises:
+        SettingsError: the catalog was installed without the MCP servers' tools (its
+            version would not be the workers'), or a server's tools cannot be served.
+        StartupError: a server cannot be reached or listed.
+    """
+    installed = installed_domain()
+    if installed is not None:
+        if any(installed is d for d in _listed) or not mcp_servers_of(settings, installed):
+            return installed
+        raise SettingsError(
+            f"this process installed domain {installed.name} without its MCP servers' tools, "
+            "so its catalog version is not the workers': install it with "
+            "`await install_catalog(settings)` before anything reads the catalog"
+        )
+    async with serve_domain_with_mcp(settings, environ=environ) as domain:
+        return domain
+
+
+def joined_intents(
+    domain: Domain, specs: Sequence[ToolSpec], configured: Mapping[str, Sequence[str]]
+) -> Mapping[str, Sequence[str]]:
+    """The domain's intents with the MCP tools the configuration puts in them.
+
+    A domain that declares intents must declare every intent the configuration names (a
+    misspelt one would silently allow nothing). One that declares none keeps each tool as
+    an intent of its own name, and gets the configured ones beside them.
+
+    Raises:
+        SettingsError: the configuration names an intent the domain does not declare."""
+    if not configured:
+        return domain.intents
+    if domain.intents:
+        unknown = sorted(set(configured) - set(domain.intents))
+        if unknown:
+            raise SettingsError(
+                f"MCP servers put tools in intents {unknown}, which domain {domain.name} does "
+                f"not declare ({', '.join(domain.intents) or 'none'})"
+            )
+        base = {intent: list(tools) for intent, tools in domain.intents.items()}
+    else:
+        base = {s.name: [s.name] for s in (*domain.tools, *specs)}
+    for intent, names in configured.items():
+        joined = base.setdefault(intent, [])
+        joined.extend(n for n in names if n not in joined)
+    return {intent: tuple(tools) for intent, tools in base.items()}

@@ -11,6 +11,7 @@ import asyncpg
 import redis.asyncio as aioredis
 import structlog
 
+from agentkeel.activities.cache.served_version import Publication
 from agentkeel.activities.cache_lookup import CacheActivities
 from agentkeel.activities.conversations import ConversationStore
 from agentkeel.activities.downstream.guard import Downstreams
@@ -62,8 +63,18 @@ async def cpu_activities(
     None: the one the settings make (the rules, where no model is configured).
     `domain_environ`: where the domain's own settings are read (default: the environment).
     `on_mcp_change`: called with an MCP server's name when its tool list changed."""
-    async with serve_domain_with_mcp(settings, on_change=on_mcp_change) as domain:
-        async with _cpu_activities(settings, domain, local, domain_environ) as activities:
+    published: list[Publication] = []
+
+    def changed(server: str) -> None:
+        for publication in published:
+            publication.withdraw_soon()  # no client's fast path serves the old tools' paths
+        if on_mcp_change is not None:
+            on_mcp_change(server)
+
+    async with serve_domain_with_mcp(settings, on_change=changed) as domain:
+        async with _cpu_activities(
+            settings, domain, local, domain_environ, published
+        ) as activities:
             yield activities
 
 
@@ -73,6 +84,7 @@ async def _cpu_activities(
     domain: Domain,
     local: Policy | None,
     domain_environ: Mapping[str, str] | None,
+    published: list[Publication],
 ) -> AsyncIterator[list[Callable[..., Any]]]:
     database_url, redis_url = settings.database_url, settings.redis_url
     # The domain's own settings are checked before anything is opened.
@@ -102,6 +114,10 @@ async def _cpu_activities(
     caches = None
     try:
         caches = await build_caches(settings, redis, pool)
+        # Clients' fast paths answer only while this is the version the workers serve.
+        publication = Publication(redis, settings.task_queue, caches.paths.version)
+        await publication.publish()
+        published.append(publication)
         resources = await stack.enter_async_context(
             domain_tool_resources(domain, pool=pool, http=http, settings=own_settings)
         )
@@ -134,6 +150,8 @@ async def _cpu_activities(
         if caches is not None:
             await caches.tool_results.close()
         await http.aclose()
+        for publication in published:
+            await publication.settle()
         await redis.aclose()
         await pool.close()
 

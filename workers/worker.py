@@ -180,7 +180,9 @@ async def run_inference_worker(settings: Settings) -> None:
     # Live (not ready) from the start; the catalog (its MCP tools too) is what prompts and
     # the plan schema describe.
     async with health_endpoint(settings.health_address) as readiness:
-        async with serve_domain_with_mcp(settings):
+        # Its prompts and plan schema describe the catalog: a changed tool list restarts
+        # it as it does the CPU worker.
+        async with serve_domain_with_mcp(settings, on_change=_restart_for_new_catalog):
             await _inference_worker(settings, readiness)
 
 

@@ -5,8 +5,17 @@ planned with), so the tools are listed once, when the worker starts, and the cat
 version derives from what was listed: a server whose tool list changes changes the
 version, and no cached path outlives the tools it was planned with. A running worker
 told of a change (`notifications/tools/list_changed`) lists again and, when the list
-differs, calls `on_change`; the CPU worker then stops gracefully, to be started again
-with the new catalog (by `agentkeel up`'s watchdog, or the deployment's supervisor).
+differs, calls `on_change`; the workers then stop gracefully, to be started again with
+the new catalog (by `agentkeel up`'s watchdog, or the deployment's supervisor).
+
+Why not swap the catalog live: workflow code reads the catalog while it runs and while
+it replays (plan checks, effect admission, activity options), so a run's history replays
+only against the catalog its decisions were made with; a swap under the workflows a
+worker holds would change a run's decisions between two of its tasks, and a sound swap
+would have to keep every run's catalog, old tools and all, until the run ends, which the
+server that dropped them cannot serve. A Temporal worker's activity set is fixed when it
+is made besides, as are the caches' versions and the downstream caps: the restart makes
+all of them anew at once (`docs/mcp.md`, "A changed tool list").
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ import structlog
 
 from agentkeel.activities.mcp.connection import McpConnection, McpUnreachable
 from agentkeel.activities.mcp.specs import mcp_downstream, tool_specs
-from agentkeel.schemas.mcp import McpServer
+from agentkeel.schemas.mcp import McpServer, mcp_tool_name
 from agentkeel.schemas.tools.downstreams import Downstream
 from agentkeel.schemas.tools.spec import ToolSpec
 
@@ -53,6 +62,9 @@ class McpToolSource:
         ]
         self._listed: dict[str, list[str]] = {}
         self._checks: set[asyncio.Task[None]] = set()
+        self.intents: dict[str, list[str]] = {}
+        """Intent -> the catalog names of the listed tools the configuration puts in it
+        (`McpServer.intents`, `McpToolPolicy.intents`); filled by `start`."""
 
     async def start(self) -> tuple[list[ToolSpec], list[Downstream]]:
         """Connect to every server and list its tools, all at once.
@@ -70,6 +82,12 @@ class McpToolSource:
             self._listed[connection.server.name] = sorted(_fingerprint(t) for t in tools)
             specs.extend(served)
             downstreams.append(downstream)
+            served_names = {s.name for s in served}
+            for tool in tools:
+                name = mcp_tool_name(connection.server, tool.name)
+                if name in served_names:
+                    for intent in connection.server.intents_of(tool.name):
+                        self.intents.setdefault(intent, []).append(name)
             log.info(
                 "mcp_tools_listed",
                 server=connection.server.name,

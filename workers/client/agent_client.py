@@ -1,9 +1,11 @@
 """The Python client helper: the cache fast path, coalescing, then `AgentWorkflow`.
 
 Services and `agentkeel ask` use `AgentClient`. A question whose answer is in the
-exact tier costs one Redis round trip and starts no workflow. Otherwise identical
-requests in flight at the same moment share one run: the workflow id is derived from
-the request, and Temporal's conflict policy attaches the second caller to the first run.
+exact tier costs one Redis round trip (and, once a second at most, a read of the version
+the workers serve: `activities.cache.served_version`) and starts no workflow. Otherwise
+identical requests in flight at the same moment share one run: the workflow id is
+derived from the request, and Temporal's conflict policy attaches the second caller to
+the first run.
 """
 
 from __future__ import annotations
@@ -22,18 +24,20 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
 from agentkeel.activities.cache.backend import CacheBackend, CacheUnavailable
 from agentkeel.activities.cache.path_cache import PathCache, normalize_question
+from agentkeel.activities.cache.served_version import ServedVersion
 from agentkeel.activities.outputs import OutputStore
 from agentkeel.schemas.names import AGENT_WORKFLOW, PROGRESS_QUERY
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult, CacheStatus, Timings
 from agentkeel.schemas.tokens import token_stream_key
-from agentkeel.schemas.tools.catalog import active_domain
+from agentkeel.schemas.tools.catalog import active_domain, installed_domain
 from agentkeel.workers.client.token_follow import OnEvent, TokenReader, relay_until
 from agentkeel.workers.connections import connect_temporal, redis_client
+from agentkeel.workers.mcp_assembly import install_catalog, mcp_servers_of
 from agentkeel.workers.model_tiers import effective_cache_version
 from agentkeel.workers.plugin import agentkeel_plugin
-from agentkeel.workers.settings import Settings
+from agentkeel.workers.settings import Settings, SettingsError
 
 
 async def connect_client(settings: Settings) -> Client:
@@ -88,12 +92,23 @@ class AgentClient:
         self._paths = paths
         self._redis = redis
         self._database_url = database_url
+        # The version the workers serve: the fast path answers only while it is this one.
+        self._served = None if redis is None else ServedVersion(redis, task_queue)
 
     @classmethod
     def from_settings(
         cls, temporal: Client, settings: Settings, *, redis_url: str | None = None
     ) -> AgentClient:
-        """A client for `settings`; given a Redis URL (here or in settings) it has a fast path."""
+        """A client for `settings`; given a Redis URL (here or in settings) it has a fast path.
+
+        Its fast path is keyed by the catalog version, which for a domain with MCP servers
+        covers their tools: install the catalog first (`await install_catalog(settings)`,
+        or use `connect`, which does), or this refuses with a `SettingsError`."""
+        if installed_domain() is None and mcp_servers_of(settings):
+            raise SettingsError(
+                "the domain has MCP servers: list their tools before making a client "
+                "(`await install_catalog(settings)`, or `await AgentClient.connect(settings)`)"
+            )
         version = effective_cache_version(settings)
         url = redis_url or settings.redis_url
         database_url = settings.database_url
@@ -119,6 +134,9 @@ class AgentClient:
 
     @classmethod
     async def connect(cls, settings: Settings, *, redis_url: str | None = None) -> AgentClient:
+        """A client for `settings`, with the workers' catalog installed first (its MCP
+        servers listed, so the fast path's version is theirs)."""
+        await install_catalog(settings)
         temporal = await connect_client(settings)
         return cls.from_settings(temporal, settings, redis_url=redis_url)
 
@@ -200,6 +218,9 @@ class AgentClient:
         if active_domain().actor_problem(request.actor.role, request.actor.subject):
             return None  # the run refuses such an actor; no audience's answers are its
         started = time.perf_counter()
+        served = None if self._served is None else await self._served.current()
+        if served is not None and served != self._version:
+            return None  # the workers serve another catalog: paths under ours are stale
         try:
             found = await self._paths.lookup(
                 request.tenant,

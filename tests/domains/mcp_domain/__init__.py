@@ -1,5 +1,9 @@
 """A domain whose tools all come from MCP servers: the toolbox of the test suite, here,
-and the reference servers the deployment adds (`AGENTKEEL_MCP_SERVERS`)."""
+and the reference servers the deployment adds (`AGENTKEEL_MCP_SERVERS`).
+
+It declares intents, and its MCP configuration puts the toolbox's tools in them; its
+rules policy plans two kinds of question with them (so runs from questions, not only
+from plans, reach the path cache and the intents' side effects)."""
 
 from __future__ import annotations
 
@@ -7,9 +11,22 @@ import os
 import sys
 from pathlib import Path
 
-from agentkeel import Domain, McpServer, McpToolPolicy, Role
+from agentkeel import Domain, McpServer, McpToolPolicy, PlanPattern, Role, pattern_policy
 
 TOOLBOX = Path(__file__).resolve().parents[2] / "mcp_toolbox.py"
+
+PATTERNS = (
+    PlanPattern(
+        "lookup",
+        r"^look up (?P<key>\w+)$",
+        [{"id": "s1", "tool": "tb_lookup", "args": {"key": "{key}"}}],
+    ),
+    PlanPattern(
+        "notes",
+        r"^note (?P<text>\w+)$",
+        [{"id": "s1", "tool": "tb_append", "args": {"text": "{text}"}}],
+    ),
+)
 
 
 def domain() -> Domain:
@@ -22,15 +39,22 @@ def domain() -> Domain:
         roles=("operator",),
         concurrency=4,
         timeout_s=20,
-        tools={"append": McpToolPolicy(identity_args=("text",))},
+        tools={
+            # A TTL on a side effect is dropped: it is never cached, whatever is configured.
+            "append": McpToolPolicy(identity_args=("text",), cache_ttl_s=60, intents=("notes",)),
+            "lookup": McpToolPolicy(cache_ttl_s=900, intents=("lookup",)),
+        },
     )
     return Domain(
         name="mcpdemo",
         tools=(),
         persona="You keep notes with the tools of MCP servers.",
+        # Declared with no native tool: the MCP configuration fills them.
+        intents={"lookup": (), "notes": ()},
         roles=(
             Role("operator", "runs every tool", may_approve=True, may_send_plans=True),
             Role("viewer", "reads the time", may_send_plans=True),
         ),
         mcp_servers=(toolbox,),
+        rules_policy=pattern_policy(*PATTERNS),
     )
