@@ -67,7 +67,7 @@ class Role:
     every role). The system role always may."""
     subject_pattern: str | None = None
     """For a scoped role: a regular expression each subject must match in full
-    (`[1-9][0-9]{0,9}` for numeric customer ids). An actor whose subject does not is
+    (`[1-9][0-9]{0,9}` for numeric ids, `emp-[0-9]+`). An actor whose subject does not is
     refused at the door, before any tool reads it."""
 
     def __post_init__(self) -> None:
@@ -320,10 +320,14 @@ class Domain:
     def role_names(self) -> tuple[str, ...]:
         return (SYSTEM_ROLE, *(r.name for r in self.roles))
 
-    def actor_problem(self, role_name: str, subject: str | None) -> str | None:
+    def actor_problem(
+        self, role_name: str, subject: str | None, *, subject_patterns: bool = True
+    ) -> str | None:
         """What makes an actor of `role_name` (acting for `subject`) no actor of this
         domain, naming the field; None when it is one. The workflow refuses such a
-        request, the gateway such a key, and the client's fast path serves it nothing."""
+        request, the gateway such a key, and the client's fast path serves it nothing.
+        `subject_patterns=False` leaves the roles' `subject_pattern` out (a run recorded
+        before the workflow checked them replays as it ran)."""
         role = self.role(role_name)
         if role is None:
             known = ", ".join(self.role_names)
@@ -334,7 +338,12 @@ class Domain:
                 f'(give {{"role": "{role.name}", "subject": ...}}, or --as {role.name}:SUBJECT)'
             )
         pattern = role.subject_pattern
-        if subject is not None and pattern is not None and not re.fullmatch(pattern, subject):
+        if (
+            subject_patterns
+            and subject is not None
+            and pattern is not None
+            and not re.fullmatch(pattern, subject)
+        ):
             return (
                 f"actor.subject {subject!r} is not a {role.name} subject (it must match {pattern})"
             )

@@ -306,7 +306,13 @@ async def make_stack(
             # The inference worker's own clients: token streams and conversations.
             resources = await exits.enter_async_context(inference_resources(settings))
             for worker in (
-                cpu_worker(temporal, queue, activities, sandboxed=settings.sandboxed_workflows()),
+                cpu_worker(
+                    temporal,
+                    queue,
+                    activities,
+                    sandboxed=settings.sandboxed_workflows(),
+                    held_patches=settings.held_patch_ids(),
+                ),
                 inference_worker(
                     temporal,
                     settings.inference_task_queue,

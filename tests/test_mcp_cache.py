@@ -9,9 +9,6 @@ Keys and questions are fresh per run: the Redis of the suite outlives it.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,7 +17,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from tests.mcp_stack import DOMAINS, ROOT, McpStack, mcp_stack
+from tests.mcp_stack import McpStack, mcp_stack
 
 
 @pytest.fixture(scope="module")
@@ -100,27 +97,3 @@ async def test_a_declared_intent_admits_the_mcp_effect_the_configuration_put_in_
 def _ledger(state: Path) -> list[dict[str, Any]]:
     path = state / "toolbox" / "ledger.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def test_a_client_made_before_the_mcp_tools_are_listed_is_refused(tmp_path: Path) -> None:
-    """Its fast path would read under a version without the MCP tools: never the workers'."""
-    script = (
-        "from agentkeel.workers.client.agent_client import AgentClient\n"
-        "from agentkeel.workers.settings import Settings, SettingsError\n"
-        "try:\n"
-        "    AgentClient.from_settings(None, Settings.from_env())\n"
-        "except SettingsError as exc:\n"
-        "    print('refused:', exc)\n"
-    )
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("AGENTKEEL_")},
-        "PYTHONPATH": os.pathsep.join([str(DOMAINS), str(ROOT)]),
-        "AGENTKEEL_DOMAIN": "mcp_domain:domain",
-        "AGENTKEEL_REDIS_URL": "redis://127.0.0.1:1/0",  # never reached
-        "TOOLBOX_STATE": str(tmp_path),
-    }
-    made = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
-    )
-    assert made.returncode == 0, made.stderr[-2000:]
-    assert "refused:" in made.stdout and "install_catalog" in made.stdout

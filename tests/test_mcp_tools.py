@@ -215,7 +215,7 @@ async def test_a_changed_tool_list_restarts_the_worker_with_a_new_catalog(
     question = f"look up k{uuid.uuid4().hex[:10]}"
     assert (await mcp.ask(question))["cache"] == "miss"
     assert (await mcp.ask(question))["workflow_id"] == "", "served by the fast path"
-    gateway = await mcp.start_gateway()  # a long-lived client: it listed the old tools
+    gateway = await mcp.start_gateway()  # a long-lived client, started under the old tools
     assert (await _via(gateway, question))["state"] == "answered", "its fast path serves it"
     growing = await mcp.start({"steps": [{"id": "s1", "tool": "tb_grow", "args": {}}]})
     first = mcp.workers[0]
@@ -236,8 +236,10 @@ async def test_a_changed_tool_list_restarts_the_worker_with_a_new_catalog(
     assert anew["cache"] == "miss" and _steps(anew)["s1"]["status"] == "succeeded"
     key = question.split()[-1]
     assert mcp.calls("lookup_called", key=key) == 2, "the old tool result was not reused"
-    # A client listing the new tools agrees with the restarted worker: its fast path hits.
+    # Clients read under the version the restarted worker publishes: a new one's fast path
+    # hits, and so does the gateway's, which started under the old tools.
     assert (await mcp.ask(question))["workflow_id"] == ""
+    assert (await _via(gateway, question))["state"] == "answered"
     # The gateway, whose catalog is the old one, answers from no path of any tools; its
     # runs do (the new path).
     assert (await _via(gateway, question))["state"] == "completed"

@@ -187,7 +187,10 @@ def _recorded() -> list[Path]:
 
 def _patch_ids(path: Path) -> list[str]:
     """The patch ids a recorded history's markers hold, in order."""
-    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    return _marked(WorkflowHistory.from_json(path.stem, path.read_text()))
+
+
+def _marked(history: WorkflowHistory) -> list[str]:
     ids = []
     for event in history.events:
         if event.WhichOneof("attributes") != "marker_recorded_event_attributes":
@@ -227,3 +230,26 @@ async def test_recorded_history_replays(path: Path) -> None:
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
+
+
+async def test_a_held_release_patch_records_what_the_previous_release_recorded(
+    make_stack: StackFactory,
+) -> None:
+    """Rolled out with `AGENTKEEL_HELD_PATCHES=release-2026-12`, a new run records the
+    per-change markers the previous release's code asks for (so its workers can replay it),
+    and replays on this code too; without, it records the release's one marker."""
+    question = "Where is order 1001?"
+    held = await make_stack(held_patches=RELEASE_PATCH)
+    handle = await held.start(question, options={"use_cache": False})
+    await handle.result()
+    history = await handle.fetch_history()
+    # What the previous release's code recorded for this run (git 04c2bfd).
+    previous = ["authority-v1", "tenant-attribute-v1", "local-policy-v1", "effect-rules-v1"]
+    assert _marked(history) == [*previous, "tool-tenant-v1"]
+    replayer = Replayer(workflows=[AgentWorkflow, FanOutWorkflow], plugins=agentkeel_plugins())
+    replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert replayed.replay_failure is None, replayed.replay_failure
+    plain = await make_stack()
+    handle = await plain.start(question, options={"use_cache": False})
+    await handle.result()
+    assert _marked(await handle.fetch_history()) == [RELEASE_PATCH]

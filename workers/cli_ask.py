@@ -14,7 +14,6 @@ from agentkeel.workers.cli_options import actor_of
 from agentkeel.workers.client.agent_client import AgentClient
 from agentkeel.workers.client.report import StreamedAnswer, format_result, went_wrong
 from agentkeel.workers.client.status_line import StatusLine, follow_progress
-from agentkeel.workers.mcp_assembly import install_catalog
 from agentkeel.workers.settings import Settings
 
 EXIT_ANSWERED, EXIT_FAILED, EXIT_INVALID, EXIT_TIMED_OUT = 0, 1, 2, 3
@@ -23,9 +22,6 @@ invalid input; no answer in time."""
 
 
 async def ask(settings: Settings, args: argparse.Namespace) -> int:
-    # The workers' catalog (their MCP servers' tools too) before the actor is checked
-    # against its roles: its version keys the fast path.
-    await install_catalog(settings)
     request = AgentRequest(
         question=args.question,
         tenant=args.tenant,

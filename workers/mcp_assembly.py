@@ -8,10 +8,8 @@ covers them, and the CPU worker serves them as activities (the connections stay 
 for its life). A server that cannot be reached at start stops the process with its name:
 a worker never serves half a catalog.
 
-Every process that computes the catalog version lists the same servers: the workers, the
-gateway, `agentkeel mcp`, and a client (`install_catalog`, which `AgentClient.connect`
-calls), so the client's exact-tier fast path keys agree with the workers' for an MCP
-domain too.
+A client needs none of them: its exact-tier fast path reads under the version the
+workers publish (`activities.cache.served_version`).
 """
 
 from __future__ import annotations
@@ -24,15 +22,12 @@ from agentkeel.activities.mcp.source import McpToolSource, McpUnreachable
 from agentkeel.schemas.domain import Domain, DomainError
 from agentkeel.schemas.domain_loading import load_domain
 from agentkeel.schemas.mcp import McpServer
-from agentkeel.schemas.tools.catalog import install_domain, installed_domain
+from agentkeel.schemas.tools.catalog import install_domain
 from agentkeel.schemas.tools.decorator import ToolDefinitionError
 from agentkeel.schemas.tools.spec import ToolSpec
 from agentkeel.workers.settings import Settings, SettingsError, StartupError
 
-__all__ = ["install_catalog", "mcp_servers_of", "serve_domain_with_mcp"]
-
-_listed: list[Domain] = []
-"""The domain this module installed with its MCP servers' tools (at most one a process)."""
+__all__ = ["mcp_servers_of", "serve_domain_with_mcp"]
 
 
 def mcp_servers_of(settings: Settings, domain: Domain | None = None) -> list[McpServer]:
@@ -82,36 +77,9 @@ async def serve_domain_with_mcp(
             )
         except DomainError as exc:
             raise SettingsError(str(exc)) from None
-        installed = install_domain(served)
-        _listed[:] = [installed]
-        yield installed
+        yield install_domain(served)
     finally:
         await source.close()
-
-
-async def install_catalog(
-    settings: Settings, *, environ: Mapping[str, str] | None = None
-) -> Domain:
-    """Install the catalog the workers serve in a process that calls no tool (a client):
-    its MCP servers are listed once and the connections closed again. A catalog installed
-    already is kept when it is the one the workers serve.
-
-    Raises:
-        SettingsError: the catalog was installed without the MCP servers' tools (its
-            version would not be the workers'), or a server's tools cannot be served.
-        StartupError: a server cannot be reached or listed.
-    """
-    installed = installed_domain()
-    if installed is not None:
-        if any(installed is d for d in _listed) or not mcp_servers_of(settings, installed):
-            return installed
-        raise SettingsError(
-            f"this process installed domain {installed.name} without its MCP servers' tools, "
-            "so its catalog version is not the workers': install it with "
-            "`await install_catalog(settings)` before anything reads the catalog"
-        )
-    async with serve_domain_with_mcp(settings, environ=environ) as domain:
-        return domain
 
 
 def joined_intents(

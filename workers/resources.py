@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -115,9 +116,12 @@ async def _cpu_activities(
     try:
         caches = await build_caches(settings, redis, pool)
         # Clients' fast paths answer only while this is the version the workers serve.
-        publication = Publication(redis, settings.task_queue, caches.paths.version)
+        publication = Publication(
+            redis, settings.task_queue, caches.paths.version, settings.temporal_namespace
+        )
         await publication.publish()
         published.append(publication)
+        stack.push_async_callback(_cancelled, asyncio.create_task(publication.keep_published()))
         resources = await stack.enter_async_context(
             domain_tool_resources(domain, pool=pool, http=http, settings=own_settings)
         )
@@ -154,6 +158,11 @@ async def _cpu_activities(
             await publication.settle()
         await redis.aclose()
         await pool.close()
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
 
 
 def downstreams(settings: Settings, redis: aioredis.Redis) -> Downstreams:

@@ -160,6 +160,13 @@ class Settings(BaseModel):
     workflow task (workflow changes gated by `workflow.patched`, as without versioning), or
     `pinned`, a run stays on the version that started it (keep that version's workers
     until its runs end: approvals may wait days)."""
+    held_patches: str = ""
+    """Patch ids (comma-separated, e.g. `release-2026-12`) that CPU workers leave inactive
+    in the runs they start: such a run takes the code's old branch and records no marker
+    for them, so workers of the previous release can still replay it. Roll a release out
+    with its new patch ids held, and drop this once no worker of the previous release is
+    left (`docs/deployment.md`). Runs that already carry a marker replay by it, whatever
+    this says."""
     state_dir: Path = Field(default_factory=lambda: Path.cwd() / ".agentkeel")
     """Where `up` keeps the Temporal database, embedded Postgres/Redis data, logs and pid file."""
     domain: str = ""
@@ -351,6 +358,10 @@ class Settings(BaseModel):
     def _mcp_servers_parse(cls, text: str) -> str:
         parse_mcp_servers(text)
         return text
+
+    def held_patch_ids(self) -> frozenset[str]:
+        """`held_patches`, read."""
+        return frozenset(p.strip() for p in self.held_patches.split(",") if p.strip())
 
     def mcp_server_list(self) -> list[McpServer]:
         """`mcp_servers`, read (checked when the settings were)."""

@@ -5,13 +5,18 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import timedelta
 from typing import Any
 
 import structlog
 from temporalio.client import Client
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerDeploymentConfig
+from temporalio.worker import (
+    PatchActivationInput,
+    UnsandboxedWorkflowRunner,
+    Worker,
+    WorkerDeploymentConfig,
+)
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agentkeel.activities.model_calls import InferenceActivities
@@ -54,6 +59,7 @@ def cpu_worker(
     extra_workflows: Sequence[type] = (),
     sandboxed: bool = False,
     deployment: WorkerDeploymentConfig | None = None,
+    held_patches: Collection[str] = (),
 ) -> Worker:
     """Runs `AgentWorkflow` (and the cache warmer), the tools, the cache and persistence.
 
@@ -67,6 +73,10 @@ def cpu_worker(
     (`tests/test_replay.py`), and the suite also runs the agent sandboxed.
 
     `deployment`: its worker deployment version (`workers.versioning`); None: unversioned.
+
+    `held_patches`: patch ids left inactive in the runs this worker starts
+    (`AGENTKEEL_HELD_PATCHES`): the SDK asks the callback only for a run's first, not
+    replayed, `workflow.patched()` of an id, so histories already marked replay as marked.
     """
     # The served domain is loaded here, outside any sandbox, before a workflow needs it.
     active_domain()
@@ -83,7 +93,15 @@ def cpu_worker(
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
         graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
         deployment_config=deployment,
+        patch_activation_callback=_holding(frozenset(held_patches)) if held_patches else None,
     )
+
+
+def _holding(held: frozenset[str]) -> Callable[[PatchActivationInput], bool]:
+    def activate(patch: PatchActivationInput) -> bool:
+        return patch.patch_id not in held
+
+    return activate
 
 
 def inference_worker(
@@ -158,6 +176,7 @@ async def _cpu_worker(settings: Settings, readiness: Readiness) -> None:
             activities,
             sandboxed=settings.sandboxed_workflows(),
             deployment=deployment_config(settings),
+            held_patches=settings.held_patch_ids(),
         )
         await _run_until_signalled(worker, readiness)
 

@@ -31,7 +31,7 @@ from agentkeel.workflows.dag.run_context import RunContext
 from agentkeel.workflows.graph import AGENT_GRAPH, compiled_graph
 from agentkeel.workflows.inputs import invalid, one_input
 from agentkeel.workflows.nodes.run_record import record_cancelled_run
-from agentkeel.workflows.release import since
+from agentkeel.workflows.release import RELEASE_PATCH, since
 from agentkeel.workflows.request_checks import check_request
 from agentkeel.workflows.search_attributes import AGENT_TENANT, TEMPORAL_SCHEDULED_BY_ID
 from agentkeel.workflows.state import AgentState
@@ -157,7 +157,8 @@ class AgentWorkflow:
         """One input: `AgentRequest` JSON (a model instance from Python callers works too)."""
         authority = since(AUTHORITY_PATCH)
         request = parse_request(inputs, strict=authority)
-        check_request(request)
+        # Subject patterns came with this release: a run recorded before replays unchecked.
+        check_request(request, subject_patterns=workflow.patched(RELEASE_PATCH))
         carried = parse_continuation(inputs)
         if since(TENANT_ATTRIBUTE_PATCH):
             workflow.upsert_search_attributes([AGENT_TENANT.value_set(request.tenant)])

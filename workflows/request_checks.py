@@ -19,11 +19,13 @@ from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.tools.catalog import SIDE_EFFECT_TOOLS, TOOLS, active_domain
 
 
-def check_request(request: AgentRequest) -> None:
-    """Raise a non-retryable `ApplicationError` for a request the domain cannot serve."""
+def check_request(request: AgentRequest, *, subject_patterns: bool = True) -> None:
+    """Raise a non-retryable `ApplicationError` for a request the domain cannot serve
+    (`subject_patterns`: whether the roles' subject patterns are checked; see
+    `Domain.actor_problem`)."""
     domain = active_domain()
     actor = request.actor
-    problem = domain.actor_problem(actor.role, actor.subject)
+    problem = domain.actor_problem(actor.role, actor.subject, subject_patterns=subject_patterns)
     if problem is not None:
         raise _refused(INVALID_REQUEST, problem)
     role = domain.role(actor.role)

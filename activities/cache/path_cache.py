@@ -127,6 +127,11 @@ class PathCache:
         self.plan_ttl = plan_ttl
         self.tiers: tuple[PathTier, ...] = tuple(tiers) or (ExactTier(),)
 
+    def under(self, version: str) -> PathCache:
+        """This cache as it reads and writes under another version (a client reading the
+        paths of the version the workers serve)."""
+        return PathCache(self._backend, version=version, plan_ttl=self.plan_ttl, tiers=self.tiers)
+
     def key(
         self,
         tenant: str,

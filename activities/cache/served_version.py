@@ -1,17 +1,18 @@
 """The cache version the workers of a task queue serve, published in Redis for clients.
 
-A client's exact-tier fast path reads paths under its own cache version (catalog digest +
-policy version). While that is the workers' version it serves what they stored. When the
-workers start with another catalog (an MCP server's tool list changed and they restarted,
-a deploy changed a tool), paths stored under the old version are still in Redis until
-their TTLs end; a long-lived client that computed its version before the change (the
-gateway, `agentkeel mcp`, a service's `AgentClient`) would go on serving them. So each CPU
-worker publishes its version when it starts, and a client serves from its fast path only
-while the published version is its own: otherwise it starts runs, whose lookups use the
-workers' version. A worker told that its catalog changed withdraws its version at once
-(while it is still the one published), so no client serves the old tools' paths while the
-worker restarts. The last worker to start wins; in a fleet half restarted, a client may
-miss when it could have hit, never the reverse.
+A client's exact-tier fast path must read paths under the version the workers serve now,
+not one it computed itself: when the workers start with another catalog (an MCP server's
+tool list changed and they restarted, a deploy changed a tool), paths under the old
+version are still in Redis until their TTLs end, and a long-lived client (the gateway,
+`agentkeel mcp`, a service's `AgentClient`) would go on serving them. So each CPU worker
+publishes its version when it starts, and again every `REPUBLISH_EVERY_S` while it runs
+(a publication lost to a Redis blip is repaired); a client looks up under whatever version
+is published, whatever its own catalog says, so it needs no MCP server of its own. A
+worker told that its catalog changed withdraws its version at once (while it is still
+the one published), and until a worker publishes again no client answers from its fast
+path. Where Redis cannot say, or says "withdrawn", the client starts runs (their lookups
+use the workers' version): it may miss when it could have hit, never serve the reverse.
+With workers of two versions on one queue (a rollout), the latest publication wins.
 """
 
 from __future__ import annotations
@@ -24,7 +25,13 @@ import structlog
 
 from agentkeel.activities.redis_errors import REDIS_ERRORS
 
-__all__ = ["CHECK_EVERY_S", "Publication", "ServedVersion", "served_version_key"]
+__all__ = [
+    "CHECK_EVERY_S",
+    "REPUBLISH_EVERY_S",
+    "Publication",
+    "ServedVersion",
+    "served_version_key",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -34,8 +41,14 @@ CHECK_EVERY_S = 1.0
 once a second at most, and a client learns of restarted workers within about that."""
 
 
-def served_version_key(task_queue: str) -> str:
-    return f"{KEY_PREFIX}:{task_queue}"
+REPUBLISH_EVERY_S = 10.0
+"""How often a running CPU worker says again what it serves."""
+WITHDRAWN = "withdrawn"
+
+
+def served_version_key(task_queue: str, namespace: str = "default") -> str:
+    """Per Temporal namespace and task queue: deployments sharing one Redis stay apart."""
+    return f"{KEY_PREFIX}:{{{namespace}}}:{task_queue}"
 
 
 _WITHDRAW = """
@@ -51,27 +64,41 @@ first has published the new one, which must stand."""
 class Publication:
     """The version one CPU worker serves, as it publishes and withdraws it."""
 
-    def __init__(self, redis: aioredis.Redis, task_queue: str, version: str) -> None:
-        self._redis, self._key, self.version = redis, served_version_key(task_queue), version
+    def __init__(
+        self, redis: aioredis.Redis, task_queue: str, version: str, namespace: str = "default"
+    ) -> None:
+        self._redis, self.version = redis, version
+        self._key = served_version_key(task_queue, namespace)
         self._pending: set[asyncio.Task[None]] = set()
+        self._withdrawn = False
 
     async def publish(self) -> None:
-        """Say the workers of the task queue serve this version (at start). Redis down:
-        nothing is published, and every client's lookup misses anyway."""
+        """Say the workers of the task queue serve this version (at start, then again every
+        `REPUBLISH_EVERY_S`: see `keep_published`). Redis down: nothing is published, and
+        every client's lookup misses anyway."""
+        if self._withdrawn:
+            return
         try:
             await self._redis.set(self._key, self.version)
         except REDIS_ERRORS as exc:
             log.warning("served_version_not_published", key=self._key, error=str(exc))
 
+    async def keep_published(self) -> None:
+        """Publish again every `REPUBLISH_EVERY_S` until cancelled or withdrawn."""
+        while not self._withdrawn:
+            await asyncio.sleep(REPUBLISH_EVERY_S)
+            await self.publish()
+
     def withdraw_soon(self) -> None:
         """The catalog is about to change: clients' fast paths under this version stop."""
+        self._withdrawn = True
         task = asyncio.get_running_loop().create_task(self._withdraw())
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
     async def _withdraw(self) -> None:
         try:
-            await self._redis.eval(_WITHDRAW, 1, self._key, self.version, "withdrawn")
+            await self._redis.eval(_WITHDRAW, 1, self._key, self.version, WITHDRAWN)
         except REDIS_ERRORS as exc:
             log.warning("served_version_not_withdrawn", key=self._key, error=str(exc))
 
@@ -81,23 +108,28 @@ class Publication:
 
 
 class ServedVersion:
-    """What the workers of `task_queue` serve, as a client reads it (kept `CHECK_EVERY_S`)."""
+    """What the workers of `task_queue` serve, as a client reads it (kept `CHECK_EVERY_S`,
+    a failed read too, so a Redis outage costs a request no extra wait)."""
 
-    def __init__(self, redis: aioredis.Redis, task_queue: str) -> None:
-        self._redis, self._key = redis, served_version_key(task_queue)
+    def __init__(self, redis: aioredis.Redis, task_queue: str, namespace: str = "default") -> None:
+        self._redis, self._key = redis, served_version_key(task_queue, namespace)
         self._value: str | None = None
         self._read_at = float("-inf")
 
-    async def current(self) -> str | None:
-        """The published version; None when none is (no worker started since) or Redis
-        cannot say (the lookup that follows will find out)."""
+    async def current(self, unpublished: str) -> str | None:
+        """The version to look paths up under: the published one; `unpublished` when no
+        worker has published (workers of a release before publication existed); None,
+        serve nothing, when it was withdrawn or Redis cannot say."""
         now = time.monotonic()
-        if now - self._read_at < CHECK_EVERY_S:
-            return self._value
-        try:
-            raw = await self._redis.get(self._key)
-        except REDIS_ERRORS:
-            return None
-        self._value = raw.decode() if isinstance(raw, bytes) else raw
-        self._read_at = now
-        return self._value
+        if now - self._read_at >= CHECK_EVERY_S:
+            self._read_at = now
+            try:
+                raw = await self._redis.get(self._key)
+            except REDIS_ERRORS:
+                self._value = WITHDRAWN
+            else:
+                value = raw.decode() if isinstance(raw, bytes) else raw
+                self._value = value
+        if self._value is None:
+            return unpublished
+        return None if self._value == WITHDRAWN else self._value

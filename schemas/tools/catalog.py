@@ -31,7 +31,6 @@ __all__ = [
     "catalog_version",
     "has_side_effect",
     "install_domain",
-    "installed_domain",
     "requested_side_effects",
 ]
 
@@ -69,11 +68,6 @@ def install_domain(domain: Domain) -> Domain:
     if _current is None:
         _current = _Catalog(domain)
     return domain
-
-
-def installed_domain() -> Domain | None:
-    """The domain installed in this process, or None before any (nothing is loaded here)."""
-    return None if _current is None else _current.domain
 
 
 def _catalog() -> _Catalog:

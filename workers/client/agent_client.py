@@ -31,13 +31,12 @@ from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult, CacheStatus, Timings
 from agentkeel.schemas.tokens import token_stream_key
-from agentkeel.schemas.tools.catalog import active_domain, installed_domain
+from agentkeel.schemas.tools.catalog import active_domain
 from agentkeel.workers.client.token_follow import OnEvent, TokenReader, relay_until
 from agentkeel.workers.connections import connect_temporal, redis_client
-from agentkeel.workers.mcp_assembly import install_catalog, mcp_servers_of
 from agentkeel.workers.model_tiers import effective_cache_version
 from agentkeel.workers.plugin import agentkeel_plugin
-from agentkeel.workers.settings import Settings, SettingsError
+from agentkeel.workers.settings import Settings
 
 
 async def connect_client(settings: Settings) -> Client:
@@ -83,17 +82,19 @@ class AgentClient:
         paths: PathCache | None = None,
         redis: aioredis.Redis | None = None,
         database_url: str | None = None,
+        namespace: str = "default",
     ) -> None:
         """`database_url`: where outputs kept by reference are read back, so results come
-        back complete; None leaves them as `output_ref`."""
+        back complete; None leaves them as `output_ref`. `namespace`: the Temporal
+        namespace of `task_queue` (whose workers' published version the fast path uses)."""
         self.temporal = temporal
         self._task_queue = task_queue
         self._version = version
         self._paths = paths
         self._redis = redis
         self._database_url = database_url
-        # The version the workers serve: the fast path answers only while it is this one.
-        self._served = None if redis is None else ServedVersion(redis, task_queue)
+        # The version the workers serve: the fast path looks paths up under it.
+        self._served = None if redis is None else ServedVersion(redis, task_queue, namespace)
 
     @classmethod
     def from_settings(
@@ -101,14 +102,9 @@ class AgentClient:
     ) -> AgentClient:
         """A client for `settings`; given a Redis URL (here or in settings) it has a fast path.
 
-        Its fast path is keyed by the catalog version, which for a domain with MCP servers
-        covers their tools: install the catalog first (`await install_catalog(settings)`,
-        or use `connect`, which does), or this refuses with a `SettingsError`."""
-        if installed_domain() is None and mcp_servers_of(settings):
-            raise SettingsError(
-                "the domain has MCP servers: list their tools before making a client "
-                "(`await install_catalog(settings)`, or `await AgentClient.connect(settings)`)"
-            )
+        The fast path reads paths under the version the workers publish
+        (`activities.cache.served_version`), so a client needs neither the domain's MCP
+        servers nor a restart when the workers' catalog changes."""
         version = effective_cache_version(settings)
         url = redis_url or settings.redis_url
         database_url = settings.database_url
@@ -130,13 +126,12 @@ class AgentClient:
             paths=paths,
             redis=redis,
             database_url=database_url,
+            namespace=settings.temporal_namespace,
         )
 
     @classmethod
     async def connect(cls, settings: Settings, *, redis_url: str | None = None) -> AgentClient:
-        """A client for `settings`, with the workers' catalog installed first (its MCP
-        servers listed, so the fast path's version is theirs)."""
-        await install_catalog(settings)
+        """A client for `settings`, connected to its Temporal."""
         temporal = await connect_client(settings)
         return cls.from_settings(temporal, settings, redis_url=redis_url)
 
@@ -218,11 +213,14 @@ class AgentClient:
         if active_domain().actor_problem(request.actor.role, request.actor.subject):
             return None  # the run refuses such an actor; no audience's answers are its
         started = time.perf_counter()
-        served = None if self._served is None else await self._served.current()
-        if served is not None and served != self._version:
-            return None  # the workers serve another catalog: paths under ours are stale
+        served = (
+            self._version if self._served is None else await self._served.current(self._version)
+        )
+        if served is None:
+            return None  # withdrawn, or Redis cannot say: the run's own lookup decides
+        paths = self._paths if served == self._paths.version else self._paths.under(served)
         try:
-            found = await self._paths.lookup(
+            found = await paths.lookup(
                 request.tenant,
                 request.question,
                 conversation_id=request.conversation_id,

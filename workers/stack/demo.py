@@ -9,7 +9,7 @@ from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.workers.client.agent_client import AgentClient
 from agentkeel.workers.client.report import format_result, went_wrong
 from agentkeel.workers.client.status_line import StatusLine, stack_starting
-from agentkeel.workers.domain_assembly import check_domain
+from agentkeel.workers.domain_assembly import serve_domain
 from agentkeel.workers.settings import Settings
 from agentkeel.workers.stack.supervisor import describe, start_detached
 
@@ -18,8 +18,7 @@ DEMO_TENANT = AgentRequest.model_fields["tenant"].default
 
 
 async def run_demo(settings: Settings) -> int:
-    # Installed by the client once the stack is up, with its MCP servers' tools.
-    domain = check_domain(settings)
+    domain = serve_domain(settings)
     if not domain.demo_questions:
         print(f"domain {domain.name} has no demo questions (Domain.demo_questions)")
         return 1
