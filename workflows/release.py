@@ -11,9 +11,13 @@ replay `since` falls back to each change's own marker, exactly as that run was r
 (`tests/test_replay.py` replays both kinds).
 
 `RELEASE_PATCH` is asked first thing in `AgentWorkflow.run` (`workflow.patched` memoizes
-it for the rest of the run), never first in the middle of a workflow task. A change made
-after this release gets its own id and a plain `workflow.patched()`, until a later
-release id gathers it.
+it for the rest of the run); a `FanOutWorkflow` part asks it at its first `since`, where
+it asked its own change before. A change made after this release gets its own id and a
+plain `workflow.patched()`, until a later release id gathers it.
+
+Workers of the previous release cannot replay a run that carries `RELEASE_PATCH` (an
+unknown marker is a nondeterminism error): roll this release out first with it held
+(`AGENTKEEL_HELD_PATCHES=release-2026-12`; `docs/deployment.md`).
 """
 
 from __future__ import annotations

@@ -143,7 +143,7 @@ def _concepts(text: str) -> tuple[frozenset[str], list[str]]:
     words = [w for w in tokens if w and not w.endswith("n't")]
     out: set[str] = set()
     phrases, singles = _folding()
-    # Phrases first, longest first ("tracking number" before "tracking"), on stems, so
+    # Phrases first, longest first ("due date" before "due"), on stems, so
     # "gift cards" is "gift card"; function words inside a phrase ("send it back") count.
     line = " " + " ".join(words) + " "
     for phrase, concepts in phrases:

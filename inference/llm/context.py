@@ -53,7 +53,7 @@ def facts_of(
 ) -> dict[str, Any]:
     """The identifying fields of successful tool outputs (for a turn's summary): ids by
     name (`ID_SUFFIXES`), and the fields each tool declares as what a row says of itself
-    (the top level of its `trusted_fields`: a status, a total, a tracking number), from
+    (the top level of its `trusted_fields`: a status, a total, a due date), from
     the catalog (`tools`, by default the installed domain's)."""
     tools = TOOLS if tools is None else tools
     facts: dict[str, Any] = {}

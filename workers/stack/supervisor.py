@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 
 from agentkeel.workers.connections import redact
+from agentkeel.workers.event_loop import run as run_loop
 from agentkeel.workers.settings import Settings
 from agentkeel.workers.stack.local import LocalStack, StackEndpoints, child_env
 from agentkeel.workers.stack.pids import pid_alive, read_pid_file, started_children, write_pid_file
@@ -68,7 +69,7 @@ def describe(endpoints: StackEndpoints) -> str:
 def run_foreground(settings: Settings) -> int:
     """Run the whole stack (with workers) until SIGINT/SIGTERM; 0 on a clean stop, 1 on error."""
     try:
-        return asyncio.run(_serve(settings))
+        return run_loop(_serve(settings), settings.event_loop)
     except StackError as exc:
         print(f"agentkeel up: {exc}", file=sys.stderr)
         return 1

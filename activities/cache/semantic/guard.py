@@ -3,8 +3,8 @@
 Embeddings place "refund order 1001" and "refund order 1002" (or a question and its
 negation) closer together than most true paraphrases, so no similarity threshold alone
 separates them. The guard compares what embeddings blur: the literal facts of the two
-questions — SKUs, tracking numbers, emails, money amounts, other numbers and IDs — and
-their negations. Which identifiers a domain writes (SKUs, ticket numbers) is the domain's
+questions — identifiers, emails, money amounts, other numbers — and
+their negations. Which identifiers a domain writes (part numbers, ticket numbers) is the domain's
 to say (`Domain.entity_patterns`). Any difference rejects the candidate: a miss costs one
 fresh run, a
 false hit serves the answer to another question.
