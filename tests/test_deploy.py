@@ -187,7 +187,7 @@ def test_worker_versioning_is_off_by_default_and_one_version_for_both_kinds() ->
     services = _compose()["services"]
 
     def versions(shell: dict[str, str]) -> set[tuple[str, str, str]]:
-        found = set()
+        found: set[tuple[str, str, str]] = set()
         for name in ("cpu-worker", "inference-worker"):
             env = {k: _interpolate(str(v), shell) for k, v in services[name]["environment"].items()
                    if k.startswith("AGENTKEEL_WORKER_")}  # fmt: skip
