@@ -163,3 +163,42 @@ def test_compose_scales_as_a_fleet() -> None:
     assert env["AGENTKEEL_SEMANTIC_INDEX"].endswith("pgvector}")
     assert services["postgres"]["image"].startswith("pgvector/pgvector:")
     assert "--scale cpu-worker=3" in (ROOT / "docker-compose.yml").read_text()
+
+
+_VARIABLE = re.compile(r"\$\{(\w+)(:?-)([^}]*)\}")
+
+
+def _interpolate(value: str, shell: dict[str, str]) -> str:
+    """`${VAR:-default}` and `${VAR-default}` as Compose fills them from the shell."""
+
+    def fill(m: re.Match[str]) -> str:
+        name, op, default = m.groups()
+        if name in shell and (shell[name] or op == "-"):
+            return shell[name]
+        return default
+
+    return _VARIABLE.sub(fill, value)
+
+
+def test_worker_versioning_is_off_by_default_and_one_version_for_both_kinds() -> None:
+    """Unset in the shell, both workers are unversioned; set, both poll as one version."""
+    from agentkeel.workers.settings import Settings
+
+    services = _compose()["services"]
+
+    def versions(shell: dict[str, str]) -> set[tuple[str, str, str]]:
+        found: set[tuple[str, str, str]] = set()
+        for name in ("cpu-worker", "inference-worker"):
+            env = {k: _interpolate(str(v), shell) for k, v in services[name]["environment"].items()
+                   if k.startswith("AGENTKEEL_WORKER_")}  # fmt: skip
+            s = Settings.from_env(env)
+            found.add((s.worker_deployment, s.worker_build_id, s.worker_versioning))
+        return found
+
+    assert versions({}) == {("", "", "auto_upgrade")}
+    release = {"AGENTKEEL_WORKER_DEPLOYMENT": "agentkeel", "AGENTKEEL_WORKER_BUILD_ID": "1.4.0",
+               "AGENTKEEL_WORKER_VERSIONING": "pinned"}  # fmt: skip
+    assert versions(release) == {("agentkeel", "1.4.0", "pinned")}
+    documented = (ROOT / "docs" / "deployment.md").read_text()
+    for var in release:
+        assert var in documented, var

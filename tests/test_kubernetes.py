@@ -5,11 +5,13 @@ the `openAPIV3Schema` of KEDA's own CRDs, vendored at a release (deploy/kubernet
 unknown fields refused, as the API server's strict validation refuses them). Then what the
 base must say: probes on /ready, draining within the grace period, PDBs that select the pods,
 one Temporal trigger per worker kind on its own task queue, the GPU and the model volume of
-the inference pool.
+the inference pool, and both worker kinds polling as one worker deployment version that
+their triggers scale on (as KEDA resolves it from each Deployment's container).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,6 +22,7 @@ import pytest
 import yaml
 
 from agentkeel.schemas.queues import TASK_QUEUE, inference_queue
+from agentkeel.workers.settings import Settings
 from agentkeel.workers.worker import GRACEFUL_SHUTDOWN
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
@@ -75,11 +78,15 @@ TEMPORAL_TRIGGER_METADATA = {
             "endpoint", "namespace", "taskQueue", "queueTypes", "targetQueueSize",
             "activationTargetQueueSize", "workerDeploymentName", "workerDeploymentBuildId",
             "minConnectTimeout", "unsafeSsl", "tlsServerName",
+            # The parameters of order `resolvedEnv`, read from the scale target's container.
+            "endpointFromEnv", "namespaceFromEnv", "taskQueueFromEnv",
+            "workerDeploymentNameFromEnv", "workerDeploymentBuildIdFromEnv",
         )
     },
 }  # fmt: skip
 """The Temporal scaler's trigger metadata in KEDA v2.20.2 (`pkg/scalers/temporal_scaler.go`,
-less its deprecated build-ID rules): a trigger's metadata is a free string map in the CRD."""
+less its deprecated build-ID rules; `<name>FromEnv` per `scalersconfig/typed_config.go`): a
+trigger's metadata is a free string map in the CRD."""
 
 
 def _validator(kind: str) -> jsonschema.protocols.Validator:
@@ -88,14 +95,19 @@ def _validator(kind: str) -> jsonschema.protocols.Validator:
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
-@pytest.fixture(scope="module")
-def rendered() -> list[dict[str, Any]]:
+def _render(directory: Path) -> list[dict[str, Any]]:
     if not Path(KUBECTL).exists():
         pytest.skip("kubectl is not installed")
     out = subprocess.run(
-        [KUBECTL, "kustomize", str(BASE)], capture_output=True, text=True, check=True, timeout=60
-    ).stdout
+        [KUBECTL, "kustomize", str(directory)],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
     return [d for d in yaml.safe_load_all(out) if d]
+
+
+@pytest.fixture(scope="module")
+def rendered() -> list[dict[str, Any]]:
+    return _render(BASE)
 
 
 def _one(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
@@ -186,3 +198,73 @@ def test_the_inference_pool_requests_a_gpu_and_mounts_the_models(
     assert _one(rendered, "PersistentVolumeClaim", claim)
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["HF_HOME"] == mount["mountPath"]
+
+
+WORKERS = ("agentkeel-cpu-worker", "agentkeel-inference-worker")
+
+
+def _container_env(docs: list[dict[str, Any]], deployment: str) -> dict[str, str]:
+    """The plain variables of a Deployment's container, as KEDA resolves them for a
+    trigger's `...FromEnv`: its ConfigMaps' data (envFrom, in order), then its own `env`."""
+    [container] = _one(docs, "Deployment", deployment)["spec"]["template"]["spec"]["containers"]
+    env: dict[str, str] = {}
+    for source in container.get("envFrom", []):
+        if "configMapRef" in source:
+            env |= _one(docs, "ConfigMap", source["configMapRef"]["name"])["data"]
+    env |= {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
+    return env
+
+
+def _versions(docs: list[dict[str, Any]]) -> dict[str, tuple[str, str, str]]:
+    """Per worker Deployment: the version its pods poll as (deployment, build id), checked
+    as the worker's Settings check it, and the one its trigger scales on."""
+    out: dict[str, tuple[str, str, str]] = {}
+    for name in WORKERS:
+        env = _container_env(docs, name)
+        settings = Settings.from_env(env)  # the pair set together, a known behaviour
+        [trigger] = _one(docs, "ScaledObject", name)["spec"]["triggers"]
+        meta = trigger["metadata"]
+        scaled = (
+            env[meta["workerDeploymentNameFromEnv"]],
+            env[meta["workerDeploymentBuildIdFromEnv"]],
+        )
+        assert scaled == (settings.worker_deployment, settings.worker_build_id), name
+        out[name] = (*scaled, settings.worker_versioning)
+    return out
+
+
+def test_both_worker_kinds_poll_as_one_version_and_scale_on_its_backlog(
+    rendered: list[dict[str, Any]],
+) -> None:
+    versions = _versions(rendered)
+    [version] = set(versions.values())
+    deployment, build_id, behaviour = version
+    assert deployment and build_id, "versioning is on in the base"
+    assert behaviour == "auto_upgrade"
+
+
+def test_a_release_sets_its_build_id_once_for_both_kinds_and_their_triggers(
+    rendered: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """An overlay as docs/deployment.md writes it: the image tag and, merged into the
+    release ConfigMap, the same build id. Both Deployments roll (the ConfigMap's hashed
+    name changes) and both triggers follow, with nothing else to edit."""
+    (tmp_path / "kustomization.yaml").write_text(
+        yaml.safe_dump({
+            "resources": [os.path.relpath(BASE, tmp_path)],
+            "images": [{"name": "agentkeel", "newTag": "1.4.0"}],
+            "configMapGenerator": [{
+                "name": "agentkeel-release", "behavior": "merge",
+                "literals": ["AGENTKEEL_WORKER_BUILD_ID=1.4.0"],
+            }],
+        })
+    )  # fmt: skip
+    released = _render(tmp_path)
+    [version] = set(_versions(released).values())
+    assert version[1] == "1.4.0"
+    assert version[0] == _versions(rendered)[WORKERS[0]][0], "the deployment name stays"
+    for name in WORKERS:
+        before = _one(rendered, "Deployment", name)["spec"]["template"]["spec"]
+        after = _one(released, "Deployment", name)["spec"]["template"]["spec"]
+        assert before["containers"][0]["envFrom"] != after["containers"][0]["envFrom"], name
+        assert after["containers"][0]["image"].endswith(":1.4.0")

@@ -240,9 +240,6 @@ async def test_a_changed_tool_list_restarts_the_worker_with_a_new_catalog(
     # hits, and so does the gateway's, which started under the old tools.
     assert (await mcp.ask(question))["workflow_id"] == ""
     assert (await _via(gateway, question))["state"] == "answered"
-    # The gateway, whose catalog is the old one, answers from no path of any tools; its
-    # runs do (the new path).
-    assert (await _via(gateway, question))["state"] == "completed"
     assert mcp.calls("lookup_called", key=key) == 2
 
 
