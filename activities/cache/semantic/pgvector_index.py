@@ -14,6 +14,13 @@ lookup: at 100k entries a p50 of 16.5 ms beside FAISS's 0.65 ms on a busy 2-core
 (`python -m bench.semantic_stores`), inside the tier's 500 ms deadline, beside about 11 ms
 to embed the question.
 
+Each embedder has its own table, `semantic_vectors_<digest of its identity>` (the identity
+is the table's comment): vectors of two models are never compared, and a model of another
+dimension needs a column of its own size anyway. Changing the embedder starts an empty
+table; the old one is left for an operator to drop. Invalidations (`remove_path_keys`)
+reach only the current embedder's table: an older table's entries still point at paths
+that the exact tier has dropped, so they can only miss.
+
 The schema is made here at start (`load`), not by a migration: the `vector` extension is
 only needed where this index is chosen. A Postgres without it fails the worker's start, saying so
 (`PgVectorUnavailable`).
@@ -21,6 +28,7 @@ only needed where this index is chosen. A Postgres without it fails the worker's
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection
 
 import asyncpg
@@ -35,11 +43,17 @@ EF_SEARCH = 64
 """Candidates an HNSW search keeps: pgvector's default of 40 loses recall past 100k."""
 
 
-def _schema(dim: int) -> list[str]:
+def table_of(embedder: str) -> str:
+    """The table of one embedder's vectors (an identifier: a digest, never the identity)."""
+    return "semantic_vectors_" + hashlib.sha256(embedder.encode()).hexdigest()[:16]
+
+
+def _schema(table: str, dim: int, embedder: str) -> list[str]:
+    comment = embedder.replace("'", "''")
     return [
         "CREATE EXTENSION IF NOT EXISTS vector",
         f"""
-        CREATE TABLE IF NOT EXISTS semantic_vectors (
+        CREATE TABLE IF NOT EXISTS {table} (
             id         bigserial   PRIMARY KEY,
             tenant     text        NOT NULL,
             question   text        NOT NULL,
@@ -51,18 +65,19 @@ def _schema(dim: int) -> list[str]:
             UNIQUE (path_key, tenant)
         )""",
         f"""
-        CREATE INDEX IF NOT EXISTS semantic_vectors_hnsw_idx ON semantic_vectors
+        CREATE INDEX IF NOT EXISTS {table}_hnsw_idx ON {table}
         USING hnsw (embedding vector_cosine_ops)
         WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})""",
+        f"COMMENT ON TABLE {table} IS 'semantic tier vectors of embedder {comment}'",
     ]
 
 
 _INSERT = """
-INSERT INTO semantic_vectors (tenant, question, path_key, embedding)
+INSERT INTO {table} (tenant, question, path_key, embedding)
 VALUES ($1, $2, $3, $4::vector) ON CONFLICT (path_key, tenant) DO NOTHING
 """
 _SEARCH = """
-SELECT question, path_key, 1 - (embedding <=> $2::vector) AS score FROM semantic_vectors
+SELECT question, path_key, 1 - (embedding <=> $2::vector) AS score FROM {table}
 WHERE tenant = $1 ORDER BY embedding <=> $2::vector LIMIT $3
 """
 
@@ -82,19 +97,23 @@ class PgVectorIndex:
     Args:
         pool: The worker's asyncpg pool; its server must have the `vector` extension.
         dim: Embedding dimension (the table's column is made with it).
+        embedder: The identity of the embedder whose vectors this index stores and
+            searches (`Embedder.identity`): it names the table (`table_of`).
     """
 
-    def __init__(self, pool: asyncpg.Pool, dim: int) -> None:
+    def __init__(self, pool: asyncpg.Pool, dim: int, *, embedder: str) -> None:
         self._pool = pool
         self.dim = dim
+        self.embedder = embedder
+        self.table = table_of(embedder)
 
     async def load(self) -> int:
         """Make the table and index where missing; returns how many entries are stored."""
         try:
             async with self._pool.acquire() as conn:
-                for statement in _schema(self.dim):
+                for statement in _schema(self.table, self.dim, self.embedder):
                     await conn.execute(statement)
-                count: int = await conn.fetchval("SELECT count(*) FROM semantic_vectors")
+                count: int = await conn.fetchval(f"SELECT count(*) FROM {self.table}")
         except asyncpg.FeatureNotSupportedError as exc:
             raise PgVectorUnavailable(
                 f"AGENTKEEL_SEMANTIC_INDEX=pgvector needs the pgvector extension in Postgres "
@@ -114,7 +133,9 @@ class PgVectorIndex:
         flat = np.asarray(vector, dtype=np.float32).reshape(-1)
         if flat.shape[0] != self.dim:
             raise ValueError(f"vector has {flat.shape[0]} dimensions, the index {self.dim}")
-        await self._pool.execute(_INSERT, tenant, question, path_key, as_vector_text(flat))
+        await self._pool.execute(
+            _INSERT.format(table=self.table), tenant, question, path_key, as_vector_text(flat)
+        )
 
     async def search(
         self, tenant: str, vector: npt.NDArray[np.float32], k: int = 5
@@ -124,7 +145,9 @@ class PgVectorIndex:
             await conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, k)}")
             # A tenant's rows among many others': the scan goes on until k of them are found.
             await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            rows = await conn.fetch(_SEARCH, tenant, as_vector_text(vector), k)
+            rows = await conn.fetch(
+                _SEARCH.format(table=self.table), tenant, as_vector_text(vector), k
+            )
         found = [Neighbour(float(r["score"]), r["question"], r["path_key"]) for r in rows]
         return sorted(found, key=lambda n: -n.score)  # relaxed order: sorted here
 
@@ -133,7 +156,7 @@ class PgVectorIndex:
         if not keys:
             return 0
         deleted = await self._pool.fetch(
-            "DELETE FROM semantic_vectors WHERE path_key = ANY($1::text[]) RETURNING id",
+            f"DELETE FROM {self.table} WHERE path_key = ANY($1::text[]) RETURNING id",
             list(keys),
         )
         return len(deleted)

@@ -36,9 +36,9 @@ async def build_semantic_cache(
         embedder.embed, ["warm-up"]
     )  # the first request pays no first-call costs
     index: SemanticIndex | PgVectorIndex = (
-        PgVectorIndex(pool, dim=embedder.dim)
+        PgVectorIndex(pool, dim=embedder.dim, embedder=embedder.identity)
         if store == "pgvector"
-        else SemanticIndex(pool, dim=embedder.dim)
+        else SemanticIndex(pool, dim=embedder.dim, embedder=embedder.identity)
     )
     await index.load()  # FAISS: rebuilt from Postgres; pgvector: the schema made if missing
     return SemanticCache(embedder, index, threshold=threshold)
