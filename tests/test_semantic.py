@@ -149,6 +149,24 @@ def test_an_embedder_is_named_by_its_model_dimension_and_files(
     assert MiniLmEmbedder().identity == embedder.identity, "the same files: the same identity"
 
 
+def test_the_onnx_export_embeds_as_torch_does(embedder: MiniLmEmbedder, tmp_path: Path) -> None:
+    # AGENTKEEL_EMBEDDER_BACKEND=onnx: the packaged model exported, run on ONNX Runtime.
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    from agentkeel.activities.cache.semantic.onnx_embedder import OnnxEmbedder, export
+
+    source = Path(embedder.model_dir or "")
+    export(source, tmp_path / "minilm-onnx")
+    onnx = OnnxEmbedder(str(tmp_path / "minilm-onnx"))
+    texts = [RETURN_POLICY, RETURN_POLICY_PARAPHRASE, "hello"]
+    assert onnx.dim == embedder.dim
+    assert np.allclose(onnx.embed(texts), embedder.embed(texts), atol=1e-5)
+    assert onnx.identity.endswith("/onnx") and onnx.identity != embedder.identity
+    assert onnx.embed([]).shape == (0, embedder.dim)
+    with pytest.raises(FileNotFoundError, match="no ONNX export"):
+        OnnxEmbedder(str(source))
+
+
 # -- the cache, on Postgres --------------------------------------------------------------
 
 

@@ -76,6 +76,7 @@ async def build_caches(settings: Settings, redis: aioredis.Redis, pool: asyncpg.
                 threshold=settings.semantic_threshold,
                 store=settings.semantic_index,
                 model_dir=str(settings.embedder_model) if settings.embedder_model else None,
+                backend=settings.embedder_backend,
             )
         except PgVectorUnavailable as exc:
             raise StartupError(str(exc)) from None
