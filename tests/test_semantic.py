@@ -388,3 +388,12 @@ def test_an_order_to_act_is_never_served_a_question_about_it(embedder: MiniLmEmb
     assert orders_action("please refund my order #1003")
     assert not orders_action("Can I get a refund for order 1003?")
     assert not orders_action("What is the refund policy?"), "about no order: nothing to act on"
+
+
+def test_the_onnx_backend_needs_a_directory_with_an_export() -> None:
+    from agentkeel.workers.cache_assembly import semantic_wanted
+    from agentkeel.workers.settings import Settings, SettingsError
+
+    with pytest.raises(SettingsError, match="AGENTKEEL_EMBEDDER_MODEL"):
+        semantic_wanted(Settings(embedder_backend="onnx"))
+    assert not semantic_wanted(Settings(embedder_backend="onnx", semantic_cache="off"))
