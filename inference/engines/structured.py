@@ -10,7 +10,12 @@ from typing import Any
 
 import structlog
 
-from agentkeel.inference.engines.gbnf import UnsupportedSchema, choice_grammar, json_schema_to_gbnf
+from agentkeel.inference.engines.gbnf import (
+    COMPACT_WS,
+    UnsupportedSchema,
+    choice_grammar,
+    json_schema_to_gbnf,
+)
 from agentkeel.inference.engines.protocol import ChoiceConstraint, Constraint
 
 log = structlog.get_logger(__name__)
@@ -34,6 +39,11 @@ def structured_body(
     if mode == "vllm":
         return {"structured_outputs": {"json": constraint.json_schema}}
     if mode == "llamacpp":
+        # Our grammar with at most one space between tokens: the server's own conversion of
+        # a schema allows runs of whitespace, which a small model pads past its token budget.
+        grammar = _grammar_of(json.dumps(constraint.json_schema), compact=True)
+        if grammar is not None:
+            return {"grammar": grammar}
         # llama.cpp's chat endpoint reads OpenAI's form; its completions endpoint its own field.
         if chat:
             return {"response_format": _json_schema_format(constraint.json_schema)}
@@ -48,11 +58,13 @@ def structured_body(
 
 
 @functools.lru_cache(maxsize=64)
-def _grammar_of(schema_json: str) -> str | None:
+def _grammar_of(schema_json: str, *, compact: bool = False) -> str | None:
     """The GBNF of a schema, converted once (the plan schema is the same for every call);
     None, said once, for a schema GBNF cannot express here: that output goes unconstrained
     and is checked after decoding."""
     try:
+        if compact:
+            return json_schema_to_gbnf(json.loads(schema_json), ws=COMPACT_WS)
         return json_schema_to_gbnf(json.loads(schema_json))
     except UnsupportedSchema as exc:
         log.warning("schema_not_expressible_as_gbnf", error=str(exc))

@@ -13,10 +13,13 @@ import asyncio
 import threading
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+from agentkeel.activities.cache.semantic.identity import embedder_identity, model_files
 
 __all__ = ["Embedder", "MiniLmEmbedder", "SentenceTransformerEmbedder", "aembed"]
 
@@ -27,6 +30,9 @@ class Embedder(Protocol):
     """Turns texts into unit-length float32 vectors; cosine similarity is their dot product."""
 
     dim: int
+    identity: str
+    """Which model (and form of it) writes these vectors (`semantic.identity`): the
+    semantic index keeps and searches only the entries of this identity."""
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed `texts`: shape `(len(texts), dim)`, float32, each row L2-normalized.
@@ -61,6 +67,7 @@ class SentenceTransformerEmbedder:
     """
 
     dim: int
+    identity: str
 
     def __init__(
         self,
@@ -98,6 +105,10 @@ class SentenceTransformerEmbedder:
         self._batch_size = batch_size
         self.quantized = quantized
         self.dim = int(dim)
+        root = Path(model_dir)
+        self.identity = embedder_identity(
+            root, self.dim, variant="int8" if quantized else "", files=model_files(root)
+        )
         # Concurrent forward passes on 2 cores only contend; one at a time keeps each fast.
         self._lock = threading.Lock()
 

@@ -48,14 +48,20 @@ REMOVALS_KEPT_S = 86_400.0
 # NOT EXISTS first: a repeat then takes no id from the sequence, so it leaves no gap for
 # `_Cursor` to watch; ON CONFLICT covers two workers storing the same path at once.
 _INSERT = """
-INSERT INTO semantic_cache_entries (tenant, question, path_key, embedding)
-SELECT $1::text, $2::text, $3::text, $4::bytea
-WHERE NOT EXISTS (SELECT 1 FROM semantic_cache_entries WHERE tenant = $1 AND path_key = $3)
-ON CONFLICT (tenant, path_key) DO NOTHING
+INSERT INTO semantic_cache_entries (tenant, question, path_key, embedding, embedder)
+SELECT $1::text, $2::text, $3::text, $4::bytea, $5::text
+WHERE NOT EXISTS (
+    SELECT 1 FROM semantic_cache_entries WHERE tenant = $1 AND embedder = $5 AND path_key = $3
+)
+ON CONFLICT (tenant, embedder, path_key) DO NOTHING
 RETURNING id
 """
+# Every id is read, other embedders' too (their vectors are not sent): the cursor then sees
+# no gap where another model's entries were committed, and watches none for a late commit.
 _NEW_ENTRIES = """
-SELECT id, tenant, question, path_key, embedding FROM semantic_cache_entries
+SELECT id, tenant, question, path_key, embedder = $4 AS ours,
+       CASE WHEN embedder = $4 THEN embedding END AS embedding
+FROM semantic_cache_entries
 WHERE id > $1 OR id = ANY($2::bigint[]) ORDER BY id LIMIT $3
 """
 _NEW_REMOVALS = """
@@ -118,16 +124,24 @@ class SemanticIndex:
     """Every tenant's stored questions, durable in Postgres, searched in memory.
 
     Args:
-        pool: The worker's asyncpg pool (migration 0003 applied).
+        pool: The worker's asyncpg pool (migrations 0003 and 0009 applied).
         dim: Embedding dimension; rows of another size are skipped with a warning.
+        embedder: The identity of the embedder whose vectors this index stores and
+            searches (`Embedder.identity`); entries of any other are never loaded.
         sync_interval_s: Least time between two syncs triggered by `search`.
     """
 
     def __init__(
-        self, pool: asyncpg.Pool, dim: int, *, sync_interval_s: float = SYNC_INTERVAL_S
+        self,
+        pool: asyncpg.Pool,
+        dim: int,
+        *,
+        embedder: str,
+        sync_interval_s: float = SYNC_INTERVAL_S,
     ) -> None:
         self._pool = pool
         self.dim = dim
+        self.embedder = embedder
         self.sync_interval_s = sync_interval_s
         self._state = _State()
         self._synced_at = float("-inf")  # last successful sync
@@ -167,7 +181,7 @@ class SemanticIndex:
         added = 0
         while True:
             rows = await self._pool.fetch(
-                _NEW_ENTRIES, state.entries.last, state.entries.pending(), SYNC_BATCH
+                _NEW_ENTRIES, state.entries.last, state.entries.pending(), SYNC_BATCH, self.embedder
             )
             added += await self._apply_entries(state, rows)
             state.entries.saw([r["id"] for r in rows])
@@ -187,7 +201,8 @@ class SemanticIndex:
 
     async def _apply_entries(self, state: _State, rows: Sequence[asyncpg.Record]) -> int:
         added = 0
-        for tenant, group in _by_tenant(rows).items():
+        for tenant, mixed in _by_tenant(rows).items():
+            group = [r for r in mixed if r["ours"]]  # another model's vectors: not comparable
             good = [r for r in group if len(r["embedding"]) == 4 * self.dim]
             if len(good) < len(group):
                 log.warning(
@@ -226,7 +241,9 @@ class SemanticIndex:
         flat = np.asarray(vector, dtype="<f4").reshape(-1)
         if flat.shape[0] != self.dim:
             raise ValueError(f"vector has {flat.shape[0]} dimensions, the index {self.dim}")
-        entry_id = await self._pool.fetchval(_INSERT, tenant, question, path_key, flat.tobytes())
+        entry_id = await self._pool.fetchval(
+            _INSERT, tenant, question, path_key, flat.tobytes(), self.embedder
+        )
         if entry_id is None:
             return
         target = self._tenant(self._state, tenant)

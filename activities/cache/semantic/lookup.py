@@ -97,6 +97,9 @@ class SemanticCache:
     ) -> None:
         if embedder.dim != index.dim:
             raise ValueError(f"embedder has {embedder.dim} dimensions, the index {index.dim}")
+        if embedder.identity != index.embedder:
+            # Its vectors would be compared with another model's: similarities of nothing.
+            raise ValueError(f"index of embedder {index.embedder!r}, not {embedder.identity!r}")
         self._embedder = embedder
         self._index = index
         self.threshold = threshold

@@ -17,6 +17,13 @@ tenant's rows. The cost is a query to Postgres per lookup: at 100k entries (pgve
 (`python -m bench.semantic_stores`), inside the tier's 500 ms deadline, beside about 11 ms
 to embed the question.
 
+Each embedder has its own table, `semantic_vectors_<digest of its identity>` (the identity
+is the table's comment): vectors of two models are never compared, and a model of another
+dimension needs a column of its own size anyway. Changing the embedder starts an empty
+table; the old one is left for an operator to drop. Invalidations (`remove_path_keys`)
+reach only the current embedder's table: an older table's entries still point at paths
+that the exact tier has dropped, so they can only miss.
+
 The schema is made here at start (`load`), not by a migration: the `vector` extension is
 only needed where this index is chosen. A Postgres without it fails the worker's start, saying so
 (`PgVectorUnavailable`).
@@ -24,6 +31,7 @@ only needed where this index is chosen. A Postgres without it fails the worker's
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection
 
 import asyncpg
@@ -40,11 +48,17 @@ ITERATIVE_SCAN_SINCE = (0, 8)
 """The pgvector release that brought `hnsw.iterative_scan`."""
 
 
-def _schema(dim: int) -> list[str]:
+def table_of(embedder: str) -> str:
+    """The table of one embedder's vectors (an identifier: a digest, never the identity)."""
+    return "semantic_vectors_" + hashlib.sha256(embedder.encode()).hexdigest()[:16]
+
+
+def _schema(table: str, dim: int, embedder: str) -> list[str]:
+    comment = embedder.replace("'", "''")
     return [
         "CREATE EXTENSION IF NOT EXISTS vector",
         f"""
-        CREATE TABLE IF NOT EXISTS semantic_vectors (
+        CREATE TABLE IF NOT EXISTS {table} (
             id         bigserial   PRIMARY KEY,
             tenant     text        NOT NULL,
             question   text        NOT NULL,
@@ -56,18 +70,19 @@ def _schema(dim: int) -> list[str]:
             UNIQUE (path_key, tenant)
         )""",
         f"""
-        CREATE INDEX IF NOT EXISTS semantic_vectors_hnsw_idx ON semantic_vectors
+        CREATE INDEX IF NOT EXISTS {table}_hnsw_idx ON {table}
         USING hnsw (embedding vector_cosine_ops)
         WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})""",
+        f"COMMENT ON TABLE {table} IS 'semantic tier vectors of embedder {comment}'",
     ]
 
 
 _INSERT = """
-INSERT INTO semantic_vectors (tenant, question, path_key, embedding)
+INSERT INTO {table} (tenant, question, path_key, embedding)
 VALUES ($1, $2, $3, $4::vector) ON CONFLICT (path_key, tenant) DO NOTHING
 """
 _SEARCH = """
-SELECT question, path_key, 1 - (embedding <=> $2::vector) AS score FROM semantic_vectors
+SELECT question, path_key, 1 - (embedding <=> $2::vector) AS score FROM {table}
 WHERE tenant = $1 ORDER BY embedding <=> $2::vector LIMIT $3
 """
 
@@ -87,11 +102,15 @@ class PgVectorIndex:
     Args:
         pool: The worker's asyncpg pool; its server must have the `vector` extension.
         dim: Embedding dimension (the table's column is made with it).
+        embedder: The identity of the embedder whose vectors this index stores and
+            searches (`Embedder.identity`): it names the table (`table_of`).
     """
 
-    def __init__(self, pool: asyncpg.Pool, dim: int) -> None:
+    def __init__(self, pool: asyncpg.Pool, dim: int, *, embedder: str) -> None:
         self._pool = pool
         self.dim = dim
+        self.embedder = embedder
+        self.table = table_of(embedder)
         self._iterative: bool | None = None
         """Whether the server's pgvector has the iterative scan (read at the first search)."""
 
@@ -108,9 +127,9 @@ class PgVectorIndex:
         """Make the table and index where missing; returns how many entries are stored."""
         try:
             async with self._pool.acquire() as conn:
-                for statement in _schema(self.dim):
+                for statement in _schema(self.table, self.dim, self.embedder):
                     await conn.execute(statement)
-                count: int = await conn.fetchval("SELECT count(*) FROM semantic_vectors")
+                count: int = await conn.fetchval(f"SELECT count(*) FROM {self.table}")
         except asyncpg.FeatureNotSupportedError as exc:
             raise PgVectorUnavailable(
                 f"AGENTKEEL_SEMANTIC_INDEX=pgvector needs the pgvector extension in Postgres "
@@ -130,7 +149,9 @@ class PgVectorIndex:
         flat = np.asarray(vector, dtype=np.float32).reshape(-1)
         if flat.shape[0] != self.dim:
             raise ValueError(f"vector has {flat.shape[0]} dimensions, the index {self.dim}")
-        await self._pool.execute(_INSERT, tenant, question, path_key, as_vector_text(flat))
+        await self._pool.execute(
+            _INSERT.format(table=self.table), tenant, question, path_key, as_vector_text(flat)
+        )
 
     async def search(
         self, tenant: str, vector: npt.NDArray[np.float32], k: int = 5
@@ -143,9 +164,11 @@ class PgVectorIndex:
                 await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             else:
                 # No iterative scan: an index scan would filter a global top-k and could
-                # leave a small tenant none of its own, so read the tenant's rows exactly.
+                # leave a small tenant none of its own, so search the table exactly.
                 await conn.execute("SET LOCAL enable_indexscan = off")
-            rows = await conn.fetch(_SEARCH, tenant, as_vector_text(vector), k)
+            rows = await conn.fetch(
+                _SEARCH.format(table=self.table), tenant, as_vector_text(vector), k
+            )
         found = [Neighbour(float(r["score"]), r["question"], r["path_key"]) for r in rows]
         return sorted(found, key=lambda n: -n.score)  # relaxed order: sorted here
 
@@ -154,7 +177,7 @@ class PgVectorIndex:
         if not keys:
             return 0
         deleted = await self._pool.fetch(
-            "DELETE FROM semantic_vectors WHERE path_key = ANY($1::text[]) RETURNING id",
+            f"DELETE FROM {self.table} WHERE path_key = ANY($1::text[]) RETURNING id",
             list(keys),
         )
         return len(deleted)
