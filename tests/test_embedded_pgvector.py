@@ -74,5 +74,8 @@ async def test_the_embedded_postgres_serves_the_pgvector_semantic_tier(
         match = await tier.find(asked, read)
         assert match is not None and found == ["path:returns"]
         assert match.similarity is not None and match.similarity >= settings.semantic_threshold
-        rows = await pool.fetchval("SELECT count(*) FROM semantic_vectors")
+        [table] = await pool.fetch(
+            "SELECT tablename FROM pg_tables WHERE tablename LIKE 'semantic_vectors_%'"
+        )  # one table per embedder
+        rows = await pool.fetchval(f"SELECT count(*) FROM {table['tablename']}")
         assert rows == 1, "stored in Postgres, where every worker reads it"
