@@ -31,7 +31,7 @@ from temporalio.worker import Worker
 from agentkeel.examples.shop.carrier import serving as carrier
 from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.schemas.request import AgentRequest, RunOptions
-from agentkeel.workers.event_loop import EventLoop, chosen_loop
+from agentkeel.workers.event_loop import EventLoop
 from agentkeel.workers.event_loop import run as run_loop
 from agentkeel.workers.stack.temporal import SQLITE_PRAGMAS, queue_poll_flags
 from agentkeel.workflows.agent import AgentWorkflow
@@ -161,8 +161,11 @@ async def measure(args: argparse.Namespace, loop: EventLoop) -> None:
                        activities=[bare_step]),
                 Worker(client, task_queue=bare_queue + "-inference", activities=[bare_step]),
             ):  # fmt: skip
-                await closed_loop(agent, 10, 5)  # warm up both
-                await closed_loop(bare, 10, 5)
+                # Warm up both at the first load, long enough that the first row measured is
+                # not slower than a second invocation's (caches, imports, the server's pages).
+                warm = max(args.in_flight[0], 5)
+                await closed_loop(agent, 3 * warm, warm)
+                await closed_loop(bare, 3 * warm, warm)
                 print(
                     f"server: {args.server}; agentkeel's workflow sandbox: {args.sandbox}; "
                     f"event loop: {loop}; {args.runs} runs per row"
@@ -200,7 +203,7 @@ def main() -> None:
         "--loop",
         choices=["uvloop", "asyncio"],
         nargs="+",
-        default=[chosen_loop("auto")],
+        default=["asyncio"],
         help="the event loop of the workers and client (AGENTKEEL_EVENT_LOOP); several are "
         "measured one after another, each with its own bare reference",
     )

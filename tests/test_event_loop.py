@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-import uvloop
 
 from agentkeel.workers.event_loop import chosen_loop, run
 from agentkeel.workers.settings import Settings, SettingsError
+
+uvloop = pytest.importorskip("uvloop")  # optional: AGENTKEEL_EVENT_LOOP=uvloop
 
 
 async def _loop_type() -> type:
@@ -17,11 +18,13 @@ async def _loop_type() -> type:
 
 def test_auto_runs_on_uvloop_where_it_is_installed() -> None:
     assert chosen_loop("auto") == "uvloop"
-    assert issubclass(run(_loop_type()), uvloop.Loop)
+    assert issubclass(run(_loop_type(), "auto"), uvloop.Loop)
     assert issubclass(run(_loop_type(), "uvloop"), uvloop.Loop)
 
 
-def test_asyncio_runs_on_the_standard_loop() -> None:
+def test_asyncio_is_the_default_and_runs_on_the_standard_loop() -> None:
+    assert Settings().event_loop == "asyncio"
+    assert not issubclass(run(_loop_type()), uvloop.Loop)
     assert not issubclass(run(_loop_type(), "asyncio"), uvloop.Loop)
 
 

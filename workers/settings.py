@@ -334,10 +334,10 @@ class Settings(BaseModel):
     objects (`{"name": "time", "command": "mcp-server-time"}`, `{"name": "crm", "url":
     "https://crm.example/mcp", "bearer_token_env": "CRM_TOKEN"}`); every field in
     `docs/mcp.md`. Every process of a deployment must be given the same list."""
-    event_loop: EventLoop = "auto"
-    """The event loop of every process: `uvloop` (libuv; about a fifth less worker CPU per
-    run, `docs/benchmarks.md`), `asyncio` (the standard library's), or `auto` (uvloop where
-    it is installed, as it is with agentkeel on Linux and macOS)."""
+    event_loop: EventLoop = "asyncio"
+    """The event loop of every process: `asyncio` (the standard library's), `uvloop`
+    (libuv, where installed: no measurable gain in `bench.load`, `docs/benchmarks.md`), or
+    `auto` (uvloop where it is installed)."""
     log_format: LogFormat = "auto"
     """`json`, `console`, or `auto` (console on a TTY, JSON otherwise)."""
     log_level: LogLevel = "info"
