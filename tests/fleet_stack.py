@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
-from temporalio.client import WorkflowHandle
+from temporalio.client import Client, WorkflowHandle
 
 from agentkeel.workers.settings import Settings
 from agentkeel.workers.stack.local import child_env
+
+
+def fleet_settings(
+    client: Client, database_url: str, redis_url: str, queue: str, **overrides: Any
+) -> Settings:
+    """The settings of a fleet on the session's dev server: its own task queue (`queue`
+    and a random suffix), no metrics port, no warming, and `overrides`."""
+    return Settings(
+        database_url=database_url,
+        redis_url=redis_url,
+        temporal_address=client.service_client.config.target_host,
+        task_queue=f"{queue}-{uuid.uuid4().hex[:8]}",
+        metrics_address="off",
+        warm_every_s=0,
+        **overrides,
+    )
 
 
 def fleet_env(settings: Settings, carrier_url: str) -> dict[str, str]:

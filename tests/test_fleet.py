@@ -27,12 +27,11 @@ from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.schemas.result import AgentResult, CacheStatus, StepStatus
 from agentkeel.workers.readiness import health_endpoint
-from agentkeel.workers.settings import Settings
 from agentkeel.workers.stack.fleet import WorkerFleet
 from agentkeel.workers.stack.procs import free_port
 from agentkeel.workers.worker import GRACEFUL_SHUTDOWN
 from agentkeel.workflows.agent import AgentWorkflow
-from tests.fleet_stack import fleet_env, identities
+from tests.fleet_stack import fleet_env, fleet_settings, identities
 from tests.pg import hand_shop_to
 
 STAFF = Actor(role="staff", name="fleet")
@@ -45,15 +44,13 @@ KB_QUESTION = "What is your return policy for damaged items?"
 async def fleet(
     client: Client, database_url: str, redis_url: str, carrier_url: str, tmp_path: Path
 ) -> AsyncIterator[WorkerFleet]:
-    settings = Settings(
-        database_url=database_url,
-        redis_url=redis_url,
-        temporal_address=client.service_client.config.target_host,
-        task_queue=f"fleet-{uuid.uuid4().hex[:8]}",
-        metrics_address="off",
+    settings = fleet_settings(
+        client,
+        database_url,
+        redis_url,
+        "fleet",
         local_policy="off",  # every policy step goes to the inference pool
         semantic_cache="off",
-        warm_every_s=0,
         model_concurrency=4,
     )
     workers = WorkerFleet(settings, fleet_env(settings, carrier_url), tmp_path)

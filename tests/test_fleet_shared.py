@@ -26,10 +26,9 @@ from agentkeel.examples.shop.carrier import serving
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult, CacheStatus
-from agentkeel.workers.settings import Settings
 from agentkeel.workers.stack.fleet import WorkerFleet
 from agentkeel.workflows.agent import AgentWorkflow
-from tests.fleet_stack import fleet_env, identities
+from tests.fleet_stack import fleet_env, fleet_settings, identities
 from tests.pg import hand_shop_to
 
 STAFF = Actor(role="staff", name="fleet")
@@ -55,13 +54,11 @@ async def two_cpu_workers(
     fleets: list[WorkerFleet] = []
 
     async def start_fleet(**overrides: Any) -> tuple[WorkerFleet, Start]:
-        settings = Settings(
-            database_url=database_url,
-            redis_url=redis_url,
-            temporal_address=client.service_client.config.target_host,
-            task_queue=f"fleet-{uuid.uuid4().hex[:8]}",
-            metrics_address="off",
-            warm_every_s=0,
+        settings = fleet_settings(
+            client,
+            database_url,
+            redis_url,
+            "fleet",
             semantic_deadline_ms=10_000,  # behaviour, not speed, on a shared machine
             **overrides,
         )

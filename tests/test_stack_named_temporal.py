@@ -46,14 +46,7 @@ def named_temporal(temporal_env: WorkflowEnvironment, tmp_path: Path) -> Iterato
         return
     pki = make_pki(tmp_path / "pki")
     with tls_proxy(tmp_path / "nginx", upstream, pki, api_key=API_KEY) as address:
-        yield {
-            "TEMPORAL_ADDRESS": address,
-            "TEMPORAL_NAMESPACE": "default",
-            "TEMPORAL_API_KEY": API_KEY,
-            "TEMPORAL_TLS_SERVER_CA_CERT_PATH": str(pki.ca_cert),
-            "TEMPORAL_TLS_CLIENT_CERT_PATH": str(pki.client_cert),
-            "TEMPORAL_TLS_CLIENT_KEY_PATH": str(pki.client_key),
-        }
+        yield pki.temporal_env(address, API_KEY)
 
 
 def _up_env(named: dict[str, str], state_dir: Path, database_url: str, redis_url: str) -> dict:

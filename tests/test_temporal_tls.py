@@ -79,14 +79,7 @@ async def test_an_api_key_and_certificates_from_temporal_variables(
     temporal_env: WorkflowEnvironment, pki: Pki, tmp_path: Path
 ) -> None:
     with tls_proxy(tmp_path / "nginx", _upstream(temporal_env), pki, api_key=API_KEY) as address:
-        env = {
-            "TEMPORAL_ADDRESS": address,
-            "TEMPORAL_NAMESPACE": "default",
-            "TEMPORAL_API_KEY": API_KEY,
-            "TEMPORAL_TLS_SERVER_CA_CERT_PATH": str(pki.ca_cert),
-            "TEMPORAL_TLS_CLIENT_CERT_PATH": str(pki.client_cert),
-            "TEMPORAL_TLS_CLIENT_KEY_PATH": str(pki.client_key),
-        }
+        env = pki.temporal_env(address, API_KEY)
         client: Client = await connect_client(Settings.from_env(env))
         assert client.namespace == "default"
         await client.count_workflows()  # a real call answered through the proxy

@@ -31,7 +31,7 @@ from agentkeel.schemas.request import AgentRequest
 from agentkeel.workers.settings import Settings, SettingsError
 from agentkeel.workers.stack.fleet import WorkerFleet
 from agentkeel.workflows.agent import AgentWorkflow
-from tests.fleet_stack import fleet_env, identities
+from tests.fleet_stack import fleet_env, fleet_settings, identities
 from tests.history import awaiting_approval
 from tests.pg import hand_shop_to
 
@@ -47,15 +47,13 @@ ROUTING_DONE = RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED
 async def versioned(
     client: Client, database_url: str, redis_url: str, carrier_url: str, tmp_path: Path
 ) -> AsyncIterator[WorkerFleet]:
-    settings = Settings(
-        database_url=database_url,
-        redis_url=redis_url,
-        temporal_address=client.service_client.config.target_host,
-        task_queue=f"versioned-{uuid.uuid4().hex[:8]}",
-        metrics_address="off",
+    settings = fleet_settings(
+        client,
+        database_url,
+        redis_url,
+        "versioned",
         local_policy="off",  # the policy steps go to the inference worker: one version
         semantic_cache="off",
-        warm_every_s=0,
         worker_deployment=f"agentkeel-{uuid.uuid4().hex[:8]}",
         worker_build_id=BUILD_ID,
     )

@@ -39,6 +39,18 @@ class Pki:
     """A client certificate from another CA, which the proxy must refuse."""
     stranger_key: Path
 
+    def temporal_env(self, address: str, api_key: str) -> dict[str, str]:
+        """The `TEMPORAL_*` variables of a client of `address` with this PKI's client
+        certificate and `api_key`, as the Temporal CLI reads them."""
+        return {
+            "TEMPORAL_ADDRESS": address,
+            "TEMPORAL_NAMESPACE": "default",
+            "TEMPORAL_API_KEY": api_key,
+            "TEMPORAL_TLS_SERVER_CA_CERT_PATH": str(self.ca_cert),
+            "TEMPORAL_TLS_CLIENT_CERT_PATH": str(self.client_cert),
+            "TEMPORAL_TLS_CLIENT_KEY_PATH": str(self.client_key),
+        }
+
 
 def _name(common: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
