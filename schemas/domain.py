@@ -56,7 +56,7 @@ class Role:
     name: str
     description: str = ""
     scoped: bool = False
-    """Acts for one subject (`Actor.subject`: a customer, an employee, a team) and may read
+    """Acts for one subject (`Actor.subject`: a client, an employee, a team) and may read
     and change that subject's rows only; `ToolContext.require_owner` refuses the rest.
     A scoped actor's side effects are held to the self-service limit of approvals, and it
     shares cached answers only with the same subject."""
@@ -84,21 +84,21 @@ class Role:
 class EntityPattern:
     """How an entity is written in a question: one regular expression for one argument.
 
-    The semantic guard and the reading tier compare these values literally ("SKU-00001"
-    against "SKU-00002" is a miss); speculation fills `argument` with them.
+    The semantic guard and the reading tier compare these values literally ("INV-00001"
+    against "INV-00002" is a miss); speculation fills `argument` with them.
     """
 
     argument: str
-    """The tool argument the value fills (`sku`, `ticket_id`)."""
+    """The tool argument the value fills (`invoice_no`, `ticket_id`)."""
     pattern: str
     """Matched case-insensitively on the question; group 1 (or the whole match) is the
     value."""
     normalize: Callable[[str], str | int] | None = None
-    """The value's canonical form (`"sku 7"` -> `"SKU-00007"`); None: as matched, or an int
+    """The value's canonical form (`"inv 7"` -> `"INV-00007"`); None: as matched, or an int
     when it is all digits."""
     guard: bool = True
     """Compared by the semantic guard as an identifier; False for a value the guard already
-    compares as a number (an order number)."""
+    compares as a number (a ticket number)."""
 
     def compiled(self) -> re.Pattern[str]:
         return re.compile(self.pattern, re.IGNORECASE)
@@ -127,11 +127,11 @@ class Vocabulary:
     framing: frozenset[str] = frozenset()
     """Words that frame a question without asking anything ("please", "hi")."""
     general_folds: Mapping[str, str] = field(default_factory=dict)
-    """Concepts one when the question names no entity ("ship" and "deliver")."""
+    """Concepts one when the question names no entity ("close" and "resolve")."""
     particular_folds: Mapping[str, str] = field(default_factory=dict)
-    """Concepts one when it names one ("where" and "track" about one parcel)."""
+    """Concepts one when it names one ("where" and "find" about one item)."""
     actions: frozenset[str] = frozenset()
-    """Concepts that act (refund, cancel): an order to act is not a question about it."""
+    """Concepts that act (close, cancel): an order to act is not a question about it."""
     comparisons: frozenset[str] = frozenset()
     """Concepts that only count beside an amount or a number (over, under)."""
 
@@ -210,10 +210,10 @@ class Domain:
     roles: Sequence[Role] = ()
     """Its kinds of actors, besides the built-in `system`."""
     entity_args: Sequence[str] = ()
-    """Arguments and result fields that name an entity (`order_id`, `ticket_id`): a side
+    """Arguments and result fields that name an entity (`account_id`, `ticket_id`): a side
     effect on one invalidates what was cached about it."""
     entity_lists: Mapping[str, str] = field(default_factory=dict)
-    """Result fields that list entities -> the entity field (`order_ids` -> `order_id`)."""
+    """Result fields that list entities -> the entity field (`ticket_ids` -> `ticket_id`)."""
     entity_patterns: Sequence[EntityPattern] = ()
     """How its entities are written in questions (the guard, the reading, speculation)."""
     downstreams: Sequence[Downstream] = ()
@@ -246,7 +246,7 @@ class Domain:
     approver who sees where each value came from (`schemas.plan.provenance`)."""
     effect_window_s: int = 86_400
     """The window approval thresholds and self-service limits count in: what an actor, and
-    what a target (an order), moved in it across every run (the effects ledger)."""
+    what a target (an account), moved in it across every run (the effects ledger)."""
     mcp_servers: Sequence[McpServer] = ()
     """MCP servers whose tools join `tools` when a worker starts (`docs/mcp.md`); a
     deployment may add more (`AGENTKEEL_MCP_SERVERS`)."""

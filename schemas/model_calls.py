@@ -25,7 +25,7 @@ class ConversationTurn(BaseModel):
     question: str
     answer: str
     facts: dict[str, Any] = Field(default_factory=dict)
-    """Entities, IDs and key tool results of that run (`order_id`, `status`, ...): what a
+    """Entities, IDs and key tool results of that run (`ticket_id`, `status`, ...): what a
     summary of older turns keeps when their text no longer fits the token budget."""
 
 

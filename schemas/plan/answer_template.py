@@ -1,7 +1,7 @@
 """An answer written with the plan: `Plan.answer`, filled from the steps' outputs.
 
 A planner that knows what the answer will say can write it at once, with a placeholder
-for every fact a tool will return: `"Order {$s1.order_id} is {$s1.status}; tracking
+for every fact a tool will return: `"Ticket {$s1.ticket_id} is {$s1.status}; its account
 {$s2.status}."`. When every step succeeded and every placeholder names a plain value, the
 workflow fills the template itself and the run needs no respond call: one model stage
 less, and every fact in the answer is a tool's output, word for word. Otherwise (a step

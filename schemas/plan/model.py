@@ -11,7 +11,7 @@ REF_PREFIX = "$"
 ITEM_REF = "$item"
 """Inside a `for_each` step, `$item` (or `$item.field`) is the current list element."""
 REFERENCE = re.compile(r"^\$([A-Za-z][A-Za-z0-9_]*)((?:\.[A-Za-z0-9_]+)*)$")
-"""Only strings of exactly this shape are references; "$20 refund" is a literal."""
+"""Only strings of exactly this shape are references; "$20 credit" is a literal."""
 RESERVED_STEP_IDS = frozenset({"item"})
 
 
@@ -20,7 +20,7 @@ Scalar = str | int | float | bool
 
 class Condition(BaseModel):
     """When a step runs: a test of one earlier output, `{"ref": "$s1.status", "in": [...]}`
-    or `{"ref": "$s1.tracking_number", "is": "present"}`. False skips the step (and what
+    or `{"ref": "$s1.assignee", "is": "present"}`. False skips the step (and what
     depends on it) with a reason: a decision of the plan, not a failure."""
 
     model_config = ConfigDict(

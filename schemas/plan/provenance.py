@@ -1,14 +1,14 @@
 """Where each argument of a step came from, and whether a side effect may act on it.
 
-A plan is written by a model that has read untrusted text (knowledge-base articles, carrier
-events, earlier turns, what customers typed into their own records). Its arguments are
+A plan is written by a model that has read untrusted text (knowledge-base articles, service
+responses, earlier turns, what users typed into their own records). Its arguments are
 therefore untrusted input, except where a value can be traced to something the run trusts:
 
-- the request itself: a literal that the current request's own words contain (`order 1002`,
+- the request itself: a literal that the current request's own words contain (`ticket 1002`,
   `$19.50`), or every literal of a plan a trusted caller sent;
 - the actor: the subject the request acts for;
 - a trusted field: a result field the tool declares (`trusted_fields`) of a call whose own
-  arguments are trusted (an order's `customer_id` read by an `order_id` the user named).
+  arguments are trusted (a ticket's `account_id` read by a `ticket_id` the user named).
 
 Anything else (other tool output, a literal only the model knows) is untrusted. A side
 effect's target (`identity_args`) and amount (`amount_arg`) must be trusted; the workflow
@@ -57,8 +57,8 @@ class TrustedFacts:
         """Integers the words name, as `role` may use them.
 
         A number written as money (`$19.50`, `19.50`, `15 euros`, `500 cents`) is an amount,
-        in cents; any other (`order 1002`) names something. So an amount cannot be taken
-        from an order id the request named, nor a target from the money it named."""
+        in cents; any other (`ticket 1002`) names something. So an amount cannot be taken
+        from an id the request named, nor a target from the money it named."""
         amounts: set[int] = set()
         names: set[int] = set()
         for match in _NUMBER.finditer(self.text):
@@ -122,7 +122,7 @@ class Provenance:
         """`of_effect`, then a check of the amount the call will really move (`resolved`, the
         arguments with their references filled in).
 
-        A request that names its amounts names all of them: a trusted lookup (an order's
+        A request that names its amounts names all of them: a trusted lookup (an invoice's
         total) may not stand in for the "$5" the user asked."""
         origins = self.of_effect(step)
         amount_arg = self._tools[step.tool].amount_arg
@@ -171,7 +171,7 @@ class Provenance:
 
     def _in_words(self, value: str) -> bool:
         """`value` occurs in the request as a whole token (`T-7` in "close T-7", not "a"
-        inside "a refund" being taken for an id `a`)."""
+        inside "a credit" being taken for an id `a`)."""
         wanted = value.strip().casefold()
         if not wanted:
             return False

@@ -218,9 +218,10 @@ class AgentClient:
         )
         if served is None:
             return None  # withdrawn, or Redis cannot say: the run's own lookup decides
-        paths = self._paths if served == self._paths.version else self._paths.under(served)
+        if served != self._paths.version:  # kept until the workers' version moves again
+            self._paths = self._paths.under(served)
         try:
-            found = await paths.lookup(
+            found = await self._paths.lookup(
                 request.tenant,
                 request.question,
                 conversation_id=request.conversation_id,
