@@ -24,11 +24,11 @@ from agentkeel.inference.engines.protocol import PromptApi
 from agentkeel.schemas.mcp import McpServer, parse_mcp_servers
 from agentkeel.schemas.queues import TASK_QUEUE, inference_queue
 from agentkeel.schemas.tools.downstreams import Downstream, DownstreamLimit
-from agentkeel.workers.event_loop import EventLoop, chosen_loop
 from agentkeel.workers.settings_domain import check_domain_variables
 from agentkeel.workers.settings_env import env_of, read_model, setting_error
 from agentkeel.workers.settings_errors import SettingsError as SettingsError
 from agentkeel.workers.settings_errors import StartupError as StartupError
+from agentkeel.workers.settings_rollout import RolloutSettings
 from agentkeel.workers.settings_types import (
     MODEL_CONFIG,
     AtLeastOne,
@@ -126,8 +126,9 @@ class ModelTierSettings(BaseModel):
         return bool(self.engine or self.url or self.model or self.vllm)
 
 
-class Settings(BaseModel):
-    """Typed settings. Each field maps to `AGENTKEEL_<FIELD>` (upper case)."""
+class Settings(RolloutSettings):
+    """Typed settings. Each field maps to `AGENTKEEL_<FIELD>` (upper case); the release
+    and rollout ones are `RolloutSettings`'."""
 
     model_config = MODEL_CONFIG
 
@@ -148,25 +149,6 @@ class Settings(BaseModel):
     """Port of the Temporal Web UI that `up` starts with the dev server."""
     task_queue: str = Field(default=TASK_QUEUE, min_length=1)
     """Queue of `AgentWorkflow`, tools, cache and persistence (CPU worker)."""
-    worker_deployment: str = ""
-    """Temporal worker versioning, opt in: the worker deployment's name (one for the CPU and
-    inference workers of a deployment). Empty: unversioned workers. Set, with
-    `AGENTKEEL_WORKER_BUILD_ID`, each release's workers poll as their own version, and new
-    runs go to the version made current (`temporal worker deployment set-current-version`)."""
-    worker_build_id: str = ""
-    """The release's build id (an image tag, a commit), with `AGENTKEEL_WORKER_DEPLOYMENT`."""
-    worker_versioning: Literal["auto_upgrade", "pinned"] = "auto_upgrade"
-    """With a deployment: `auto_upgrade`, a run moves to the current version at its next
-    workflow task (workflow changes gated by `workflow.patched`, as without versioning), or
-    `pinned`, a run stays on the version that started it (keep that version's workers
-    until its runs end: approvals may wait days)."""
-    held_patches: str = ""
-    """Patch ids (comma-separated, e.g. `release-2026-12`) that CPU workers leave inactive
-    in the runs they start: such a run takes the code's old branch and records no marker
-    for them, so workers of the previous release can still replay it. Roll a release out
-    with its new patch ids held, and drop this once no worker of the previous release is
-    left (`docs/deployment.md`). Runs that already carry a marker replay by it, whatever
-    this says."""
     state_dir: Path = Field(default_factory=lambda: Path.cwd() / ".agentkeel")
     """Where `up` keeps the Temporal database, embedded Postgres/Redis data, logs and pid file."""
     domain: str = ""
@@ -334,10 +316,6 @@ class Settings(BaseModel):
     objects (`{"name": "time", "command": "mcp-server-time"}`, `{"name": "crm", "url":
     "https://crm.example/mcp", "bearer_token_env": "CRM_TOKEN"}`); every field in
     `docs/mcp.md`. Every process of a deployment must be given the same list."""
-    event_loop: EventLoop = "asyncio"
-    """The event loop of every process: `asyncio` (the standard library's), `uvloop`
-    (libuv, where installed: no measurable gain in `bench.load`, `docs/benchmarks.md`), or
-    `auto` (uvloop where it is installed)."""
     log_format: LogFormat = "auto"
     """`json`, `console`, or `auto` (console on a TTY, JSON otherwise)."""
     log_level: LogLevel = "info"
@@ -353,21 +331,11 @@ class Settings(BaseModel):
     def _any_case(cls, level: object) -> object:
         return level.lower() if isinstance(level, str) else level
 
-    @field_validator("event_loop", mode="after")
-    @classmethod
-    def _event_loop_installed(cls, choice: EventLoop) -> EventLoop:
-        chosen_loop(choice)
-        return choice
-
     @field_validator("mcp_servers", mode="after")
     @classmethod
     def _mcp_servers_parse(cls, text: str) -> str:
         parse_mcp_servers(text)
         return text
-
-    def held_patch_ids(self) -> frozenset[str]:
-        """`held_patches`, read."""
-        return frozenset(p.strip() for p in self.held_patches.split(",") if p.strip())
 
     def mcp_server_list(self) -> list[McpServer]:
         """`mcp_servers`, read (checked when the settings were)."""
@@ -388,15 +356,6 @@ class Settings(BaseModel):
                 wanted = "an integer of 1 or more" if what == "concurrency" else "a number above 0"
                 raise setting_error(f"{var} must be {wanted}, got {raw!r}")
         return MappingProxyType(dict(options))
-
-    @model_validator(mode="after")
-    def _deployment(self) -> Self:
-        if bool(self.worker_deployment) != bool(self.worker_build_id):
-            raise setting_error(
-                f"{ENV_PREFIX}WORKER_DEPLOYMENT and {ENV_PREFIX}WORKER_BUILD_ID must be set "
-                "together (Temporal worker versioning)"
-            )
-        return self
 
     @model_validator(mode="after")
     def _tiers(self) -> Self:
