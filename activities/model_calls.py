@@ -191,11 +191,14 @@ class InferenceActivities:
             request.steps = await self._outputs.resolved(request.steps)
         info = activity.info()
         # Each attempt opens with a reset marked with its number: a reader drops what an
-        # earlier, failed attempt had already shown.
+        # earlier, failed attempt had already shown. A retry sends it at once; a first
+        # attempt has nothing to drop, so its reset goes out with its first token (one
+        # Redis round trip fewer per run).
         stream = TokenStream.for_run(
             self._redis, info.workflow_id, request.run_id or info.workflow_run_id, info.attempt
         )
-        await stream.begin()
+        if info.attempt > 1:
+            await stream.begin()
         started = time.perf_counter()
         result = await self._model(self._policy.respond(request, stream.publish))
         self._observe(f"respond:{request.route.tier.value}", started)

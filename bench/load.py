@@ -1,13 +1,14 @@
 """Closed-loop load: agentkeel runs per second against the same-shape bare Temporal run.
 
     python -m bench.load [--runs N] [--in-flight C ...] [--server memory[-tuned]|sqlite[-tuned]]
-                         [--sandbox on|off] [--loop uvloop|asyncio ...]
+                         [--sandbox on|off] [--loop uvloop|asyncio ...] [--eager | --no-eager]
 
 A fresh dev server (in memory, or persisting to a SQLite file as `agentkeel up` does;
 with or without the queue poll rates and pragmas of `workers.stack.temporal`), in-process
 workers, the rules policy, the path cache off and distinct questions over orders and SKUs. For each
 load, `AgentWorkflow` and then `bench.bare.BenchBareWorkflow` (its shape, nothing else,
-always sandboxed) run C at a time until N have finished; printed: runs/s, p50/p99
+always sandboxed, started plainly, its activations on the SDK's threads: Temporal's
+defaults) run C at a time until N have finished; printed: runs/s, p50/p99
 latency, lost runs, CPU per run of the workers (this process) and of the dev server, and
 agentkeel's runs/s as a ratio of the bare reference's, measured in the same invocation.
 """
@@ -146,9 +147,11 @@ async def measure(args: argparse.Namespace, loop: EventLoop) -> None:
                 request = AgentRequest(
                     question=ask(n), tenant=tenant, options=RunOptions(use_cache=False)
                 )
+                # Started as `AgentClient` starts runs: eagerly, the workers being local.
                 return await client.execute_workflow(
-                    AgentWorkflow.run, request, id=f"load-{uuid.uuid4().hex}", task_queue=queue
-                )
+                    AgentWorkflow.run, request, id=f"load-{uuid.uuid4().hex}", task_queue=queue,
+                    request_eager_start=args.eager,
+                )  # fmt: skip
 
             async def bare(n: int) -> Any:
                 return await client.execute_workflow(
@@ -168,7 +171,8 @@ async def measure(args: argparse.Namespace, loop: EventLoop) -> None:
                 await closed_loop(bare, 3 * warm, warm)
                 print(
                     f"server: {args.server}; agentkeel's workflow sandbox: {args.sandbox}; "
-                    f"event loop: {loop}; {args.runs} runs per row"
+                    f"event loop: {loop}; agentkeel's starts eager: {args.eager}; "
+                    f"{args.runs} runs per row"
                 )
                 print(f"{'in flight':>9} {'workflow':>10} {'runs/s':>7} {'p50 ms':>7} "
                       f"{'p99 ms':>7} {'lost':>5} {'x bare':>7} {'cpu ms/run':>10} "
@@ -198,6 +202,12 @@ def main() -> None:
     parser.add_argument("--carrier-ms", type=int, default=40, help="carrier latency")
     parser.add_argument(
         "--sandbox", choices=["on", "off"], default="off", help="AGENTKEEL_WORKFLOW_SANDBOX"
+    )
+    parser.add_argument(
+        "--eager",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="start agentkeel's runs eagerly, as AgentClient does (the bare reference: never)",
     )
     parser.add_argument(
         "--loop",

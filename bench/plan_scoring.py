@@ -78,6 +78,13 @@ class Scored:
     ms: float
     grounded: bool | None
 
+    def brief(self) -> str:
+        """One line for a progress log: the verdicts and the tools chosen."""
+        return (
+            f"valid={self.valid} exact={self.exact} wrong_side_effect={self.wrong_side_effect} "
+            f"grounded={self.grounded} {self.ms:.0f} ms tools={sorted(self.tools)}"
+        )
+
 
 def score_plan(row: Row, plan: Plan | None, error: bool, ms: float) -> Scored:
     valid = plan is not None and not error and _validates(plan)

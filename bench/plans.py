@@ -131,7 +131,11 @@ async def run(args: argparse.Namespace) -> dict[str, dict[str, object]]:
     for engine in args.engines:
         chosen = rows if engine == "rules" else sample(rows, args.limit)
         async with ENGINES[engine](args) as policy:
-            scored = [await score_row(policy, row) for row in chosen]
+            scored = []
+            for number, row in enumerate(chosen, 1):
+                scored.append(await score_row(policy, row))
+                if engine != "rules":  # the slow engines: a long run shows how far it got
+                    print(f"  {engine} {number}/{len(chosen)}: {scored[-1].brief()}", flush=True)
         table(engine, scored)
         figures[engine] = {
             **summarize(scored).figures(),

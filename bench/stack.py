@@ -159,6 +159,7 @@ async def bench_stack(
                 activities,
                 extra_workflows=[BenchReactWorkflow],
                 sandboxed=settings.sandboxed_workflows(),
+                inline_activations=settings.inline_activations(),
             ),
             inference_worker(
                 env.client,

@@ -311,6 +311,7 @@ async def make_stack(
                     queue,
                     activities,
                     sandboxed=settings.sandboxed_workflows(),
+                    inline_activations=settings.inline_activations(),
                     held_patches=settings.held_patch_ids(),
                 ),
                 inference_worker(

@@ -103,6 +103,17 @@ async def test_identical_requests_in_flight_share_one_run(make_stack: StackFacto
     await agents.close()
 
 
+async def test_a_client_beside_the_workers_starts_runs_eagerly(make_stack: StackFactory) -> None:
+    # This process runs the CPU worker on the client's connection: the server hands the
+    # run's first workflow task back in the start's reply (the SDK's own flag says so).
+    stack = await make_stack(policy=FakeScriptedPolicy([wide_plan(1)]))
+    agents = stack.agent_client()
+    handle = await agents.start(AgentRequest(question="check a sku", tenant=stack.tenant))
+    assert getattr(handle, "__temporal_eagerly_started") is True
+    assert (await handle.result()).steps[0].status is StepStatus.SUCCEEDED
+    await agents.close()
+
+
 async def test_client_fast_path_answers_without_a_workflow(stack: AgentStack) -> None:
     await stack.ask(KB_QUESTION)
     agents = stack.agent_client()

@@ -3,13 +3,15 @@ run's result says so, instead of the run failing after three attempts."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import socket
 
 import pytest
 
 from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
-from agentkeel.inference.engines.protocol import EngineUnavailableError
+from agentkeel.inference.engines.protocol import EngineUnavailableError, GenerateRequest
 from agentkeel.inference.fallback import FallbackPolicy
 from agentkeel.inference.llm.cascade import CascadePolicy
 from agentkeel.inference.llm.policy import LlmPolicy
@@ -101,3 +103,44 @@ async def test_an_answer_already_streaming_is_not_followed_by_the_rules_answer()
     with pytest.raises(EngineUnavailableError):
         await policy.respond(request, sink)
     assert streamed == ["Order 1001 is"] and policy.fallbacks == 0
+
+
+async def test_a_connection_the_server_dropped_unanswered_is_tried_once_more() -> None:
+    # A real socket server that closes its first connection without answering (as llama.cpp's
+    # server may close a pooled keep-alive connection while a request goes out), then
+    # answers on the next: the step gets the model's answer, not the rules' stand-in.
+    connections = 0
+    body = json.dumps({
+        "id": "c1", "object": "text_completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "text": "Paris", "finish_reason": "stop", "logprobs": None}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+    }).encode()  # fmt: skip
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        await reader.readuntil(b"\r\n\r\n")
+        if connections > 1:
+            head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\nConnection: close"
+            writer.write(f"{head}\r\nContent-Type: application/json\r\n\r\n".encode() + body)
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    engine = OpenAICompatEngine(
+        base_url=f"http://127.0.0.1:{port}/v1", model="m", api="completions"
+    )
+    try:
+        result = await engine.generate(GenerateRequest(prompt="Capital of France:", max_tokens=4))
+        assert result.text == "Paris"
+        assert connections == 2
+        # Once only: a server that never answers is down, and says so.
+        connections = -10
+        with pytest.raises(EngineUnavailableError, match="no model server answers"):
+            await engine.generate(GenerateRequest(prompt="Capital of France:", max_tokens=4))
+        assert connections == -8
+    finally:
+        await engine.close()
+        server.close()
+        await server.wait_closed()

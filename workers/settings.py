@@ -217,6 +217,10 @@ class Settings(RolloutSettings):
     workflow_sandbox: OnOff = "off"
     """`on`: the CPU worker runs workflows in Temporal's sandbox (a guard while writing
     workflow code, at about a third of the worker's CPU); `off` (see `workers.worker`)."""
+    workflow_activations: Literal["inline", "thread"] = "inline"
+    """`inline`: the CPU worker runs each workflow activation on its event loop (about a
+    quarter less CPU per run under load), without the SDK's deadlock detector; `thread`:
+    the SDK's default hand-off to a thread, with it. Threads whenever the sandbox is on."""
     local_policy: Literal["auto", "off"] = "auto"
     """`auto`: where no model is configured (the rules policy), the CPU worker routes,
     plans and answers itself as local activities, without a hop to the inference queue;
@@ -391,6 +395,10 @@ class Settings(RolloutSettings):
     def sandboxed_workflows(self) -> bool:
         """`workflow_sandbox` read: whether the CPU worker runs workflows in the sandbox."""
         return self.workflow_sandbox == "on"
+
+    def inline_activations(self) -> bool:
+        """`workflow_activations` read: whether activations run on the worker's loop."""
+        return self.workflow_activations == "inline" and not self.sandboxed_workflows()
 
     def downstream_limits(
         self, downstreams: Mapping[str, Downstream]

@@ -58,6 +58,7 @@ def cpu_worker(
     *,
     extra_workflows: Sequence[type] = (),
     sandboxed: bool = False,
+    inline_activations: bool = True,
     deployment: WorkerDeploymentConfig | None = None,
     held_patches: Collection[str] = (),
 ) -> Worker:
@@ -71,6 +72,17 @@ def cpu_worker(
     I/O or shared mutable state in workflow code, is checked instead where it cannot cost
     a run anything: every recorded history replays under the sandbox in the test suite
     (`tests/test_replay.py`), and the suite also runs the agent sandboxed.
+
+    `inline_activations` (`AGENTKEEL_WORKFLOW_ACTIVATIONS=inline`, unsandboxed only): each
+    workflow activation runs on the worker's event loop instead of being handed to a thread
+    and back (the SDK's `debug_mode` path). The hand-off, two threads taking turns at the
+    GIL for every activation, was about a quarter of this worker's CPU per run under load
+    (`bench.load`: 24 -> 31-34 runs/s at 20 in flight, `docs/benchmarks.md`). The price is
+    the SDK's deadlock detector: an activation that never yields stalls the whole worker,
+    where a thread would have failed its task after 2 s. The workflow code is agentkeel's own
+    and replay-tested; a domain's in-workflow tools are pure functions over step outputs.
+    `thread` keeps the SDK's default. With the sandbox on, activations always use threads
+    (`debug_mode` would relax the sandbox for a debugger).
 
     `deployment`: its worker deployment version (`workers.versioning`); None: unversioned.
 
@@ -88,6 +100,9 @@ def cpu_worker(
         activities=activities,
         max_concurrent_activities=CPU_MAX_ACTIVITIES,
         max_concurrent_workflow_tasks=100,
+        # Only what inlines activations: deadlock detection off, a breakpoint hook that
+        # acts only on breakpoint() inside a workflow. Never with the sandbox (it relaxes it).
+        debug_mode=inline_activations and not sandboxed,
         # A task for this worker's cached runs waits this long for it before any worker
         # may take it (10 s by default): a killed worker's runs move on within seconds.
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
@@ -175,6 +190,7 @@ async def _cpu_worker(settings: Settings, readiness: Readiness) -> None:
             settings.task_queue,
             activities,
             sandboxed=settings.sandboxed_workflows(),
+            inline_activations=settings.inline_activations(),
             deployment=deployment_config(settings),
             held_patches=settings.held_patch_ids(),
         )

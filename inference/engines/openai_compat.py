@@ -237,10 +237,21 @@ class OpenAICompatEngine:
             mode = "json_schema"
         first_error: openai.APIStatusError | None = None
         endpoint: Any = self._client.chat.completions if self._chat else self._client.completions
+        reconnected = False
         while True:
             try:
                 response = await endpoint.create(**self._params(request, mode, stream=stream))
-            except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            except openai.APITimeoutError as exc:
+                raise EngineUnavailableError(
+                    f"no model server answers at {self._base_url} ({type(exc).__name__})"
+                ) from exc
+            except openai.APIConnectionError as exc:
+                if not reconnected:
+                    # A pooled keep-alive connection the server closed as the request went
+                    # out (llama.cpp's server does, under a steady stream of requests): try
+                    # once more, at once, on a fresh one. Generating has no side effect.
+                    reconnected = True
+                    continue
                 # Down or restarting: the caller may serve the step otherwise (the rules).
                 raise EngineUnavailableError(
                     f"no model server answers at {self._base_url} ({type(exc).__name__})"

@@ -1,0 +1,73 @@
+"""The latency book against real Redis: samples kept newest first, bounded, group-committed."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio as aioredis
+
+from agentkeel.activities.latency import KEY_PREFIX, SAMPLES_KEPT, LatencyBook
+from agentkeel.schemas.deadline import LatencyEstimatesInput
+
+
+@pytest.fixture
+async def redis(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+    client = aioredis.from_url(redis_url)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+async def _settled(book: LatencyBook) -> None:
+    for _ in range(100):
+        if not book._waiting and (book._writer is None or book._writer.done()):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the book never wrote its samples")
+
+
+async def _lpush_calls(redis: aioredis.Redis) -> int:
+    stats = await redis.info("commandstats")
+    return int(stats.get("cmdstat_lpush", {}).get("calls", 0))
+
+
+async def test_a_burst_of_samples_is_a_few_writes_and_keeps_the_newest_first(
+    redis: aioredis.Redis,
+) -> None:
+    book, scope = LatencyBook(redis), f"test-{uuid.uuid4().hex[:8]}"
+    before = await _lpush_calls(redis)
+    for n in range(200):  # no await between: one busy worker's samples
+        book.observe(scope, "tool:get_order", float(n))
+    await _settled(book)
+    # The first sample goes out at once; the other 199 wait for it and go out together.
+    assert await _lpush_calls(redis) - before <= 2
+    key = f"{KEY_PREFIX}:{scope}:tool:get_order"
+    kept = [float(v) for v in await redis.lrange(key, 0, -1)]
+    assert kept == [float(n) for n in range(199, 199 - SAMPLES_KEPT, -1)]
+    assert 0 < await redis.ttl(key)
+
+
+async def test_samples_observed_during_a_write_are_read_back(redis: aioredis.Redis) -> None:
+    book, scope = LatencyBook(redis), f"test-{uuid.uuid4().hex[:8]}"
+    book.observe(scope, "tool:get_order", 10.0)
+    await asyncio.sleep(0)  # the first write is in flight
+    book.observe(scope, "tool:get_order", 30.0)
+    book.observe(scope, "respond:light", 100.0)
+    await _settled(book)
+    estimates = await book.read(scope, LatencyEstimatesInput(tools=["get_order"]))
+    assert estimates.source == "measured"
+    assert estimates.tools["get_order"].samples == 2
+    assert estimates.tools["get_order"].p50_ms == pytest.approx(20.0)
+    assert estimates.models["respond:light"].samples == 1
+
+
+async def test_no_redis_records_nothing_and_reads_defaults() -> None:
+    book = LatencyBook(None)
+    book.observe("any", "tool:get_order", 5.0)
+    assert book._writer is None
+    estimates = await book.read("any", LatencyEstimatesInput(tools=["get_order"]))
+    assert estimates.source != "measured"
