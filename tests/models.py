@@ -41,7 +41,6 @@ SERVER_START_TIMEOUT_S = 420.0
 MAX_MODEL_LEN = 2048
 MAX_NUM_SEQS = 8
 KV_CACHE_BYTES = 1 << 30
-COMPACT_JSON = '{"backend":"guidance","disable_any_whitespace":true}'
 
 
 def cpu_settings(model: str, **overrides: Any) -> VllmSettings:
@@ -110,8 +109,6 @@ def vllm_server(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> It
         "--kv-cache-memory-bytes", str(KV_CACHE_BYTES),
         "--disable-log-stats", "--disable-uvicorn-access-log",
         "--chat-template", str(CHAT_TEMPLATE),  # the GGUF has none; for the chat API
-        # As the compose file serves: constrained JSON without free whitespace.
-        "--structured-outputs-config", COMPACT_JSON,
     ]  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     started = time.monotonic()

@@ -81,6 +81,9 @@ def cpu_worker(
     the SDK's deadlock detector: an activation that never yields stalls the whole worker,
     where a thread would have failed its task after 2 s. The workflow code is agentkeel's own
     and replay-tested; a domain's in-workflow tools are pure functions over step outputs.
+    A long activation (the first of a long history after a restart) also holds back, for
+    its duration, the timers of this worker's activities (a 0.3 s Redis read bound may
+    fire late); what they record stays recorded, so nothing is lost or repeated.
     `thread` keeps the SDK's default. With the sandbox on, activations always use threads
     (`debug_mode` would relax the sandbox for a debugger).
 

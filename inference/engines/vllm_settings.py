@@ -108,13 +108,15 @@ class VllmSettings:
     warmup_prompt: str = "Hello"
     log_stats: bool = False
     """vLLM's periodic throughput log lines."""
-    compact_json: bool = True
+    compact_json: bool = False
     """Constrained JSON with no free whitespace (vLLM's
-    `structured_outputs_config.disable_any_whitespace`). With free whitespace a small model
-    pads a plan with newlines and indentation until it runs out of tokens (Gemma 3 270M on
-    the CPU: 24 lines, 693 characters and still unterminated at a 256-token budget).
-    Names the guidance backend (llguidance): vLLM allows the flag only with a named backend,
-    and xgrammar refuses parts of the plan schema that `auto` would hand to guidance."""
+    `structured_outputs_config.disable_any_whitespace`, with the guidance backend, the one
+    that takes the plan schema whole). Off by default: with free whitespace a small model
+    may pad a plan until its token budget runs out (Gemma 3 270M once wrote 24 lines of
+    indentation), but without it the same model, greedy, wrote `"s1.tracking_number"` for
+    `"$s1.tracking_number"` and repeated steps until the budget ran out, where the default
+    grammar gave the right two-step plan (`tests/test_chat_engines.py`). Measure before
+    turning it on for a model (`bench.plans`)."""
     engine_overrides: Mapping[str, Any] = field(default_factory=dict)
     """Other `vllm.engine.arg_utils.AsyncEngineArgs` fields, passed as given (escape hatch)."""
 

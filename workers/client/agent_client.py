@@ -279,9 +279,9 @@ class AgentClient:
             result_type=AgentResult,
             static_summary=summary,
             static_details=details,
-            # Where this process also runs the CPU worker, the server hands the run's first
-            # workflow task back in the start's reply (a matching hop fewer); elsewhere the
-            # SDK does not ask, and the start is a plain one.
+            # Where a CPU worker runs on this same `Client` (an application that builds
+            # both on one connection), the server hands the run's first workflow task back
+            # in the start's reply (a dispatch fewer); elsewhere the SDK does not ask.
             request_eager_start=True,
             **policies,
         )
