@@ -91,7 +91,6 @@ async def vllm_policy(args: argparse.Namespace) -> AsyncIterator[Policy]:
         kv_cache_memory_bytes=1 << 30,
         api=args.api,
         chat_template=str(CHAT_TEMPLATE),
-        compact_json=args.compact_json,
     )
     engine = VllmEngine(settings=settings)
     await engine.start()

@@ -158,9 +158,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--api", default="auto", choices=("auto", "chat", "completions"))
     parser.add_argument("--model-dir", type=Path, default=None)
-    parser.add_argument(
-        "--compact-json", action="store_true", help="vllm: constrained JSON without whitespace"
-    )
     args = parser.parse_args(argv)
     unknown = [e for e in args.engines if e not in ENGINES]
     if unknown:

@@ -139,6 +139,9 @@ async def test_vllm_in_process_chat_plans_and_routes(vllm_chat: VllmEngine) -> N
     result = await vllm_chat.generate(PLAN_REQUEST)
     report(f"vLLM chat plan ({result.finish_reason}): {result.text[:160]}")
     jsonschema.validate(result.parsed, plan_json_schema())
+    # At most one space between tokens (`bounded_whitespace`): a raw newline can only be
+    # padding, JSON strings escape theirs.
+    assert "\n" not in result.text, result.text
     routed = await router(vllm_chat).route(RouteInput(question="Where is order 1001?"))
     assert routed.route.basis == ConfidenceBasis.LOGPROBS
     assert 0.0 <= routed.route.confidence <= 1.0

@@ -199,14 +199,6 @@ def test_settings_map_to_engine_args() -> None:
 
     known = {f.name for f in dataclasses.fields(AsyncEngineArgs)}
     assert set(args) - {"swap_space"} <= known
-    # vLLM's own grammar whitespace by default; compact JSON as a config object vLLM accepts
-    # (it validates the pairing of flag and backend).
-    assert "structured_outputs_config" not in args
-    from agentkeel.inference.engines.vllm_local import _typed_configs
-
-    compact = dataclasses.replace(settings, compact_json=True).engine_args()
-    section = _typed_configs(compact)["structured_outputs_config"]
-    assert (section.backend, section.disable_any_whitespace) == ("guidance", True)
 
 
 async def test_http_engine_chose_vllm_structured_outputs(http_engine: OpenAICompatEngine) -> None:

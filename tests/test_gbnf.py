@@ -93,3 +93,21 @@ def test_a_schema_gbnf_cannot_express_goes_unconstrained_not_failing() -> None:
     assert structured_body(odd, "gbnf") == {}
     plain = JsonSchemaConstraint(json_schema={"type": "integer"})
     assert structured_body(plain, "gbnf")["grammar"].startswith("root ::= integer")
+
+
+def test_vllm_gets_the_schema_with_at_most_one_space_between_tokens() -> None:
+    from agentkeel.inference.engines.protocol import ChoiceConstraint, JsonSchemaConstraint
+    from agentkeel.inference.engines.structured import GUIDANCE_WHITESPACE, structured_body
+
+    schema = plan_json_schema()
+    sent = structured_body(JsonSchemaConstraint(json_schema=schema), "vllm")
+    assert sent["structured_outputs"]["json"] == {
+        **schema,
+        "x-guidance": {"whitespace_pattern": GUIDANCE_WHITESPACE},
+    }
+    assert "x-guidance" not in schema, "the caller's schema is not changed"
+    # llguidance compiles it (what vLLM's guidance backend does with it).
+    llguidance = pytest.importorskip("llguidance")
+    llguidance.LLMatcher.grammar_from_json_schema(sent["structured_outputs"]["json"])
+    choice = structured_body(ChoiceConstraint(choices=["a", "b"]), "vllm")
+    assert choice == {"structured_outputs": {"choice": ["a", "b"]}}

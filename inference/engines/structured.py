@@ -20,6 +20,20 @@ from agentkeel.inference.engines.protocol import ChoiceConstraint, Constraint
 
 log = structlog.get_logger(__name__)
 
+GUIDANCE_WHITESPACE = " ?"
+"""At most one space where JSON allows whitespace, for vLLM's guidance backend (the one it
+uses for schemas xgrammar cannot take whole, such as the plan schema)."""
+
+
+def bounded_whitespace(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with llguidance's `x-guidance` whitespace option: as `COMPACT_WS` does for
+    llama.cpp. vLLM's default lets a small model pad a plan with newlines and indentation
+    until its budget runs out (Gemma 3 270M: 24 lines, unterminated at 256 tokens);
+    no whitespace at all (`disable_any_whitespace`) took it off the spacing it knows, into
+    a loop of repeated steps. One optional space keeps its own spacing and ends the plan
+    (`bench.plans`, `tests/test_engines.py`). Other backends ignore the extension key."""
+    return {**schema, "x-guidance": {"whitespace_pattern": GUIDANCE_WHITESPACE}}
+
 
 def structured_body(
     constraint: Constraint | None, mode: str, *, chat: bool = False
@@ -37,7 +51,7 @@ def structured_body(
             return {"response_format": _json_schema_format(schema)}
         return {}
     if mode == "vllm":
-        return {"structured_outputs": {"json": constraint.json_schema}}
+        return {"structured_outputs": {"json": bounded_whitespace(constraint.json_schema)}}
     if mode == "llamacpp":
         # Our grammar with at most one space between tokens: the server's own conversion of
         # a schema allows runs of whitespace, which a small model pads past its token budget.

@@ -33,6 +33,7 @@ from agentkeel.inference.engines.protocol import (
     as_finish_reason,
     chat_messages,
 )
+from agentkeel.inference.engines.structured import bounded_whitespace
 from agentkeel.inference.engines.vllm_settings import SpeculativeSettings, VllmSettings
 
 __all__ = ["SpeculativeSettings", "VllmEngine", "VllmSettings"]
@@ -65,7 +66,7 @@ class VllmEngine:
                     "(on a CPU: 'agentkeel[llm-cpu]')"
                 ) from exc
             try:
-                args = AsyncEngineArgs(**_typed_configs(self.settings.engine_args()))
+                args = AsyncEngineArgs(**self.settings.engine_args())
                 self._llm = await asyncio.to_thread(AsyncLLM.from_engine_args, args)
             except Exception as exc:
                 raise EngineUnavailableError(
@@ -189,7 +190,8 @@ def _sampling_params(request: GenerateRequest, kind: Any) -> Any:
 
     structured = None
     if isinstance(request.constraint, JsonSchemaConstraint):
-        structured = StructuredOutputsParams(json=request.constraint.json_schema)
+        schema = bounded_whitespace(request.constraint.json_schema)
+        structured = StructuredOutputsParams(json=schema)
     elif isinstance(request.constraint, ChoiceConstraint):
         structured = StructuredOutputsParams(choice=list(request.constraint.choices))
     return SamplingParams(
@@ -222,14 +224,3 @@ def _logprobs(completion: Any) -> list[TokenLogprob]:
             )
         )
     return result
-
-
-def _typed_configs(args: dict[str, Any]) -> dict[str, Any]:
-    """`engine_args()` with its plain-data config sections as the objects vLLM expects
-    (`AsyncEngineArgs` takes `structured_outputs_config` as a config object, not a dict)."""
-    from vllm.config import StructuredOutputsConfig
-
-    section = args.get("structured_outputs_config")
-    if isinstance(section, dict):
-        args = {**args, "structured_outputs_config": StructuredOutputsConfig(**section)}
-    return args

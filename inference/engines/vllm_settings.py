@@ -108,15 +108,6 @@ class VllmSettings:
     warmup_prompt: str = "Hello"
     log_stats: bool = False
     """vLLM's periodic throughput log lines."""
-    compact_json: bool = False
-    """Constrained JSON with no free whitespace (vLLM's
-    `structured_outputs_config.disable_any_whitespace`, with the guidance backend, the one
-    that takes the plan schema whole). Off by default: with free whitespace a small model
-    may pad a plan until its token budget runs out (Gemma 3 270M once wrote 24 lines of
-    indentation), but without it the same model, greedy, wrote `"s1.tracking_number"` for
-    `"$s1.tracking_number"` and repeated steps until the budget ran out, where the default
-    grammar gave the right two-step plan (`tests/test_chat_engines.py`). Measure before
-    turning it on for a model (`bench.plans`)."""
     engine_overrides: Mapping[str, Any] = field(default_factory=dict)
     """Other `vllm.engine.arg_utils.AsyncEngineArgs` fields, passed as given (escape hatch)."""
 
@@ -137,11 +128,6 @@ class VllmSettings:
             "seed": self.seed,
             "disable_log_stats": not self.log_stats,
         }
-        if self.compact_json:
-            args["structured_outputs_config"] = {
-                "backend": "guidance",
-                "disable_any_whitespace": True,
-            }
         if self.speculative is not None:
             args["speculative_config"] = self.speculative.to_config()
         if self.rope_scaling is not None:
