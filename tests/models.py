@@ -109,6 +109,8 @@ def vllm_server(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> It
         "--kv-cache-memory-bytes", str(KV_CACHE_BYTES),
         "--disable-log-stats", "--disable-uvicorn-access-log",
         "--chat-template", str(CHAT_TEMPLATE),  # the GGUF has none; for the chat API
+        # As the compose file serves: llguidance for every schema (`bounded_whitespace`).
+        "--structured-outputs-config", '{"backend":"guidance"}',
     ]  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     started = time.monotonic()

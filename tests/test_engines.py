@@ -199,6 +199,10 @@ def test_settings_map_to_engine_args() -> None:
 
     known = {f.name for f in dataclasses.fields(AsyncEngineArgs)}
     assert set(args) - {"swap_space"} <= known
+    # One structured-output backend for every request, as a config object vLLM accepts.
+    from agentkeel.inference.engines.vllm_local import _typed_configs
+
+    assert _typed_configs(args)["structured_outputs_config"].backend == "guidance"
 
 
 async def test_http_engine_chose_vllm_structured_outputs(http_engine: OpenAICompatEngine) -> None:

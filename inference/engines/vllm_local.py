@@ -66,7 +66,7 @@ class VllmEngine:
                     "(on a CPU: 'agentkeel[llm-cpu]')"
                 ) from exc
             try:
-                args = AsyncEngineArgs(**self.settings.engine_args())
+                args = AsyncEngineArgs(**_typed_configs(self.settings.engine_args()))
                 self._llm = await asyncio.to_thread(AsyncLLM.from_engine_args, args)
             except Exception as exc:
                 raise EngineUnavailableError(
@@ -224,3 +224,14 @@ def _logprobs(completion: Any) -> list[TokenLogprob]:
             )
         )
     return result
+
+
+def _typed_configs(args: dict[str, Any]) -> dict[str, Any]:
+    """`engine_args()` with its plain-data config sections as the objects vLLM expects
+    (`AsyncEngineArgs` takes `structured_outputs_config` as a config object, not a dict)."""
+    from vllm.config import StructuredOutputsConfig
+
+    section = args.get("structured_outputs_config")
+    if isinstance(section, dict):
+        args = {**args, "structured_outputs_config": StructuredOutputsConfig(**section)}
+    return args

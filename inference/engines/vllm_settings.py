@@ -108,6 +108,12 @@ class VllmSettings:
     warmup_prompt: str = "Hello"
     log_stats: bool = False
     """vLLM's periodic throughput log lines."""
+    structured_outputs_backend: str = "guidance"
+    """vLLM's structured-output backend for every constrained request. `guidance`
+    (llguidance): it takes the whole plan schema and honours the schema's `x-guidance`
+    whitespace option (`inference/engines/structured.py`, at most one space between
+    tokens); `auto` would pick xgrammar for some schemas and let a small model pad them
+    with newlines until the token budget runs out."""
     engine_overrides: Mapping[str, Any] = field(default_factory=dict)
     """Other `vllm.engine.arg_utils.AsyncEngineArgs` fields, passed as given (escape hatch)."""
 
@@ -128,6 +134,7 @@ class VllmSettings:
             "seed": self.seed,
             "disable_log_stats": not self.log_stats,
         }
+        args["structured_outputs_config"] = {"backend": self.structured_outputs_backend}
         if self.speculative is not None:
             args["speculative_config"] = self.speculative.to_config()
         if self.rope_scaling is not None:
