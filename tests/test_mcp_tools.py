@@ -19,6 +19,7 @@ import httpx
 import pytest
 from temporalio.client import Client, WorkflowFailureError
 
+from agentkeel.activities.cache.served_version import CHECK_EVERY_S
 from agentkeel.schemas.names import APPROVE_UPDATE, PROGRESS_QUERY
 from tests.history import awaiting_approval
 from tests.mcp_stack import VIEWER, Everything, McpStack, mcp_stack
@@ -221,8 +222,10 @@ async def test_a_changed_tool_list_restarts_the_worker_with_a_new_catalog(
     first = mcp.workers[0]
     assert await asyncio.wait_for(first.wait(), timeout=30) == 0, "stopped by itself"
     assert "worker_restarting_for_new_catalog" in (mcp.state / "worker-0.log").read_text()
-    # No worker serves now, and the gateway's fast path already serves no path of the old
-    # tools (the worker withdrew its version as it stopped): it starts a run, which waits.
+    # No worker serves now, and once the gateway has read the served version again (at most
+    # once a second) its fast path serves no path of the old tools (the worker withdrew its
+    # version as it stopped): it starts a run, which waits.
+    await asyncio.sleep(CHECK_EVERY_S + 0.2)
     waiting = await _via(gateway, question, timeout_s=1)
     assert waiting["state"] == "running", waiting
     await mcp.start_worker()  # what a supervisor does: the new worker lists the new tool
