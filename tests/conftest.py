@@ -167,6 +167,16 @@ async def redis_url(request: pytest.FixtureRequest) -> AsyncIterator[str]:
         yield url
 
 
+@pytest.fixture
+async def redis(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+    """A plain client of the test Redis, closed after the test."""
+    client = aioredis.from_url(redis_url)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
 @pytest.fixture(scope="session")
 async def template_database(admin_dsn: str) -> AsyncIterator[str]:
     """Migrated and seeded once; every test clones it (CREATE DATABASE ... TEMPLATE)."""

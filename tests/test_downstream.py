@@ -32,15 +32,6 @@ from tests.fakes import FakeScriptedPolicy
 DOWNSTREAMS = {d.name: d for d in _shop.downstreams}
 
 
-@pytest.fixture
-async def redis(redis_url: str) -> AsyncIterator[aioredis.Redis]:
-    client = aioredis.from_url(redis_url)
-    try:
-        yield client
-    finally:
-        await client.aclose()
-
-
 class Gauge:
     def __init__(self) -> None:
         self.now = 0

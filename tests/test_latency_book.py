@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -12,15 +11,6 @@ import redis.asyncio as aioredis
 
 from agentkeel.activities.latency import KEY_PREFIX, SAMPLES_KEPT, LatencyBook
 from agentkeel.schemas.deadline import LatencyEstimatesInput
-
-
-@pytest.fixture
-async def redis(redis_url: str) -> AsyncIterator[aioredis.Redis]:
-    client = aioredis.from_url(redis_url)
-    try:
-        yield client
-    finally:
-        await client.aclose()
 
 
 async def _settled(book: LatencyBook) -> None:

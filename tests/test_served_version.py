@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio as aioredis
 
 from agentkeel.activities.cache import served_version
 from agentkeel.activities.cache.served_version import Publication, ServedVersion
-
-
-@pytest.fixture
-async def redis(redis_url: str) -> AsyncIterator[aioredis.Redis]:
-    client = aioredis.from_url(redis_url)
-    yield client
-    await client.aclose()
 
 
 @pytest.fixture(autouse=True)

@@ -241,12 +241,8 @@ class OpenAICompatEngine:
         while True:
             try:
                 response = await endpoint.create(**self._params(request, mode, stream=stream))
-            except openai.APITimeoutError as exc:
-                raise EngineUnavailableError(
-                    f"no model server answers at {self._base_url} ({type(exc).__name__})"
-                ) from exc
-            except openai.APIConnectionError as exc:
-                if not reconnected:
+            except openai.APIConnectionError as exc:  # a timeout is one too, not retried
+                if not reconnected and not isinstance(exc, openai.APITimeoutError):
                     # A pooled keep-alive connection the server closed as the request went
                     # out (llama.cpp's server does, under a steady stream of requests): try
                     # once more, at once, on a fresh one. Generating has no side effect.
