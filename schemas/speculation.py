@@ -21,7 +21,7 @@ MAX_SPECULATIVE_CALLS = 8
 
 Reading = dict[str, list[str | int]]
 """The router's reading of the entities in a request, by the argument they fill
-(`{"order_id": [1001], "email": ["ada@example.com"], "sku": ["SKU-1"]}`)."""
+(`{"ticket_id": [1001], "email": ["ada@example.com"], "account": ["ACC-1"]}`)."""
 
 
 class PredictedCall(BaseModel):

@@ -82,10 +82,10 @@ class ToolSpec:
     """What the activity receives: the arguments plus `ActorScoped` (and, for a side effect,
     its idempotency key)."""
     identity_args: tuple[str, ...] = ()
-    """For a side effect: the arguments that say which row it changes (`order_id`); with a
+    """For a side effect: the arguments that say which row it changes (`invoice_id`); with a
     request id, its idempotency key names them instead of the step's place in the plan."""
     trusted_fields: tuple[str, ...] = ()
-    """Result fields (dotted paths, `*` for any list index: `items.*.sku`) that are as
+    """Result fields (dotted paths, `*` for any list index: `lines.*.account_id`) that are as
     trustworthy as the arguments the call was made with: a row's owner or total looked up
     by its id. A side effect's target or amount may come from such a field of a call whose
     own arguments are trusted (`schemas.plan.provenance`); any other tool output is
@@ -110,7 +110,7 @@ class ToolSpec:
     """A built-in the workflow runs itself (the `wait` timer): no activity, no downstream,
     never cached or repeated."""
     speculate_arg: str | None = None
-    """The one argument the router's reading of a request can fill (`order_id`): with it,
+    """The one argument the router's reading of a request can fill (`ticket_id`): with it,
     an idempotent tool with a cache TTL may be started speculatively while the heavy model
     plans (`schemas.speculation`)."""
     render: Render | None = field(default=None, compare=False)
