@@ -259,6 +259,35 @@ async def test_a_stream_that_fails_does_not_fail_the_result() -> None:
     assert [log["event"] for log in logs] == ["token_stream_read_failed"]
 
 
+async def test_a_result_while_the_follower_blocks_ends_the_relay_at_once(
+    redis: aioredis.Redis, new_key: Callable[..., str]
+) -> None:
+    """redis-py can swallow a cancellation that lands at some points of a blocking XREAD
+    (the follower then reads on); the relay must end anyway, with every event once, and
+    the follower must end by itself soon after. The landing point is a race, so the
+    result arrives after a varying number of loop turns, many times."""
+    key = new_key()
+    stream = TokenStream(redis, key, 1)
+    await stream.publish("only ")
+    await stream.publish("text")  # no `done`: the follower blocks on an empty tail
+    readers: list[TokenReader] = []
+    for turns in range(40):
+        seen: list[TokenEvent] = []
+
+        async def result(turns: int = turns) -> str:
+            for _ in range(turns % 13):
+                await asyncio.sleep(0)
+            return "the result"
+
+        readers.append(TokenReader(redis, key))
+        outcome = await asyncio.wait_for(relay_until(readers[-1], result(), seen.append), 1)
+        assert outcome == "the result"
+        assert [e.text for e in seen] == ["", "only ", "text"], turns
+    await asyncio.sleep(0.6)  # one XREAD BLOCK and its reply: every follower has ended
+    followers = [t for t in asyncio.all_tasks() if "coro=<_relay()" in repr(t)]
+    assert followers == []
+
+
 def test_the_printer_marks_a_restart_and_does_not_repeat_the_answer() -> None:
     out = io.StringIO()
     printer = StreamedAnswer(out)

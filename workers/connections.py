@@ -16,9 +16,9 @@ import httpx
 import redis as sync_redis
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
-from redis.retry import Retry
 from temporalio.client import Client, Plugin
 from temporalio.service import RPCError
 

@@ -26,6 +26,11 @@ DEFAULT_BLOCK_MS = 250
 BLOCK would read as a dead connection there."""
 DEFAULT_IDLE_TIMEOUT_S = 60.0
 DRAIN_TIMEOUT_S = 1.0
+STOP_GRACE_S = 0.05
+"""How long a stopped follower is waited for. redis-py (seen with 7.4 and 8.2) can swallow
+a cancellation that lands at some points of a blocking XREAD, and the follower then reads
+on; `TokenReader.stop` makes it end after that read (at most `block_ms`) without handing
+out anything more, so nobody waits on it."""
 
 log = structlog.get_logger(__name__)
 
@@ -59,18 +64,27 @@ class TokenReader:
         self._block_ms = _below_socket_timeout(redis, block_ms)
         self._idle_timeout_s = idle_timeout_s
         self.last_id: bytes | str = "0"
+        self._stopped = False
         self._attempt = 0
         """The latest attempt seen: only its `done` ends the stream (a stale attempt
         that outlived its timeout may still write after its retry began)."""
 
+    def stop(self) -> None:
+        """End `follow()` at its next step, even one whose cancellation was swallowed: it
+        neither advances `last_id` nor yields again, so `drain()` may take over at once."""
+        self._stopped = True
+
     async def follow(self) -> AsyncIterator[TokenEvent]:
-        """Every event in order, until the latest attempt's `done`, idle timeout or cancel."""
+        """Every event in order, until the latest attempt's `done`, idle timeout, cancel
+        or `stop()`."""
         last_seen = time.monotonic()
-        while True:
+        while not self._stopped:
             entries = await self._read(block_ms=self._block_ms)
             if entries:
                 last_seen = time.monotonic()
             for entry_id, event in entries:
+                if self._stopped:
+                    return
                 # Advanced per event, not per batch: a follower cancelled mid-batch
                 # leaves `drain()` the events it had not yet handed out.
                 self.last_id = entry_id
@@ -89,7 +103,7 @@ class TokenReader:
         return [event for _, event in await self.drain_with_ids()]
 
     async def drain_with_ids(self) -> list[tuple[bytes | str, TokenEvent]]:
-        """`drain`, each event with its stream entry id."""
+        """`drain`, each event with its stream entry id (after `stop()` too)."""
         entries = await self._read(block_ms=None)
         for entry_id, event in entries:
             self.last_id = entry_id
@@ -134,12 +148,20 @@ async def relay_until(reader: TokenReader, outcome: Awaitable[T], on_event: OnEv
     finally:
         # cancel() is True only while it was still following: then it has not seen `done`.
         still_following = follower.cancel()
-        await asyncio.wait([follower])
+        await stop_follower(reader, follower)
     if still_following:
         # Bounded even on a client without a socket timeout: the result is already here.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(_relay(_drained(reader), on_event), DRAIN_TIMEOUT_S)
     return result
+
+
+async def stop_follower(reader: TokenReader, follower: asyncio.Task[None]) -> None:
+    """Stop a task following `reader`: cancel it, and wait for it only `STOP_GRACE_S`
+    (a swallowed cancellation must not hang the caller; `reader.stop()` ends it soon)."""
+    reader.stop()
+    follower.cancel()
+    await asyncio.wait([follower], timeout=STOP_GRACE_S)
 
 
 async def _relay(events: AsyncIterator[TokenEvent], on_event: OnEvent) -> None:

@@ -2,13 +2,14 @@
 
 Three sources are merged: the run's token stream in Redis (`token`, `reset`), its
 `progress` query, polled once per run for all streams (`run_poller.py`) and sent when it
-changes (`progress`), and its outcome (`result` or `error`, always last, and always sent:
-a stream never hangs). The token stream
-is read from its first entry, so a client that connects late gets the answer so far. Every
-event's id is `<token-stream position>/<attempt>`: a client that reconnects with
-`Last-Event-ID` resumes after the last token it saw, still ignoring a superseded attempt's
-(progress, being state, is sent again as it is now). A run that continues as new answers
-under its new run id: the follower moves to that run's stream when the progress shows it.
+changes (`progress`; the stream opens with it), and its outcome (`result` or `error`,
+always last, and always sent: a stream never hangs). The token stream is read from its
+first entry, so a client that connects late gets the answer so far; a `reset` is sent only
+to a client that holds text it drops. Every event's id is `<token-stream position>/<attempt>`:
+a client that reconnects with `Last-Event-ID` resumes after the last token it saw, still
+ignoring a superseded attempt's (progress, being state, is sent again as it is now). A run
+that continues as new answers under its new run id: the follower moves to that run's stream
+when the progress shows it.
 """
 
 from __future__ import annotations
@@ -26,11 +27,15 @@ import structlog
 from agentkeel.schemas.gateway import RunEventType
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.tokens import TokenEvent, TokenEventType, token_stream_key
-from agentkeel.workers.client.token_follow import TokenReader
+from agentkeel.workers.client.token_follow import STOP_GRACE_S, TokenReader, stop_follower
 from agentkeel.workers.gateway.run_poller import RunPollers
 from agentkeel.workers.gateway.runs import Runs
 
 DRAIN_TIMEOUT_S = 1.0
+FIRST_PROGRESS_WAIT_S = 0.5
+"""How long the token relay waits for the run's first `progress`, so a stream opens with
+where the run stands; the query is one worker round trip, far less than a model's first
+token, so the wait costs nothing unless the worker is slow to answer."""
 log = structlog.get_logger(__name__)
 
 
@@ -87,6 +92,10 @@ class _RunStream:
         self.run_id = ""
         self._follower: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._opened = asyncio.Event()
+        # Whether the client may hold text a reset must drop: it resumed after some, or
+        # this connection sent some. A reset that drops nothing is not sent.
+        self._holds_text = position != "0"
 
     @property
     def event_id(self) -> str:
@@ -98,10 +107,15 @@ class _RunStream:
         self._tasks = [asyncio.create_task(self._progress()), asyncio.create_task(self._outcome())]
 
     async def stop(self) -> None:
+        if self.reader is not None:
+            self.reader.stop()
         tasks = [*self._tasks, *([self._follower] if self._follower else [])]
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        # Bounded: a follower whose cancellation redis-py swallowed ends by itself after
+        # its read (see `token_follow.STOP_GRACE_S`).
+        if tasks:
+            await asyncio.wait(tasks, timeout=STOP_GRACE_S)
 
     def _follow(self, run_id: str, position: str) -> None:
         if self.redis is None:
@@ -113,6 +127,8 @@ class _RunStream:
         self._follower = asyncio.create_task(self._tokens(self.reader))
 
     async def _tokens(self, reader: TokenReader) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._opened.wait(), FIRST_PROGRESS_WAIT_S)
         try:
             async for event in reader.follow():
                 await self._relay(event, reader.last_id)
@@ -126,8 +142,10 @@ class _RunStream:
         self.attempt = event.attempt
         if event.type is TokenEventType.TOKEN:
             data: dict[str, Any] = {"text": event.text, "attempt": event.attempt}
+            self._holds_text = True
             await self._put(RunEventType.TOKEN, json.dumps(data))
-        elif event.type is TokenEventType.RESET:
+        elif event.type is TokenEventType.RESET and self._holds_text:
+            self._holds_text = False
             await self._put(RunEventType.RESET, json.dumps({"attempt": event.attempt}))
         # `done` and `cancelled` are told by the outcome that follows.
 
@@ -143,14 +161,15 @@ class _RunStream:
                     await self._switch_run()
                 last = progress
                 await self._put(RunEventType.PROGRESS, progress.model_dump_json())
+                self._opened.set()
 
     async def _switch_run(self) -> None:
         """The run continued as new: follow the new run's stream from its start."""
         with contextlib.suppress(Exception):
             run_id = (await self.runs.handle(self.workflow_id).describe()).run_id
             if run_id != self.run_id and self.redis is not None:
-                if self._follower is not None:
-                    self._follower.cancel()
+                if self._follower is not None and self.reader is not None:
+                    await stop_follower(self.reader, self._follower)
                 self.run_id, self.attempt = run_id, 0
                 self._follow(run_id, "0")
 
@@ -159,6 +178,7 @@ class _RunStream:
         try:
             handle = self.runs.handle(self.workflow_id)
             result, error = await self.runs.outcome(handle)
+            self._opened.set()
             await self._rest_of_stream(handle)
             if result is not None:
                 await self._put(RunEventType.RESULT, result.model_dump_json())
@@ -183,9 +203,8 @@ class _RunStream:
         the result. A run that continued as new answered under its last run id."""
         if self.redis is None:
             return
-        if self._follower is not None:
-            self._follower.cancel()
-            await asyncio.gather(self._follower, return_exceptions=True)
+        if self._follower is not None and self.reader is not None:
+            await stop_follower(self.reader, self._follower)
         try:
             final_run = (await handle.describe()).run_id
             if final_run != self.run_id or self.reader is None:
