@@ -25,7 +25,7 @@ from agentkeel.activities.heartbeat import heartbeating
 from agentkeel.activities.latency import LatencyBook, scope_of
 from agentkeel.activities.model_slots import ModelSlots
 from agentkeel.activities.outputs import OutputStore
-from agentkeel.activities.plan_ahead import AHEAD_ROUTE, UnsureForecast
+from agentkeel.activities.plan_ahead import AHEAD_ROUTE, UnsureForecast, beside
 from agentkeel.activities.span_notes import note
 from agentkeel.activities.token_stream import TokenStream
 from agentkeel.inference.engines.protocol import ConstraintViolationError, EngineRequestError
@@ -135,6 +135,8 @@ class InferenceActivities:
             ahead.cancel()  # the router's draft plan serves: the planner's work is dropped
         elif ahead is not None:
             routed.planned = await _unless_failed(ahead)
+            if routed.planned is not None and routed.planned.route is not None:
+                routed.planned.route = beside(routed.route, routed.planned.route)
         decisions = meter().create_counter(
             metrics.ROUTER_DECISIONS, "Routes decided, by the tier that plans the run"
         )
@@ -148,7 +150,7 @@ class InferenceActivities:
             policy=self._policy.name,
             tier=routed.route.tier.value,
             intent=routed.route.intent,
-            confidence=routed.route.confidence,
+            confidence=routed.route.measured_confidence,
             confidence_basis=basis,
             confident=routed.confident,
         )

@@ -13,20 +13,43 @@ from __future__ import annotations
 from collections import deque
 from typing import Literal
 
-from agentkeel.schemas.route import Route, Tier
+from agentkeel.inference.llm.cascade import count_override
+from agentkeel.schemas.route import STAND_IN_INTENT, ConfidenceBasis, Route, Tier
 
 PlanAhead = Literal["auto", "always", "off"]
 """`auto`: plan ahead for a tenant whose recent routes were mostly unsure; `always`;
 `off`: plan only after an unsure route."""
 
 AHEAD_ROUTE = Route(
-    intent="uncertain",
+    intent=STAND_IN_INTENT,
     confidence=0.0,
+    basis=ConfidenceBasis.UNMEASURED,
     tier=Tier.HEAVY,
     reason="planned beside the router, from the request alone",
 )
 """What the planner is told of the route when it starts before the router answers: it
-reads the request itself (as the heavy tier always does)."""
+reads the request itself (as the heavy tier always does). Its own route is then told
+against the router's (`beside`), as if it had planned after it."""
+
+
+def beside(router: Route, planned: Route) -> Route:
+    """The route of a plan made beside `router`: the planner's own reading and tier, the
+    router's intent, confidence and basis as the router measured them (not the stand-in
+    the planner was given), and an override only where the two readings differ."""
+    overridden = router.intent if planned.intent != router.intent else None
+    reason = f"planned {planned.intent} beside the router"
+    if overridden is not None:
+        reason += f", overriding the router's {overridden} ({router.confidence_told})"
+        count_override(overridden, planned.intent)
+    return planned.model_copy(
+        update={
+            "confidence": router.confidence,
+            "basis": router.basis,
+            "router_intent": router.intent,
+            "overridden_intent": overridden,
+            "reason": reason,
+        }
+    )
 
 
 class UnsureForecast:

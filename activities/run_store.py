@@ -21,9 +21,9 @@ INSERT_RUN = """
 INSERT INTO agent_runs (workflow_id, run_id, tenant, question, intent, tier, confidence,
                         cache_status, plan, steps, timings, answer, conversation_id,
                         route_reason, overridden_intent, actor_role, actor_subject,
-                        actor_name, audience, request_id, approvals)
+                        actor_name, audience, request_id, approvals, confidence_basis)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11::jsonb, $12, $13, $14, $15,
-        $16, $17, $18, $19, $20, $21::jsonb)
+        $16, $17, $18, $19, $20, $21::jsonb, $22)
 ON CONFLICT (workflow_id, run_id) DO NOTHING
 """
 
@@ -49,6 +49,7 @@ class StoreActivities:
             request.actor.audience,
             request.request_id,
             json.dumps([a.model_dump(mode="json") for a in result.approvals]),
+            result.route.basis.value if result.route.basis else None,
         )
         cached = False
         ttl_s = None
@@ -94,7 +95,7 @@ def run_record_row(tenant: str, question: str, result: AgentResult) -> tuple[obj
         question,
         result.route.intent,
         result.route.tier.value,
-        result.route.confidence,
+        result.route.measured_confidence,
         result.cache.value,
         json.dumps(dump["plan"]),
         json.dumps(dump["steps"]),

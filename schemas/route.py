@@ -26,9 +26,16 @@ class ConfidenceBasis(StrEnum):
     like a probability, but nobody measured it."""
     UNMEASURED = "unmeasured"
     """The engine returned no logprobs: `confidence` is 0 and the declared rule
-    `AGENTKEEL_UNMEASURED_ROUTE` decided whether the route stands."""
+    `AGENTKEEL_UNMEASURED_ROUTE` decided whether the route stands. Also a route nobody
+    made: the stand-in a planner started beside the router is given, or the record of a
+    run cancelled before it was routed."""
     GIVEN = "given"
     """No routing decision: the caller's plan, or a cached path."""
+
+
+STAND_IN_INTENT = "uncertain"
+"""The intent of the route a planner is given when it starts beside the router, before any
+route exists (`activities.plan_ahead.AHEAD_ROUTE`): no reading an override is counted from."""
 
 
 class Route(BaseModel):
@@ -37,6 +44,21 @@ class Route(BaseModel):
     """A probability only when `basis` is `logprobs`; see `basis`."""
     basis: ConfidenceBasis | None = None
     """Where `confidence` comes from. None: a route recorded before it was said."""
+
+    @property
+    def measured_confidence(self) -> float | None:
+        """`confidence` where it is a measured probability (or a route too old to say);
+        None where a rule, a missing logprob or the caller decided: the number to show,
+        record and trace, so that no constant passes for a measurement."""
+        measured = self.basis in (None, ConfidenceBasis.LOGPROBS)
+        return self.confidence if measured else None
+
+    @property
+    def confidence_told(self) -> str:
+        """The confidence in words for a reason: `p=0.83` where measured, else its basis."""
+        measured = self.measured_confidence
+        return f"p={measured:.2f}" if measured is not None else f"{self.basis} confidence"
+
     tier: Tier = Tier.RULES
     tools: list[str] = Field(default_factory=list)
     reason: str = ""

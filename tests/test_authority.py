@@ -172,8 +172,14 @@ async def test_a_large_refund_waits_for_approval_then_is_made(
     [record] = result.approvals
     assert (record.approved, record.approver, record.reason) == (True, "bob", "damage confirmed")
     assert [r["amount_cents"] for r in await refunds_of(db, order_id)] == [15_000]
-    stored = await db.fetchval("SELECT approvals FROM agent_runs WHERE workflow_id = $1", handle.id)
-    assert json.loads(stored)[0]["approver"] == "bob"
+    stored = await db.fetchrow(
+        "SELECT approvals, confidence, confidence_basis FROM agent_runs WHERE workflow_id = $1",
+        handle.id,
+    )
+    assert json.loads(stored["approvals"])[0]["approver"] == "bob"
+    # A rule's fixed level is not recorded as a measured confidence.
+    assert (stored["confidence"], stored["confidence_basis"]) == (None, "rules")
+    assert result.route.measured_confidence is None
     described = await handle.describe()
     assert described.typed_search_attributes.get(AGENT_AWAITING) is None
 

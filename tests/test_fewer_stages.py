@@ -14,6 +14,7 @@ import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.testing import ActivityEnvironment
 
+from agentkeel.activities import plan_ahead
 from agentkeel.activities.model_calls import InferenceActivities
 from agentkeel.activities.plan_ahead import UnsureForecast
 from agentkeel.schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
@@ -22,7 +23,7 @@ from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.plan.references import PlanValidationError
 from agentkeel.schemas.plan.validation import validate_plan
 from agentkeel.schemas.result import StepStatus
-from agentkeel.schemas.route import Route, Tier
+from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
 from agentkeel.schemas.tools import TOOLS
 from tests.conftest import StackFactory
 from tests.fakes import FakeScriptedPolicy
@@ -157,6 +158,61 @@ async def test_a_confident_route_cancels_the_plan_started_beside_it() -> None:
     await asyncio.sleep(0)  # let the cancellation land
     assert routed.confident and routed.planned is None
     assert policy.cancelled == 1 and policy.plan_requests == []
+
+
+class _PlannerThatReads(FakeScriptedPolicy):
+    """Unsure routes with a measured probability; a planner that tells its own reading
+    against the route it was given, as the heavy tier does (`inference.llm.policy`)."""
+
+    def __init__(self, planned_intent: str) -> None:
+        super().__init__([ORDER_AND_TRACKING])
+        self.planned_intent = planned_intent
+
+    async def route(self, request: RouteInput) -> RouteResult:
+        route = Route(
+            intent="order_status", confidence=0.42, basis=ConfidenceBasis.LOGPROBS, tier=Tier.LIGHT
+        )
+        return RouteResult(route=route, confident=False)
+
+    async def plan(self, request: PlanInput) -> PlanResult:
+        planned = await super().plan(request)
+        given = request.route
+        read = Route(
+            intent=self.planned_intent,
+            confidence=given.confidence,
+            basis=given.basis,
+            tier=Tier.HEAVY,
+            router_intent=given.intent,
+            overridden_intent=given.intent if self.planned_intent != given.intent else None,
+            reason=f"overriding the router's {given.intent} ({given.confidence_told})",
+        )
+        return planned.model_copy(update={"route": read})
+
+
+@pytest.mark.parametrize(
+    ("planned_intent", "overridden"), [("order_status", None), ("refund", "order_status")]
+)
+async def test_a_plan_made_beside_the_router_is_told_against_the_routers_measured_route(
+    planned_intent: str, overridden: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counted: list[tuple[str, str]] = []
+    monkeypatch.setattr(plan_ahead, "count_override", lambda *pair: counted.append(pair))
+    activities = InferenceActivities(
+        _PlannerThatReads(planned_intent), forecast=UnsureForecast("always")
+    )
+    routed = await asyncio.wait_for(
+        ActivityEnvironment().run(activities.route, RouteInput(question="order 1001")), 5
+    )
+    assert routed.planned is not None and routed.planned.route is not None
+    route = routed.planned.route
+    assert (route.intent, route.tier) == (planned_intent, Tier.HEAVY)
+    # Not the stand-in the planner started with (intent "uncertain", confidence 0).
+    assert (route.measured_confidence, route.basis) == (0.42, ConfidenceBasis.LOGPROBS)
+    assert (route.router_intent, route.overridden_intent) == ("order_status", overridden)
+    assert "uncertain" not in route.reason
+    assert ("p=0.42" in route.reason) == (overridden is not None)
+    # The override metric counts the router's intent, once, and only a real override.
+    assert counted == ([(overridden, planned_intent)] if overridden else [])
 
 
 def test_auto_plans_ahead_only_for_a_tenant_whose_routes_were_mostly_unsure() -> None:

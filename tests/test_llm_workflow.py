@@ -91,7 +91,8 @@ async def test_an_unsure_route_is_planned_and_answered_by_the_heavy_model(
     conn = await asyncpg.connect(database_url)
     try:
         row = await conn.fetchrow(
-            "SELECT tier, route_reason, overridden_intent FROM agent_runs WHERE run_id = $1",
+            "SELECT tier, route_reason, overridden_intent, confidence, confidence_basis "
+            "FROM agent_runs WHERE run_id = $1",
             result.run_id,
         )
     finally:
@@ -99,6 +100,9 @@ async def test_an_unsure_route_is_planned_and_answered_by_the_heavy_model(
     assert row is not None
     assert (row["tier"], row["overridden_intent"]) == ("heavy", "refund")
     assert "escalated" in row["route_reason"]
+    # The router's measured probability, recorded as one (a float4 column).
+    assert row["confidence_basis"] == "logprobs"
+    assert row["confidence"] == pytest.approx(result.route.confidence, abs=1e-6)
     assert (policy.stats.escalated, policy.stats.overridden) == (1, 1)
 
 

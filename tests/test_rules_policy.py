@@ -1,4 +1,4 @@
-"""The rules policy: intents, entities, calibrated-looking confidence, valid plans."""
+"""The rules policy: intents, entities, fixed confidence levels said to be rules, valid plans."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from datetime import datetime
 from temporalio import workflow
 
 from agentkeel.schemas.result import CacheStatus, Timings
-from agentkeel.schemas.route import ConfidenceBasis, Route
+from agentkeel.schemas.route import Route
 from agentkeel.workflows.search_attributes import AGENT_CACHE, AGENT_INTENT, AGENT_TIER
 from agentkeel.workflows.state import AgentState
 
@@ -28,12 +28,11 @@ def publish_route(state: AgentState, route: Route) -> None:
     Web UI (`AgentIntent = "refund"`). The page shows a confidence only where one was
     measured (the router's logprobs); else it says where the decision came from."""
     state["progress"].route = route
-    measured = route.basis in (None, ConfidenceBasis.LOGPROBS)
     workflow.upsert_memo(
         {
             "intent": route.intent,
             "tier": route.tier.value,
-            "confidence": route.confidence if measured else None,
+            "confidence": route.measured_confidence,
             "confidence_basis": route.basis.value if route.basis else None,
         }
     )

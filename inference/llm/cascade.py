@@ -20,7 +20,7 @@ from agentkeel.inference.metering import meter
 from agentkeel.inference.policy import Policy, TokenSink
 from agentkeel.schemas import metrics
 from agentkeel.schemas import model_calls as calls
-from agentkeel.schemas.route import Route, Tier
+from agentkeel.schemas.route import STAND_IN_INTENT, Route, Tier
 
 
 @dataclass
@@ -59,14 +59,15 @@ class CascadePolicy:
 
     async def plan(self, request: calls.PlanInput) -> calls.PlanResult:
         planned = await self._tier(request.route).plan(request)
-        first_reading = request.route.router_intent is None
+        # A planner started beside the router read no route: its override, if any, is
+        # counted once the router's route is known (`activities.plan_ahead.beside`).
+        first_reading = (
+            request.route.router_intent is None and request.route.intent != STAND_IN_INTENT
+        )
         if first_reading and planned.route is not None:
             if planned.route.overridden_intent is not None:
                 self.stats.overridden += 1
-                overrides = meter().create_counter(
-                    metrics.ROUTER_OVERRIDES, "Routes whose intent the heavy model changed"
-                )
-                overrides.add(1, {"from": request.route.intent, "to": planned.route.intent})
+                count_override(request.route.intent, planned.route.intent)
             planned.route.reason = f"{request.route.reason}; {planned.route.reason}"
         return planned
 
@@ -81,3 +82,11 @@ class CascadePolicy:
     def _tier(self, route: Route | None) -> Policy:
         """The tier that planned this run also judges and answers it."""
         return self.heavy if route is not None and route.tier == Tier.HEAVY else self.light
+
+
+def count_override(from_intent: str, to_intent: str) -> None:
+    """One route whose intent the heavy model changed, in `agentkeel_router_overrides`."""
+    overrides = meter().create_counter(
+        metrics.ROUTER_OVERRIDES, "Routes whose intent the heavy model changed"
+    )
+    overrides.add(1, {"from": from_intent, "to": to_intent})

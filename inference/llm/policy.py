@@ -210,7 +210,7 @@ class LlmPolicy:
             reason = previous.reason
         overridden = router_intent if intent != router_intent else None
         if overridden is not None and previous.router_intent is None:
-            reason += f", overriding the router's {overridden} (p={previous.confidence:.2f})"
+            reason += f", overriding the router's {overridden} ({previous.confidence_told})"
         return Route(
             intent=intent,
             confidence=previous.confidence,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from agentkeel.schemas.result import ANSWER_HITS, AgentResult, StepStatus
-from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
+from agentkeel.schemas.route import Route, Tier
 from agentkeel.schemas.tokens import CANCELLED_TEXT, TokenEvent
 from agentkeel.workers.client.token_follow import AnswerView, ViewChange
 
@@ -68,9 +68,10 @@ def went_wrong(result: AgentResult) -> bool:
 
 def _confidence(route: Route) -> str:
     """A probability only where one was measured; else where the decision came from."""
-    if route.basis in (None, ConfidenceBasis.LOGPROBS):
-        return f"confidence {route.confidence:.2f}"
-    return f"confidence: {route.basis.value}"
+    measured = route.measured_confidence
+    if measured is not None:
+        return f"confidence {measured:.2f}"
+    return f"confidence: {route.basis.value if route.basis else 'unstated'}"
 
 
 def format_result(result: AgentResult, *, answer_shown: bool = False) -> str:

@@ -11,7 +11,7 @@ from agentkeel.schemas import names
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.result import ANSWER_HITS, AgentResult, CacheStatus, StepError, Timings
-from agentkeel.schemas.route import Route
+from agentkeel.schemas.route import ConfidenceBasis, Route
 from agentkeel.schemas.run_record import StoreInput, StoreResult
 from agentkeel.schemas.tokens import CANCELLED_TEXT
 from agentkeel.workflows import timeouts
@@ -69,7 +69,8 @@ async def record_cancelled_run(state: AgentState, progress: RunProgress) -> None
     info = workflow.info()
     result = AgentResult(
         answer=CANCELLED_TEXT,
-        route=progress.route or Route(intent="unknown", confidence=0.0),
+        route=progress.route
+        or Route(intent="unknown", confidence=0.0, basis=ConfidenceBasis.UNMEASURED),
         cache=CacheStatus.BYPASS,
         plan=Plan(),
         steps=progress.steps,

@@ -1,0 +1,6 @@
+-- Where a run's route confidence came from (`schemas/route.py`, `ConfidenceBasis`). From
+-- here on `confidence` holds a probability only where one was measured (the router's
+-- logprobs) and is NULL where a rule, a missing logprob or the caller decided: a rule's
+-- fixed level is never recorded as if measured. Rows from before carry NULL here.
+
+ALTER TABLE agent_runs ADD COLUMN confidence_basis text;
