@@ -38,6 +38,8 @@ def beside(router: Route, planned: Route) -> Route:
     the planner was given), and an override only where the two readings differ."""
     overridden = router.intent if planned.intent != router.intent else None
     reason = f"planned {planned.intent} beside the router"
+    if router.reason:  # the router's own account first, as after a plan made after it
+        reason = f"{router.reason}; {reason}"
     if overridden is not None:
         reason += f", overriding the router's {overridden} ({router.confidence_told})"
         count_override(overridden, planned.intent)

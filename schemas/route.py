@@ -44,6 +44,14 @@ class Route(BaseModel):
     """A probability only when `basis` is `logprobs`; see `basis`."""
     basis: ConfidenceBasis | None = None
     """Where `confidence` comes from. None: a route recorded before it was said."""
+    tier: Tier = Tier.RULES
+    tools: list[str] = Field(default_factory=list)
+    reason: str = ""
+    """Why this tier decided as it did (the router's probability, an escalation, ...)."""
+    router_intent: str | None = None
+    """Set once a planner has re-read the request: the router's intent, as it was."""
+    overridden_intent: str | None = None
+    """The router's intent, when the heavy model planned for a different one."""
 
     @property
     def measured_confidence(self) -> float | None:
@@ -58,12 +66,3 @@ class Route(BaseModel):
         """The confidence in words for a reason: `p=0.83` where measured, else its basis."""
         measured = self.measured_confidence
         return f"p={measured:.2f}" if measured is not None else f"{self.basis} confidence"
-
-    tier: Tier = Tier.RULES
-    tools: list[str] = Field(default_factory=list)
-    reason: str = ""
-    """Why this tier decided as it did (the router's probability, an escalation, ...)."""
-    router_intent: str | None = None
-    """Set once a planner has re-read the request: the router's intent, as it was."""
-    overridden_intent: str | None = None
-    """The router's intent, when the heavy model planned for a different one."""

@@ -7,6 +7,7 @@ run records. The same runs over real vLLM engines are in `test_llm_engines.py`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -15,12 +16,18 @@ import pytest
 import redis.asyncio as aioredis
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.testing import ActivityEnvironment
 
+from agentkeel.activities import plan_ahead
+from agentkeel.activities.model_calls import InferenceActivities
+from agentkeel.activities.plan_ahead import UnsureForecast
 from agentkeel.inference.engines.protocol import EngineRequestError, GenerateRequest, TokenDelta
+from agentkeel.inference.llm import cascade as cascade_module
 from agentkeel.inference.llm.cascade import CascadePolicy
 from agentkeel.inference.llm.policy import LlmPolicy
+from agentkeel.schemas.model_calls import RouteInput
 from agentkeel.schemas.result import AgentResult, StepStatus
-from agentkeel.schemas.route import Tier
+from agentkeel.schemas.route import ConfidenceBasis, Tier
 from agentkeel.schemas.tokens import token_stream_key
 from agentkeel.workers.client.token_follow import AnswerView, read_answer
 from tests.conftest import StackFactory
@@ -104,6 +111,30 @@ async def test_an_unsure_route_is_planned_and_answered_by_the_heavy_model(
     assert row["confidence_basis"] == "logprobs"
     assert row["confidence"] == pytest.approx(result.route.confidence, abs=1e-6)
     assert (policy.stats.escalated, policy.stats.overridden) == (1, 1)
+
+
+async def test_a_cascade_planning_beside_the_router_counts_one_override_from_its_intent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counted: list[tuple[str, str]] = []
+    for module in (plan_ahead, cascade_module):
+        monkeypatch.setattr(module, "count_override", lambda *pair: counted.append(pair))
+    policy, _light, heavy = cascade(
+        {"refund": 0.55, "order_status": 0.45}, [{**STATUS_PLAN, "intent": "order_status"}]
+    )
+    activities = InferenceActivities(policy, forecast=UnsureForecast("always"))
+    question = RouteInput(question="where's my parcel for 1001")
+    routed = await asyncio.wait_for(ActivityEnvironment().run(activities.route, question), 10)
+
+    assert routed.planned is not None and routed.planned.route is not None
+    route = routed.planned.route
+    assert (route.intent, route.tier) == ("order_status", Tier.HEAVY)
+    assert (route.router_intent, route.overridden_intent) == ("refund", "refund")
+    assert route.basis == ConfidenceBasis.LOGPROBS
+    assert route.measured_confidence == pytest.approx(routed.route.confidence)
+    assert route.reason.startswith("escalated to the heavy model")
+    assert counted == [("refund", "order_status")]  # once, and not from the stand-in
+    assert len(heavy.prompts) == 1  # the plan, started beside the router
 
 
 async def test_a_confident_route_runs_the_light_draft_and_skips_planning(

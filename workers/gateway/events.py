@@ -93,6 +93,8 @@ class _RunStream:
         self._follower: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._opened = asyncio.Event()
+        self._finishing = False
+        """Set once the outcome is in: the final drain owns the stream from then on."""
         # Whether the client may hold text a reset must drop: it resumed after some, or
         # this connection sent some. A reset that drops nothing is not sent.
         self._holds_text = position != "0"
@@ -115,7 +117,10 @@ class _RunStream:
         # Bounded: a follower whose cancellation redis-py swallowed ends by itself after
         # its read (see `token_follow.STOP_GRACE_S`).
         if tasks:
-            await asyncio.wait(tasks, timeout=STOP_GRACE_S)
+            done, _ = await asyncio.wait(tasks, timeout=STOP_GRACE_S)
+            for task in done:  # retrieved, so none is logged as never retrieved
+                if not task.cancelled():
+                    task.exception()
 
     def _follow(self, run_id: str, position: str) -> None:
         if self.redis is None:
@@ -127,6 +132,8 @@ class _RunStream:
         self._follower = asyncio.create_task(self._tokens(self.reader))
 
     async def _tokens(self, reader: TokenReader) -> None:
+        # (A cancel that lands as this wait ends can be lost in Python 3.11's wait_for;
+        # `reader.stop()` still ends the follow.)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._opened.wait(), FIRST_PROGRESS_WAIT_S)
         try:
@@ -167,9 +174,11 @@ class _RunStream:
         """The run continued as new: follow the new run's stream from its start."""
         with contextlib.suppress(Exception):
             run_id = (await self.runs.handle(self.workflow_id).describe()).run_id
-            if run_id != self.run_id and self.redis is not None:
+            if run_id != self.run_id and self.redis is not None and not self._finishing:
                 if self._follower is not None and self.reader is not None:
                     await stop_follower(self.reader, self._follower)
+                if self._finishing or run_id == self.run_id:
+                    return  # the outcome came meanwhile: its drain reads the final run
                 self.run_id, self.attempt = run_id, 0
                 self._follow(run_id, "0")
 
@@ -178,6 +187,7 @@ class _RunStream:
         try:
             handle = self.runs.handle(self.workflow_id)
             result, error = await self.runs.outcome(handle)
+            self._finishing = True
             self._opened.set()
             await self._rest_of_stream(handle)
             if result is not None:
