@@ -146,8 +146,8 @@ async def relay_until(reader: TokenReader, outcome: Awaitable[T], on_event: OnEv
     try:
         result = await outcome
     finally:
-        # cancel() is True only while it was still following: then it has not seen `done`.
-        still_following = follower.cancel()
+        # Still following means it has not seen `done`: the drain below reads the rest.
+        still_following = not follower.done()
         await stop_follower(reader, follower)
     if still_following:
         # Bounded even on a client without a socket timeout: the result is already here.
