@@ -6,8 +6,9 @@ import asyncpg
 from temporalio import activity
 
 from agentkeel.activities.cache.backend import CacheUnavailable
-from agentkeel.activities.cache.path_cache import PathCache, normalize_question
+from agentkeel.activities.cache.path_cache import PathCache
 from agentkeel.schemas import names
+from agentkeel.schemas.cache_lookup import normalize_question
 from agentkeel.schemas.tools import SIDE_EFFECT_TOOLS
 from agentkeel.schemas.warming import HotQuestion, HotQuestionsInput, HotQuestionsResult
 

@@ -35,7 +35,8 @@ from agentkeel.schemas import metrics, names
 from agentkeel.schemas import model_calls as calls
 from agentkeel.schemas.errors import INVALID_MODEL_OUTPUT, MODEL_REQUEST_REJECTED
 from agentkeel.schemas.speculation import MAX_SPECULATIVE_CALLS, Reading, predicted_calls
-from agentkeel.schemas.tools import TOOLS, active_domain
+from agentkeel.schemas.tools import TOOLS
+from agentkeel.sdk.serving import active_domain
 
 WithHistory = TypeVar("WithHistory", calls.RouteInput, calls.PlanInput, calls.RespondInput)
 

@@ -8,13 +8,16 @@ The public surface, all under this one namespace:
   `McpToolPolicy`), and the error types tools raise (`not_found`, ...);
 - the request and result models: `AgentRequest`, `RunOptions`, `Actor`, `AgentResult`,
   `Plan`;
-- the client: `AgentClient` (cache fast path, coalescing, streaming);
+- the client: `AgentClient` (cache fast path, coalescing, streaming) and its `Settings`;
 - the worker entry point: `run_worker(kind)` (`kind` "cpu" or "inference").
 
-The repository's top-level folders are its sub-packages: `agentkeel.workflows`,
-`agentkeel.activities`, `agentkeel.workers`, `agentkeel.inference`, `agentkeel.schemas`;
-the example shop is `agentkeel.examples.shop`. The client and the worker entry point are
-imported on first use, so `import agentkeel` stays light.
+The repository's top-level folders are its sub-packages, one room per program or
+concern: the core (`agentkeel.schemas` the wire contracts, `agentkeel.sdk` the domain
+SDK, `agentkeel.workflows`, `agentkeel.activities`, `agentkeel.inference`), the programs
+(`agentkeel.workers`, `agentkeel.gateway`, `agentkeel.cli`), the library services import
+(`agentkeel.client`), and what they share (`agentkeel.settings`); the
+example shop is `agentkeel.examples.shop`. The client, the settings and the worker entry
+point are imported on first use, so `import agentkeel` stays light.
 """
 
 from __future__ import annotations
@@ -23,7 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 from agentkeel.inference.patterns import PatternPolicy, PlanPattern, pattern_policy
 from agentkeel.schemas.actor import Actor
-from agentkeel.schemas.domain import (
+from agentkeel.schemas.errors import NOT_AUTHORIZED, NOT_FOUND
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.request import AgentRequest, RunOptions
+from agentkeel.schemas.result import AgentResult
+from agentkeel.schemas.text import FreeText
+from agentkeel.schemas.tools.downstreams import Downstream
+from agentkeel.schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec, money
+from agentkeel.sdk.context import ToolCall, ToolContext, not_found
+from agentkeel.sdk.decorator import ToolDefinitionError, tool
+from agentkeel.sdk.domain import (
     DemoQuestion,
     Domain,
     DomainError,
@@ -34,19 +46,11 @@ from agentkeel.schemas.domain import (
     ToolSetup,
     Vocabulary,
 )
-from agentkeel.schemas.errors import NOT_AUTHORIZED, NOT_FOUND
-from agentkeel.schemas.mcp import McpServer, McpToolPolicy
-from agentkeel.schemas.plan.model import Plan
-from agentkeel.schemas.request import AgentRequest, RunOptions
-from agentkeel.schemas.result import AgentResult
-from agentkeel.schemas.text import FreeText
-from agentkeel.schemas.tools.context import ToolCall, ToolContext, not_found
-from agentkeel.schemas.tools.decorator import ToolDefinitionError, tool
-from agentkeel.schemas.tools.downstreams import Downstream
-from agentkeel.schemas.tools.spec import ActorScoped, ToolArgs, ToolSpec, money
+from agentkeel.sdk.mcp import McpServer, McpToolPolicy
 
 if TYPE_CHECKING:
-    from agentkeel.workers.client.agent_client import AgentClient
+    from agentkeel.client.agent_client import AgentClient
+    from agentkeel.settings.model import Settings
     from agentkeel.workers.entry import run_worker
 
 __all__ = [
@@ -72,6 +76,7 @@ __all__ = [
     "PlanPattern",
     "Role",
     "RunOptions",
+    "Settings",
     "ToolArgs",
     "ToolCall",
     "ToolContext",
@@ -89,7 +94,8 @@ __all__ = [
 __version__ = "0.1.0"
 
 _LAZY = {
-    "AgentClient": "agentkeel.workers.client.agent_client",
+    "AgentClient": "agentkeel.client.agent_client",
+    "Settings": "agentkeel.settings.model",
     "run_worker": "agentkeel.workers.entry",
 }
 

@@ -29,13 +29,13 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 
+from agentkeel.client.agent_client import AgentClient
 from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.inference.policy import TokenSink
 from agentkeel.schemas.model_calls import RespondInput, RespondResult, RouteInput, RouteResult
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult, CacheStatus
 from agentkeel.workers.cache_assembly import semantic_wanted
-from agentkeel.workers.client.agent_client import AgentClient
 from agentkeel.workflows.agent import AgentWorkflow
 from bench.fakes import StandInTools
 from bench.stack import BenchStack, StackConfig, bench_stack

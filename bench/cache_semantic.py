@@ -39,7 +39,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from agentkeel.activities.cache.path_cache import normalize_question
 from agentkeel.activities.cache.reading import read
 from agentkeel.activities.cache.semantic.embedder import (
     SentenceTransformerEmbedder as MiniLmEmbedder,
@@ -47,6 +46,7 @@ from agentkeel.activities.cache.semantic.embedder import (
 from agentkeel.activities.cache.semantic.guard import guard
 from agentkeel.activities.cache.semantic.index import THREADED_SEARCH_MIN, VectorIndex
 from agentkeel.activities.cache.semantic.lookup import DEFAULT_THRESHOLD
+from agentkeel.schemas.cache_lookup import normalize_question
 
 PAIRS = Path(__file__).with_name("cache_pairs.jsonl")
 HELD_OUT = Path(__file__).with_name("cache_pairs_heldout.jsonl")

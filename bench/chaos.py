@@ -28,12 +28,12 @@ from pathlib import Path
 import asyncpg
 from temporalio.client import Client
 
+from agentkeel.cli.stack.local import LocalStack, StackEndpoints, embedded_settings
+from agentkeel.cli.stack.services import restart_embedded_postgres
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.schemas.result import StepStatus
-from agentkeel.workers.settings import Settings
-from agentkeel.workers.stack.local import LocalStack, StackEndpoints, embedded_settings
-from agentkeel.workers.stack.services import restart_embedded_postgres
+from agentkeel.settings.model import Settings
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
 
@@ -152,7 +152,7 @@ async def _faults(
 
 
 async def _running_pid(settings: Settings, name: str, timeout_s: float = 60.0) -> int:
-    from agentkeel.workers.stack.watchdog import ChildState, read_status
+    from agentkeel.cli.stack.watchdog import ChildState, read_status
 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

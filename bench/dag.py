@@ -41,7 +41,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.schemas.result import StepOutcome, StepStatus
 from agentkeel.schemas.tools import TOOLS
-from agentkeel.workers.tracing import configure_tracing
+from agentkeel.settings.tracing import configure_tracing
 from agentkeel.workflows.agent import AgentWorkflow
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.dispatch import describe_error

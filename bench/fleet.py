@@ -5,7 +5,7 @@ of each kind costs.
 
 Starts the local stack of `agentkeel up` without its workers (embedded Postgres and Redis, a
 dev server, the carrier service) in a temporary state directory, then N CPU workers and N
-inference workers as processes of their own (`workers.stack.fleet`). Runs (half lookups,
+inference workers as processes of their own (`cli.stack.fleet`). Runs (half lookups,
 half refunds of distinct orders, as `bench.chaos` makes them) go through it twice: once as
 they are (the baseline), once while one CPU worker and one inference worker are SIGKILLed a
 third of the way in. Printed per pass: completed, failed, stuck, duplicate refunds, p50/p99,
@@ -24,8 +24,8 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from agentkeel.workers.stack.fleet import WorkerFleet
-from agentkeel.workers.stack.local import LocalStack, child_env, embedded_settings
+from agentkeel.cli.stack.fleet import WorkerFleet
+from agentkeel.cli.stack.local import LocalStack, child_env, embedded_settings
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from bench.chaos import Pass, _one_pass
 

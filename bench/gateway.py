@@ -21,17 +21,17 @@ import uuid
 
 import httpx
 
+from agentkeel.client.agent_client import AgentClient
+from agentkeel.client.token_follow import TokenReader
 from agentkeel.examples.shop.rules.policy import RulesPolicy
+from agentkeel.gateway.app import create_app
+from agentkeel.gateway.keys import ApiKeys
+from agentkeel.gateway.server import serving
 from agentkeel.inference.policy import TokenSink
 from agentkeel.schemas.model_calls import RespondInput, RespondResult
 from agentkeel.schemas.tokens import TokenEventType, token_stream_key
-from agentkeel.workers.client.agent_client import AgentClient
-from agentkeel.workers.client.token_follow import TokenReader
-from agentkeel.workers.connections import redis_client
-from agentkeel.workers.gateway.app import create_app
-from agentkeel.workers.gateway.keys import ApiKeys
-from agentkeel.workers.gateway.server import serving
-from agentkeel.workers.stack.procs import free_port
+from agentkeel.settings.connections import redis_client
+from agentkeel.settings.ports import free_port
 from bench.stack import BenchStack, StackConfig, bench_stack
 
 QUESTION = "What is your return policy for damaged items?"

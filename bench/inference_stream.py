@@ -32,7 +32,11 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from agentkeel.client.agent_client import AgentClient
 from agentkeel.examples.shop.rules.policy import RulesPolicy
+from agentkeel.gateway.app import create_app
+from agentkeel.gateway.keys import ApiKeys
+from agentkeel.gateway.server import serving
 from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
 from agentkeel.inference.engines.protocol import Engine, GenerateRequest, GenerateResult, TokenDelta
 from agentkeel.inference.llm.policy import LlmPolicy
@@ -41,11 +45,7 @@ from agentkeel.schemas import model_calls as calls
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.route import Tier
 from agentkeel.schemas.tokens import TokenEvent, TokenEventType
-from agentkeel.workers.client.agent_client import AgentClient
-from agentkeel.workers.gateway.app import create_app
-from agentkeel.workers.gateway.keys import ApiKeys
-from agentkeel.workers.gateway.server import serving
-from agentkeel.workers.stack.procs import free_port
+from agentkeel.settings.ports import free_port
 from bench.plan_servers import MODEL_NAME, llama_server_url
 from bench.stack import StackConfig, bench_stack
 

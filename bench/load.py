@@ -4,7 +4,7 @@
                          [--sandbox on|off] [--loop uvloop|asyncio ...] [--eager | --no-eager]
 
 A fresh dev server (in memory, or persisting to a SQLite file as `agentkeel up` does;
-with or without the queue poll rates and pragmas of `workers.stack.temporal`), in-process
+with or without the queue poll rates and pragmas of `cli.stack.temporal`), in-process
 workers, the rules policy, the path cache off and distinct questions over orders and SKUs. For each
 load, `AgentWorkflow` and then `bench.bare.BenchBareWorkflow` (its shape, nothing else,
 always sandboxed, started plainly, its activations on the SDK's threads: Temporal's
@@ -29,12 +29,12 @@ from typing import Any
 
 from temporalio.worker import Worker
 
+from agentkeel.cli.stack.temporal import SQLITE_PRAGMAS, queue_poll_flags
 from agentkeel.examples.shop.carrier import serving as carrier
 from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.schemas.request import AgentRequest, RunOptions
-from agentkeel.workers.event_loop import EventLoop
-from agentkeel.workers.event_loop import run as run_loop
-from agentkeel.workers.stack.temporal import SQLITE_PRAGMAS, queue_poll_flags
+from agentkeel.settings.event_loop import EventLoop
+from agentkeel.settings.event_loop import run as run_loop
 from agentkeel.workflows.agent import AgentWorkflow
 from bench.bare import BARE_WORKFLOW, BenchBareWorkflow, bare_step
 from bench.stack import StackConfig, bench_stack
@@ -109,7 +109,7 @@ async def closed_loop(start: Callable[[int], Awaitable[Any]], runs: int, in_flig
 
 
 SERVERS = ("memory", "memory-tuned", "sqlite", "sqlite-tuned")
-"""`-tuned`: the queue poll rates of `workers.stack.temporal` (and, on SQLite, its pragmas);
+"""`-tuned`: the queue poll rates of `cli.stack.temporal` (and, on SQLite, its pragmas);
 `sqlite-tuned` is the server `agentkeel up` runs."""
 
 

@@ -36,16 +36,17 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from temporalio.testing import WorkflowEnvironment
 
-from agentkeel.schemas.domain import Domain
+from agentkeel.cli.stack.databases import throwaway_database
+from agentkeel.cli.stack.procs import find_temporal_binary
+from agentkeel.cli.stack.temporal import queue_poll_flags
 from agentkeel.schemas.names import AGENT_WORKFLOW
 from agentkeel.schemas.tools import TOOLS
-from agentkeel.schemas.tools.context import ToolContext
+from agentkeel.sdk.context import ToolContext
+from agentkeel.sdk.domain import Domain
+from agentkeel.settings.model import Settings
+from agentkeel.settings.namespace_setup import ensure_search_attributes
+from agentkeel.settings.ports import free_port
 from agentkeel.workers.resources import cpu_activities
-from agentkeel.workers.search_attributes import ensure_search_attributes
-from agentkeel.workers.settings import Settings
-from agentkeel.workers.stack.databases import throwaway_database
-from agentkeel.workers.stack.procs import find_temporal_binary, free_port
-from agentkeel.workers.stack.temporal import queue_poll_flags
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workers.worker import cpu_worker
 from bench.stack import StackConfig

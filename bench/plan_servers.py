@@ -103,8 +103,8 @@ async def vllm_policy(args: argparse.Namespace) -> AsyncIterator[Policy]:
 
 @asynccontextmanager
 async def settings_policy(args: argparse.Namespace) -> AsyncIterator[Policy]:
+    from agentkeel.settings.model import Settings
     from agentkeel.workers.policy_assembly import build_policy
-    from agentkeel.workers.settings import Settings
 
     assembly = build_policy(Settings.from_env())
     if not assembly.engines:

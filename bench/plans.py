@@ -32,7 +32,7 @@ from pathlib import Path
 from agentkeel.inference.policy import Policy
 from agentkeel.schemas import model_calls as calls
 from agentkeel.schemas.result import StepError, StepOutcome, StepStatus
-from agentkeel.schemas.tools.catalog import active_domain
+from agentkeel.sdk.serving import active_domain
 from bench.plan_outputs import outcomes
 from bench.plan_scoring import Row, Scored, grounded, load_rows, score_plan, summarize
 from bench.plan_servers import llamacpp_policy, settings_policy, vllm_policy

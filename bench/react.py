@@ -10,7 +10,7 @@ given. What a turn costs (an activity round trip plus the model's time) is real.
 
 Registered only on the benchmark's CPU worker. Imports stay within the stdlib,
 temporalio, pydantic and the project's sandbox-safe modules: `schemas` and
-`schemas.plan.validation` are sandbox pass-throughs (`workers.plugin`); `workflows.dag.scheduler`
+`schemas.plan.validation` are sandbox pass-throughs (`schemas.plugin`); `workflows.dag.scheduler`
 (for `resolve`) and `workflows.timeouts` are deterministic and re-imported per run,
 as they are for `AgentWorkflow`.
 """

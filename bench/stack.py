@@ -23,20 +23,20 @@ from agentkeel.activities.database.migrate import apply_migrations
 from agentkeel.activities.local_policy import LocalPolicyActivities
 from agentkeel.activities.model_calls import InferenceActivities
 from agentkeel.activities.plan_ahead import UnsureForecast
+from agentkeel.cli.stack.databases import throwaway_database
+from agentkeel.cli.stack.procs import find_temporal_binary
+from agentkeel.cli.stack.temporal import queue_poll_flags
 from agentkeel.examples.shop import domain as shop
 from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.examples.shop.seed import seed_demo_data
 from agentkeel.inference.policy import Policy
-from agentkeel.workers.connections import redis_client
+from agentkeel.settings.connections import redis_client
+from agentkeel.settings.model import Settings, unsure_forecast
+from agentkeel.settings.namespace_setup import ensure_search_attributes
+from agentkeel.settings.tracing import tracing_plugins
 from agentkeel.workers.resources import cpu_activities
-from agentkeel.workers.search_attributes import ensure_search_attributes
-from agentkeel.workers.settings import Settings, unsure_forecast
-from agentkeel.workers.stack.databases import throwaway_database
-from agentkeel.workers.stack.procs import find_temporal_binary
-from agentkeel.workers.stack.temporal import queue_poll_flags
 from agentkeel.workers.stand_ins import with_stand_ins
 from agentkeel.workers.temporal_client import agentkeel_plugins
-from agentkeel.workers.tracing import tracing_plugins
 from agentkeel.workers.worker import cpu_worker, inference_worker
 from bench.react import BenchReactWorkflow
 

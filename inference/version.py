@@ -9,8 +9,8 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from agentkeel.schemas.domain import Domain
-from agentkeel.schemas.tools.catalog import active_domain
+from agentkeel.sdk.domain import Domain
+from agentkeel.sdk.serving import active_domain
 
 # What the model-free policies share: how tool results become an answer.
 MODEL_FREE_MODULES = ("answers.py", "plans_only.py", "patterns.py")

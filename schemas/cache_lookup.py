@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import unicodedata
+
 from pydantic import BaseModel
 
 from agentkeel.schemas.plan.model import Plan
@@ -31,3 +34,14 @@ class LookupCacheResult(BaseModel):
     """For a semantic match: the stored question it matched, and how closely."""
     available: bool = True
     """False when the cache could not be reached; the lookup then counts as a miss."""
+
+
+_SPACE = re.compile(r"\s+")
+_TRAILING = re.compile(r"[\s?!.]+$")
+
+
+def normalize_question(question: str) -> str:
+    """Case, width, spacing and trailing punctuation do not change what is asked: the form
+    of a question in every cache key and coalesced workflow id, on workers and clients."""
+    text = unicodedata.normalize("NFKC", question).casefold()
+    return _TRAILING.sub("", _SPACE.sub(" ", text).strip())

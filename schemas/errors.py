@@ -16,7 +16,7 @@ INVALID_REQUEST: Final = "InvalidRequest"
 UNDECODABLE_PAYLOAD: Final = "UndecodablePayload"
 """A payload that cannot be read at all (an unknown `encoding`, bytes that are not JSON,
 JSON nested too deep): whatever carried it (a run's input, an update) fails at once, since
-reading the same bytes again can never succeed (`workers.payload_converter`)."""
+reading the same bytes again can never succeed (`schemas.payload_converter`)."""
 
 # Plans (the scheduler rejects the plan before any tool runs; `join` may replan).
 UNKNOWN_TOOL: Final = "UnknownTool"

@@ -1,7 +1,7 @@
 """The project's own Prometheus metrics: names, labels and buckets, one place for every emitter.
 
 Each worker serves them at `AGENTKEEL_METRICS_ADDRESS` beside the Temporal SDK's own
-(`workers.metrics`); counters carry the `_total` suffix there. Labels are low-cardinality
+(`settings.metrics`); counters carry the `_total` suffix there. Labels are low-cardinality
 on purpose: tool names, tiers, layers and outcomes, never tenants, ids or questions.
 """
 

@@ -30,19 +30,19 @@ from temporalio.testing import WorkflowEnvironment
 
 from agentkeel.activities.cache.tool_results import KEY_PREFIX as TOOL_KEY_PREFIX
 from agentkeel.activities.model_calls import InferenceActivities
+from agentkeel.cli.stack.procs import StackError, find_temporal_binary
+from agentkeel.cli.stack.temporal import queue_poll_flags
+from agentkeel.client.agent_client import AgentClient
 from agentkeel.examples.shop.carrier import serving
 from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.inference.policy import Policy
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult
-from agentkeel.schemas.tools.catalog import active_domain
-from agentkeel.workers.client.agent_client import AgentClient
-from agentkeel.workers.connections import redact
+from agentkeel.sdk.serving import active_domain
+from agentkeel.settings.connections import redact
+from agentkeel.settings.model import Settings, speculative_calls, unsure_forecast
+from agentkeel.settings.namespace_setup import ensure_search_attributes
 from agentkeel.workers.resources import cpu_activities, inference_resources
-from agentkeel.workers.search_attributes import ensure_search_attributes
-from agentkeel.workers.settings import Settings, speculative_calls, unsure_forecast
-from agentkeel.workers.stack.procs import StackError, find_temporal_binary
-from agentkeel.workers.stack.temporal import queue_poll_flags
 from agentkeel.workers.stand_ins import with_stand_ins
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workers.worker import cpu_worker, inference_worker

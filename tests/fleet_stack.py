@@ -7,8 +7,8 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
-from agentkeel.workers.settings import Settings
-from agentkeel.workers.stack.local import child_env
+from agentkeel.cli.stack.local import child_env
+from agentkeel.settings.model import Settings
 
 
 def fleet_settings(

@@ -23,7 +23,7 @@ import httpx
 from temporalio.client import Client, WorkflowHandle
 
 from agentkeel.schemas.names import AGENT_WORKFLOW
-from agentkeel.workers.stack.procs import free_port
+from agentkeel.settings.ports import free_port
 from tests.mcp_reference import npm_server, time_server
 from tests.pg import fresh_database
 
@@ -100,7 +100,7 @@ class McpStack:
         worker = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "agentkeel.workers.cli",
+            "agentkeel.cli.main",
             "worker",
             "cpu",
             env=self.env,
@@ -116,7 +116,7 @@ class McpStack:
         log = (self.state / "gateway.log").open("wb")
         gateway = await asyncio.create_subprocess_exec(
             sys.executable,
-            *("-m", "agentkeel.workers.cli", "gateway"),
+            *("-m", "agentkeel.cli.main", "gateway"),
             env={
                 **self.env,
                 "AGENTKEEL_GATEWAY_ADDRESS": f"127.0.0.1:{port}",
@@ -173,7 +173,7 @@ class McpStack:
         `AgentClient` (its fast path first), as a service would make one."""
         asking = await asyncio.create_subprocess_exec(
             sys.executable,
-            *("-m", "agentkeel.workers.cli", "ask", question, "--json", "--as", role),
+            *("-m", "agentkeel.cli.main", "ask", question, "--json", "--as", role),
             env={**self.env, "AGENTKEEL_STATE_DIR": str(self.state / "cli")},
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

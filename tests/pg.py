@@ -31,12 +31,12 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 
+from agentkeel.cli.stack.databases import throwaway_database
+from agentkeel.cli.stack.machine_postgres import MachinePostgres, socket_dir_for
+from agentkeel.cli.stack.services import pgserver_available
 from agentkeel.examples.shop import domain as shop
 from agentkeel.examples.shop.seed import seed_demo_data
-from agentkeel.workers.connections import redact
-from agentkeel.workers.stack.databases import throwaway_database
-from agentkeel.workers.stack.machine_postgres import MachinePostgres, socket_dir_for
-from agentkeel.workers.stack.services import pgserver_available
+from agentkeel.settings.connections import redact
 
 ADMIN_DSN_ENV = "AGENTKEEL_TEST_ADMIN_DSN"
 EMBEDDED_ENV = "AGENTKEEL_TEST_EMBEDDED"
@@ -137,7 +137,7 @@ async def fresh_database(
     seed_orders: int | None = SEED_ORDERS,
     template: str | None = None,
 ) -> AsyncIterator[str]:
-    """A database of this test's own (see `workers.stack.databases.throwaway_database`)."""
+    """A database of this test's own (see `cli.stack.databases.throwaway_database`)."""
     async with throwaway_database(
         admin_dsn,
         prefix="agentkeel_test",

@@ -15,8 +15,9 @@ import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from agentkeel.workers.stack.procs import StackError, port_answers
-from agentkeel.workers.stack.services import redis_binary
+from agentkeel.cli.stack.procs import StackError
+from agentkeel.cli.stack.services import redis_binary
+from agentkeel.settings.ports import port_answers
 
 REDIS_START_TIMEOUT_S = 10.0
 

@@ -26,6 +26,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from agentkeel.activities.cache.path_cache import path_key
 from agentkeel.activities.cache.tiers import PathEntry
+from agentkeel.client.token_follow import parse_event
 from agentkeel.schemas import errors, names
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.approvals import ApprovalAnswer, ApprovalDecision, ApprovalRequest
@@ -42,10 +43,9 @@ from agentkeel.schemas.plan.model import Plan, PlanStep
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.result import AgentResult, StepOutcome, StepStatus
 from agentkeel.schemas.route import Route, Tier
+from agentkeel.schemas.search_attributes import AGENT_AWAITING
 from agentkeel.schemas.tokens import TokenEventType, token_stream_key
-from agentkeel.workers.client.token_follow import parse_event
-from agentkeel.workers.model_tiers import effective_cache_version
-from agentkeel.workflows.search_attributes import AGENT_AWAITING
+from agentkeel.settings.model_tiers import effective_cache_version
 from tests.conftest import AgentStack, StackFactory
 from tests.fakes import FakeScriptedPolicy
 

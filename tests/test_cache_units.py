@@ -17,7 +17,7 @@ from agentkeel.activities.cache.slots import tenant_tag
 from agentkeel.activities.cache.tool_results import ToolResultCache
 from agentkeel.examples.shop.tools import KbResult, SearchKbArgs, SearchKbInput
 from agentkeel.schemas.tools import TOOLS
-from agentkeel.workers.connections import redis_client
+from agentkeel.settings.connections import redis_client
 
 
 class FakeClock:

@@ -10,8 +10,8 @@ from temporalio.client import ScheduleIntervalSpec
 from agentkeel.activities.cache.path_cache import path_key
 from agentkeel.schemas.result import CacheStatus
 from agentkeel.schemas.warming import WarmInput
-from agentkeel.workers.connections import redis_client
-from agentkeel.workers.model_tiers import effective_cache_version
+from agentkeel.settings.connections import redis_client
+from agentkeel.settings.model_tiers import effective_cache_version
 from agentkeel.workers.warming_schedule import SCHEDULE_ID, ensure_warming_schedule
 from agentkeel.workflows.warmer import CacheWarmerWorkflow
 from tests.conftest import AgentStack

@@ -12,10 +12,10 @@ from pathlib import Path
 from rich.console import Console
 from temporalio.testing import WorkflowEnvironment
 
+from agentkeel.cli.stack.logs import follow
+from agentkeel.client.status_line import StatusLine, describe_progress
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.result import StepOutcome, StepStatus
-from agentkeel.workers.client.status_line import StatusLine, describe_progress
-from agentkeel.workers.stack.logs import follow
 from tests.conftest import StackFactory
 
 
@@ -23,7 +23,7 @@ async def _agentkeel(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "agentkeel.workers.cli",
+        "agentkeel.cli.main",
         *args,
         env={**os.environ, "AGENTKEEL_LOG_LEVEL": "warning", **env},
         stdout=asyncio.subprocess.PIPE,

@@ -127,7 +127,7 @@ _SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count")}
 
 def test_the_dashboard_queries_only_metrics_the_workers_emit() -> None:
     """By exact exported name: counters end in `_total`, histograms in `_bucket`, `_sum`
-    or `_count` (`workers.metrics` exports with `counters_total_suffix`)."""
+    or `_count` (`settings.metrics` exports with `counters_total_suffix`)."""
     dashboard = json.loads((ROOT / "deploy/grafana/dashboards/agentkeel.json").read_text())
     exported = {metrics.LAYER_DURATION + suffix for suffix in _SUFFIXES["histogram"]}
     for name in dir(metrics):
@@ -182,7 +182,7 @@ def _interpolate(value: str, shell: dict[str, str]) -> str:
 
 def test_worker_versioning_is_off_by_default_and_one_version_for_both_kinds() -> None:
     """Unset in the shell, both workers are unversioned; set, both poll as one version."""
-    from agentkeel.workers.settings import Settings
+    from agentkeel.settings.model import Settings
 
     services = _compose()["services"]
 

@@ -23,9 +23,9 @@ from pydantic import BaseModel
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
 from agentkeel import ToolArgs, ToolDefinitionError, tool
-from agentkeel.schemas.domain import Role
+from agentkeel.cli.stack.databases import throwaway_database
 from agentkeel.schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE
-from agentkeel.workers.stack.databases import throwaway_database
+from agentkeel.sdk.domain import Role
 from tests.history import awaiting_approval
 
 DOMAINS = Path(__file__).parent / "domains"
@@ -87,7 +87,7 @@ async def helpdesk(client: Client, admin_dsn: str, redis_url: str) -> AsyncItera
         }
         workers = [
             await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "agentkeel.workers.cli", "worker", kind, env=env
+                sys.executable, "-m", "agentkeel.cli.main", "worker", kind, env=env
             )
             for kind in ("cpu", "inference")
         ]
@@ -178,7 +178,7 @@ def test_init_scaffolds_a_domain_that_loads_and_passes_its_own_test(tmp_path: Pa
     import subprocess
 
     made = subprocess.run(
-        [sys.executable, "-m", "agentkeel.workers.cli", "init", "notes", "--dir", str(tmp_path)],
+        [sys.executable, "-m", "agentkeel.cli.main", "init", "notes", "--dir", str(tmp_path)],
         capture_output=True,
         text=True,
     )
@@ -186,7 +186,7 @@ def test_init_scaffolds_a_domain_that_loads_and_passes_its_own_test(tmp_path: Pa
     assert "AGENTKEEL_DOMAIN=notes:domain" in made.stdout
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
     probe = (
-        "from agentkeel.schemas.domain_loading import load_domain\n"
+        "from agentkeel.sdk.loading import load_domain\n"
         "d = load_domain('notes:domain')\n"
         "print(d.name, sorted(s.name for s in d.tools), [r.name for r in d.roles])\n"
     )
@@ -203,7 +203,7 @@ def test_init_scaffolds_a_domain_that_loads_and_passes_its_own_test(tmp_path: Pa
     )
     assert tested.returncode == 0, tested.stdout + tested.stderr
     again = subprocess.run(
-        [sys.executable, "-m", "agentkeel.workers.cli", "init", "notes", "--dir", str(tmp_path)],
+        [sys.executable, "-m", "agentkeel.cli.main", "init", "notes", "--dir", str(tmp_path)],
         capture_output=True,
         text=True,
     )
@@ -211,9 +211,9 @@ def test_init_scaffolds_a_domain_that_loads_and_passes_its_own_test(tmp_path: Pa
 
 
 def test_a_domain_module_is_loaded_once_and_its_errors_are_one_line(tmp_path: Path) -> None:
-    from agentkeel.schemas.domain import DomainError
-    from agentkeel.schemas.domain_loading import load_domain
-    from agentkeel.workers.settings import Settings, SettingsError
+    from agentkeel.sdk.domain import DomainError
+    from agentkeel.sdk.loading import load_domain
+    from agentkeel.settings.model import Settings, SettingsError
 
     (tmp_path / "factory_domain.py").write_text(
         "from agentkeel import Domain\n"
@@ -298,8 +298,8 @@ def test_a_tool_is_refused_at_its_definition_with_what_to_change() -> None:
 
 
 def test_a_plan_the_caller_brings_is_its_own_request_for_the_client() -> None:
+    from agentkeel.client.agent_client import coalesced_workflow_id
     from agentkeel.schemas.request import AgentRequest
-    from agentkeel.workers.client.agent_client import coalesced_workflow_id
 
     def with_plan(order: int) -> AgentRequest:
         steps = [{"id": "s1", "tool": "get_order", "args": {"order_id": order}}]
@@ -313,8 +313,8 @@ def test_a_plan_the_caller_brings_is_its_own_request_for_the_client() -> None:
 def test_an_api_key_must_name_an_actor_of_the_served_domain(tmp_path: Path) -> None:
     import json
 
-    from agentkeel.workers.gateway.keys import ApiKeys
-    from agentkeel.workers.settings import StartupError
+    from agentkeel.gateway.keys import ApiKeys
+    from agentkeel.settings.model import StartupError
 
     path = tmp_path / "keys.json"
     for actor, problem in (
@@ -338,9 +338,7 @@ def test_an_installed_entry_point_is_served_without_a_setting(tmp_path: Path) ->
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ep-domain\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text("[agentkeel.domains]\nep = ep_domain:domain\n")
-    probe = (
-        "from agentkeel.schemas.tools.catalog import active_domain\nprint(active_domain().name)\n"
-    )
+    probe = "from agentkeel.sdk.serving import active_domain\nprint(active_domain().name)\n"
     env = {k: v for k, v in os.environ.items() if k != "AGENTKEEL_DOMAIN"}
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(ROOT)])
     served = subprocess.run(
@@ -370,7 +368,7 @@ def test_the_cli_refuses_an_actor_the_domain_refuses_before_any_run(actor: str, 
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTKEEL_")}
     env["PYTHONPATH"] = str(ROOT)
     done = subprocess.run(
-        [sys.executable, "-m", "agentkeel.workers.cli", "ask", "--as", actor, "Where is 1001?"],
+        [sys.executable, "-m", "agentkeel.cli.main", "ask", "--as", actor, "Where is 1001?"],
         capture_output=True,
         text=True,
         env=env,

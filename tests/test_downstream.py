@@ -25,7 +25,7 @@ from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.result import StepStatus
 from agentkeel.schemas.tools.downstreams import DownstreamLimit
-from agentkeel.workers.settings import Settings, SettingsError
+from agentkeel.settings.model import Settings, SettingsError
 from tests.conftest import StackFactory
 from tests.fakes import FakeScriptedPolicy
 

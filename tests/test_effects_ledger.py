@@ -17,6 +17,9 @@ import asyncpg
 import httpx
 
 from agentkeel.activities.effects_ledger import EffectLedger
+from agentkeel.gateway.app import create_app
+from agentkeel.gateway.keys import ApiKey, ApiKeys
+from agentkeel.gateway.server import serving
 from agentkeel.schemas import errors, names
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.approvals import ApprovalDecision
@@ -25,10 +28,7 @@ from agentkeel.schemas.model_calls import PlanInput, PlanResult
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.result import AgentResult, StepStatus
-from agentkeel.workers.gateway.app import create_app
-from agentkeel.workers.gateway.keys import ApiKey, ApiKeys
-from agentkeel.workers.gateway.server import serving
-from agentkeel.workers.stack.procs import free_port
+from agentkeel.settings.ports import free_port
 from tests.conftest import StackFactory
 from tests.test_authority import RefundScript, refundable_order, refunds_plan, until_awaiting
 
@@ -168,7 +168,7 @@ async def test_the_audit_lists_effects_refusals_and_decisions(
     cli = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "agentkeel.workers.cli",
+        "agentkeel.cli.main",
         "audit",
         "--tenant",
         stack.tenant,

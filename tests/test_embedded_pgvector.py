@@ -18,9 +18,9 @@ import pytest
 import redis.asyncio as aioredis
 
 from agentkeel.activities.cache.tiers import SemanticTier, TierQuery
+from agentkeel.cli.stack.services import Launch, pgserver_available, postgres
+from agentkeel.settings.model import Settings
 from agentkeel.workers.cache_assembly import build_caches
-from agentkeel.workers.settings import Settings
-from agentkeel.workers.stack.services import Launch, pgserver_available, postgres
 
 STORED = "What is your return policy for damaged items?"
 PARAPHRASE = "Whats your policy on returning damaged items?"

@@ -13,14 +13,14 @@ from agentkeel.inference.fallback import FallbackPolicy
 from agentkeel.inference.llm.cascade import CascadePolicy
 from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.schemas.route import Tier
-from agentkeel.workers.model_tiers import (
+from agentkeel.settings.model import Settings, SettingsError, StartupError
+from agentkeel.settings.model_tiers import (
     EngineKind,
     effective_cache_version,
     engine_config,
     policy_version,
 )
 from agentkeel.workers.policy_assembly import build_policy, local_policy
-from agentkeel.workers.settings import Settings, SettingsError, StartupError
 
 
 def settings(**env: str) -> Settings:

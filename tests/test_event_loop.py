@@ -1,4 +1,4 @@
-"""The event loop every process runs on (`workers.event_loop`): uvloop unless told otherwise."""
+"""The event loop every process runs on (`settings.event_loop`): uvloop unless told otherwise."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from agentkeel.workers.event_loop import chosen_loop, run
-from agentkeel.workers.settings import Settings, SettingsError
+from agentkeel.settings.event_loop import chosen_loop, run
+from agentkeel.settings.model import Settings, SettingsError
 
 uvloop = pytest.importorskip("uvloop")  # optional: AGENTKEEL_EVENT_LOOP=uvloop
 

@@ -16,15 +16,15 @@ import asyncpg
 import pytest
 from temporalio.client import Client, WorkflowHandle
 
+from agentkeel.cli.stack.local import LocalStack, StackEndpoints, embedded_settings
+from agentkeel.cli.stack.services import restart_embedded_postgres
+from agentkeel.cli.stack.status import stack_status
+from agentkeel.cli.stack.watchdog import ChildState
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult, StepStatus
-from agentkeel.workers.settings import Settings
-from agentkeel.workers.stack.local import LocalStack, StackEndpoints, embedded_settings
-from agentkeel.workers.stack.procs import free_port_pair
-from agentkeel.workers.stack.services import restart_embedded_postgres
-from agentkeel.workers.stack.status import stack_status
-from agentkeel.workers.stack.watchdog import ChildState
+from agentkeel.settings.model import Settings
+from agentkeel.settings.ports import free_port_pair
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
 

@@ -1,5 +1,5 @@
 """A fleet on one machine: two CPU workers and two inference workers, each its own process,
-against one Temporal, one Postgres and one Redis (`workers.stack.fleet`).
+against one Temporal, one Postgres and one Redis (`cli.stack.fleet`).
 
 Runs spread over both workers of each kind; a path one worker stored is served by the
 other; a SIGKILL of one worker of each kind while runs are in flight loses no run and
@@ -23,12 +23,12 @@ import redis.asyncio as aioredis
 from temporalio.client import Client, WorkflowHandle
 
 from agentkeel.activities.model_slots import ModelSlots
+from agentkeel.cli.stack.fleet import WorkerFleet
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.schemas.result import AgentResult, CacheStatus, StepStatus
+from agentkeel.settings.ports import free_port
 from agentkeel.workers.readiness import health_endpoint
-from agentkeel.workers.stack.fleet import WorkerFleet
-from agentkeel.workers.stack.procs import free_port
 from agentkeel.workers.worker import GRACEFUL_SHUTDOWN
 from agentkeel.workflows.agent import AgentWorkflow
 from tests.fleet_stack import fleet_env, fleet_settings, identities

@@ -1,4 +1,4 @@
-"""What two CPU worker processes share (`workers.stack.fleet`): one downstream cap, measured
+"""What two CPU worker processes share (`cli.stack.fleet`): one downstream cap, measured
 at the downstream itself, and one semantic tier, a paraphrase stored through one worker
 served by the other.
 
@@ -22,11 +22,11 @@ import pytest
 from temporalio.client import Client, WorkflowHandle
 
 from agentkeel.activities.cache.semantic.index import SYNC_INTERVAL_S
+from agentkeel.cli.stack.fleet import WorkerFleet
 from agentkeel.examples.shop.carrier import serving
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult, CacheStatus
-from agentkeel.workers.stack.fleet import WorkerFleet
 from agentkeel.workflows.agent import AgentWorkflow
 from tests.fleet_stack import fleet_env, fleet_settings, identities
 from tests.pg import hand_shop_to

@@ -18,15 +18,15 @@ import redis.asyncio as aioredis
 from temporalio.service import RPCError, RPCStatusCode
 
 from agentkeel.activities.token_stream import TokenStream
+from agentkeel.gateway.app import create_app
+from agentkeel.gateway.events import RunEvent, run_events
+from agentkeel.gateway.keys import ApiKey, ApiKeys
+from agentkeel.gateway.server import checked_keys, serving
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.tokens import token_stream_key
-from agentkeel.workers.gateway.app import create_app
-from agentkeel.workers.gateway.events import RunEvent, run_events
-from agentkeel.workers.gateway.keys import ApiKey, ApiKeys
-from agentkeel.workers.gateway.server import checked_keys, serving
-from agentkeel.workers.settings import Settings, StartupError
-from agentkeel.workers.stack.procs import free_port
+from agentkeel.settings.model import Settings, StartupError
+from agentkeel.settings.ports import free_port
 from tests.conftest import AgentStack, StackFactory
 from tests.fakes import FakeStreamingPolicy
 from tests.test_authority import refundable_order

@@ -18,14 +18,14 @@ import httpx
 import pytest
 from temporalio.client import WorkflowFailureError
 
+from agentkeel.client.agent_client import AgentClient
+from agentkeel.gateway.app import create_app
+from agentkeel.gateway.keys import ApiKey, ApiKeys
+from agentkeel.gateway.server import serving
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.gateway import QuotaProblem
 from agentkeel.schemas.names import AGENT_WORKFLOW
-from agentkeel.workers.client.agent_client import AgentClient
-from agentkeel.workers.gateway.app import create_app
-from agentkeel.workers.gateway.keys import ApiKey, ApiKeys
-from agentkeel.workers.gateway.server import serving
-from agentkeel.workers.stack.procs import free_port
+from agentkeel.settings.ports import free_port
 from tests.conftest import AgentStack
 from tests.test_authority import refundable_order
 

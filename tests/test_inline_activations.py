@@ -10,7 +10,7 @@ import pytest
 from temporalio import workflow
 from temporalio.client import Client
 
-from agentkeel.workers.settings import Settings, SettingsError
+from agentkeel.settings.model import Settings, SettingsError
 from agentkeel.workers.worker import cpu_worker
 
 

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from agentkeel.schemas.queues import TASK_QUEUE, inference_queue
-from agentkeel.workers.settings import Settings
+from agentkeel.settings.model import Settings
 from agentkeel.workers.worker import GRACEFUL_SHUTDOWN
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate")

@@ -17,6 +17,7 @@ import redis.asyncio as aioredis
 
 pytest.importorskip("vllm", reason="vLLM is not installed (the llm-cpu or gpu extra)")
 
+from agentkeel.client.token_follow import read_answer
 from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.inference.engines.metered import MeteredEngine
 from agentkeel.inference.engines.protocol import (
@@ -34,7 +35,6 @@ from agentkeel.schemas.errors import INVALID_MODEL_OUTPUT, PLAN_ERROR_KINDS
 from agentkeel.schemas.model_calls import PlanInput, RespondInput, RespondResult, RouteInput
 from agentkeel.schemas.route import Route, Tier
 from agentkeel.schemas.tokens import token_stream_key
-from agentkeel.workers.client.token_follow import read_answer
 from tests.conftest import StackFactory
 from tests.models import report
 

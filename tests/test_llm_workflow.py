@@ -21,6 +21,7 @@ from temporalio.testing import ActivityEnvironment
 from agentkeel.activities import plan_ahead
 from agentkeel.activities.model_calls import InferenceActivities
 from agentkeel.activities.plan_ahead import UnsureForecast
+from agentkeel.client.token_follow import AnswerView, read_answer
 from agentkeel.inference.engines.protocol import EngineRequestError, GenerateRequest, TokenDelta
 from agentkeel.inference.llm import cascade as cascade_module
 from agentkeel.inference.llm.cascade import CascadePolicy
@@ -29,7 +30,6 @@ from agentkeel.schemas.model_calls import RouteInput
 from agentkeel.schemas.result import AgentResult, StepStatus
 from agentkeel.schemas.route import ConfidenceBasis, Tier
 from agentkeel.schemas.tokens import token_stream_key
-from agentkeel.workers.client.token_follow import AnswerView, read_answer
 from tests.conftest import StackFactory
 from tests.fakes import FakeEngine
 

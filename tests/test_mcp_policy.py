@@ -12,12 +12,12 @@ from pydantic import ValidationError
 from agentkeel.activities.mcp.connection import McpConnection
 from agentkeel.activities.mcp.specs import mcp_downstream, tool_specs
 from agentkeel.inference.llm.plan_schema import step_schema
-from agentkeel.schemas.domain import Domain
-from agentkeel.schemas.mcp import McpServer, McpToolPolicy, mcp_tool_name, parse_mcp_servers
 from agentkeel.schemas.tools import catalog
-from agentkeel.schemas.tools.decorator import ToolDefinitionError
-from agentkeel.workers.mcp_assembly import joined_intents
-from agentkeel.workers.settings import SettingsError
+from agentkeel.sdk.decorator import ToolDefinitionError
+from agentkeel.sdk.domain import Domain
+from agentkeel.sdk.mcp import McpServer, McpToolPolicy, mcp_tool_name, parse_mcp_servers
+from agentkeel.settings.mcp_assembly import joined_intents
+from agentkeel.settings.model import SettingsError
 
 SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -26,11 +26,11 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from agentkeel.gateway.app import create_app
+from agentkeel.gateway.keys import ApiKey, ApiKeys
+from agentkeel.gateway.server import serving
 from agentkeel.schemas.actor import Actor
-from agentkeel.workers.gateway.app import create_app
-from agentkeel.workers.gateway.keys import ApiKey, ApiKeys
-from agentkeel.workers.gateway.server import serving
-from agentkeel.workers.stack.procs import free_port
+from agentkeel.settings.ports import free_port
 from tests.conftest import AgentStack
 from tests.mcp_reference import npm_server
 from tests.test_authority import refundable_order
@@ -186,7 +186,7 @@ async def test_agentkeel_mcp_serves_the_same_tools_over_stdio(
         "AGENTKEEL_LOG_FORMAT": "json",
     }
     command = StdioServerParameters(
-        command=sys.executable, args=["-m", "agentkeel.workers.cli", "mcp"], env=env
+        command=sys.executable, args=["-m", "agentkeel.cli.main", "mcp"], env=env
     )
     handle = stack.started[-1]
     async with Client(command, cache=None) as local:

@@ -8,9 +8,9 @@ import re
 import httpx
 from temporalio.client import Client
 
+from agentkeel.cli.stack.local import StackEndpoints
 from agentkeel.schemas.request import AgentRequest, RunOptions
-from agentkeel.workers.settings import Settings
-from agentkeel.workers.stack.local import StackEndpoints
+from agentkeel.settings.model import Settings
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
 from tests.test_faults import running  # noqa: F401  (the whole local stack, as a fixture)

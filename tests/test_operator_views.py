@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+from agentkeel.client.stats import format_stats, run_stats
+from agentkeel.client.trace import format_waterfall, run_waterfall
 from agentkeel.schemas.request import AgentRequest
-from agentkeel.workers.client.stats import format_stats, run_stats
-from agentkeel.workers.client.trace import format_waterfall, run_waterfall
 from tests.conftest import AgentStack, StackFactory
 
 

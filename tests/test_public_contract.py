@@ -105,7 +105,7 @@ async def test_cli_ask_prints_the_result_json(stack: AgentStack, tmp_path: Path)
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "agentkeel.workers.cli",
+        "agentkeel.cli.main",
         "ask",
         "Show the orders of alice@example.com",
         "--json",
@@ -132,7 +132,7 @@ async def test_cli_ask_without_temporal_is_one_clear_line(tmp_path: Path) -> Non
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "agentkeel.workers.cli",
+        "agentkeel.cli.main",
         "ask",
         "hello",
         env=env,

@@ -18,7 +18,7 @@ from redis.asyncio.cluster import RedisCluster
 from agentkeel.activities.cache.path_cache import path_key
 from agentkeel.activities.cache.slots import tenant_tag
 from agentkeel.schemas.result import CacheStatus, StepStatus
-from agentkeel.workers.connections import is_cluster_node, redis_client
+from agentkeel.settings.connections import is_cluster_node, redis_client
 from tests.conftest import StackFactory
 from tests.redis_cluster import REDIS_SERVER, Cluster, redis_cluster
 from tests.test_cache_tiers import KB_QUESTION, step_output

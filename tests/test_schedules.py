@@ -20,17 +20,14 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-import agentkeel.workers.cli
-from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor
-from agentkeel.schemas.names import AGENT_WORKFLOW
-from agentkeel.schemas.result import AgentResult
-from agentkeel.workers.client.schedule_timing import (
+import agentkeel.cli.main
+from agentkeel.client.schedule_timing import (
     ScheduleError,
     Timing,
     format_every,
     parse_every,
 )
-from agentkeel.workers.client.schedules import (
+from agentkeel.client.schedules import (
     WORKFLOW_ID_PREFIX,
     create_schedule,
     delete_schedule,
@@ -39,6 +36,9 @@ from agentkeel.workers.client.schedules import (
     pause_schedule,
     scheduled_request,
 )
+from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor
+from agentkeel.schemas.names import AGENT_WORKFLOW
+from agentkeel.schemas.result import AgentResult
 from tests.conftest import AgentStack
 
 QUESTION = "Where is order 1001?"
@@ -201,13 +201,13 @@ async def test_the_cli_adds_lists_pauses_and_deletes(
     for name, value in _cli_env(client, tmp_path).items():
         monkeypatch.setenv(name, value)
     # In-process, `main` must return instead of leaving the process, and leave logging be.
-    monkeypatch.setattr(agentkeel.workers.cli, "_exit_skipping_teardown", lambda code: code)
-    monkeypatch.setattr(agentkeel.workers.cli, "configure_logging", lambda *_: None)
+    monkeypatch.setattr(agentkeel.cli.main, "_exit_skipping_teardown", lambda code: code)
+    monkeypatch.setattr(agentkeel.cli.main, "configure_logging", lambda *_: None)
 
     async def cli(*argv: str) -> tuple[int, str, str]:
         capsys.readouterr()
         # `main` runs its own event loop, so it runs beside this test's, in a thread.
-        code = await asyncio.to_thread(agentkeel.workers.cli.main, ["schedule", *argv])
+        code = await asyncio.to_thread(agentkeel.cli.main.main, ["schedule", *argv])
         out, err = capsys.readouterr()
         return code, out, err
 
@@ -268,7 +268,7 @@ async def test_the_cli_adds_lists_pauses_and_deletes(
 async def test_the_cli_process_exits_2_with_one_line(client: Client, tmp_path: Path) -> None:
     """The real entry point, with its process exit: no traceback, one line, status 2."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "agentkeel.workers.cli", "schedule", "pause", "no-such-schedule",
+        sys.executable, "-m", "agentkeel.cli.main", "schedule", "pause", "no-such-schedule",
         env={**os.environ, **_cli_env(client, tmp_path)},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

@@ -391,8 +391,8 @@ def test_an_order_to_act_is_never_served_a_question_about_it(embedder: MiniLmEmb
 
 
 def test_the_onnx_backend_needs_a_directory_with_an_export() -> None:
+    from agentkeel.settings.model import Settings, SettingsError
     from agentkeel.workers.cache_assembly import semantic_wanted
-    from agentkeel.workers.settings import Settings, SettingsError
 
     with pytest.raises(SettingsError, match="AGENTKEEL_EMBEDDER_MODEL"):
         semantic_wanted(Settings(embedder_backend="onnx"))

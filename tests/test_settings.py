@@ -13,8 +13,8 @@ from pydantic import ValidationError
 
 from agentkeel.examples.shop.domain import domain as _shop
 from agentkeel.schemas.tools.downstreams import DownstreamLimit
-from agentkeel.workers import settings_doc
-from agentkeel.workers.settings import OTHER_VARIABLES, Settings, SettingsError, speculative_calls
+from agentkeel.settings import doc as settings_doc
+from agentkeel.settings.model import OTHER_VARIABLES, Settings, SettingsError, speculative_calls
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,7 +36,7 @@ def refused(**env: str) -> str:
 def test_the_settings_reference_is_what_the_generator_writes() -> None:
     written = (ROOT / "docs" / "settings.md").read_text()
     assert written == settings_doc.render(), (
-        "docs/settings.md is stale: python -m agentkeel.workers.settings_doc"
+        "docs/settings.md is stale: python -m agentkeel.settings.doc"
     )
 
 
@@ -145,7 +145,7 @@ def test_settings_made_in_code_ignore_the_environment_and_stay_frozen(
 def test_a_process_with_a_misspelt_variable_exits_with_one_line(tmp_path: Path) -> None:
     env = {**os.environ, "AGENTKEEL_STATE_DIR": str(tmp_path), "AGENTKEEL_SEMANTIC_TRESHOLD": "0.9"}
     done = subprocess.run(
-        [sys.executable, "-m", "agentkeel.workers.cli", "status"],
+        [sys.executable, "-m", "agentkeel.cli.main", "status"],
         env=env,
         capture_output=True,
         text=True,

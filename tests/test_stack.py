@@ -13,10 +13,10 @@ import redis.asyncio as aioredis
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
 
-from agentkeel.workers.settings import Settings
-from agentkeel.workers.stack.local import embedded_settings
-from agentkeel.workers.stack.pids import pid_alive
-from agentkeel.workers.stack.supervisor import LocalStack, StackError, read_endpoints
+from agentkeel.cli.stack.local import embedded_settings
+from agentkeel.cli.stack.pids import pid_alive
+from agentkeel.cli.stack.supervisor import LocalStack, StackError, read_endpoints
+from agentkeel.settings.model import Settings
 
 _NEEDED = (
     "agentkeel.activities.database.migrate",

@@ -26,9 +26,9 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from agentkeel.workers.settings import Settings
-from agentkeel.workers.stack.procs import free_port
-from agentkeel.workers.stack.supervisor import LocalStack, StackError
+from agentkeel.cli.stack.supervisor import LocalStack, StackError
+from agentkeel.settings.model import Settings
+from agentkeel.settings.ports import free_port
 from tests.tls_proxy import NGINX, make_pki, tls_proxy
 
 API_KEY = "ak-named-0123456789"
@@ -87,7 +87,7 @@ async def test_up_connects_its_workers_to_the_named_server_and_starts_none(
     output = tmp_path / "up.out"
     with output.open("wb") as out:
         up = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "agentkeel.workers.cli", "up",
+            sys.executable, "-m", "agentkeel.cli.main", "up",
             env=env, stdout=out, stderr=asyncio.subprocess.STDOUT,
         )  # fmt: skip
     try:

@@ -23,7 +23,6 @@ from agentkeel.schemas import names
 from agentkeel.schemas.tools import ACTIVITY_TOOLS, TOOLS
 
 ROOT = Path(__file__).resolve().parent.parent
-PROJECT_PACKAGES = ("workflows", "activities", "workers", "inference", "schemas")
 
 
 def _layer(module: str) -> str:
@@ -47,14 +46,72 @@ def _imported_modules(path: Path) -> set[str]:
     return found
 
 
-def test_the_client_side_loads_no_langgraph_and_no_policy_code() -> None:
+# The rooms and what each may import (its own folder always). The core is the contracts
+# (`schemas`), the domain SDK (`sdk`), `workflows`, `activities` and `inference`; the
+# programs (`workers`, `gateway`, `cli`) never import one another: the command line hands
+# over to a program with `exec`, and the local stack starts each as its own process.
+CORE = ("schemas", "sdk", "workflows", "activities", "inference")
+PROGRAMS = ("workers", "gateway", "cli")
+MAY_IMPORT: dict[str, frozenset[str]] = {
+    "schemas": frozenset(),
+    "sdk": frozenset({"schemas"}),
+    "workflows": frozenset({"schemas", "sdk"}),
+    "inference": frozenset({"schemas", "sdk"}),
+    "activities": frozenset({"schemas", "sdk", "inference"}),
+    "settings": frozenset(CORE),
+    # What services import: the contracts (the wire's and the served domain's), the
+    # settings, and nothing of the worker side, the stack or the front doors.
+    "client": frozenset({"schemas", "sdk", "settings"}),
+    "workers": frozenset({*CORE, "settings"}),
+    "gateway": frozenset({*CORE, "settings", "client"}),
+    "cli": frozenset({*CORE, "settings", "client"}),
+    # A domain is written against the public namespace (`from agentkeel import tool`).
+    "examples": frozenset({"agentkeel", "schemas", "sdk", "inference", "client", "settings"}),
+}
+ROOMS = tuple(MAY_IMPORT)
+
+
+def _project_imports(room: str) -> list[tuple[Path, str]]:
+    """Every `agentkeel.*` module a room's files import, lazily or not, with the file."""
+    return [
+        (path, module)
+        for path in _python_files(room)
+        for module in _imported_modules(path)
+        if module.split(".")[0] == "agentkeel"
+    ]
+
+
+def test_every_top_level_room_is_a_subpackage_with_import_rules() -> None:
+    linked = {p.name for p in (ROOT / "agentkeel").iterdir() if p.is_symlink()}
+    assert linked == set(ROOMS)
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_each_room_imports_only_what_the_layout_allows(room: str) -> None:
+    allowed = MAY_IMPORT[room] | {room}
+    broken = [
+        f"{path.relative_to(ROOT)} imports {module} ({room} may import only "
+        f"{', '.join(sorted(allowed))})"
+        for path, module in _project_imports(room)
+        if _layer(module) not in allowed
+    ]
+    assert not broken, "\n".join(broken)
+
+
+def test_no_program_imports_another() -> None:
+    for room in PROGRAMS:
+        assert not MAY_IMPORT[room] & set(PROGRAMS), room
+
+
+def test_the_client_side_loads_no_langgraph_and_no_worker_code() -> None:
     """A service that only starts runs must not pay for (or break on) the worker stack."""
     probe = (
-        "import sys, agentkeel.workers.client, agentkeel.workers.client.report\n"
-        "import agentkeel.workers.client.token_follow\n"
+        "import sys, agentkeel.client, agentkeel.client.report\n"
+        "import agentkeel.client.token_follow\n"
         "heavy = ('langgraph', 'temporalio.langgraph', 'agentkeel.workflows',\n"
-        "         'agentkeel.examples', 'agentkeel.inference.llm.policy',\n"
-        "         'agentkeel.activities.tools', 'torch', 'vllm')\n"
+        "         'agentkeel.examples', 'agentkeel.inference.llm.policy', 'agentkeel.workers',\n"
+        "         'agentkeel.gateway', 'agentkeel.cli.', 'agentkeel.activities.tools',\n"
+        "         'torch', 'vllm')\n"
         "print(sorted({m for m in sys.modules if m.startswith(heavy)}))\n"
     )
     loaded = subprocess.run(
@@ -63,12 +120,19 @@ def test_the_client_side_loads_no_langgraph_and_no_policy_code() -> None:
     assert loaded == "[]"
 
 
-def test_workflow_modules_import_only_the_standard_library_temporal_and_schemas() -> None:
+def test_workflow_modules_import_only_the_standard_library_temporal_and_the_contracts() -> None:
     allowed_third_party = {"temporalio", "pydantic", "langgraph", "opentelemetry"}
     for path in _python_files("workflows"):
         for module in _imported_modules(path):
             top = _layer(module)
-            if top in sys.stdlib_module_names or top in ("schemas", "workflows"):
+            if top in sys.stdlib_module_names or top == "workflows":
+                continue
+            if top == "sdk":  # the served domain's declarations, never its loading or I/O
+                assert module in ("agentkeel.sdk.serving", "agentkeel.sdk.domain"), (
+                    f"{path.relative_to(ROOT)} imports {module}"
+                )
+                continue
+            if top == "schemas":
                 continue
             assert top in allowed_third_party, f"{path.relative_to(ROOT)} imports {module}"
             if top == "langgraph":  # only the graph's definition builds a StateGraph
@@ -77,15 +141,6 @@ def test_workflow_modules_import_only_the_standard_library_temporal_and_schemas(
                 assert module == "opentelemetry" and path.name == "graph.py", (
                     f"{path.relative_to(ROOT)} imports {module}"
                 )
-
-
-def test_schemas_import_no_other_layer() -> None:
-    for path in _python_files("schemas"):
-        for module in _imported_modules(path):
-            top = _layer(module)
-            assert top not in PROJECT_PACKAGES or top == "schemas", (
-                f"{path.relative_to(ROOT)} imports {module}"
-            )
 
 
 def _registered_names(*classes: type) -> set[str]:
@@ -148,7 +203,9 @@ def test_no_activity_is_called_by_a_string_literal(package: str) -> None:
 def test_no_core_module_imports_an_example_domain() -> None:
     """The core knows a domain only through what it declares: the shop is one domain among
     others, named by a setting's default value alone, never imported."""
-    for package in PROJECT_PACKAGES:
+    for package in ROOMS:
+        if package == "examples":
+            continue
         for path in _python_files(package):
             for module in _imported_modules(path):
                 assert not module.startswith("agentkeel.examples"), (

@@ -15,8 +15,8 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from agentkeel.workers.client.agent_client import connect_client
-from agentkeel.workers.settings import Settings, SettingsError, StartupError
+from agentkeel.client.agent_client import connect_client
+from agentkeel.settings.model import Settings, SettingsError, StartupError
 from agentkeel.workers.temporal_client import connect
 from tests.conftest import StackFactory
 from tests.tls_proxy import NGINX, Pki, make_pki, tls_proxy

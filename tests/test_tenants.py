@@ -27,9 +27,10 @@ from agentkeel.schemas import errors
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.result import AgentResult, StepOutcome, StepStatus
-from agentkeel.schemas.tools import ACTIVITY_TOOLS, ToolCall
-from agentkeel.schemas.tools.decorator import ToolDefinitionError
+from agentkeel.schemas.tools import ACTIVITY_TOOLS
 from agentkeel.schemas.tools.spec import ToolArgs
+from agentkeel.sdk.context import ToolCall
+from agentkeel.sdk.decorator import ToolDefinitionError
 from tests.conftest import AgentStack, StackFactory
 
 STAFF = Actor(role="staff", name="ann")

@@ -15,21 +15,21 @@ from structlog.testing import capture_logs
 
 import agentkeel.activities.token_stream
 from agentkeel.activities.token_stream import TokenStream
-from agentkeel.schemas.tokens import (
-    TOKEN_STREAM_TTL_S,
-    TokenEvent,
-    TokenEventType,
-    token_stream_key,
-)
-from agentkeel.workers.client.report import RESTARTED_MARK, StreamedAnswer
-from agentkeel.workers.client.token_follow import (
+from agentkeel.client.report import RESTARTED_MARK, StreamedAnswer
+from agentkeel.client.token_follow import (
     AnswerView,
     TokenReader,
     ViewChange,
     follow_tokens,
     relay_until,
 )
-from agentkeel.workers.connections import redis_client
+from agentkeel.schemas.tokens import (
+    TOKEN_STREAM_TTL_S,
+    TokenEvent,
+    TokenEventType,
+    token_stream_key,
+)
+from agentkeel.settings.connections import redis_client
 
 RESET, TOKEN, DONE = TokenEventType.RESET, TokenEventType.TOKEN, TokenEventType.DONE
 BOUND_S = 5.0

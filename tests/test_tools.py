@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from agentkeel.activities.database.migrate import apply_migrations, migration_files
+from agentkeel.cli.stack.demo import DEMO_TENANT
 from agentkeel.examples.shop import domain as shop
 from agentkeel.examples.shop.carrier import serve
 from agentkeel.examples.shop.seed import carrier_for, seed_demo_data
@@ -32,7 +33,6 @@ from agentkeel.examples.shop.tools import (
     TrackShipmentInput,
 )
 from agentkeel.schemas.tools import ACTIVITY_TOOLS, TOOLS
-from agentkeel.workers.stack.demo import DEMO_TENANT
 from tests.pg import fresh_database
 from tests.shop_tools import ShopActivities
 

@@ -17,18 +17,18 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
+from agentkeel.cli.stack.local import LocalStack, embedded_settings
 from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.schemas.model_calls import RespondInput, RouteInput
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.route import Route, Tier
-from agentkeel.workers.stack.local import LocalStack, embedded_settings
-from agentkeel.workers.temporal_client import agentkeel_plugins
-from agentkeel.workers.tracing import (
+from agentkeel.settings.tracing import (
     configure_tracing,
     stop_tracing,
     tracing_plugins,
     tracing_requested,
 )
+from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
 from tests.conftest import StackFactory
 from tests.fakes import FakeEngine

@@ -11,8 +11,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from agentkeel.workers.stack.procs import Child, start_child, stop_child
-from agentkeel.workers.stack.watchdog import ChildState, Watchdog, read_status
+from agentkeel.cli.stack.procs import Child, start_child, stop_child
+from agentkeel.cli.stack.watchdog import ChildState, Watchdog, read_status
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
 CRASHER = [sys.executable, "-c", "raise SystemExit(3)"]
@@ -73,7 +73,7 @@ async def test_a_child_that_keeps_crashing_is_reported_not_looped(tmp_path: Path
 def test_status_without_a_stack_says_so_and_exits_1(tmp_path: Path) -> None:
     env = {**os.environ, "AGENTKEEL_STATE_DIR": str(tmp_path / "none")}
     done = subprocess.run(
-        [sys.executable, "-m", "agentkeel.workers.cli", "status"],
+        [sys.executable, "-m", "agentkeel.cli.main", "status"],
         env=env,
         capture_output=True,
         text=True,

@@ -17,6 +17,8 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, Wor
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
+from agentkeel.client.watches import format_waiting
+from agentkeel.client.watches import waiting_runs as list_waiting_runs
 from agentkeel.examples.shop.demo_watch import ship_order
 from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.examples.shop.tools import ListOrdersInput, OrderList
@@ -32,8 +34,6 @@ from agentkeel.schemas.result import AgentResult, StepError, StepStatus
 from agentkeel.schemas.route import Route, Tier
 from agentkeel.schemas.tokens import TokenEvent, TokenEventType
 from agentkeel.schemas.tools import TOOLS
-from agentkeel.workers.client.watches import format_waiting
-from agentkeel.workers.client.watches import waiting_runs as list_waiting_runs
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.fan_out import child_workflow_id
 from agentkeel.workflows.dag.scheduler import DagScheduler

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from agentkeel.cli.stack.procs import find_temporal_binary
+from agentkeel.cli.stack.temporal import queue_poll_flags
 from agentkeel.schemas.request import AgentRequest
-from agentkeel.workers.search_attributes import ensure_search_attributes
-from agentkeel.workers.stack.procs import find_temporal_binary
-from agentkeel.workers.stack.temporal import queue_poll_flags
+from agentkeel.settings.namespace_setup import ensure_search_attributes
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from tests.conftest import StackFactory
 

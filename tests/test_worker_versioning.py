@@ -24,12 +24,12 @@ from temporalio.api.workflowservice.v1 import (
 )
 from temporalio.client import Client, WorkflowHandle
 
+from agentkeel.cli.stack.fleet import WorkerFleet
 from agentkeel.schemas import names
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.approvals import ApprovalAnswer, ApprovalDecision
 from agentkeel.schemas.request import AgentRequest
-from agentkeel.workers.settings import Settings, SettingsError
-from agentkeel.workers.stack.fleet import WorkerFleet
+from agentkeel.settings.model import Settings, SettingsError
 from agentkeel.workflows.agent import AgentWorkflow
 from tests.fleet_stack import fleet_env, fleet_settings, identities
 from tests.history import awaiting_approval

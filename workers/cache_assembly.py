@@ -22,9 +22,10 @@ from agentkeel.activities.heartbeat import TOOL_HEARTBEAT_EVERY_S, heartbeating_
 from agentkeel.activities.tools.arguments import checked_tool
 from agentkeel.activities.tools.door import door_tool
 from agentkeel.activities.tools.functions import FunctionTools
-from agentkeel.schemas.tools import TOOLS, active_domain
-from agentkeel.workers.model_tiers import effective_cache_version
-from agentkeel.workers.settings import Settings, SettingsError, StartupError
+from agentkeel.schemas.tools import TOOLS
+from agentkeel.sdk.serving import active_domain
+from agentkeel.settings.model import Settings, SettingsError, StartupError
+from agentkeel.settings.model_tiers import effective_cache_version
 from agentkeel.workers.stand_ins import activity_name
 
 log = structlog.get_logger(__name__)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from agentkeel.workers.domain_assembly import check_domain
-from agentkeel.workers.event_loop import run as run_loop
-from agentkeel.workers.settings import Settings
+from agentkeel.settings.domain_assembly import check_domain
+from agentkeel.settings.event_loop import run as run_loop
+from agentkeel.settings.model import Settings
 
 __all__ = ["run_worker"]
 

@@ -1,6 +1,6 @@
 """The inference worker's policy from settings: rules, one LLM tier, or the cascade.
 
-Engines are built from the tiers `workers.model_tiers` read and checked; the assembly owns
+Engines are built from the tiers `settings.model_tiers` read and checked; the assembly owns
 them: `start()` loads or connects each, `close()` releases them when the worker stops.
 """
 
@@ -18,14 +18,14 @@ from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.inference.plans_only import PlansOnlyPolicy
 from agentkeel.inference.policy import Policy
 from agentkeel.schemas.route import Tier
-from agentkeel.schemas.tools.catalog import active_domain
-from agentkeel.workers.model_tiers import (
+from agentkeel.sdk.serving import active_domain
+from agentkeel.settings.model import Settings, StartupError
+from agentkeel.settings.model_tiers import (
     EngineConfig,
     EngineKind,
     engine_config,
     inference_concurrency,
 )
-from agentkeel.workers.settings import Settings, StartupError
 
 log = structlog.get_logger(__name__)
 

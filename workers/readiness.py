@@ -17,7 +17,7 @@ from contextlib import asynccontextmanager
 
 import structlog
 
-from agentkeel.workers.settings import StartupError
+from agentkeel.settings.model import StartupError
 
 log = structlog.get_logger(__name__)
 

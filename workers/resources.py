@@ -31,20 +31,21 @@ from agentkeel.activities.tools.door import EFFECT_CALLERS, door_activity
 from agentkeel.activities.tools.functions import FunctionTools
 from agentkeel.inference.policy import Policy
 from agentkeel.schemas.approvals import ApprovalPolicy
-from agentkeel.schemas.domain import Domain
-from agentkeel.schemas.tools.catalog import ACTIVITY_TOOLS, active_domain
-from agentkeel.workers.cache_assembly import build_caches, tool_activities
-from agentkeel.workers.connections import http_client, postgres_pool, redact, redis_client
-from agentkeel.workers.domain_assembly import domain_settings, domain_tool_resources
-from agentkeel.workers.mcp_assembly import serve_domain_with_mcp
-from agentkeel.workers.policy_assembly import local_policy
-from agentkeel.workers.settings import (
+from agentkeel.schemas.tools.catalog import ACTIVITY_TOOLS
+from agentkeel.sdk.domain import Domain
+from agentkeel.sdk.serving import active_domain
+from agentkeel.settings.connections import http_client, postgres_pool, redact, redis_client
+from agentkeel.settings.domain_assembly import domain_settings, domain_tool_resources
+from agentkeel.settings.mcp_assembly import serve_domain_with_mcp
+from agentkeel.settings.model import (
     Settings,
     SettingsError,
     StartupError,
     speculative_calls,
     unsure_forecast,
 )
+from agentkeel.workers.cache_assembly import build_caches, tool_activities
+from agentkeel.workers.policy_assembly import local_policy
 from agentkeel.workers.stand_ins import activity_name
 
 log = structlog.get_logger(__name__)

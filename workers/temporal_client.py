@@ -1,7 +1,7 @@
 """The workers' Temporal client: the agentkeel plugin plus LangGraph's, which carries the graph.
 
 Workers inherit the client's plugins, so the graph is registered once, here. Services that
-only start runs use `workers.client`, which connects without LangGraph.
+only start runs use `client`, which connects without LangGraph.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from temporalio.client import Client
 from temporalio.langgraph import LangGraphPlugin
 from temporalio.plugin import SimplePlugin
 
-from agentkeel.workers.connections import connect_temporal
-from agentkeel.workers.plugin import agentkeel_plugin
-from agentkeel.workers.settings import Settings
+from agentkeel.schemas.plugin import agentkeel_plugin
+from agentkeel.settings.connections import connect_temporal
+from agentkeel.settings.model import Settings
 from agentkeel.workflows.graph import AGENT_GRAPH, build_agent_graph
 
 

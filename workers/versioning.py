@@ -13,7 +13,7 @@ from __future__ import annotations
 from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.worker import WorkerDeploymentConfig
 
-from agentkeel.workers.settings import Settings
+from agentkeel.settings.model import Settings
 
 BEHAVIOURS = {
     "auto_upgrade": VersioningBehavior.AUTO_UPGRADE,

@@ -19,7 +19,7 @@ from temporalio.client import (
 )
 
 from agentkeel.schemas.warming import WarmInput
-from agentkeel.workers.settings import Settings
+from agentkeel.settings.model import Settings
 from agentkeel.workflows.warmer import CacheWarmerWorkflow
 
 log = structlog.get_logger(__name__)

@@ -21,21 +21,21 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agentkeel.activities.model_calls import InferenceActivities
 from agentkeel.activities.model_slots import ModelSlots
-from agentkeel.schemas.tools.catalog import active_domain
-from agentkeel.workers.mcp_assembly import serve_domain_with_mcp
-from agentkeel.workers.metrics import metrics_address, metrics_runtime
-from agentkeel.workers.policy_assembly import build_policy
-from agentkeel.workers.readiness import Readiness, health_endpoint
-from agentkeel.workers.resources import cpu_activities, inference_resources
-from agentkeel.workers.search_attributes import ensure_search_attributes
-from agentkeel.workers.settings import (
+from agentkeel.sdk.serving import active_domain
+from agentkeel.settings.mcp_assembly import serve_domain_with_mcp
+from agentkeel.settings.metrics import metrics_address, metrics_runtime
+from agentkeel.settings.model import (
     Settings,
     StartupError,
     speculative_calls,
     unsure_forecast,
 )
+from agentkeel.settings.namespace_setup import ensure_search_attributes
+from agentkeel.settings.tracing import configure_tracing
+from agentkeel.workers.policy_assembly import build_policy
+from agentkeel.workers.readiness import Readiness, health_endpoint
+from agentkeel.workers.resources import cpu_activities, inference_resources
 from agentkeel.workers.temporal_client import connect
-from agentkeel.workers.tracing import configure_tracing
 from agentkeel.workers.versioning import deployment_config
 from agentkeel.workers.warming_schedule import ensure_warming_schedule
 from agentkeel.workflows.agent import AgentWorkflow

@@ -23,6 +23,7 @@ from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.queues import inference_queue
 from agentkeel.schemas.request import AgentRequest, LegacyAgentRequest
 from agentkeel.schemas.result import AgentResult, CacheStatus, Timings
+from agentkeel.schemas.search_attributes import AGENT_TENANT, TEMPORAL_SCHEDULED_BY_ID
 from agentkeel.schemas.tools.downstreams import SlotWait, ToolProgress
 from agentkeel.workflows.approvals import ApprovalGate
 from agentkeel.workflows.cancellation import announce_cancellation
@@ -33,7 +34,6 @@ from agentkeel.workflows.inputs import invalid, one_input
 from agentkeel.workflows.nodes.run_record import record_cancelled_run
 from agentkeel.workflows.release import RELEASE_PATCH, since
 from agentkeel.workflows.request_checks import check_request
-from agentkeel.workflows.search_attributes import AGENT_TENANT, TEMPORAL_SCHEDULED_BY_ID
 from agentkeel.workflows.state import AgentState
 from agentkeel.workflows.waiting import WaitBoard
 
@@ -84,7 +84,7 @@ def parse_request(inputs: Sequence[Any], *, strict: bool = True) -> AgentRequest
     fail runs in flight permanently on any later validation bug. For the same reason the
     run takes any number of inputs and refuses all but exactly one. Bytes that are not JSON
     at all never get here: the payload converter fails the run with `UndecodablePayload`
-    (`workers.payload_converter`).
+    (`schemas.payload_converter`).
     """
     continued = len(inputs) == 2 and workflow.info().continued_run_id is not None
     if len(inputs) != 1 and not continued:  # (a second input is checked by parse_continuation)

@@ -21,10 +21,10 @@ from agentkeel.schemas.approvals import (
     ApprovalRequest,
 )
 from agentkeel.schemas.progress import RunProgress
-from agentkeel.schemas.tools.catalog import active_domain
+from agentkeel.schemas.search_attributes import AGENT_AWAITING
 from agentkeel.schemas.tools.spec import money
+from agentkeel.sdk.serving import active_domain
 from agentkeel.workflows.metrics import observe_approval
-from agentkeel.workflows.search_attributes import AGENT_AWAITING
 
 AWAITING_APPROVAL = "approval"
 

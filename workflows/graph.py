@@ -31,7 +31,7 @@ _compiled = WeakKeyDictionary()
 
 A compiled graph holds no run state (each `ainvoke` builds its own channels), so runs share
 it; compiling took about 8 % of the CPU worker under load. This module is passed through
-the sandbox (`workers.plugin`), so the memo outlives a run; it is keyed by the plugin's own
+the sandbox (`schemas.plugin`), so the memo outlives a run; it is keyed by the plugin's own
 graph object, so two workers (or a worker and a replayer) never share one by mistake."""
 
 

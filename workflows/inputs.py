@@ -6,7 +6,7 @@ a value of the wrong shape, or one argument too many or too few, then raises an 
 exception: for a run or a signal that fails the workflow task, which is retried forever, so
 the run stays Running. Decoded here, it is an `ApplicationError` the run, the update or
 the signal handler decides about. (Bytes that are not JSON at all never get this far: the
-payload converter refuses them, `workers.payload_converter`.)
+payload converter refuses them, `schemas.payload_converter`.)
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ from agentkeel.schemas.errors import INVALID_REQUEST, NOT_AUTHORIZED
 from agentkeel.schemas.plan.references import PlanValidationError
 from agentkeel.schemas.plan.validation import validate_plan
 from agentkeel.schemas.request import AgentRequest
-from agentkeel.schemas.tools.catalog import SIDE_EFFECT_TOOLS, TOOLS, active_domain
+from agentkeel.schemas.tools.catalog import SIDE_EFFECT_TOOLS, TOOLS
+from agentkeel.sdk.serving import active_domain
 
 
 def check_request(request: AgentRequest, *, subject_patterns: bool = True) -> None:

@@ -8,7 +8,7 @@ from temporalio import workflow
 
 from agentkeel.schemas.result import CacheStatus, Timings
 from agentkeel.schemas.route import Route
-from agentkeel.workflows.search_attributes import AGENT_CACHE, AGENT_INTENT, AGENT_TIER
+from agentkeel.schemas.search_attributes import AGENT_CACHE, AGENT_INTENT, AGENT_TIER
 from agentkeel.workflows.state import AgentState
 
 

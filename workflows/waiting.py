@@ -12,8 +12,8 @@ from __future__ import annotations
 from temporalio import workflow
 
 from agentkeel.schemas.progress import RunProgress, Waiting
+from agentkeel.schemas.search_attributes import AGENT_WAITING
 from agentkeel.schemas.tools.downstreams import SlotWait
-from agentkeel.workflows.search_attributes import AGENT_WAITING
 
 
 class WaitBoard:

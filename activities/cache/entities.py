@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agentkeel.schemas.tools.catalog import active_domain
+from agentkeel.sdk.serving import active_domain
 
 
 def entities_in(*values: Any) -> set[str]:

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import time
-import unicodedata
 from collections.abc import Sequence
 from datetime import timedelta
 
@@ -27,7 +25,7 @@ from agentkeel.activities.cache.slots import tenant_tag
 from agentkeel.activities.cache.tiers import ExactTier, PathEntry, PathTier, TierMatch, TierQuery
 from agentkeel.activities.cache.tool_results import tool_key
 from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor
-from agentkeel.schemas.cache_lookup import LookupCacheResult
+from agentkeel.schemas.cache_lookup import LookupCacheResult, normalize_question
 from agentkeel.schemas.plan.model import PlanStep
 from agentkeel.schemas.result import AgentResult, CacheStatus, StepOutcome, StepStatus
 from agentkeel.schemas.tools import TOOLS, catalog_version
@@ -37,14 +35,6 @@ log = structlog.get_logger(__name__)
 KEY_PREFIX = "agentkeel:path:v4"
 """v4: keys carry their tenant's slot tag (`cache.slots`); v3 keys are never read again."""
 CLOCK_SKEW_MARGIN_S = 2.0
-_SPACE = re.compile(r"\s+")
-_TRAILING = re.compile(r"[\s?!.]+$")
-
-
-def normalize_question(question: str) -> str:
-    """Case, width, spacing and trailing punctuation do not change what is asked."""
-    text = unicodedata.normalize("NFKC", question).casefold()
-    return _TRAILING.sub("", _SPACE.sub(" ", text).strip())
 
 
 def cache_version(policy_version: str) -> str:

@@ -28,8 +28,8 @@ from functools import cache
 import snowballstemmer
 
 from agentkeel.activities.cache.semantic.guard import Facts, facts_and_rest
-from agentkeel.schemas.domain import Vocabulary
-from agentkeel.schemas.tools.catalog import active_domain
+from agentkeel.sdk.domain import Vocabulary
+from agentkeel.sdk.serving import active_domain
 
 __all__ = ["Reading", "orders_action", "read", "vocabulary_version"]
 

@@ -15,7 +15,7 @@ from importlib import resources
 
 import asyncpg
 
-from agentkeel.schemas.domain import Domain
+from agentkeel.sdk.domain import Domain
 
 __all__ = ["apply_migrations", "migration_files"]
 

@@ -37,8 +37,8 @@ from agentkeel.schemas.errors import (
 )
 from agentkeel.schemas.mcp_models import McpArguments, McpResult
 from agentkeel.schemas.names import AGENT_WORKFLOW, TOOL_PROGRESS_SIGNAL
-from agentkeel.schemas.tools.context import ToolContext
 from agentkeel.schemas.tools.downstreams import ToolProgress
+from agentkeel.sdk.context import ToolContext
 
 __all__ = ["META_PREFIX", "McpCall"]
 

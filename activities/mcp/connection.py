@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from agentkeel.schemas.mcp import McpServer
+from agentkeel.sdk.mcp import McpServer
 
 __all__ = ["McpConnection", "McpUnreachable"]
 

@@ -27,9 +27,9 @@ import structlog
 
 from agentkeel.activities.mcp.connection import McpConnection, McpUnreachable
 from agentkeel.activities.mcp.specs import mcp_downstream, tool_specs
-from agentkeel.schemas.mcp import McpServer, mcp_tool_name
 from agentkeel.schemas.tools.downstreams import Downstream
 from agentkeel.schemas.tools.spec import ToolSpec
+from agentkeel.sdk.mcp import McpServer, mcp_tool_name
 
 __all__ = ["McpToolSource", "McpUnreachable"]
 

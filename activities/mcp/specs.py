@@ -21,11 +21,11 @@ import mcp.types as types
 from agentkeel.activities.mcp.calls import McpCall
 from agentkeel.activities.mcp.connection import McpConnection
 from agentkeel.schemas.errors import MCP_INVALID_RESULT, MCP_TOOL_ERROR, NOT_AUTHORIZED, NOT_FOUND
-from agentkeel.schemas.mcp import McpServer, McpToolPolicy, mcp_tool_name
 from agentkeel.schemas.mcp_models import arguments_model, result_model
-from agentkeel.schemas.tools.decorator import ToolDefinitionError, input_model
 from agentkeel.schemas.tools.downstreams import Downstream
 from agentkeel.schemas.tools.spec import RESERVED_ARGUMENTS, ToolSpec
+from agentkeel.sdk.decorator import ToolDefinitionError, input_model
+from agentkeel.sdk.mcp import McpServer, McpToolPolicy, mcp_tool_name
 
 __all__ = ["McpPolicy", "mcp_downstream", "policy", "tool_specs"]
 

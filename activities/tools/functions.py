@@ -19,8 +19,8 @@ from temporalio.exceptions import ApplicationError
 
 from agentkeel.activities.heartbeat import heartbeating
 from agentkeel.activities.tools.arguments import checked_arguments
-from agentkeel.schemas.tools.context import ToolCall, ToolContext
 from agentkeel.schemas.tools.spec import ToolSpec
+from agentkeel.sdk.context import ToolCall, ToolContext
 
 __all__ = ["FunctionTools"]
 

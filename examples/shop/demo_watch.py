@@ -14,10 +14,10 @@ from contextlib import asynccontextmanager
 import asyncpg
 from temporalio.client import WorkflowFailureError
 
+from agentkeel.client.agent_client import AgentClient
+from agentkeel.client.report import format_result
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.request import AgentRequest, RunOptions
-from agentkeel.workers.client.agent_client import AgentClient
-from agentkeel.workers.client.report import format_result
 
 WATCH_EVERY_S = 1.0
 """The demo looks every second (a real watch's default is minutes)."""

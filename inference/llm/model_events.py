@@ -1,5 +1,5 @@
 """Each model call as an event on the current span: the model activity's when tracing is
-configured (`workers.tracing`), a no-op otherwise. What a trace reader asks of a model call:
+configured (`settings.tracing`), a no-op otherwise. What a trace reader asks of a model call:
 which engine and tier, how many tokens in and out, how long, how soon the first token."""
 
 from __future__ import annotations

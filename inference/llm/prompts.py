@@ -13,7 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from functools import cache
 
-from agentkeel.schemas.tools import TOOLS, active_domain
+from agentkeel.schemas.tools import TOOLS
+from agentkeel.sdk.serving import active_domain
 
 UNCERTAIN = "uncertain"
 """The router's way to say it cannot tell; always escalated."""

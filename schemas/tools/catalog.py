@@ -1,6 +1,6 @@
 """The catalog of the domain this process serves: every tool by name, and its digest.
 
-One process serves one domain (`schemas.domain_loading`), installed once at start, before
+One process serves one domain (`agentkeel.sdk.serving`), installed once at start, before
 any workflow or activity runs; so the catalog the workflow validates plans against is
 fixed for the process's life, as determinism needs. `TOOLS`, `ACTIVITY_TOOLS` and
 `SIDE_EFFECT_TOOLS` are live views of it: read them, never copy them at import.
@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping, Set
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
+from typing import Protocol
 
 from temporalio import workflow
 
 from agentkeel.schemas.tools.spec import ToolSpec
 from agentkeel.schemas.tools.timers import WAIT
-
-if TYPE_CHECKING:
-    from agentkeel.schemas.domain import Domain
 
 __all__ = [
     "ACTIVITY_TOOLS",
@@ -27,11 +24,13 @@ __all__ = [
     "INTENT_JOINER",
     "SIDE_EFFECT_TOOLS",
     "TOOLS",
-    "active_domain",
+    "ServedDomain",
     "catalog_version",
     "has_side_effect",
     "install_domain",
     "requested_side_effects",
+    "served_domain",
+    "set_domain_loader",
 ]
 
 BUILT_IN_TOOLS: tuple[ToolSpec, ...] = (WAIT,)
@@ -40,10 +39,22 @@ INTENT_JOINER = "+"
 """How a route names a request with several intents: `refund+order_status`."""
 
 
+class ServedDomain(Protocol):
+    """What the catalog reads of a domain: the SDK's `Domain` is one (`agentkeel.sdk`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def tools(self) -> Sequence[ToolSpec]: ...
+
+    def intent_tools(self) -> Mapping[str, Sequence[str]]: ...
+
+
 class _Catalog:
     """The served domain's tools, computed once when it is installed."""
 
-    def __init__(self, domain: Domain) -> None:
+    def __init__(self, domain: ServedDomain) -> None:
         self.domain = domain
         self.tools: dict[str, ToolSpec] = {s.name: s for s in (*domain.tools, *BUILT_IN_TOOLS)}
         self.activity_tools = {n: s for n, s in self.tools.items() if not s.runs_in_workflow}
@@ -52,9 +63,17 @@ class _Catalog:
 
 
 _current: _Catalog | None = None
+_default_loader: Callable[[], ServedDomain] | None = None
 
 
-def install_domain(domain: Domain) -> Domain:
+def set_domain_loader(loader: Callable[[], ServedDomain]) -> None:
+    """How a process that installed no domain gets one on first use: the SDK registers
+    its loader (the domain `AGENTKEEL_DOMAIN` names) when `agentkeel` is imported."""
+    global _default_loader
+    _default_loader = loader
+
+
+def install_domain(domain: ServedDomain) -> ServedDomain:
     """Serve `domain` in this process: done once at start by workers, clients and tests.
 
     Installing another domain later is refused (the same value again is a no-op): runs in
@@ -80,16 +99,17 @@ def _catalog() -> _Catalog:
                 "no domain is installed in this process: call install_domain(load_domain()) "
                 "before starting a worker or a replayer"
             )
+        if _default_loader is None:
+            raise RuntimeError("no domain is installed in this process and no loader is set")
         # First use without an explicit install: the domain the environment names.
-        from agentkeel.schemas.domain_loading import load_domain
-
-        install_domain(load_domain())
+        install_domain(_default_loader())
     assert _current is not None
     return _current
 
 
-def active_domain() -> Domain:
-    """The domain this process serves (loaded from `AGENTKEEL_DOMAIN` on first use)."""
+def served_domain() -> ServedDomain:
+    """The domain this process serves (loaded from `AGENTKEEL_DOMAIN` on first use); the
+    SDK's `active_domain()` gives it its full type."""
     return _catalog().domain
 
 
@@ -155,7 +175,7 @@ def requested_side_effects(intent: str) -> frozenset[str]:
     return frozenset(tools) & _catalog().side_effects
 
 
-def _digest(domain: Domain, tools: Mapping[str, ToolSpec]) -> str:
+def _digest(domain: ServedDomain, tools: Mapping[str, ToolSpec]) -> str:
     described = {
         "domain": domain.name,
         "tools": [

@@ -54,7 +54,7 @@ round trip it saves (two hops and a workflow task) is a large part of a fast rea
 LOCAL_READ_TIMEOUT = timedelta(seconds=30)
 """...and only with an attempt timeout this short: the workflow task waits for it."""
 """Names a tool's own arguments may not take: the workflow sets these beside the plan's
-arguments (`schemas.tools.decorator` refuses them when a tool is defined)."""
+arguments (`sdk.decorator` refuses them when a tool is defined)."""
 
 
 def money(cents: int) -> str:

@@ -29,7 +29,8 @@ from agentkeel.schemas.approvals import ApprovalRecord, ApprovalRequest
 from agentkeel.schemas.effects import EffectStatus
 from agentkeel.schemas.origin import ArgumentOrigin
 from agentkeel.schemas.result import StepError
-from agentkeel.schemas.tools import ToolSpec, active_domain
+from agentkeel.schemas.tools import ToolSpec
+from agentkeel.sdk.serving import active_domain
 from agentkeel.workflows.dag import effect_ledger as ledger
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.effect_ledger import ClearedEffect

@@ -24,7 +24,8 @@ from agentkeel.schemas.effects import (
 )
 from agentkeel.schemas.origin import ArgumentOrigin
 from agentkeel.schemas.result import StepError
-from agentkeel.schemas.tools import ToolSpec, active_domain
+from agentkeel.schemas.tools import ToolSpec
+from agentkeel.sdk.serving import active_domain
 from agentkeel.workflows import timeouts
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.run_context import RunContext

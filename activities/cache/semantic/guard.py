@@ -17,7 +17,7 @@ import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from agentkeel.schemas.tools.catalog import active_domain
+from agentkeel.sdk.serving import active_domain
 
 __all__ = ["Facts", "GuardVerdict", "facts", "facts_and_rest", "guard"]
 

@@ -1,0 +1,1 @@
+"""The `agentkeel` command line and the local stack it starts (`agentkeel up`, `demo`)."""

@@ -1,0 +1,235 @@
+"""`agentkeel`: run the local stack, ask questions, run workers. Settings: AGENTKEEL_* env vars.
+
+Every subcommand is one entry of `COMMANDS`: what it runs, whether it checks or installs
+the served domain first, and whether the command line traces it. `worker`, `gateway` and
+`mcp` hand the process over to their own programs (`python -m agentkeel.workers`, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import ValidationError
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.service import RPCError
+
+from agentkeel.cli.ask import ask
+from agentkeel.cli.operate import OPERATOR_COMMANDS, run_operator
+from agentkeel.cli.options import InvalidActor
+from agentkeel.cli.parser import build_parser
+from agentkeel.cli.scaffold import scaffold_domain
+from agentkeel.cli.schedule import run_schedule
+from agentkeel.cli.stack.demo import run_demo
+from agentkeel.cli.stack.supervisor import (
+    StackError,
+    describe,
+    read_endpoints,
+    run_foreground,
+    start_detached,
+    stop_detached,
+)
+from agentkeel.client.agent_client import connect_client
+from agentkeel.client.approvals import NothingAwaiting, decide_approval
+from agentkeel.client.status_line import StatusLine, stack_starting
+from agentkeel.client.watches import format_waiting, waiting_runs
+from agentkeel.schemas.approvals import ApprovalDecision
+from agentkeel.settings.domain_assembly import check_domain, serve_domain
+from agentkeel.settings.event_loop import run as run_loop
+from agentkeel.settings.logging import configure_logging
+from agentkeel.settings.model import ENV_PREFIX, Settings, SettingsError, StartupError
+from agentkeel.settings.tracing import configure_tracing, flush_tracing
+
+
+def with_running_stack(settings: Settings) -> Settings:
+    """Point a client at the stack `up` started from this state directory, if there is one."""
+    endpoints = read_endpoints(settings)
+    if endpoints is None:
+        return settings
+    return settings.model_copy(
+        update={
+            "temporal_address": endpoints.temporal_address,
+            "redis_url": settings.redis_url or endpoints.redis_url,
+            "database_url": settings.database_url or endpoints.database_url,
+        }
+    )
+
+
+async def _approve(settings: Settings, args: argparse.Namespace) -> int:
+    decision = ApprovalDecision(
+        approved=not args.reject,
+        approver=args.approver,
+        reason=args.reason,
+        approval_id=args.approval,
+    )
+    temporal = await connect_client(settings)
+    try:
+        answer = await decide_approval(temporal, args.workflow_id, decision)
+    except WorkflowUpdateFailedError as exc:
+        print(f"agentkeel approve: refused: {exc.cause}", file=sys.stderr)
+        return 1
+    except NothingAwaiting as exc:
+        print(f"agentkeel approve: {exc}", file=sys.stderr)
+        return 1
+    except RPCError as exc:
+        print(f"agentkeel approve: {args.workflow_id}: {exc.message}", file=sys.stderr)
+        return 1
+    verdict = "approved" if answer.approved else "rejected"
+    what = f"approval {answer.approval_id}: {answer.tool} {answer.call_id}"
+    print(f"{what} {verdict} by {answer.approver}")
+    return 0
+
+
+async def _watches(settings: Settings, args: argparse.Namespace) -> int:
+    temporal = await connect_client(settings)
+    try:
+        runs = await waiting_runs(temporal)
+    except RPCError as exc:
+        print(f"agentkeel watches: {exc.message}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps([r.as_json() for r in runs], indent=2))
+    else:
+        print(format_waiting(runs))
+    return 0
+
+
+def _exit_skipping_teardown(code: int) -> int:
+    """Leave a short-lived client process without interpreter teardown.
+
+    The Temporal client's Rust runtime threads can outlive the event loop and abort
+    CPython's finalization ("PyGILState_Release ... finalizing", temporalio/sdk-python#300),
+    turning a successful `ask` into a crash. Everything is flushed; nothing else is pending.
+    """
+    flush_tracing()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _up(settings: Settings, args: argparse.Namespace) -> int:
+    if not args.detach:
+        return run_foreground(settings)
+    with StatusLine("starting the local stack") as line:
+        endpoints = start_detached(settings, on_wait=stack_starting(line))
+    print(f"agentkeel stack is up in the background\n{describe(endpoints)}")
+    print("stop it with: agentkeel down")
+    return 0
+
+
+def _down(settings: Settings, args: argparse.Namespace) -> int:
+    stopped = stop_detached(settings)
+    print("agentkeel stack stopped" if stopped else "no agentkeel stack was running")
+    return 0
+
+
+ClientCommand = Callable[[Settings, argparse.Namespace], Coroutine[Any, Any, int]]
+
+
+def _client(command: ClientCommand, *, on_running_stack: bool = True) -> Runner:
+    """A command that talks to Temporal as a client, on the running local stack if any."""
+
+    def run(settings: Settings, args: argparse.Namespace) -> int:
+        target = with_running_stack(settings) if on_running_stack else settings
+        return _exit_skipping_teardown(run_loop(command(target, args), settings.event_loop))
+
+    return run
+
+
+def _operator(settings: Settings, args: argparse.Namespace) -> int:
+    target = settings if args.command == "status" else with_running_stack(settings)
+    return _exit_skipping_teardown(run_loop(run_operator(target, args), settings.event_loop))
+
+
+def _demo(settings: Settings, args: argparse.Namespace) -> int:
+    return _exit_skipping_teardown(run_loop(run_demo(settings), settings.event_loop))
+
+
+def _program(module: str, *, on_running_stack: bool) -> Command:
+    """Hand this process over to another agentkeel program (`exec`: same pid, signals and
+    streams), with the running local stack's addresses in its environment if asked."""
+
+    def run(settings: Settings, args: argparse.Namespace) -> int:
+        env = dict(os.environ)
+        if on_running_stack:
+            target = with_running_stack(settings)
+            for field in ("temporal_address", "redis_url", "database_url"):
+                value = getattr(target, field)
+                if value is not None:
+                    env[ENV_PREFIX + field.upper()] = str(value)
+        argv = [sys.executable, "-m", module, *getattr(args, "program_args", [])]
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(sys.executable, argv, env)
+
+    return Command(run, domain="none", traced=False, hands_over=True)
+
+
+Runner = Callable[[Settings, argparse.Namespace], int]
+DomainUse = Literal["serve", "check", "none"]
+
+
+@dataclass(frozen=True)
+class Command:
+    run: Runner
+    domain: DomainUse = "serve"
+    """`serve`: install it now (its import, roles and tools checked at once); `check`: the
+    command installs it itself, with its MCP servers' tools; `none`: not needed."""
+    traced: bool = True
+    """The command line's own spans; a stack or a program it starts traces itself."""
+    hands_over: bool = False
+    """Another program takes this process over: it sets up its own logs and domain."""
+
+
+COMMANDS: dict[str, Command] = {
+    "up": Command(_up, traced=False),
+    "down": Command(_down, domain="none"),
+    "demo": Command(_demo, domain="check", traced=False),
+    "ask": Command(_client(ask), domain="check"),
+    "approve": Command(_client(_approve)),
+    "watches": Command(_client(_watches)),
+    "schedule": Command(_client(run_schedule)),
+    **{name: Command(_operator) for name in OPERATOR_COMMANDS},
+    # Programs of their own: they read their settings and check their domain themselves.
+    "worker": _program("agentkeel.workers", on_running_stack=False),
+    "gateway": _program("agentkeel.gateway", on_running_stack=True),
+    "mcp": _program("agentkeel.gateway.mcp", on_running_stack=True),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "init":  # needs no settings: it writes a new domain package
+        return scaffold_domain(args.name, args.dir)
+    command = COMMANDS[args.command]
+    try:
+        settings = Settings.from_env()
+        if not command.hands_over:
+            configure_logging(settings.log_level, settings.log_format)
+        if command.domain == "serve":
+            serve_domain(settings)
+        elif command.domain == "check":
+            check_domain(settings)
+        if command.traced:
+            configure_tracing("agentkeel-cli")
+        return command.run(settings, args)
+    except (StackError, SettingsError, StartupError) as exc:
+        print(f"agentkeel {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except ValidationError as exc:
+        print(f"agentkeel {args.command}: invalid input: {exc}", file=sys.stderr)
+        return 2
+    except InvalidActor as exc:
+        print(f"agentkeel {args.command}: invalid actor: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""The operators' commands: `agentkeel status`, `stats`, `trace`, `logs` and `audit`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from temporalio.service import RPCError
+
+from agentkeel.client.agent_client import connect_client
+from agentkeel.settings.model import Settings, SettingsError, parse_duration
+
+OPERATOR_COMMANDS = ("status", "stats", "trace", "logs", "audit")
+
+
+def add_operator_parsers(sub: Any) -> None:
+    status = sub.add_parser(
+        "status", help="what the running stack runs: processes, restarts, addresses, workers"
+    )
+    status.add_argument("--json", action="store_true", help="print JSON")
+    stats = sub.add_parser(
+        "stats", help="per-layer latency, cache and router figures of recent runs"
+    )
+    stats.add_argument("--since", default="1h", help="how far back: 90s, 15m, 1h, 2d (default 1h)")
+    stats.add_argument("--tenant", help="one tenant's runs only")
+    stats.add_argument("--json", action="store_true", help="print JSON")
+    trace = sub.add_parser("trace", help="a run's waterfall from its Temporal history")
+    trace.add_argument("workflow_id")
+    trace.add_argument("--run-id", help="that run of the workflow id (default: the latest)")
+    trace.add_argument("--width", type=int, default=60, help="columns of the time axis")
+    logs = sub.add_parser("logs", help="the local stack's logs (all, or one process's)")
+    logs.add_argument("name", nargs="?", help="a process: temporal, worker-cpu, gateway, ...")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    logs.add_argument("-n", "--lines", type=int, default=50, help="lines of each log to show")
+    audit = sub.add_parser(
+        "audit", help="side effects, refusals and approval decisions, newest first"
+    )
+    audit.add_argument("--tenant", default="default", help="whose ledger (default: default)")
+    audit.add_argument("--actor", help="an actor: role:subject, role~name, or a role")
+    audit.add_argument(
+        "--target",
+        help="what an effect changed, as recorded: its identity arguments (account_id=7)",
+    )
+    audit.add_argument("--since", help="how far back: 90s, 15m, 1h, 2d (default: all)")
+    audit.add_argument("--limit", type=int, default=100, help="rows at most (1-1000)")
+    audit.add_argument("--json", action="store_true", help="print JSON")
+
+
+async def run_operator(settings: Settings, args: argparse.Namespace) -> int:
+    run = {"status": _status, "stats": _stats, "trace": _trace, "logs": _logs, "audit": _audit}[
+        args.command
+    ]
+    return await run(settings, args)
+
+
+async def _stats(settings: Settings, args: argparse.Namespace) -> int:
+    from agentkeel.client.stats import format_stats, run_stats
+
+    if not settings.database_url:
+        raise SettingsError("no run records to read: set AGENTKEEL_DATABASE_URL or start the stack")
+    since = timedelta(seconds=parse_duration(args.since, "--since"))
+    stats = await run_stats(settings.database_url, since=since, tenant=args.tenant)
+    print(stats.to_json() if args.json else format_stats(stats))
+    return 0
+
+
+async def _audit(settings: Settings, args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from agentkeel.cli.audit import audit_entries, entries_json, format_audit
+    from agentkeel.schemas.effects import AuditQuery
+
+    if not settings.database_url:
+        raise SettingsError("no ledger to read: set AGENTKEEL_DATABASE_URL or start the stack")
+    since = None
+    if args.since:
+        since = datetime.now(UTC) - timedelta(seconds=parse_duration(args.since, "--since"))
+    try:
+        query = AuditQuery(
+            tenant=args.tenant, actor=args.actor, target=args.target, since=since, limit=args.limit
+        )
+    except ValidationError as exc:
+        raise SettingsError(
+            f"audit: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}"
+        ) from None
+    entries = await audit_entries(settings.database_url, query)
+    print(entries_json(entries) if args.json else format_audit(entries))
+    return 0
+
+
+async def _trace(settings: Settings, args: argparse.Namespace) -> int:
+    from agentkeel.client.trace import format_waterfall, run_waterfall
+
+    client = await connect_client(settings)
+    handle = client.get_workflow_handle(args.workflow_id, run_id=args.run_id)
+    try:
+        history = await handle.fetch_history()
+    except RPCError as exc:
+        print(f"agentkeel trace: {args.workflow_id}: {exc.message}", file=sys.stderr)
+        return 1
+    print(format_waterfall(run_waterfall(history), width=args.width))
+    return 0
+
+
+async def _status(settings: Settings, args: argparse.Namespace) -> int:
+    """0: the stack runs, every process is up and every queue has a worker; 1: not so."""
+    from agentkeel.cli.stack.status import format_status, stack_status
+
+    report = await stack_status(settings)
+    print(report.to_json() if args.json else format_status(report))
+    return 0 if report.healthy else 1
+
+
+async def _logs(settings: Settings, args: argparse.Namespace) -> int:
+    """0: shown; 1: no logs (no stack ran from here); 2: no log of that name."""
+    from agentkeel.cli.stack.logs import NoSuchLog, follow, log_files, pick, show
+
+    log_dir = settings.state_dir / "logs"
+    files = log_files(log_dir)
+    if not files:
+        print(
+            f"agentkeel logs: no logs in {log_dir}: start the stack with `agentkeel up --detach`",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        chosen = pick(files, args.name)
+    except NoSuchLog as exc:
+        print(f"agentkeel logs: {exc}", file=sys.stderr)
+        return 2
+    show(chosen, args.lines, sys.stdout)
+    if args.follow:
+        await follow(chosen, sys.stdout)
+    return 0

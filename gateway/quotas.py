@@ -1,0 +1,224 @@
+"""The gateway's quotas: runs in flight, watching runs and open streams, per key and tenant.
+
+Slots are leases in Redis (`leases.py`), so every replica counts the same. A stream's
+lease is renewed by the stream while it is open. A run's lease is renewed while Temporal
+says the run is running and dropped once it has ended, by whichever gateway looks: each
+replica sweeps the run leases every third of a lease, and a start that finds its quota
+full sweeps that quota before it refuses. The leases, not a gateway's memory, are the
+record, so a restarted gateway (or another replica) keeps counting the runs started
+before; a lease that no gateway renews (none is left running) expires with its TTL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import uuid
+from collections.abc import Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+
+import redis.asyncio as aioredis
+import structlog
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from agentkeel.activities.redis_errors import REDIS_ERRORS
+from agentkeel.gateway.leases import Leases, Slot
+from agentkeel.schemas.gateway import QuotaKind, QuotaProblem, QuotaScope
+from agentkeel.settings.model import Settings
+
+RESERVED = "starting:"
+"""A slot taken before its run exists: the sweep leaves it to its lease."""
+RUN_KINDS = (QuotaKind.RUNS, QuotaKind.WATCHES)
+HELD = {
+    QuotaKind.RUNS: "runs in flight",
+    QuotaKind.WATCHES: "watching runs in flight",
+    QuotaKind.STREAMS: "open event streams",
+}
+log = structlog.get_logger(__name__)
+
+
+class OverQuota(Exception):
+    """A quota is full: answered `429` with `problem` and `Retry-After`."""
+
+    def __init__(self, problem: QuotaProblem) -> None:
+        super().__init__(problem.detail)
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class QuotaLimits:
+    """The limits of `AGENTKEEL_GATEWAY_*` (0: none)."""
+
+    per_key: dict[QuotaKind, int]
+    per_tenant: dict[QuotaKind, int]
+    lease_s: float
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> QuotaLimits:
+        s = settings
+        return cls(
+            per_key={
+                QuotaKind.RUNS: s.gateway_runs_per_key,
+                QuotaKind.WATCHES: s.gateway_watches_per_key,
+                QuotaKind.STREAMS: s.gateway_streams_per_key,
+            },
+            per_tenant={
+                QuotaKind.RUNS: s.gateway_runs_per_tenant,
+                QuotaKind.WATCHES: s.gateway_watches_per_tenant,
+                QuotaKind.STREAMS: s.gateway_streams_per_tenant,
+            },
+            lease_s=float(s.gateway_lease_s),
+        )
+
+    @property
+    def sweep_every_s(self) -> float:
+        return self.lease_s / 3
+
+
+@dataclass(frozen=True)
+class Lease:
+    """What one run or stream holds: its member in the sets of its scopes."""
+
+    member: str
+    keys: tuple[str, ...]
+
+
+class Quotas:
+    def __init__(
+        self, redis: aioredis.Redis, temporal: Client, limits: QuotaLimits, deployment: str
+    ) -> None:
+        """`deployment`: the task queue, so deployments sharing one Redis count apart."""
+        self.leases = Leases(redis)
+        self.temporal = temporal
+        self.limits = limits
+        # One hash tag: a run's key and tenant scopes are taken in one script, which on a
+        # Redis Cluster must name keys of one slot.
+        self.prefix = f"agentkeel:gateway:{{{deployment}}}:"
+
+    def _slots(self, kinds: Sequence[QuotaKind], caller: str, tenant: str) -> list[Slot]:
+        return [
+            slot
+            for kind in kinds
+            for slot in (
+                Slot(f"{self.prefix}{kind}:key:{caller}", self.limits.per_key[kind]),
+                Slot(f"{self.prefix}{kind}:tenant:{tenant}", self.limits.per_tenant[kind]),
+            )
+        ]
+
+    async def reserve_run(self, caller: str, tenant: str, *, watching: bool) -> Lease:
+        """A slot for a run about to start; `OverQuota` when its quotas stay full after
+        the runs they hold that have ended are let go."""
+        kinds = RUN_KINDS if watching else RUN_KINDS[:1]
+        slots = self._slots(kinds, caller, tenant)
+        member = RESERVED + uuid.uuid4().hex
+        full = await self.leases.take(slots, member, self.limits.lease_s)
+        if full is not None:
+            await self.sweep([slot.key for slot in slots])
+            full = await self.leases.take(slots, member, self.limits.lease_s)
+        if full is not None:
+            raise OverQuota(self._problem(full))
+        return Lease(member, tuple(slot.key for slot in slots))
+
+    async def started(self, lease: Lease, workflow_id: str) -> Lease:
+        """The reservation becomes the run's own (one lease for requests sharing a run)."""
+        await self.leases.rename(lease.keys, lease.member, workflow_id, self.limits.lease_s)
+        return Lease(workflow_id, lease.keys)
+
+    async def release(self, lease: Lease) -> None:
+        with suppress(*REDIS_ERRORS):  # the lease expires anyway
+            await self.leases.release(lease.keys, lease.member)
+
+    async def open_stream(self, caller: str, tenant: str) -> OpenStream:
+        """A stream slot, renewed until `OpenStream.close`; `OverQuota` when it is full."""
+        slots = self._slots([QuotaKind.STREAMS], caller, tenant)
+        lease = Lease(uuid.uuid4().hex, tuple(slot.key for slot in slots))
+        full = await self.leases.take(slots, lease.member, self.limits.lease_s)
+        if full is not None:
+            raise OverQuota(self._problem(full))
+        stream = OpenStream(self, lease)
+        stream.renewing = asyncio.create_task(stream.renew())
+        return stream
+
+    async def sweep(self, keys: Sequence[str] | None = None) -> None:
+        """Renew the leases of runs still running and drop those of runs that have ended,
+        in `keys` (every run quota of this deployment by default)."""
+        if keys is None:
+            keys = [
+                key
+                for kind in RUN_KINDS
+                for key in await self.leases.scopes(f"{self.prefix}{kind}:*")
+            ]
+        running: dict[str, bool | None] = {}
+        for key in keys:
+            for member in await self.leases.held(key):
+                if member.startswith(RESERVED):
+                    continue
+                if member not in running:
+                    running[member] = await self._running(member)
+                if running[member] is True:
+                    await self.leases.renew([key], member, self.limits.lease_s)
+                elif running[member] is False:
+                    await self.leases.release([key], member)
+
+    async def sweeping(self) -> None:
+        """`sweep` every third of a lease, for as long as the gateway runs."""
+        while True:
+            try:
+                await self.sweep()
+            except (*REDIS_ERRORS, RPCError) as exc:
+                log.warning("gateway_quota_sweep_failed", error=repr(exc))
+            await asyncio.sleep(self.limits.sweep_every_s)
+
+    async def _running(self, workflow_id: str) -> bool | None:
+        """Whether the run is running; None when Temporal cannot say (its lease is left
+        to expire unless a later sweep can tell)."""
+        try:
+            described = await self.temporal.get_workflow_handle(workflow_id).describe()
+        except RPCError as exc:
+            return False if exc.status == RPCStatusCode.NOT_FOUND else None
+        return described.status == WorkflowExecutionStatus.RUNNING
+
+    def _problem(self, full: Slot) -> QuotaProblem:
+        kind, scope = full.key[len(self.prefix) :].split(":")[:2]
+        quota, where = QuotaKind(kind), QuotaScope(scope)
+        owner = "this API key" if where is QuotaScope.KEY else "this tenant"
+        return QuotaProblem(
+            detail=f"{owner} has {full.limit} {HELD[quota]}, its most; try again later",
+            quota=quota,
+            scope=where,
+            limit=full.limit,
+            retry_after_s=max(1, math.ceil(self.limits.sweep_every_s)),
+        )
+
+
+@dataclass
+class OpenStream:
+    """A stream's slot while it is open: renewed once the stream has begun (`begin`), let
+    go at `close`, or at the first renewal if the stream never began (its client left
+    before the response started, so nothing would close it)."""
+
+    quotas: Quotas
+    lease: Lease
+    begun: bool = False
+    renewing: asyncio.Task[None] | None = None
+
+    def begin(self) -> None:
+        self.begun = True
+
+    async def renew(self) -> None:
+        limits, leases = self.quotas.limits, self.quotas.leases
+        while True:
+            await asyncio.sleep(limits.sweep_every_s)
+            if not self.begun:
+                await self.quotas.release(self.lease)
+                return
+            with suppress(*REDIS_ERRORS):
+                await leases.renew(self.lease.keys, self.lease.member, limits.lease_s)
+
+    async def close(self) -> None:
+        if self.renewing is not None:
+            self.renewing.cancel()
+            await asyncio.gather(self.renewing, return_exceptions=True)
+        await self.quotas.release(self.lease)

@@ -1,0 +1,26 @@
+"""Search attributes `AgentWorkflow` sets, so ops can filter runs in the Web UI.
+
+Every worker that runs `AgentWorkflow` registers them at start
+(`settings.namespace_setup.ensure_search_attributes`): upserting an unknown
+attribute would fail the workflow task, so a worker that cannot register them
+refuses to start rather than leave runs stuck.
+"""
+
+from __future__ import annotations
+
+from temporalio.common import SearchAttributeKey
+
+AGENT_INTENT = SearchAttributeKey.for_keyword("AgentIntent")
+AGENT_TIER = SearchAttributeKey.for_keyword("AgentTier")
+AGENT_CACHE = SearchAttributeKey.for_keyword("AgentCache")
+AGENT_AWAITING = SearchAttributeKey.for_keyword("AgentAwaiting")
+"""What a run waits for (`approval`), while it waits; unset otherwise."""
+AGENT_WAITING = SearchAttributeKey.for_bool("AgentWaiting")
+"""True while a run waits on a timer or a watch (`progress.waiting` says what); unset
+otherwise."""
+AGENT_TENANT = SearchAttributeKey.for_keyword("AgentTenant")
+"""The request's tenant, from the run's first workflow task: `AgentTenant = "acme"`."""
+ALL_KEYS = (AGENT_INTENT, AGENT_TIER, AGENT_CACHE, AGENT_AWAITING, AGENT_WAITING, AGENT_TENANT)
+
+TEMPORAL_SCHEDULED_BY_ID = SearchAttributeKey.for_keyword("TemporalScheduledById")
+"""Set by Temporal on every run a Schedule starts (not one of ours: never registered)."""

@@ -1,0 +1,364 @@
+"""A domain: everything a business brings to agentkeel, declared as one value.
+
+The core (workflow, graph, DAG scheduler, caches, approvals, watches, gateway, workers)
+knows tools, roles and words only through the `Domain` a process serves. A domain is a
+package of the business's own: its typed tool functions (`agentkeel.tool`), the persona
+and ground rules its prompts use, its intents, who may do what, which arguments name its
+entities, the services its tools load, and optionally a vocabulary for the reading tier,
+migrations and seed data, demo questions and a rules policy. `docs/domains.md` walks
+through writing one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from agentkeel.schemas.actor import SYSTEM_ROLE
+from agentkeel.schemas.tools.downstreams import Downstream
+from agentkeel.schemas.tools.spec import ToolSpec
+from agentkeel.sdk.mcp import McpServer
+
+__all__ = [
+    "SYSTEM_ROLE",
+    "DemoQuestion",
+    "Domain",
+    "DomainError",
+    "EntityPattern",
+    "LocalService",
+    "Migrations",
+    "Role",
+    "ToolSetup",
+    "Vocabulary",
+]
+
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+
+
+class DomainError(ValueError):
+    """A domain declares something the core cannot serve; the message says what."""
+
+
+@dataclass(frozen=True)
+class Role:
+    """One kind of actor of a domain, and what the workflow and the tools let it do.
+
+    Row-level rules stay in the tools (`ToolContext.require_owner`); these are the rules the
+    workflow itself enforces before any tool runs.
+    """
+
+    name: str
+    description: str = ""
+    scoped: bool = False
+    """Acts for one subject (`Actor.subject`: a client, an employee, a team) and may read
+    and change that subject's rows only; `ToolContext.require_owner` refuses the rest.
+    A scoped actor's side effects are held to the self-service limit of approvals, and it
+    shares cached answers only with the same subject."""
+    may_approve: bool = False
+    """May decide on another actor's side effect waiting for approval."""
+    may_send_plans: bool = False
+    """May send a request carrying its own plan with side effects (reads are open to
+    every role). The system role always may."""
+    subject_pattern: str | None = None
+    """For a scoped role: a regular expression each subject must match in full
+    (`[1-9][0-9]{0,9}` for numeric ids, `emp-[0-9]+`). An actor whose subject does not is
+    refused at the door, before any tool reads it."""
+
+    def __post_init__(self) -> None:
+        if self.subject_pattern is not None:
+            try:
+                re.compile(self.subject_pattern)
+            except re.error as exc:
+                raise ValueError(
+                    f"role {self.name}: subject_pattern {self.subject_pattern!r}: {exc}"
+                ) from None
+
+
+@dataclass(frozen=True)
+class EntityPattern:
+    """How an entity is written in a question: one regular expression for one argument.
+
+    The semantic guard and the reading tier compare these values literally ("INV-00001"
+    against "INV-00002" is a miss); speculation fills `argument` with them.
+    """
+
+    argument: str
+    """The tool argument the value fills (`invoice_no`, `ticket_id`)."""
+    pattern: str
+    """Matched case-insensitively on the question; group 1 (or the whole match) is the
+    value."""
+    normalize: Callable[[str], str | int] | None = None
+    """The value's canonical form (`"inv 7"` -> `"INV-00007"`); None: as matched, or an int
+    when it is all digits."""
+    guard: bool = True
+    """Compared by the semantic guard as an identifier; False for a value the guard already
+    compares as a number (a ticket number)."""
+
+    def compiled(self) -> re.Pattern[str]:
+        return re.compile(self.pattern, re.IGNORECASE)
+
+    def values(self, text: str) -> list[str | int]:
+        found: list[str | int] = []
+        for match in self.compiled().finditer(text):
+            raw = match.group(1) if match.groups() else match.group()
+            value: str | int
+            if self.normalize is not None:
+                value = self.normalize(raw)
+            else:
+                value = int(raw) if raw.isdigit() else raw
+            if value not in found:
+                found.append(value)
+        return found
+
+
+@dataclass(frozen=True, eq=False)  # hashed by identity: readings cache by vocabulary
+class Vocabulary:
+    """The domain's words for the same things, for the reading tier of the path cache
+    (`activities.cache.reading`). Without one, the reading tier is off for the domain."""
+
+    concepts: Mapping[str, tuple[str, ...]]
+    """Concept -> phrases and words that name it (matched by stem, phrases first)."""
+    framing: frozenset[str] = frozenset()
+    """Words that frame a question without asking anything ("please", "hi")."""
+    general_folds: Mapping[str, str] = field(default_factory=dict)
+    """Concepts one when the question names no entity ("close" and "resolve")."""
+    particular_folds: Mapping[str, str] = field(default_factory=dict)
+    """Concepts one when it names one ("where" and "find" about one item)."""
+    actions: frozenset[str] = frozenset()
+    """Concepts that act (close, cancel): an order to act is not a question about it."""
+    comparisons: frozenset[str] = frozenset()
+    """Concepts that only count beside an amount or a number (over, under)."""
+
+
+@dataclass(frozen=True)
+class Migrations:
+    """SQL files of a domain's tables, applied once each in name order after the core's.
+
+    `package` is a package holding the `.sql` files (in `folder`). Each file is recorded
+    as `<prefix><file name without .sql>` in `schema_migrations`; the prefix defaults to
+    `<domain name>/` so two domains never collide.
+    """
+
+    package: str
+    folder: str = "migrations"
+    prefix: str | None = None
+
+
+@dataclass(frozen=True)
+class DemoQuestion:
+    """One question `agentkeel demo` asks (as `actor`, a role and subject, if given)."""
+
+    question: str
+    title: str = ""
+    role: str | None = None
+    subject: str | None = None
+    shows_cache: bool = False
+    """Asked with the cache lookup on, to show a hit on an earlier demo question's answer.
+    The others skip the lookup (`RunOptions.refresh_cache`): each demo runs their steps."""
+
+
+@dataclass(frozen=True)
+class LocalService:
+    """A stand-in for one of the domain's services that `agentkeel up` runs on a laptop.
+
+    Started as `python -m <module> --host 127.0.0.1 --port <free port> <args>`, healthy when
+    `GET <health_path>` answers 200; its URL fills the domain setting `setting` of the
+    workers unless that setting is given."""
+
+    name: str
+    module: str
+    setting: str
+    args: tuple[str, ...] = ()
+    health_path: str = "/healthz"
+
+
+@dataclass(frozen=True)
+class ToolSetup:
+    """What a domain's `resources` factory receives when a CPU worker starts."""
+
+    pool: Any
+    """The worker's asyncpg pool on `AGENTKEEL_DATABASE_URL` (the domain's tables live
+    beside agentkeel's, created by its `migrations`)."""
+    http: Any
+    """The worker's pooled `httpx.AsyncClient` (its own retries off: Temporal retries)."""
+    settings: BaseModel | None
+    """The domain's own settings (`Domain.settings`), read and checked at start."""
+
+
+@dataclass(frozen=True, eq=False)  # one value per process, compared by identity
+class Domain:
+    """What a business brings: one value a worker serves (`AGENTKEEL_DOMAIN`)."""
+
+    name: str
+    """Lower-case letters, digits and `_`: part of cache keys and migration versions."""
+    tools: Sequence[ToolSpec]
+    """Its tools, each made with `agentkeel.tool` (the built-in `wait` is always there)."""
+    persona: str
+    """Who the agent is, in one or two sentences: the first line of every prompt."""
+    ground_rules: str = ""
+    """What the agent must never do, whatever a request says (the tools enforce it too)."""
+    intents: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """Intent -> the tools it usually needs; the router picks among them, and a request
+    may cause only the side effects of the intents it was read as. Empty: every tool is
+    an intent of its own name."""
+    roles: Sequence[Role] = ()
+    """Its kinds of actors, besides the built-in `system`."""
+    entity_args: Sequence[str] = ()
+    """Arguments and result fields that name an entity (`account_id`, `ticket_id`): a side
+    effect on one invalidates what was cached about it."""
+    entity_lists: Mapping[str, str] = field(default_factory=dict)
+    """Result fields that list entities -> the entity field (`ticket_ids` -> `ticket_id`)."""
+    entity_patterns: Sequence[EntityPattern] = ()
+    """How its entities are written in questions (the guard, the reading, speculation)."""
+    downstreams: Sequence[Downstream] = ()
+    """The services its tools load, with their default caps."""
+    vocabulary: Vocabulary | None = None
+    migrations: Migrations | None = None
+    seed: Callable[[Any], Awaitable[Any]] | None = None
+    """Fills its tables with demo data (`agentkeel up` on an empty database), given an
+    asyncpg connection."""
+    demo_questions: Sequence[DemoQuestion] = ()
+    demo_script: Callable[[Any, str, str], Awaitable[int]] | None = None
+    """What `agentkeel demo` runs after its questions, given the `AgentClient`, the
+    database URL and the demo's tenant: returns how many of its parts failed."""
+    rules_policy: Callable[[float], Any] | None = None
+    """A model-free policy (`inference.policy.Policy`) for runs without a model, made with
+    the router threshold. None: without a model only requests carrying a plan run."""
+    resources: Callable[[ToolSetup], AbstractAsyncContextManager[Any]] | None = None
+    """Opens what its tools use (clients of its own services), once per CPU worker; the
+    value is `ToolContext.resources`. None: `ToolContext.resources` is the `ToolSetup`
+    (`ctx.resources.pool`, `ctx.resources.http`, `ctx.resources.settings`)."""
+    settings: type[BaseModel] | None = None
+    """Its own settings, read from `AGENTKEEL_<NAME>_<FIELD>` variables at start."""
+    example_plan: Mapping[str, Any] | None = None
+    """One valid plan in its own tools, shown to models as the plan format."""
+    local_services: Sequence[LocalService] = ()
+    """Stand-ins `agentkeel up` starts for its services on a laptop (see `cli.stack`)."""
+    untrusted_effects: Literal["refuse", "approve"] = "refuse"
+    """A side effect whose target or amount comes from untrusted content (tool output, a
+    value only the planner wrote): refused with `UntrustedArgument`, or sent to an
+    approver who sees where each value came from (`schemas.plan.provenance`)."""
+    effect_window_s: int = 86_400
+    """The window approval thresholds and self-service limits count in: what an actor, and
+    what a target (an account), moved in it across every run (the effects ledger)."""
+    mcp_servers: Sequence[McpServer] = ()
+    """MCP servers whose tools join `tools` when a worker starts (`docs/mcp.md`); a
+    deployment may add more (`AGENTKEEL_MCP_SERVERS`)."""
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise DomainError(f"domain name {self.name!r} must be lower-case letters, digits and _")
+        names = [spec.name for spec in self.tools]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise DomainError(f"domain {self.name}: tools named twice: {', '.join(duplicates)}")
+        if "wait" in names:
+            raise DomainError(f"domain {self.name}: 'wait' is a built-in tool")
+        if self.untrusted_effects not in ("refuse", "approve"):
+            raise DomainError(
+                f"domain {self.name}: untrusted_effects is 'refuse' or 'approve', "
+                f"not {self.untrusted_effects!r}"
+            )
+        if isinstance(self.effect_window_s, bool) or not (
+            isinstance(self.effect_window_s, int) and self.effect_window_s > 0
+        ):
+            raise DomainError(
+                f"domain {self.name}: effect_window_s is a whole number of seconds above 0, "
+                f"not {self.effect_window_s!r}"
+            )
+        roles = [r.name for r in self.roles]
+        if SYSTEM_ROLE in roles or len(set(roles)) != len(roles):
+            raise DomainError(
+                f"domain {self.name}: roles must be unique and not {SYSTEM_ROLE!r} (built in)"
+            )
+        for intent, tools in self.intents.items():
+            unknown = sorted(set(tools) - set(names) - {"wait"})
+            if unknown:
+                raise DomainError(
+                    f"domain {self.name}: intent {intent!r} names unknown tools {unknown}"
+                )
+        known_downstreams = {d.name for d in self.downstreams}
+        for spec in self.tools:
+            if spec.downstream is not None and spec.downstream.name not in known_downstreams:
+                raise DomainError(
+                    f"domain {self.name}: tool {spec.name} loads downstream "
+                    f"{spec.downstream.name!r}, which `downstreams` does not list"
+                )
+            if spec.fn is None and not spec.runs_in_workflow:
+                raise DomainError(
+                    f"domain {self.name}: tool {spec.name} has no function (use agentkeel.tool)"
+                )
+
+    @property
+    def env_prefix(self) -> str:
+        """Where its own settings are read from: `AGENTKEEL_<NAME>_`."""
+        return f"AGENTKEEL_{self.name.upper()}_"
+
+    def role(self, name: str) -> Role | None:
+        """The role called `name` (the built-in system role included), or None."""
+        if name == SYSTEM_ROLE:
+            return _SYSTEM
+        return next((r for r in self.roles if r.name == name), None)
+
+    def is_scoped(self, role_name: str) -> bool:
+        """Whether `role_name` acts for one subject only: the ownership rule's test."""
+        role = self.role(role_name)
+        return role is not None and role.scoped
+
+    @property
+    def approver_roles(self) -> tuple[str, ...]:
+        """The domain's roles that may decide approvals (the system role aside)."""
+        return tuple(r.name for r in self.roles if r.may_approve)
+
+    @property
+    def role_names(self) -> tuple[str, ...]:
+        return (SYSTEM_ROLE, *(r.name for r in self.roles))
+
+    def actor_problem(
+        self, role_name: str, subject: str | None, *, subject_patterns: bool = True
+    ) -> str | None:
+        """What makes an actor of `role_name` (acting for `subject`) no actor of this
+        domain, naming the field; None when it is one. The workflow refuses such a
+        request, the gateway such a key, and the client's fast path serves it nothing.
+        `subject_patterns=False` leaves the roles' `subject_pattern` out (a run recorded
+        before the workflow checked them replays as it ran)."""
+        role = self.role(role_name)
+        if role is None:
+            known = ", ".join(self.role_names)
+            return f"actor.role: {role_name!r} is not a role of domain {self.name} ({known})"
+        if role.scoped and subject is None:
+            return (
+                f"actor.subject is required for role {role.name}: it acts for one subject "
+                f'(give {{"role": "{role.name}", "subject": ...}}, or --as {role.name}:SUBJECT)'
+            )
+        pattern = role.subject_pattern
+        if (
+            subject_patterns
+            and subject is not None
+            and pattern is not None
+            and not re.fullmatch(pattern, subject)
+        ):
+            return (
+                f"actor.subject {subject!r} is not a {role.name} subject (it must match {pattern})"
+            )
+        if not role.scoped and subject is not None:
+            return (
+                f"actor.subject is not allowed for role {role.name}: it acts for no one "
+                "subject (drop it)"
+            )
+        return None
+
+    def intent_tools(self) -> Mapping[str, Sequence[str]]:
+        """Intent -> tools; each tool its own intent when the domain declares none."""
+        if self.intents:
+            return self.intents
+        return {spec.name: (spec.name,) for spec in self.tools}
+
+
+_SYSTEM = Role(SYSTEM_ROLE, "a trusted service", may_approve=True, may_send_plans=True)
