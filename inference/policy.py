@@ -1,8 +1,12 @@
 """The policy interface the agent graph calls: route, plan, join, respond.
 
-Implementations: `RulesPolicy` (deterministic, no model; the default without a
-GPU), `LlmPolicy` over one engine, and `CascadePolicy` (light router, heavy planner).
-The inference worker hosts exactly one policy and exposes it as activities.
+Implementations in the core: `LlmPolicy` over one engine (`inference.llm.policy`),
+`CascadePolicy` (light router, heavy planner: `inference.llm.cascade`), `PatternPolicy`
+(a model-free planner a domain declares: `inference.patterns`), `PlansOnlyPolicy` (only
+plans sent with requests: `inference.plans_only`) and the fallback that stands in while a
+model server is down (`inference.fallback`). A domain may bring its own deterministic
+policy (`Domain.rules_policy`; the example shop's rules are one). The inference worker
+hosts exactly one policy and exposes it as activities.
 """
 
 from __future__ import annotations
