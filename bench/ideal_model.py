@@ -1,0 +1,199 @@
+"""The ideal model of the peer benchmarks, in each caller's own format.
+
+Given one chat-completions request, it answers what a perfect model would write for the
+bench shape the conversation is about (`bench.dag_shapes`), in the form the caller asked
+for:
+
+- **tool calling** (OpenAI Agents, Pydantic AI): every call whose inputs have returned, all
+  at once, with `$ref` arguments resolved from the tool results in the conversation; once
+  nothing is left, the answer. Where the caller offers an answer tool (Pydantic AI's
+  output tool, an Agents `StopAtTools` tool), it is called *with* the last round of tools,
+  so no model turn follows them: the framework's own lever.
+- **a JSON document for a schema** (agentkeel's LLM policy): a route label from the
+  schema's enum with the scenario's certainty, a plan with the shape's steps (ids and
+  `$refs` in agentkeel's plan format, an `intent` and an `answer` template where the
+  schema has them), a join's `finish`.
+- **plain text** (a respond call): a one-sentence answer.
+
+It never looks at anything but the request, so every system gets the same model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bench.dag_shapes import Shape, shape_named_in
+from bench.fakes import stand_in_result
+from bench.peer_fakes import ANSWER, next_round
+from bench.token_text import Reply, ToolCall
+
+ANSWER_TOOLS = ("final_result", "final_answer", "answer")
+"""Names under which callers offer a tool that carries the final answer."""
+UNSURE = "uncertain"
+
+
+@dataclass(frozen=True)
+class IdealShapeModel:
+    """`bench.token_server.Scenario` for the bench shapes.
+
+    `route_confidence`: how sure the router is of the intent it picks (below agentkeel's
+    threshold, 0.7, the heavy tier plans)."""
+
+    route_confidence: float = 0.95
+
+    def reply(self, body: dict[str, Any]) -> Reply:
+        messages = body.get("messages", [])
+        shape = shape_named_in(_conversation_text(messages))
+        if body.get("tools"):
+            return _tool_round(shape, messages, body["tools"])
+        schema = _response_schema(body)
+        if schema is None:
+            return Reply(text=ANSWER)
+        if "enum" in schema:
+            return self._choice(schema["enum"], _last_user_text(messages))
+        return Reply(text=json.dumps(_plan_document(shape, schema)))
+
+    def _choice(self, labels: list[str], prompt: str) -> Reply:
+        as_json = [json.dumps(label) for label in labels]
+        if prompt.rstrip().endswith("Decision:"):  # join: every step returned
+            return Reply(text=json.dumps("finish"), choices=tuple(as_json))
+        intent = _intent(labels)
+        return Reply(
+            text=json.dumps(intent), choices=tuple(as_json), confidence=self.route_confidence
+        )
+
+
+def _conversation_text(messages: list[dict[str, Any]]) -> str:
+    return " ".join(_content_text(m.get("content")) for m in messages)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def _last_user_text(messages: list[dict[str, Any]]) -> str:
+    users = [m for m in messages if m.get("role") == "user"]
+    return _content_text(users[-1].get("content")) if users else ""
+
+
+def _response_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    response_format = body.get("response_format") or {}
+    if response_format.get("type") != "json_schema":
+        return None
+    schema: dict[str, Any] = response_format["json_schema"]["schema"]
+    return schema
+
+
+def _intent(labels: list[str]) -> str:
+    """The shop intent the bench shapes' reads serve; the first sure label otherwise."""
+    for preferred in ("order_status", "policy"):
+        if preferred in labels:
+            return preferred
+    return next((label for label in labels if label != UNSURE), labels[0])
+
+
+# Tool calling ------------------------------------------------------------------------------
+
+
+def _tool_round(shape: Shape, messages: list[dict[str, Any]], tools: list[Any]) -> Reply:
+    outputs = _tool_outputs(messages)
+    pending = next_round_of(shape, outputs)
+    answer_tool = _answer_tool(tools)
+    calls = [ToolCall(f"call_{c.step_id}", c.tool, c.args) for c in pending]
+    if answer_tool is None:
+        return Reply(tool_calls=tuple(calls)) if calls else Reply(text=ANSWER)
+    if calls and not next_round_of(shape, {**outputs, **_simulated(pending)}):
+        # The last round: the answer goes with it, so no model turn follows the tools.
+        calls.append(_answer_call(answer_tool))
+    return Reply(tool_calls=tuple(calls or [_answer_call(answer_tool)]))
+
+
+def next_round_of(shape: Shape, outputs: Mapping[str, Any]) -> list[Any]:
+    return next_round(f"bench {shape.name}", outputs)
+
+
+def _tool_outputs(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """Step id -> result, from the `tool` messages (their call ids are `call_<step id>`)."""
+    outputs: dict[str, Any] = {}
+    for message in messages:
+        call_id = message.get("tool_call_id")
+        if message.get("role") == "tool" and isinstance(call_id, str):
+            step_id = call_id.removeprefix("call_")
+            text = _content_text(message.get("content"))
+            try:
+                outputs[step_id] = json.loads(text)
+            except json.JSONDecodeError:
+                outputs[step_id] = text
+    return outputs
+
+
+def _simulated(pending: list[Any]) -> dict[str, Any]:
+    return {
+        c.step_id: stand_in_result(c.tool, dict(c.args)).model_dump(mode="json") for c in pending
+    }
+
+
+def _answer_tool(tools: list[Any]) -> dict[str, Any] | None:
+    for tool in tools:
+        function = tool.get("function", {})
+        if function.get("name") in ANSWER_TOOLS:
+            return dict(function)
+    return None
+
+
+def _answer_call(function: dict[str, Any]) -> ToolCall:
+    """The answer tool, its string arguments filled with the answer."""
+    properties = (function.get("parameters") or {}).get("properties", {})
+    arguments = {name: ANSWER for name, p in properties.items() if p.get("type") == "string"}
+    return ToolCall("call_answer", function["name"], arguments)
+
+
+# agentkeel's plan document -------------------------------------------------------------------
+
+
+def _plan_document(shape: Shape, schema: dict[str, Any]) -> dict[str, Any]:
+    """The shape's plan as agentkeel's plan schema asks for it, in the schema's order."""
+    ids = {step.id: f"s{i}" for i, step in enumerate(shape.plan.steps, start=1)}
+    steps = []
+    for step in shape.plan.steps:
+        written: dict[str, Any] = {
+            "id": ids[step.id],
+            "tool": step.tool,
+            "args": {k: _renamed(v, ids) for k, v in step.args.items()},
+        }
+        if step.after:
+            written["after"] = [ids[a] for a in step.after]
+        steps.append(written)
+    properties = schema.get("properties", {})
+    values: dict[str, Any] = {
+        "intent": _intent(properties.get("intent", {}).get("enum", [UNSURE])),
+        "rationale": f"{shape.name}: {len(steps)} steps",
+        "steps": steps,
+        "answer": "Found: "
+        + "; ".join(f"{{${ids[s.id]}.{_field(s.tool)}}}" for s in shape.plan.steps),
+    }
+    return {name: values[name] for name in properties if name in values}
+
+
+def _renamed(value: Any, ids: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        return re.sub(r"^\$([A-Za-z0-9_]+)", lambda m: "$" + ids.get(m.group(1), m.group(1)), value)
+    return value
+
+
+def _field(tool: str) -> str:
+    """A field every result of `tool` has, for the answer template."""
+    return {"search_kb": "query", "get_order": "status", "check_inventory": "sku"}.get(
+        tool, "status"
+    )
+
+
+__all__ = ["ANSWER_TOOLS", "IdealShapeModel"]
