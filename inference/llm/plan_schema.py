@@ -23,6 +23,21 @@ STEP_ID_PATTERN = r"^s[0-9]{1,2}$"
 REFERENCE_PATTERN = r"^\$[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$"
 """`schemas.plan.model.REFERENCE` without its capture groups (grammar backends ignore them)."""
 
+_ANSWER_TEXT = r"[A-Za-z0-9 ,.:;!?'()%&/+=#@_-]"
+_ANSWER_SLOT = r"\{\$s[0-9]{1,2}(\.[A-Za-z0-9_]{1,32}){1,3}(\|money)?\}"
+ANSWER_LEAD_CHARS = 60
+ANSWER_SLOTS = 4
+ANSWER_GAP_CHARS = 40
+ANSWER_PATTERN = (
+    f"^{_ANSWER_TEXT}{{0,{ANSWER_LEAD_CHARS}}}"
+    f"({_ANSWER_SLOT}{_ANSWER_TEXT}{{0,{ANSWER_GAP_CHARS}}}){{0,{ANSWER_SLOTS}}}$"
+)
+"""The answer template a planner may write (`schemas.plan.answer_template`): a short
+sentence with at most four `{$sN.field}` placeholders. The grammar itself bounds its
+length (every run of text and every placeholder has a ceiling), so a small model cannot
+pad the plan past its token budget with it; no brace can appear but as a placeholder."""
+ANSWER_MAX_CHARS = ANSWER_LEAD_CHARS + ANSWER_SLOTS * (2 + 3 + 3 * 33 + 6 + ANSWER_GAP_CHARS)
+
 _REFERENCE: dict[str, Any] = {"type": "string", "pattern": REFERENCE_PATTERN}
 _SCALAR: dict[str, Any] = {"type": ["string", "integer", "number", "boolean"]}
 _CONDITION: dict[str, Any] = {
@@ -61,7 +76,11 @@ _REPEAT: dict[str, Any] = {
 
 
 def plan_json_schema(intents: Sequence[str] | None = None) -> dict[str, Any]:
-    """The schema of a model's plan document: `{intent?, rationale, steps}`.
+    """The schema of a model's plan document: `{intent?, steps, rationale, answer?}`.
+
+    The steps come before the rationale so that the first step is decoded as early as
+    possible (a plan is read as it streams); the optional answer template comes last, once
+    the steps whose outputs it names exist.
 
     Args:
         intents: when given, the document starts with an `intent` from this list, so a
@@ -77,14 +96,15 @@ def _plan_schema(intents: tuple[str, ...]) -> dict[str, Any]:
     if intents:
         properties["intent"] = {"type": "string", "enum": list(intents)}
         required.append("intent")
-    properties["rationale"] = {"type": "string", "maxLength": RATIONALE_CHARS}
     properties["steps"] = {
         "type": "array",
         "minItems": 1,
         "maxItems": MAX_STEPS,
         "items": {"anyOf": [step_schema(spec) for spec in TOOLS.values()]},
     }
-    required += ["rationale", "steps"]
+    properties["rationale"] = {"type": "string", "maxLength": RATIONALE_CHARS}
+    properties["answer"] = {"type": "string", "pattern": ANSWER_PATTERN}
+    required += ["steps", "rationale"]
     return {
         "type": "object",
         "properties": properties,

@@ -88,7 +88,10 @@ def system_prefix() -> str:
         'it is done"), a read step carries "repeat": {"until": {"ref": "$s1.status", '
         '"in": ["done"]}, "every_s": 600, "timeout_s": 604800} and runs '
         'again until its own output passes the test. To look later ("check again in 2 '
-        'hours"), a "wait" step ({"seconds": 7200}) comes first and the rest go "after" it.\n'
+        'hours"), a "wait" step ({"seconds": 7200}) comes first and the rest go "after" it. '
+        'A plan may end with "answer": one short sentence for the user with a placeholder '
+        'for each fact a step returns, like "Item {$s1.id} is {$s1.status}."; it is '
+        "filled from the results, so leave it out when the answer needs more than that.\n"
         f"{domain.ground_rules}\n{DATA_RULE}\n"
         f"{example}\n"
     )
