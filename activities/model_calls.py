@@ -21,6 +21,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from agentkeel.activities.conversations import ConversationStore
+from agentkeel.activities.forecast_store import ForecastStore
 from agentkeel.activities.heartbeat import heartbeating
 from agentkeel.activities.latency import LatencyBook, scope_of
 from agentkeel.activities.model_slots import ModelSlots
@@ -104,6 +105,8 @@ class InferenceActivities:
         self._speculate_calls = min(max(speculate_calls, 0), MAX_SPECULATIVE_CALLS)
         self._latencies = latencies or LatencyBook(redis)
         self._forecast = forecast or UnsureForecast()
+        if redis is not None and self._forecast.store is None:
+            self._forecast.store = ForecastStore(redis)  # the fleet's, not this worker's
         self._slots = model_slots
 
     async def _model(self, call: Awaitable[T]) -> T:
@@ -121,6 +124,8 @@ class InferenceActivities:
         asked_only = [
             calls.ConversationTurn(question=t.question, answer="") for t in request.history
         ]
+        scope = scope_of(activity.info().task_queue)
+        await self._forecast.ready(scope, request.tenant)
         ahead = self._plan_ahead(request)
         try:
             routed = await self._model(
@@ -131,7 +136,7 @@ class InferenceActivities:
                 ahead.cancel()
             raise
         served = routed.confident and routed.draft_plan is not None
-        self._forecast.observe(request.tenant, unsure=not served)
+        self._forecast.observe(request.tenant, unsure=not served, scope=scope)
         if ahead is not None and served:
             ahead.cancel()  # the router's draft plan serves: the planner's work is dropped
         elif ahead is not None:

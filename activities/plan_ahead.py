@@ -6,13 +6,19 @@ question alone, and cancels it if the router turns out confident: the run then p
 max(route, plan) instead of route + plan, and one activity round trip instead of two.
 The price is a plan started in vain for a confident request of such a tenant; the
 forecast keeps that rare (it plans ahead only while most recent routes were unsure).
+With a store (`activities.forecast_store`, in Redis), the forecast is the fleet's: every
+inference worker records its routes there, and one that has not seen a tenant lately
+reads them, so a new or restarted worker plans ahead from its first request.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections import deque
 from typing import Literal
 
+from agentkeel.activities.forecast_store import ForecastStore
 from agentkeel.inference.llm.cascade import count_override
 from agentkeel.schemas.route import STAND_IN_INTENT, ConfidenceBasis, Route, Tier
 
@@ -54,6 +60,11 @@ def beside(router: Route, planned: Route) -> Route:
     )
 
 
+REFRESH_S = 2.0
+"""How long a worker trusts its copy of a tenant's shared history before reading it again
+(in the background: a route never waits for a refresh)."""
+
+
 class UnsureForecast:
     """Whether the next route of a tenant is likely to be unsure, from its last routes."""
 
@@ -64,12 +75,30 @@ class UnsureForecast:
         above: float = 0.5,
         window: int = 20,
         tenants: int = 1024,
+        store: ForecastStore | None = None,
     ) -> None:
+        """`store`: the fleet's shared history (None: this process's memory alone)."""
         self.mode = mode
         self.above = above
+        self.store = store
         self._window = window
         self._tenants = tenants
         self._recent: dict[str, deque[bool]] = {}
+        self._read_at: dict[str, float] = {}
+        self._refreshing: set[str] = set()
+
+    async def ready(self, scope: str, tenant: str) -> None:
+        """Bring this tenant's history from the store before `expects_unsure` decides: read
+        and waited for (briefly) when this worker has none, refreshed in the background
+        when its copy is older than `REFRESH_S`."""
+        if self.mode != "auto" or self.store is None:
+            return
+        read_at = self._read_at.get(tenant)
+        if read_at is None:
+            await self._refresh(scope, tenant)
+        elif time.monotonic() - read_at > REFRESH_S and tenant not in self._refreshing:
+            self._refreshing.add(tenant)
+            asyncio.get_running_loop().create_task(self._refresh(scope, tenant))
 
     def expects_unsure(self, tenant: str) -> bool:
         if self.mode != "auto":
@@ -79,10 +108,29 @@ class UnsureForecast:
             return False  # too little seen: plan after the route, as without a forecast
         return sum(recent) / len(recent) > self.above
 
-    def observe(self, tenant: str, unsure: bool) -> None:
+    def observe(self, tenant: str, unsure: bool, *, scope: str = "") -> None:
+        self._history(tenant).append(unsure)
+        if self.store is not None and self.mode == "auto":
+            self.store.record(scope, tenant, unsure)
+
+    def _history(self, tenant: str) -> deque[bool]:
         recent = self._recent.get(tenant)
         if recent is None:
             if len(self._recent) >= self._tenants:  # bounded: the oldest tenant goes
-                self._recent.pop(next(iter(self._recent)))
+                oldest = next(iter(self._recent))
+                self._recent.pop(oldest)
+                self._read_at.pop(oldest, None)
             recent = self._recent[tenant] = deque(maxlen=self._window)
-        recent.append(unsure)
+        return recent
+
+    async def _refresh(self, scope: str, tenant: str) -> None:
+        assert self.store is not None
+        try:
+            shared = await self.store.recent(scope, tenant)
+        finally:
+            self._refreshing.discard(tenant)
+        self._read_at[tenant] = time.monotonic()
+        if shared:  # the fleet's history, this worker's own routes included
+            history = self._history(tenant)
+            history.clear()
+            history.extend(shared)

@@ -1,0 +1,72 @@
+"""Plan-ahead's forecast is the fleet's: routes recorded by one worker reach another, and a
+restarted worker plans ahead from its first request; an unreachable Redis costs nothing."""
+
+from __future__ import annotations
+
+import uuid
+
+import redis.asyncio as aioredis
+
+from agentkeel.activities.forecast_store import ForecastStore
+from agentkeel.activities.plan_ahead import UnsureForecast
+
+
+def _scope() -> str:
+    return f"test-{uuid.uuid4().hex[:8]}"
+
+
+async def test_a_new_worker_reads_the_fleets_history_before_its_first_route(
+    redis: aioredis.Redis,
+) -> None:
+    scope = _scope()
+    seen = UnsureForecast(store=ForecastStore(redis))
+    for _ in range(4):
+        await seen.ready(scope, "acme")
+        seen.observe("acme", unsure=True, scope=scope)
+    assert seen.expects_unsure("acme")
+    assert seen.store is not None
+    await seen.store.flush()
+
+    restarted = UnsureForecast(store=ForecastStore(redis))
+    assert not restarted.expects_unsure("acme")  # nothing read yet
+    await restarted.ready(scope, "acme")
+    assert restarted.expects_unsure("acme")
+    await restarted.ready(scope, "other")
+    assert not restarted.expects_unsure("other")
+
+
+async def test_the_shared_history_keeps_the_window_and_follows_confident_routes(
+    redis: aioredis.Redis,
+) -> None:
+    scope = _scope()
+    store = ForecastStore(redis, window=5)
+    first = UnsureForecast(store=store, window=5)
+    for unsure in (True, True, True, False, False, False, False):
+        first.observe("acme", unsure=unsure, scope=scope)
+    await store.flush()
+    assert await store.recent(scope, "acme") == [True, False, False, False, False]
+    second = UnsureForecast(store=store, window=5)
+    await second.ready(scope, "acme")
+    assert not second.expects_unsure("acme")
+
+
+async def test_an_unreachable_store_leaves_the_workers_own_memory() -> None:
+    down = aioredis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.05)
+    forecast = UnsureForecast(store=ForecastStore(down))
+    await forecast.ready("scope", "acme")  # answers at once, with nothing read
+    for _ in range(3):
+        forecast.observe("acme", unsure=True, scope="scope")
+    assert forecast.expects_unsure("acme")
+    assert await ForecastStore(down).recent("scope", "acme") is None
+    await down.aclose()
+
+
+async def test_modes_other_than_auto_never_touch_the_store(redis: aioredis.Redis) -> None:
+    scope = _scope()
+    store = ForecastStore(redis)
+    always = UnsureForecast("always", store=store)
+    await always.ready(scope, "acme")
+    always.observe("acme", unsure=False, scope=scope)
+    await store.flush()
+    assert always.expects_unsure("acme")
+    assert await store.recent(scope, "acme") == []
