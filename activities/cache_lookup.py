@@ -7,6 +7,7 @@ from temporalio import activity
 
 from agentkeel.activities.cache.backend import CacheUnavailable
 from agentkeel.activities.cache.path_cache import PathCache
+from agentkeel.activities.predictions import predicted_reads
 from agentkeel.activities.span_notes import note
 from agentkeel.schemas import metrics, names
 from agentkeel.schemas.cache_lookup import LookupCacheInput, LookupCacheResult
@@ -16,8 +17,11 @@ log = structlog.get_logger(__name__)
 
 
 class CacheActivities:
-    def __init__(self, cache: PathCache) -> None:
+    def __init__(self, cache: PathCache, *, speculate_calls: int = 0) -> None:
+        """`speculate_calls`: most reads a miss predicts for the run to start at once
+        (`AGENTKEEL_SPECULATION_MAX_CALLS`; 0: none)."""
         self._cache = cache
+        self._speculate_calls = speculate_calls
 
     @activity.defn(name=names.LOOKUP_CACHE)
     async def lookup_cache(self, request: LookupCacheInput) -> LookupCacheResult:
@@ -32,6 +36,8 @@ class CacheActivities:
         except CacheUnavailable as exc:
             log.warning("cache_unavailable", error=str(exc), op="lookup")
             found = LookupCacheResult(available=False)
+        if found.status == CacheStatus.MISS:
+            found.speculate = predicted_reads(request.question, limit=self._speculate_calls)
         _count(found)
         note(
             cache_status=found.status.value,

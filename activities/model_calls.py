@@ -27,6 +27,7 @@ from agentkeel.activities.latency import LatencyBook, scope_of
 from agentkeel.activities.model_slots import ModelSlots
 from agentkeel.activities.outputs import OutputStore
 from agentkeel.activities.plan_ahead import AHEAD_ROUTE, UnsureForecast, beside
+from agentkeel.activities.predictions import reading_of
 from agentkeel.activities.span_notes import note
 from agentkeel.activities.token_stream import TokenStream
 from agentkeel.inference.engines.protocol import ConstraintViolationError, EngineRequestError
@@ -35,9 +36,8 @@ from agentkeel.inference.policy import Policy
 from agentkeel.schemas import metrics, names
 from agentkeel.schemas import model_calls as calls
 from agentkeel.schemas.errors import INVALID_MODEL_OUTPUT, MODEL_REQUEST_REJECTED
-from agentkeel.schemas.speculation import MAX_SPECULATIVE_CALLS, Reading, predicted_calls
+from agentkeel.schemas.speculation import MAX_SPECULATIVE_CALLS, predicted_calls
 from agentkeel.schemas.tools import TOOLS
-from agentkeel.sdk.serving import active_domain
 
 WithHistory = TypeVar("WithHistory", calls.RouteInput, calls.PlanInput, calls.RespondInput)
 
@@ -257,14 +257,3 @@ async def _unless_failed(planning: asyncio.Task[calls.PlanResult]) -> calls.Plan
     except Exception as exc:
         log.warning("plan_ahead_failed", error=repr(exc))
         return None
-
-
-def reading_of(question: str) -> Reading:
-    """The entities of a question, by the tool argument each fills (the domain's
-    `entity_patterns`): what speculation starts reads from."""
-    reading: Reading = {}
-    for pattern in active_domain().entity_patterns:
-        values = pattern.values(question)
-        if values:
-            reading.setdefault(pattern.argument, []).extend(values)
-    return reading

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.result import AgentResult, CacheStatus
 from agentkeel.schemas.route import Route
+from agentkeel.schemas.speculation import PredictedCall
 
 
 class LookupCacheInput(BaseModel):
@@ -34,6 +35,9 @@ class LookupCacheResult(BaseModel):
     """For a semantic match: the stored question it matched, and how closely."""
     available: bool = True
     """False when the cache could not be reached; the lookup then counts as a miss."""
+    speculate: list[PredictedCall] = Field(default_factory=list)
+    """On a miss: the reads the question predicts (`activities.predictions`), which the
+    run starts at once, beside the router and the planner."""
 
 
 _SPACE = re.compile(r"\s+")

@@ -131,7 +131,7 @@ async def _cpu_activities(
         latencies = LatencyBook(redis)
         internal: list[Callable[..., Any]] = [
             LatencyActivities(latencies).latency_estimates,
-            CacheActivities(caches.paths).lookup_cache,
+            CacheActivities(caches.paths, speculate_calls=speculative_calls(settings)).lookup_cache,
             StoreActivities(pool, caches.paths).store,
             WarmingActivities(pool, caches.paths).hot_questions,
             *run_control.all_activities(),

@@ -1,10 +1,11 @@
-"""Speculative tool execution: reads started while the heavy model plans.
+"""Speculative tool execution: reads started before the plan that will make them exists.
 
-When the router is unsure the run waits for a plan; but the router's reading already
-predicts some of the plan's reads (`get_order` for an order id in the question). Those
-that the catalog allows (`schemas.speculation.may_speculate`: cached, idempotent reads,
-never a side effect) start before planning, as the same activity a step would run, with
-the same actor. A plan step that makes the same call (same tool, same resolved arguments)
+A question often names what its first reads need (an id, an email): those reads are
+predicted with the cache lookup and start at the run's first moment, beside the router
+and the planner (`EARLY_SPECULATION_PATCH`; runs recorded before it started them only
+when the router was unsure, while the heavy model planned). Only the reads the catalog
+allows (`schemas.speculation.may_speculate`: cached, idempotent reads, never a side
+effect) start, as the same activity a step would run, with the same actor. A plan step that makes the same call (same tool, same resolved arguments)
 takes its result, awaiting it if it is still running; a call no step makes is cancelled
 and reported `speculative_unused`. Deterministic: the calls are activities in history and
 the matching depends only on the plan and on completions.
@@ -37,6 +38,9 @@ from agentkeel.workflows.dag.tool_activity import execute_tool, with_tenant
 
 SPECULATION_PATCH = "speculation-v1"
 """Reads predicted by an unsure route start while the heavy model plans."""
+EARLY_SPECULATION_PATCH = "early-speculation-v1"
+"""Reads predicted by the cache lookup start at the run's first moment, beside the router
+and the planner (asked only by runs with predicted reads)."""
 
 
 @dataclass

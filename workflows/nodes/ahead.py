@@ -14,10 +14,14 @@ from temporalio import workflow
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.result import StepOutcome, StepStatus
 from agentkeel.schemas.route import Route
-from agentkeel.schemas.speculation import SpeculationReport
+from agentkeel.schemas.speculation import PredictedCall, SpeculationReport
 from agentkeel.workflows.deadline import DEADLINE_PATCH, Deadline
 from agentkeel.workflows.release import since
-from agentkeel.workflows.speculation import SPECULATION_PATCH, Speculation
+from agentkeel.workflows.speculation import (
+    EARLY_SPECULATION_PATCH,
+    SPECULATION_PATCH,
+    Speculation,
+)
 from agentkeel.workflows.state import AgentState
 
 
@@ -34,6 +38,28 @@ async def deadline_of(state: AgentState) -> Deadline | None:
         context.deadline = Deadline(budget_ms=float(budget), started_at=workflow.info().start_time)
     await context.deadline.load()
     return context.deadline
+
+
+def speculate_at_once(state: AgentState, predicted: list[PredictedCall]) -> None:
+    """Start the reads the question predicts at the run's first moment (in the workflow
+    task that also schedules the route), so they overlap the router and the planner; the
+    plan adopts the ones it makes and the rest are cancelled. Runs with a deadline keep
+    the later start, where the deadline has chosen a tier first."""
+    context = state["context"]
+    request = state["request"]
+    if (
+        not predicted
+        or not request.options.speculate
+        or request.options.deadline_ms is not None
+        or context.speculation is not None
+        or not context.authority
+        or not workflow.patched(EARLY_SPECULATION_PATCH)
+    ):
+        return
+    context.speculation = Speculation()
+    actor = request.actor.model_dump(mode="json")
+    started = context.speculation.start(predicted, context.tool_queue, actor, request.tenant)
+    context.calls_used += started  # they count against the run's tool-call limit
 
 
 async def before_planning(state: AgentState) -> Route | None:

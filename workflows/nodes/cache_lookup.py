@@ -14,6 +14,7 @@ from agentkeel.schemas.route import Tier
 from agentkeel.schemas.tools import has_side_effect
 from agentkeel.workflows import timeouts
 from agentkeel.workflows.cancellation import ends_the_run
+from agentkeel.workflows.nodes.ahead import speculate_at_once
 from agentkeel.workflows.state import AgentState
 from agentkeel.workflows.visibility import (
     add_timing,
@@ -73,6 +74,7 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
         publish_route(state, route)
         return {**update, "route": route, "plan": found.plan, "confident": True}
     if found.hit is None:
+        speculate_at_once(state, found.speculate)
         return {**update, "cache": CacheStatus.MISS}
     timings = update["timings"]
     timings.total = elapsed_ms(state["started_at"])
