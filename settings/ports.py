@@ -48,7 +48,7 @@ def free_port_pair(host: str = "127.0.0.1") -> int:
 
 def ensure_port_free(host: str, port: int, what: str, setting: str | None = None) -> None:
     """Raise a `PortTaken` naming the port, its role and the setting that moves it."""
-    moves = f"; set {setting} to another address" if setting else ""
+    moves = f"; set {setting} to move it" if setting else ""
     if port_answers(host, port):
         raise PortTaken(f"port {port} ({what}) is already in use on {host}{moves}")
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:

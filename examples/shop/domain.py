@@ -139,7 +139,7 @@ domain = Domain(
         EntityPattern(
             "order_id", r"(?:\border\s*(?:number|no\.?|#)?\s*#?|#)\s*(\d{4,9})\b", guard=False
         ),
-        EntityPattern("email", r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", guard=False),
+        EntityPattern("email", r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+", guard=False),
     ),
     downstreams=(ORDERS_DB, CARRIER, KNOWLEDGE),
     vocabulary=Vocabulary(

@@ -77,7 +77,7 @@ class Facts:
 
 # Matched and cut out in this order, so that the digits of an identifier, an email or an
 # amount are not counted again as a bare number.
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _MONEY = re.compile(
     rf"(?:[$€£¥]|\b(?:usd|eur|gbp|sgd|myr)\s*)\s*({_NUM})"

@@ -14,7 +14,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 ORDER_RE = re.compile(r"(?:\border\s*(?:number|no\.?|#)?\s*#?|#)\s*(\d{4,9})\b", re.I)
-EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+EMAIL_RE = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 SKU_RE = re.compile(r"\bSKU-\d{5}\b", re.I)
 TRACKING_RE = re.compile(r"\bTRK\d{10}\b", re.I)
 AMOUNT_RE = re.compile(
