@@ -1,7 +1,7 @@
 """Authority on the real stack: actors and row-level access, approvals, request ids, cancellation.
 
 Every test runs `AgentWorkflow` on the real dev server against real Postgres and Redis; the
-only stand-ins are scripted planners at the model boundary (`tests.fakes`).
+only stand-ins are scripted planners at the model boundary (`tests.support.fakes`).
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ from agentkeel.schemas.route import Route, Tier
 from agentkeel.schemas.search_attributes import AGENT_AWAITING
 from agentkeel.schemas.tokens import TokenEventType, token_stream_key
 from agentkeel.settings.model_tiers import effective_cache_version
-from tests.conftest import AgentStack, StackFactory
-from tests.fakes import FakeScriptedPolicy
+from tests.support.agent_stack import AgentStack, StackFactory
+from tests.support.fakes import FakeScriptedPolicy
 
 
 def step_of(result: AgentResult, tool: str) -> StepOutcome:

@@ -11,10 +11,10 @@ from temporalio import activity
 
 from agentkeel.examples.shop.tools import CreateRefundInput, Refund
 from agentkeel.schemas.result import CacheStatus, StepStatus
-from tests.conftest import AgentStack, StackFactory
-from tests.history import local_activity_markers, scheduled_activities
-from tests.redis_server import EmbeddedRedis, embedded_redis
-from tests.shop_tools import ShopActivities
+from tests.support.agent_stack import AgentStack, StackFactory
+from tests.support.history import local_activity_markers, scheduled_activities
+from tests.support.redis_server import EmbeddedRedis, embedded_redis
+from tests.support.shop_tools import ShopActivities
 
 KB_QUESTION = "What is your return policy for damaged items?"
 

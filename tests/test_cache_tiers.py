@@ -12,9 +12,9 @@ from agentkeel.activities.cache.reading_tier import POINTER_PREFIX as READING_PR
 from agentkeel.activities.cache.tool_results import KEY_PREFIX as TOOL_KEY_PREFIX
 from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.schemas.result import CacheStatus, StepStatus
-from tests.conftest import AgentStack, StackFactory
-from tests.fakes import FakeScriptedPolicy
-from tests.history import scheduled_activities
+from tests.support.agent_stack import AgentStack, StackFactory
+from tests.support.fakes import FakeScriptedPolicy
+from tests.support.history import scheduled_activities
 from tests.test_dag_workflow import SlowInventory, wide_plan
 
 KB_QUESTION = "What is your return policy for damaged items?"

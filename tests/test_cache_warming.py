@@ -14,7 +14,7 @@ from agentkeel.settings.connections import redis_client
 from agentkeel.settings.model_tiers import effective_cache_version
 from agentkeel.workers.warming_schedule import SCHEDULE_ID, ensure_warming_schedule
 from agentkeel.workflows.warmer import CacheWarmerWorkflow
-from tests.conftest import AgentStack
+from tests.support.agent_stack import AgentStack
 
 HOT = "What is your return policy for damaged items?"
 LUKEWARM = "How long does shipping take?"

@@ -32,7 +32,7 @@ from agentkeel.inference.llm.prompts import route_labels, system_prefix
 from agentkeel.inference.model_builds.gemma_cpu import CHAT_TEMPLATE
 from agentkeel.schemas.model_calls import RouteInput
 from agentkeel.schemas.route import ConfidenceBasis, Tier
-from tests.models import MODEL_NAME, cpu_settings, report
+from tests.support.models import MODEL_NAME, cpu_settings, report
 
 pytest.importorskip("vllm", reason="the llm-cpu extra")
 

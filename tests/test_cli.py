@@ -16,7 +16,7 @@ from agentkeel.cli.stack.logs import follow
 from agentkeel.client.status_line import StatusLine, describe_progress
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.result import StepOutcome, StepStatus
-from tests.conftest import StackFactory
+from tests.support.agent_stack import StackFactory
 
 
 async def _agentkeel(*args: str, env: dict[str, str]) -> tuple[int, str, str]:

@@ -14,7 +14,7 @@ from agentkeel.schemas.result import StepError, StepStatus
 from agentkeel.schemas.tools import TOOLS
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.scheduler import DagScheduler
-from tests.conftest import AgentStack
+from tests.support.agent_stack import AgentStack
 from tests.test_dag_unit import Clock, settle
 
 UNSHIPPED = {"order_id": 1002, "status": "processing", "tracking_number": None, "items": []}

@@ -12,9 +12,9 @@ from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.request import RunOptions
 from agentkeel.schemas.result import AgentResult, StepOutcome, StepStatus
 from agentkeel.workflows.agent import AgentWorkflow
-from tests.conftest import AgentStack, StackFactory
-from tests.fakes import FakeScriptedPolicy
-from tests.history import scheduled_activities
+from tests.support.agent_stack import AgentStack, StackFactory
+from tests.support.fakes import FakeScriptedPolicy
+from tests.support.history import scheduled_activities
 
 
 def step(result: AgentResult, step_id: str) -> StepOutcome:

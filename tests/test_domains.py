@@ -26,7 +26,7 @@ from agentkeel import ToolArgs, ToolDefinitionError, tool
 from agentkeel.cli.stack.databases import throwaway_database
 from agentkeel.schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE
 from agentkeel.sdk.domain import Role
-from tests.history import awaiting_approval
+from tests.support.history import awaiting_approval
 
 DOMAINS = Path(__file__).parent / "domains"
 sys.path.insert(0, str(DOMAINS))

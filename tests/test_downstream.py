@@ -26,8 +26,8 @@ from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.result import StepStatus
 from agentkeel.schemas.tools.downstreams import DownstreamLimit
 from agentkeel.settings.model import Settings, SettingsError
-from tests.conftest import StackFactory
-from tests.fakes import FakeScriptedPolicy
+from tests.support.agent_stack import StackFactory
+from tests.support.fakes import FakeScriptedPolicy
 
 DOWNSTREAMS = {d.name: d for d in _shop.downstreams}
 

@@ -25,8 +25,8 @@ from agentkeel.schemas.model_calls import (
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.result import AgentResult, StepStatus
 from agentkeel.schemas.route import Route, Tier
-from tests.conftest import StackFactory
-from tests.fakes import FakeScriptedPolicy
+from tests.support.agent_stack import StackFactory
+from tests.support.fakes import FakeScriptedPolicy
 from tests.test_authority import RefundScript, refundable_order, until_awaiting
 
 

@@ -29,7 +29,7 @@ from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.result import AgentResult, StepStatus
 from agentkeel.settings.ports import free_port
-from tests.conftest import StackFactory
+from tests.support.agent_stack import StackFactory
 from tests.test_authority import RefundScript, refundable_order, refunds_plan, until_awaiting
 
 

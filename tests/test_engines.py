@@ -35,7 +35,7 @@ from agentkeel.inference.engines import (
 )
 from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
 from agentkeel.inference.engines.vllm_local import VllmEngine
-from tests.models import MODEL_NAME, cpu_settings, free_port, report
+from tests.support.models import MODEL_NAME, cpu_settings, free_port, report
 
 CAPITAL_PROMPT = "Question: What is the capital of France?\nAnswer:"
 CITY_SCHEMA: dict[str, Any] = {

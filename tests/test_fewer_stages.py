@@ -25,8 +25,8 @@ from agentkeel.schemas.plan.validation import validate_plan
 from agentkeel.schemas.result import StepStatus
 from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
 from agentkeel.schemas.tools import TOOLS
-from tests.conftest import StackFactory
-from tests.fakes import FakeScriptedPolicy
+from tests.support.agent_stack import StackFactory
+from tests.support.fakes import FakeScriptedPolicy
 
 
 def stages(history: WorkflowHistory) -> list[str]:

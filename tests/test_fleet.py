@@ -31,8 +31,8 @@ from agentkeel.settings.ports import free_port
 from agentkeel.workers.readiness import health_endpoint
 from agentkeel.workers.worker import GRACEFUL_SHUTDOWN
 from agentkeel.workflows.agent import AgentWorkflow
-from tests.fleet_stack import fleet_env, fleet_settings, identities
-from tests.pg import hand_shop_to
+from tests.support.fleet_stack import fleet_env, fleet_settings, identities
+from tests.support.pg import hand_shop_to
 
 STAFF = Actor(role="staff", name="fleet")
 DONE = (StepStatus.SUCCEEDED, StepStatus.SKIPPED)

@@ -28,8 +28,8 @@ from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult, CacheStatus
 from agentkeel.workflows.agent import AgentWorkflow
-from tests.fleet_stack import fleet_env, fleet_settings, identities
-from tests.pg import hand_shop_to
+from tests.support.fleet_stack import fleet_env, fleet_settings, identities
+from tests.support.pg import hand_shop_to
 
 STAFF = Actor(role="staff", name="fleet")
 KB_QUESTION = "What is your return policy for damaged items?"

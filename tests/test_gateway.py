@@ -27,8 +27,8 @@ from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.tokens import token_stream_key
 from agentkeel.settings.model import Settings, StartupError
 from agentkeel.settings.ports import free_port
-from tests.conftest import AgentStack, StackFactory
-from tests.fakes import FakeStreamingPolicy
+from tests.support.agent_stack import AgentStack, StackFactory
+from tests.support.fakes import FakeStreamingPolicy
 from tests.test_authority import refundable_order
 
 QUESTION = "What is your return policy for damaged items?"

@@ -26,7 +26,7 @@ from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.gateway import QuotaProblem
 from agentkeel.schemas.names import AGENT_WORKFLOW
 from agentkeel.settings.ports import free_port
-from tests.conftest import AgentStack
+from tests.support.agent_stack import AgentStack
 from tests.test_authority import refundable_order
 
 QUESTION = "What is your return policy for damaged items?"

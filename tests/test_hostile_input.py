@@ -38,8 +38,8 @@ from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.result import AgentResult, StepStatus
 from agentkeel.schemas.route import Route, Tier
 from agentkeel.schemas.tools import TOOLS
-from tests.conftest import AgentStack, StackFactory
-from tests.fakes import FakeScriptedPolicy
+from tests.support.agent_stack import AgentStack, StackFactory
+from tests.support.fakes import FakeScriptedPolicy
 from tests.test_authority import refundable_order, staff, until_awaiting
 
 RUN_DEADLINE_S = 60.0

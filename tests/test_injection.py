@@ -36,7 +36,7 @@ from agentkeel.schemas.model_calls import (
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.result import AgentResult
 from agentkeel.schemas.route import Route, Tier
-from tests.conftest import StackFactory
+from tests.support.agent_stack import StackFactory
 
 ATTEMPTS = 200
 AT_ONCE = 8

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import StackFactory
-from tests.fakes import FakeScriptedPolicy
-from tests.history import tool_activities_scheduled
+from tests.support.agent_stack import StackFactory
+from tests.support.fakes import FakeScriptedPolicy
+from tests.support.history import tool_activities_scheduled
 
 GOOD = {"steps": [{"id": "s1", "tool": "search_kb", "args": {"query": "refund policy"}}]}
 

@@ -26,8 +26,8 @@ from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.inference.llm.prompts import route_labels, system_prefix
 from agentkeel.schemas.model_calls import RouteInput
 from agentkeel.schemas.route import ConfidenceBasis, Tier
-from tests.conftest import StackFactory
-from tests.models import MODEL_NAME, report
+from tests.support.agent_stack import StackFactory
+from tests.support.models import MODEL_NAME, report
 
 PLAN_TOKENS = 200
 

@@ -35,8 +35,8 @@ from agentkeel.schemas.errors import INVALID_MODEL_OUTPUT, PLAN_ERROR_KINDS
 from agentkeel.schemas.model_calls import PlanInput, RespondInput, RespondResult, RouteInput
 from agentkeel.schemas.route import Route, Tier
 from agentkeel.schemas.tokens import token_stream_key
-from tests.conftest import StackFactory
-from tests.models import report
+from tests.support.agent_stack import StackFactory
+from tests.support.models import report
 
 # Short outputs: a 270M model on 2 cores decodes about 8 tokens/s alone.
 PLAN_TOKENS = 160

@@ -27,7 +27,7 @@ from agentkeel.schemas.errors import INVALID_MODEL_OUTPUT
 from agentkeel.schemas.model_calls import ConversationTurn, PlanInput, RespondInput, RouteInput
 from agentkeel.schemas.result import StepOutcome, StepStatus
 from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
-from tests.fakes import FakeEngine
+from tests.support.fakes import FakeEngine
 
 GOOD_PLAN = {
     "rationale": "look up the order, then track it",

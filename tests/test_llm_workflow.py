@@ -30,8 +30,8 @@ from agentkeel.schemas.model_calls import RouteInput
 from agentkeel.schemas.result import AgentResult, StepStatus
 from agentkeel.schemas.route import ConfidenceBasis, Tier
 from agentkeel.schemas.tokens import token_stream_key
-from tests.conftest import StackFactory
-from tests.fakes import FakeEngine
+from tests.support.agent_stack import StackFactory
+from tests.support.fakes import FakeEngine
 
 STATUS_PLAN = {
     "rationale": "look up the order, then track it",

@@ -1,6 +1,6 @@
 """MCP tools under the cache and the intents, through the unchanged binaries end to end.
 
-A worker of `tests/domains/mcp_domain` serves the suite's toolbox (`tests/mcp_toolbox.py`),
+A worker of `tests/domains/mcp_domain` serves the suite's toolbox (`tests/support/mcp_toolbox.py`),
 which counts the calls that reach it; questions are asked with `agentkeel ask`, a process
 of its own whose `AgentClient` has the exact-tier fast path, as a service would have.
 Keys and questions are fresh per run: the Redis of the suite outlives it.
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from tests.mcp_stack import McpStack, mcp_stack
+from tests.support.mcp_stack import McpStack, mcp_stack
 
 
 @pytest.fixture(scope="module")

@@ -31,8 +31,8 @@ from agentkeel.gateway.keys import ApiKey, ApiKeys
 from agentkeel.gateway.server import serving
 from agentkeel.schemas.actor import Actor
 from agentkeel.settings.ports import free_port
-from tests.conftest import AgentStack
-from tests.mcp_reference import npm_server
+from tests.support.agent_stack import AgentStack
+from tests.support.mcp_reference import npm_server
 from tests.test_authority import refundable_order
 
 ROOT = Path(__file__).resolve().parent.parent

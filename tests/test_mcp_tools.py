@@ -2,7 +2,7 @@
 
 Against the reference servers (nobody on this project wrote them): `mcp-server-time` and
 `server-memory` over stdio, `server-everything` over streamable HTTP; and against the
-suite's own toolbox (`tests/mcp_toolbox.py`) for what they cannot show: a slow call
+suite's own toolbox (`tests/support/mcp_toolbox.py`) for what they cannot show: a slow call
 cancelled, an `isError` result, a server that crashes, a tool list that changes.
 """
 
@@ -21,8 +21,8 @@ from temporalio.client import Client, WorkflowFailureError
 
 from agentkeel.activities.cache.served_version import CHECK_EVERY_S
 from agentkeel.schemas.names import APPROVE_UPDATE, PROGRESS_QUERY
-from tests.history import awaiting_approval
-from tests.mcp_stack import VIEWER, Everything, McpStack, mcp_stack
+from tests.support.history import awaiting_approval
+from tests.support.mcp_stack import VIEWER, Everything, McpStack, mcp_stack
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from agentkeel.inference.policy import TokenSink
 from agentkeel.schemas.model_calls import RespondInput, RespondResult, RouteInput, RouteResult
 from agentkeel.schemas.result import AgentResult, CacheStatus, StepStatus
 from agentkeel.schemas.route import Route, Tier
-from tests.conftest import StackFactory
+from tests.support.agent_stack import StackFactory
 
 
 def _closed_port() -> int:

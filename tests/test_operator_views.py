@@ -8,7 +8,7 @@ from datetime import timedelta
 from agentkeel.client.stats import format_stats, run_stats
 from agentkeel.client.trace import format_waterfall, run_waterfall
 from agentkeel.schemas.request import AgentRequest
-from tests.conftest import AgentStack, StackFactory
+from tests.support.agent_stack import AgentStack, StackFactory
 
 
 async def test_stats_reads_layers_cache_and_slowest_runs_from_the_run_records(

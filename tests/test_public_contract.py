@@ -15,7 +15,8 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
 from agentkeel.schemas.result import AgentResult, CacheStatus, StepStatus
-from tests.conftest import AgentStack, temporal_binary
+from tests.support.agent_stack import AgentStack
+from tests.support.services import temporal_binary
 
 
 async def temporal_cli(client: Client, *args: str) -> str:

@@ -1,4 +1,5 @@
-"""The caches, leases and streams on a real three-node Redis Cluster (`tests.redis_cluster`).
+"""The caches, leases and streams on a real three-node Redis Cluster
+(`tests.support.redis_cluster`).
 
 A cluster is recognised from the one node `AGENTKEEL_REDIS_URL` names; every script and
 multi-key command keeps to one slot (a tenant's, `activities.cache.slots`), so a path is
@@ -19,8 +20,8 @@ from agentkeel.activities.cache.path_cache import path_key
 from agentkeel.activities.cache.slots import tenant_tag
 from agentkeel.schemas.result import CacheStatus, StepStatus
 from agentkeel.settings.connections import is_cluster_node, redis_client
-from tests.conftest import StackFactory
-from tests.redis_cluster import REDIS_SERVER, Cluster, redis_cluster
+from tests.support.agent_stack import StackFactory
+from tests.support.redis_cluster import REDIS_SERVER, Cluster, redis_cluster
 from tests.test_cache_tiers import KB_QUESTION, step_output
 
 pytestmark = pytest.mark.skipif(

@@ -31,8 +31,8 @@ from agentkeel.workflows.agent import AgentWorkflow
 from agentkeel.workflows.dag.fan_out import child_workflow_id
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
 from agentkeel.workflows.release import RELEASE_PATCH
-from tests.conftest import AgentStack, StackFactory
-from tests.fakes import FakeScriptedPolicy
+from tests.support.agent_stack import AgentStack, StackFactory
+from tests.support.fakes import FakeScriptedPolicy
 from tests.test_authority import until_awaiting
 from tests.test_invalid_plans import INVALID_PLANS
 from tests.test_watches import every_order_plan, list_orders_of

@@ -39,7 +39,7 @@ from agentkeel.client.schedules import (
 from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor
 from agentkeel.schemas.names import AGENT_WORKFLOW
 from agentkeel.schemas.result import AgentResult
-from tests.conftest import AgentStack
+from tests.support.agent_stack import AgentStack
 
 QUESTION = "Where is order 1001?"
 ANN = Actor(role="staff", name="ann")

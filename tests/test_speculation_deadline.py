@@ -22,8 +22,8 @@ from agentkeel.schemas.result import StepStatus
 from agentkeel.schemas.route import Tier
 from agentkeel.schemas.speculation import SpeculationOutcome
 from agentkeel.workflows.deadline import droppable
-from tests.conftest import StackFactory
-from tests.fakes import FakeEngine
+from tests.support.agent_stack import StackFactory
+from tests.support.fakes import FakeEngine
 
 QUESTION = "where's my parcel for order 1001"
 UNSURE = {"refund": 0.55, "order_status": 0.45}

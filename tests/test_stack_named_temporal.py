@@ -3,7 +3,7 @@
 connect to the named server with its credentials, and its output says so.
 
 The named server is the session's dev server on its own port, reached through nginx
-terminating mTLS and checking an API key (`tests.tls_proxy`) where nginx is installed, else
+terminating mTLS and checking an API key (`tests.support.tls_proxy`) where nginx is installed, else
 directly; a named server that does not answer stops `up` with no dev server started.
 """
 
@@ -29,7 +29,7 @@ from temporalio.testing import WorkflowEnvironment
 from agentkeel.cli.stack.supervisor import LocalStack, StackError
 from agentkeel.settings.model import Settings
 from agentkeel.settings.ports import free_port
-from tests.tls_proxy import NGINX, make_pki, tls_proxy
+from tests.support.tls_proxy import NGINX, make_pki, tls_proxy
 
 API_KEY = "ak-named-0123456789"
 UP_S = 240.0

@@ -1,6 +1,6 @@
 """Reaching a Temporal that needs TLS, mTLS or an API key, through a real TLS endpoint.
 
-nginx terminates TLS in front of the session's dev server (`tests.tls_proxy`); the workers
+nginx terminates TLS in front of the session's dev server (`tests.support.tls_proxy`); the workers
 and clients take what they need from a `temporalio.envconfig` profile file or the standard
 `TEMPORAL_*` variables, read by `Settings.from_env` as the Temporal CLI reads them.
 """
@@ -18,8 +18,8 @@ from temporalio.testing import WorkflowEnvironment
 from agentkeel.client.agent_client import connect_client
 from agentkeel.settings.model import Settings, SettingsError, StartupError
 from agentkeel.workers.temporal_client import connect
-from tests.conftest import StackFactory
-from tests.tls_proxy import NGINX, Pki, make_pki, tls_proxy
+from tests.support.agent_stack import StackFactory
+from tests.support.tls_proxy import NGINX, Pki, make_pki, tls_proxy
 
 pytestmark = pytest.mark.skipif(
     not os.access(NGINX, os.X_OK), reason="nginx (Debian nginx-light) is not installed"

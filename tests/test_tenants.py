@@ -1,6 +1,6 @@
 """The tenant is a data boundary: one tenant's actors never reach another tenant's rows.
 
-The stack's own tenant holds the seeded shop (`tests.pg.hand_shop_to`); a second tenant,
+The stack's own tenant holds the seeded shop (`tests.support.pg.hand_shop_to`); a second tenant,
 named after it so its Redis keys go at teardown, holds nothing or a few rows moved to it.
 Asked as the second tenant, an order of the first is not there: not read, not refunded,
 not served from a cache or a shared read, and a merged request carries one tenant's calls.
@@ -31,7 +31,7 @@ from agentkeel.schemas.tools import ACTIVITY_TOOLS
 from agentkeel.schemas.tools.spec import ToolArgs
 from agentkeel.sdk.context import ToolCall
 from agentkeel.sdk.decorator import ToolDefinitionError
-from tests.conftest import AgentStack, StackFactory
+from tests.support.agent_stack import AgentStack, StackFactory
 
 STAFF = Actor(role="staff", name="ann")
 

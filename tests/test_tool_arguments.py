@@ -29,8 +29,8 @@ from agentkeel.schemas.tools.arguments import (
     MAX_ARGUMENT_TEXT_CHARS,
     argument_problem,
 )
-from tests.conftest import AgentStack, StackFactory
-from tests.fakes import FakeScriptedPolicy
+from tests.support.agent_stack import AgentStack, StackFactory
+from tests.support.fakes import FakeScriptedPolicy
 
 FAILS_WITHIN_S = 10.0
 """A refused call ends its step in well under a retry's backoff, on a shared machine."""

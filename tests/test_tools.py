@@ -33,8 +33,8 @@ from agentkeel.examples.shop.tools import (
     TrackShipmentInput,
 )
 from agentkeel.schemas.tools import ACTIVITY_TOOLS, TOOLS
-from tests.pg import fresh_database
-from tests.shop_tools import ShopActivities
+from tests.support.pg import fresh_database
+from tests.support.shop_tools import ShopActivities
 
 VERSIONS = [version for version, _sql in migration_files(shop)]
 SEEDED_TABLES = (

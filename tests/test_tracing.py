@@ -30,8 +30,8 @@ from agentkeel.settings.tracing import (
 )
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
-from tests.conftest import StackFactory
-from tests.fakes import FakeEngine
+from tests.support.agent_stack import StackFactory
+from tests.support.fakes import FakeEngine
 from tests.test_llm_policy import GOOD_PLAN
 
 

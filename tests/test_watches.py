@@ -38,8 +38,8 @@ from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.fan_out import child_workflow_id
 from agentkeel.workflows.dag.scheduler import DagScheduler
 from agentkeel.workflows.dag.step_gates import SchedulerLimits
-from tests.conftest import StackFactory
-from tests.fakes import FakeScriptedPolicy
+from tests.support.agent_stack import StackFactory
+from tests.support.fakes import FakeScriptedPolicy
 
 PROCESSING_ORDER = 1002
 """Seed data: processing, no tracking number yet."""

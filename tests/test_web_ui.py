@@ -17,7 +17,7 @@ from agentkeel.cli.stack.temporal import queue_poll_flags
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.settings.namespace_setup import ensure_search_attributes
 from agentkeel.workers.temporal_client import agentkeel_plugins
-from tests.conftest import StackFactory
+from tests.support.agent_stack import StackFactory
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed")

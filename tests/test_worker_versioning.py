@@ -31,9 +31,9 @@ from agentkeel.schemas.approvals import ApprovalAnswer, ApprovalDecision
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.settings.model import Settings, SettingsError
 from agentkeel.workflows.agent import AgentWorkflow
-from tests.fleet_stack import fleet_env, fleet_settings, identities
-from tests.history import awaiting_approval
-from tests.pg import hand_shop_to
+from tests.support.fleet_stack import fleet_env, fleet_settings, identities
+from tests.support.history import awaiting_approval
+from tests.support.pg import hand_shop_to
 
 STAFF = Actor(role="staff", name="versioned")
 BUILD_ID = "release-1"

@@ -2,7 +2,7 @@
 # ruff: noqa: ASYNC240
 """An MCP server of the test suite, for what the reference servers cannot show.
 
-Run as `python tests/mcp_toolbox.py` (stdio) or `... --http PORT` (streamable HTTP).
+Run as `python tests/support/mcp_toolbox.py` (stdio) or `... --http PORT` (streamable HTTP).
 It writes what it saw to the folder `TOOLBOX_STATE` names (one line per event in
 `events.log`), so a test can tell what reached the server: a call's `_meta`, a
 cancellation, an effect made once per idempotency key.

@@ -18,7 +18,7 @@ import pytest
 
 from agentkeel.inference.model_builds.gemma_cpu import CHAT_TEMPLATE
 from agentkeel.inference.model_builds.llama_server import server_binary
-from tests.models import MODEL_NAME, _stop, free_port, report
+from tests.support.models import MODEL_NAME, _stop, free_port, report
 
 START_TIMEOUT_S = 120.0
 LLAMA_SERVER_ENV = "AGENTKEEL_TEST_LLAMA_SERVER"

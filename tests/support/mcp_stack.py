@@ -24,11 +24,10 @@ from temporalio.client import Client, WorkflowHandle
 
 from agentkeel.schemas.names import AGENT_WORKFLOW
 from agentkeel.settings.ports import free_port
-from tests.mcp_reference import npm_server, time_server
-from tests.pg import fresh_database
+from tests.support.mcp_reference import npm_server, time_server
+from tests.support.paths import DOMAINS, ROOT
+from tests.support.pg import fresh_database
 
-ROOT = Path(__file__).resolve().parent.parent
-DOMAINS = Path(__file__).parent / "domains"
 OPERATOR = {"role": "operator", "name": "ann"}
 VIEWER = {"role": "viewer", "name": "vic"}
 
