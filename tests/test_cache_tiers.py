@@ -15,16 +15,7 @@ from agentkeel.schemas.result import CacheStatus, StepStatus
 from tests.support.agent_stack import AgentStack, StackFactory
 from tests.support.fakes import FakeScriptedPolicy
 from tests.support.history import scheduled_activities
-from tests.test_dag_workflow import SlowInventory, wide_plan
-
-KB_QUESTION = "What is your return policy for damaged items?"
-
-
-def step_output(result: object, tool: str) -> dict[str, object]:
-    steps = [s for s in result.steps if s.tool == tool]  # type: ignore[attr-defined]
-    assert steps, f"no {tool} step"
-    output: dict[str, object] = steps[0].output
-    return output
+from tests.support.plans import KB_QUESTION, SlowInventory, step_output, wide_plan
 
 
 async def test_live_path_reuses_the_plan_and_runs_tools_fresh(stack: AgentStack) -> None:

@@ -15,7 +15,7 @@ from agentkeel.schemas.tools import TOOLS
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.scheduler import DagScheduler
 from tests.support.agent_stack import AgentStack
-from tests.test_dag_unit import Clock, settle
+from tests.support.dag import Clock, settle
 
 UNSHIPPED = {"order_id": 1002, "status": "processing", "tracking_number": None, "items": []}
 SHIPPED = {"order_id": 1001, "status": "shipped", "tracking_number": "TRK0000001001"}

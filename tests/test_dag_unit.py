@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -23,16 +22,13 @@ from agentkeel.schemas.plan.validation import (
     topological_order,
     validate_plan,
 )
-from agentkeel.schemas.result import StepError, StepStatus
+from agentkeel.schemas.result import StepStatus
 from agentkeel.schemas.tools import TOOLS
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.resolve import ResolutionError, resolve
 from agentkeel.workflows.dag.scheduler import DagScheduler
 from agentkeel.workflows.dag.step_gates import SchedulerLimits
-
-
-def plan(*steps: dict[str, Any]) -> Plan:
-    return Plan.model_validate({"steps": list(steps)})
+from tests.support.dag import Clock, _describe, plan, settle
 
 
 @pytest.mark.parametrize(
@@ -140,24 +136,6 @@ def test_resolve_nested_and_item_references() -> None:
     assert resolve("$item.sku", outputs, item={"sku": "Z"}) == "Z"
     with pytest.raises(ResolutionError):
         resolve("$o.items.5.sku", outputs)
-
-
-async def settle() -> None:
-    for _ in range(10):
-        await asyncio.sleep(0)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 0
-
-    def __call__(self) -> datetime:
-        self.t += 1
-        return datetime.fromtimestamp(self.t, tz=UTC)
-
-
-def _describe(error: BaseException) -> StepError:
-    return StepError(type=type(error).__name__, message=str(error))
 
 
 async def test_eager_dispatch_does_not_wait_for_a_whole_level() -> None:

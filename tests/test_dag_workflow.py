@@ -5,9 +5,6 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime
 
-from temporalio import activity
-
-from agentkeel.examples.shop.tools import CheckInventoryInput, Inventory, WarehouseStock
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.request import RunOptions
 from agentkeel.schemas.result import AgentResult, StepOutcome, StepStatus
@@ -15,6 +12,7 @@ from agentkeel.workflows.agent import AgentWorkflow
 from tests.support.agent_stack import AgentStack, StackFactory
 from tests.support.fakes import FakeScriptedPolicy
 from tests.support.history import scheduled_activities
+from tests.support.plans import SlowInventory, wide_plan
 
 
 def step(result: AgentResult, step_id: str) -> StepOutcome:
@@ -37,43 +35,6 @@ def max_overlap(steps: list[StepOutcome]) -> int:
         current += delta
         peak = max(peak, current)
     return peak
-
-
-class SlowInventory:
-    """Stand-in for `check_inventory` that holds each call and counts calls in flight."""
-
-    def __init__(self, hold_s: float) -> None:
-        self.hold_s = hold_s
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.calls: list[str] = []
-
-    @activity.defn(name="check_inventory")
-    async def check_inventory(self, args: CheckInventoryInput) -> Inventory:
-        self.calls.append(args.sku)
-        self.in_flight += 1
-        self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        try:
-            await asyncio.sleep(self.hold_s)
-        finally:
-            self.in_flight -= 1
-        stock = [WarehouseStock(warehouse="AMS", available=3)]
-        return Inventory(
-            sku=args.sku,
-            product_name="stand-in",
-            total_available=3,
-            in_stock=True,
-            warehouses=stock,
-        )
-
-
-def wide_plan(width: int) -> dict[str, object]:
-    return {
-        "steps": [
-            {"id": f"s{i}", "tool": "check_inventory", "args": {"sku": f"SKU-{i:05d}"}}
-            for i in range(1, width + 1)
-        ]
-    }
 
 
 async def test_independent_steps_overlap_in_time(stack: AgentStack) -> None:

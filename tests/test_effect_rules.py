@@ -27,7 +27,7 @@ from agentkeel.schemas.result import AgentResult, StepStatus
 from agentkeel.schemas.route import Route, Tier
 from tests.support.agent_stack import StackFactory
 from tests.support.fakes import FakeScriptedPolicy
-from tests.test_authority import RefundScript, refundable_order, until_awaiting
+from tests.support.refunds import RefundScript, refundable_order, until_awaiting
 
 
 async def refunds_of(db: asyncpg.Pool, order_id: int) -> list[int]:

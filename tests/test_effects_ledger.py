@@ -30,7 +30,7 @@ from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.result import AgentResult, StepStatus
 from agentkeel.settings.ports import free_port
 from tests.support.agent_stack import StackFactory
-from tests.test_authority import RefundScript, refundable_order, refunds_plan, until_awaiting
+from tests.support.refunds import RefundScript, refundable_order, refunds_plan, until_awaiting
 
 
 async def statuses(db: asyncpg.Pool, order_id: int) -> list[str]:

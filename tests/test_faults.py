@@ -9,14 +9,11 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import asyncpg
-import pytest
 from temporalio.client import Client, WorkflowHandle
 
-from agentkeel.cli.stack.local import LocalStack, StackEndpoints, embedded_settings
+from agentkeel.cli.stack.local import StackEndpoints
 from agentkeel.cli.stack.services import restart_embedded_postgres
 from agentkeel.cli.stack.status import stack_status
 from agentkeel.cli.stack.watchdog import ChildState
@@ -24,29 +21,13 @@ from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult, StepStatus
 from agentkeel.settings.model import Settings
-from agentkeel.settings.ports import free_port_pair
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
+from tests.support.local_stack import running as running
 
 RUN_TIMEOUT_S = 120
+
 STAFF = Actor(role="staff", name="ops")
-
-
-@pytest.fixture
-async def running(stack_dir: Path) -> AsyncIterator[tuple[Settings, StackEndpoints]]:
-    """A whole local stack (embedded Postgres and Redis, dev server, carrier, workers)."""
-    settings = embedded_settings(
-        stack_dir,
-        task_queue=f"faults-{os.getpid()}",
-        # The CPU worker's metrics here, the inference worker's at the next port.
-        metrics_address=f"127.0.0.1:{free_port_pair()}",
-    )
-    stack = LocalStack(settings, start_workers=True)
-    endpoints = await stack.start()
-    try:
-        yield settings, endpoints
-    finally:
-        await stack.stop()
 
 
 async def _start(client: Client, settings: Settings, question: str, key: str) -> WorkflowHandle:

@@ -29,7 +29,7 @@ from agentkeel.settings.model import Settings, StartupError
 from agentkeel.settings.ports import free_port
 from tests.support.agent_stack import AgentStack, StackFactory
 from tests.support.fakes import FakeStreamingPolicy
-from tests.test_authority import refundable_order
+from tests.support.refunds import refundable_order
 
 QUESTION = "What is your return policy for damaged items?"
 CUSTOMER_TOKEN, OTHER_CUSTOMER_TOKEN, STAFF_TOKEN = "c" * 32, "o" * 32, "s" * 32

@@ -27,7 +27,7 @@ from agentkeel.schemas.gateway import QuotaProblem
 from agentkeel.schemas.names import AGENT_WORKFLOW
 from agentkeel.settings.ports import free_port
 from tests.support.agent_stack import AgentStack
-from tests.test_authority import refundable_order
+from tests.support.refunds import refundable_order
 
 QUESTION = "What is your return policy for damaged items?"
 WATCH = "Tell me when order 1002 ships"

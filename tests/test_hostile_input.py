@@ -40,7 +40,7 @@ from agentkeel.schemas.route import Route, Tier
 from agentkeel.schemas.tools import TOOLS
 from tests.support.agent_stack import AgentStack, StackFactory
 from tests.support.fakes import FakeScriptedPolicy
-from tests.test_authority import refundable_order, staff, until_awaiting
+from tests.support.refunds import refundable_order, staff, until_awaiting
 
 RUN_DEADLINE_S = 60.0
 """Each run must end within this, on a shared 2-core machine running hundreds at once."""

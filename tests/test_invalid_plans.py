@@ -7,38 +7,9 @@ import pytest
 from tests.support.agent_stack import StackFactory
 from tests.support.fakes import FakeScriptedPolicy
 from tests.support.history import tool_activities_scheduled
+from tests.support.plans import INVALID_PLANS
 
 GOOD = {"steps": [{"id": "s1", "tool": "search_kb", "args": {"query": "refund policy"}}]}
-
-INVALID_PLANS: dict[str, dict[str, object]] = {
-    "UnknownTool": {"steps": [{"id": "s1", "tool": "delete_everything", "args": {}}]},
-    "InvalidArguments": {
-        "steps": [{"id": "s1", "tool": "get_order", "args": {"order_id": "not-a-number"}}]
-    },
-    "MissingReference": {
-        "steps": [
-            {"id": "s1", "tool": "get_order", "args": {"order_id": 1001}},
-            {
-                "id": "s2",
-                "tool": "track_shipment",
-                "args": {"tracking_number": "$s1.no_such_field"},
-            },
-        ]
-    },
-    "EmptyPlan": {"steps": []},
-    "DuplicateStep": {
-        "steps": [
-            {"id": "s1", "tool": "search_kb", "args": {"query": "a"}},
-            {"id": "s1", "tool": "search_kb", "args": {"query": "b"}},
-        ]
-    },
-    "DependencyCycle": {
-        "steps": [
-            {"id": "a", "tool": "get_order", "args": {"order_id": "$b.order_id"}},
-            {"id": "b", "tool": "get_order", "args": {"order_id": "$a.order_id"}},
-        ]
-    },
-}
 
 
 @pytest.mark.parametrize("kind", sorted(INVALID_PLANS))

@@ -28,18 +28,7 @@ from agentkeel.schemas.model_calls import ConversationTurn, PlanInput, RespondIn
 from agentkeel.schemas.result import StepOutcome, StepStatus
 from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
 from tests.support.fakes import FakeEngine
-
-GOOD_PLAN = {
-    "rationale": "look up the order, then track it",
-    "steps": [
-        {"id": "s1", "tool": "get_order", "args": {"order_id": 1002}},
-        {"id": "s2", "tool": "track_shipment", "args": {"tracking_number": "$s1.tracking_number"}},
-    ],
-}
-BAD_REFERENCE_PLAN = {
-    "rationale": "track a step that does not exist",
-    "steps": [{"id": "s1", "tool": "track_shipment", "args": {"tracking_number": "$s9.x"}}],
-}
+from tests.support.plans import BAD_REFERENCE_PLAN, GOOD_PLAN
 
 
 def lp(token: str, top: dict[str, float]) -> TokenLogprob:

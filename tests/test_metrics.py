@@ -13,7 +13,7 @@ from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.settings.model import Settings
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
-from tests.test_faults import running  # noqa: F401  (the whole local stack, as a fixture)
+from tests.support.local_stack import running as running  # the whole local stack
 
 
 def _series(text: str, name: str, **labels: str) -> float:
@@ -30,7 +30,7 @@ def _series(text: str, name: str, **labels: str) -> float:
 
 
 async def test_workers_serve_layer_cache_router_and_tool_metrics(
-    running: tuple[Settings, StackEndpoints],  # noqa: F811
+    running: tuple[Settings, StackEndpoints],
 ) -> None:
     settings, endpoints = running
     assert set(endpoints.metrics) == {"worker cpu", "worker inference"}

@@ -26,7 +26,7 @@ from agentkeel.schemas import errors, names
 from agentkeel.workers.resources import cpu_activities
 from agentkeel.workers.stand_ins import activity_name
 from tests.support.agent_stack import AgentStack
-from tests.test_authority import refundable_order
+from tests.support.refunds import refundable_order
 
 ONCE = RetryPolicy(maximum_attempts=3)  # refusals are non-retryable: one attempt each
 

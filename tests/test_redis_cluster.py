@@ -21,8 +21,8 @@ from agentkeel.activities.cache.slots import tenant_tag
 from agentkeel.schemas.result import CacheStatus, StepStatus
 from agentkeel.settings.connections import is_cluster_node, redis_client
 from tests.support.agent_stack import StackFactory
+from tests.support.plans import KB_QUESTION, step_output
 from tests.support.redis_cluster import REDIS_SERVER, Cluster, redis_cluster
-from tests.test_cache_tiers import KB_QUESTION, step_output
 
 pytestmark = pytest.mark.skipif(
     not Path(REDIS_SERVER).exists(), reason="the machine's redis-server is not installed"

@@ -33,9 +33,8 @@ from agentkeel.workflows.fan_out_part import FanOutWorkflow
 from agentkeel.workflows.release import RELEASE_PATCH
 from tests.support.agent_stack import AgentStack, StackFactory
 from tests.support.fakes import FakeScriptedPolicy
-from tests.test_authority import until_awaiting
-from tests.test_invalid_plans import INVALID_PLANS
-from tests.test_watches import every_order_plan, list_orders_of
+from tests.support.plans import INVALID_PLANS, every_order_plan, list_orders_of
+from tests.support.refunds import until_awaiting
 
 HISTORIES = Path(__file__).parent / "histories"
 RECORD = os.environ.get("AGENTKEEL_RECORD_HISTORIES") == "1"
@@ -150,7 +149,7 @@ async def test_record_speculation_deadline_histories(make_stack: StackFactory) -
     """Runs under `speculation-v1` and `deadline-v1`: a speculative read used, one cancelled
     when the plan arrived, a deadline met by trades, a deadline refused at once."""
     from agentkeel.examples.shop.carrier import serving
-    from tests.test_speculation_deadline import KB_ONLY, QUESTION, STEPS, StandInOrders, cascade
+    from tests.support.speculation import KB_ONLY, QUESTION, STEPS, StandInOrders, cascade
 
     no_cache = {"use_cache": False}
     used = await make_stack(policy=cascade(STEPS, heavy_s=0.3))

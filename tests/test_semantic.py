@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import asyncpg
 import pytest
@@ -29,18 +28,9 @@ from agentkeel.activities.cache.semantic.embedder import (
 )
 from agentkeel.activities.cache.semantic.index import SemanticIndex
 from agentkeel.activities.cache.semantic.lookup import DEFAULT_THRESHOLD, SemanticCache
-
-TENANT = "acme"
-RETURN_POLICY = "What is your return policy for damaged items?"
-RETURN_POLICY_PARAPHRASE = "how do returns work for items that arrived damaged"  # 0.81
-LENIENT = 0.80
-"""Below `DEFAULT_THRESHOLD` (0.90): the tests of the guard and the index use it so that
-the brief's paraphrase (0.81) and its near-misses (0.85 and up) are all candidates."""
-
-
-@pytest.fixture(scope="module")
-def embedder() -> MiniLmEmbedder:
-    return MiniLmEmbedder()
+from tests.support.semantic import LENIENT, RETURN_POLICY, RETURN_POLICY_PARAPHRASE, TENANT
+from tests.support.semantic import embedder as embedder
+from tests.support.semantic import other_embedder as other_embedder
 
 
 @pytest.fixture
@@ -130,14 +120,6 @@ def test_any_sentence_transformers_directory_is_an_embedder(
     assert np.allclose(mine.embed(texts), embedder.embed(texts), atol=1e-5)
     with pytest.raises(OSError):
         SentenceTransformerEmbedder(str(tmp_path / "missing"))
-
-
-@pytest.fixture(scope="module")
-def other_embedder(embedder: MiniLmEmbedder, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The same weights saved as another model directory: another embedder identity."""
-    where = tmp_path_factory.mktemp("models") / "other-minilm"
-    embedder._model.save(str(where))
-    return SentenceTransformerEmbedder(str(where))
 
 
 def test_an_embedder_is_named_by_its_model_dimension_and_files(

@@ -21,7 +21,7 @@ import numpy as np
 from agentkeel.activities.cache.semantic.embedder import MiniLmEmbedder, SentenceTransformerEmbedder
 from agentkeel.activities.cache.semantic.lookup import DEFAULT_THRESHOLD, SemanticCache
 from agentkeel.activities.cache.semantic.pgvector_index import PgVectorIndex
-from tests.test_semantic import LENIENT, RETURN_POLICY, RETURN_POLICY_PARAPHRASE, TENANT
+from tests.support.semantic import LENIENT, RETURN_POLICY, RETURN_POLICY_PARAPHRASE, TENANT
 
 
 @pytest.fixture(scope="module")

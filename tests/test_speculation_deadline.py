@@ -8,13 +8,8 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from agentkeel.examples.shop.carrier import serving
-from agentkeel.examples.shop.tools import GetOrderInput, Order, OrderItem
-from agentkeel.inference.llm.cascade import CascadePolicy
-from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.schemas.deadline import DecisionKind
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.request import AgentRequest
@@ -23,38 +18,7 @@ from agentkeel.schemas.route import Tier
 from agentkeel.schemas.speculation import SpeculationOutcome
 from agentkeel.workflows.deadline import droppable
 from tests.support.agent_stack import StackFactory
-from tests.support.fakes import FakeEngine
-
-QUESTION = "where's my parcel for order 1001"
-UNSURE = {"refund": 0.55, "order_status": 0.45}
-STEPS: list[dict[str, Any]] = [
-    {"id": "s1", "tool": "get_order", "args": {"order_id": 1001}},
-    {
-        "id": "s2",
-        "tool": "track_shipment",
-        "args": {"tracking_number": "$s1.tracking_number"},
-        "optional": True,
-    },
-]
-KB_ONLY: list[dict[str, Any]] = [
-    {"id": "s1", "tool": "search_kb", "args": {"query": "shipping times"}}
-]
-
-
-def cascade(steps: list[dict[str, Any]], *, heavy_s: float) -> CascadePolicy:
-    light = FakeEngine(
-        "light-fake", label_probs=UNSURE, documents=[{"rationale": "scripted", "steps": steps}]
-    )
-    heavy = FakeEngine(
-        "heavy-fake",
-        documents=[{"intent": "order_status", "rationale": "scripted", "steps": steps}],
-        answer="Order 1001 is on its way.",
-        delay_s=heavy_s,
-    )
-    return CascadePolicy(
-        LlmPolicy(light, tier=Tier.LIGHT, threshold=0.7),
-        LlmPolicy(heavy, tier=Tier.HEAVY, threshold=0.7),
-    )
+from tests.support.speculation import KB_ONLY, QUESTION, STEPS, StandInOrders, cascade
 
 
 async def test_a_predicted_read_runs_while_the_heavy_model_plans(make_stack: StackFactory) -> None:
@@ -93,37 +57,6 @@ async def test_a_read_the_plan_does_not_make_is_cancelled_and_reported(
         SpeculationOutcome.UNUSED,
     )
     assert result.timings_ms.speculation_saved == 0
-
-
-class StandInOrders:
-    """Stand-in for `get_order`: its first `failing` calls fail for good (retries too), and
-    each call takes `hold_s`; `cancelled` counts the calls cancelled while they ran."""
-
-    def __init__(self, *, failing: int = 0, hold_s: float = 0.05) -> None:
-        self.calls = self.cancelled = 0
-        self.failing, self.hold_s = failing, hold_s
-
-    @activity.defn(name="get_order")
-    async def get_order(self, args: GetOrderInput) -> Order:
-        self.calls += 1
-        if self.calls <= self.failing:
-            raise ApplicationError("orders database away", type="Unavailable", non_retryable=True)
-        try:
-            await asyncio.sleep(self.hold_s)
-        except asyncio.CancelledError:
-            self.cancelled += 1
-            raise
-        item = OrderItem(sku="SKU-00001", product_name="stand-in", quantity=1, unit_price_cents=1)
-        return Order(
-            order_id=args.order_id,
-            customer_id=1,
-            status="shipped",
-            total_cents=1,
-            refunded_cents=0,
-            placed_at="2026-01-01T00:00:00Z",
-            items=[item],
-            tracking_number="TRK0000001001",
-        )
 
 
 async def test_a_failed_speculative_read_is_made_again_by_its_step(

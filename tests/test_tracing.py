@@ -32,7 +32,7 @@ from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
 from tests.support.agent_stack import StackFactory
 from tests.support.fakes import FakeEngine
-from tests.test_llm_policy import GOOD_PLAN
+from tests.support.plans import GOOD_PLAN
 
 
 @pytest.fixture

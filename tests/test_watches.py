@@ -12,7 +12,6 @@ from typing import Any
 
 import asyncpg
 import pytest
-from temporalio import activity
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
@@ -21,7 +20,6 @@ from agentkeel.client.watches import format_waiting
 from agentkeel.client.watches import waiting_runs as list_waiting_runs
 from agentkeel.examples.shop.demo_watch import ship_order
 from agentkeel.examples.shop.rules.policy import RulesPolicy
-from agentkeel.examples.shop.tools import ListOrdersInput, OrderList
 from agentkeel.inference.llm.plan_schema import plan_json_schema
 from agentkeel.schemas import errors, names
 from agentkeel.schemas.model_calls import RouteInput, RouteResult
@@ -40,19 +38,10 @@ from agentkeel.workflows.dag.scheduler import DagScheduler
 from agentkeel.workflows.dag.step_gates import SchedulerLimits
 from tests.support.agent_stack import StackFactory
 from tests.support.fakes import FakeScriptedPolicy
+from tests.support.plans import every_order_plan, list_orders_of, watch
 
 PROCESSING_ORDER = 1002
 """Seed data: processing, no tracking number yet."""
-
-
-def watch(step_id: str, order_id: int, statuses: list[str], **repeat: Any) -> dict[str, Any]:
-    return {
-        "id": step_id,
-        "tool": "get_order",
-        "args": {"order_id": order_id},
-        "repeat": {"until": {"ref": f"${step_id}.status", "in": statuses}, **repeat},
-    }
-
 
 # -- the scheduler on a fake clock ---------------------------------------------------------
 
@@ -503,30 +492,6 @@ async def test_a_long_watch_continues_as_new_twice_without_repeating_its_side_ef
     rows = await orders_db.fetch("SELECT refund_id FROM refunds WHERE order_id = $1", refundable)
     assert len(rows) == 1, "the refund was made again by a continued run"
     assert result.timings_ms.total >= 4000  # the chain's whole time, not the last run's
-
-
-def every_order_plan() -> dict[str, Any]:
-    """A customer's orders, each read in full: a fan-out as wide as the list."""
-    return {
-        "steps": [
-            {"id": "s1", "tool": "list_orders", "args": {"customer_id": 1}},
-            {
-                "id": "s2",
-                "tool": "get_order",
-                "for_each": "$s1.order_ids",
-                "args": {"order_id": "$item"},
-            },
-        ]
-    }
-
-
-def list_orders_of(order_ids: list[int]) -> Any:
-    @activity.defn(name="list_orders")
-    async def list_every_order(args: ListOrdersInput) -> OrderList:
-        """A stand-in customer with these orders (the seed's have a few each)."""
-        return OrderList(customer_id=args.customer_id, orders=[], order_ids=order_ids)
-
-    return list_every_order
 
 
 async def test_a_400_order_fan_out_keeps_history_under_a_megabyte_and_the_result_complete(
