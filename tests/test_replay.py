@@ -33,10 +33,10 @@ from agentkeel.workflows.fan_out_part import FanOutWorkflow
 from agentkeel.workflows.release import RELEASE_PATCH
 from tests.support.agent_stack import AgentStack, StackFactory
 from tests.support.fakes import FakeScriptedPolicy
+from tests.support.paths import HISTORIES
 from tests.support.plans import INVALID_PLANS, every_order_plan, list_orders_of
 from tests.support.refunds import until_awaiting
 
-HISTORIES = Path(__file__).parent / "histories"
 RECORD = os.environ.get("AGENTKEEL_RECORD_HISTORIES") == "1"
 
 SCENARIOS = {

@@ -139,3 +139,13 @@ BAD_REFERENCE_PLAN = {
     "rationale": "track a step that does not exist",
     "steps": [{"id": "s1", "tool": "track_shipment", "args": {"tracking_number": "$s9.x"}}],
 }
+
+
+ORDER_AND_TRACKING: dict[str, Any] = {
+    "steps": [
+        {"id": "s1", "tool": "get_order", "args": {"order_id": 1001}},
+        {"id": "s2", "tool": "track_shipment", "args": {"tracking_number": "$s1.tracking_number"}},
+    ],
+    "answer": "Order {$s1.order_id} ({$s1.total_cents|money}) is {$s1.status}; "
+    "its parcel is {$s2.status}.",
+}

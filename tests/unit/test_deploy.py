@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from agentkeel.schemas import metrics
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
 
 
 def _compose() -> dict[str, Any]:

@@ -3,9 +3,9 @@ against one Temporal, one Postgres and one Redis (`cli.stack.fleet`).
 
 Runs spread over both workers of each kind; a path one worker stored is served by the
 other; a SIGKILL of one worker of each kind while runs are in flight loses no run and
-repeats no refund. The cap on model calls across inference workers is tested beside it,
-with two inference workers' slots in this process. The semantic tier and the downstream
-caps across CPU worker processes: `tests/test_fleet_shared.py`.
+repeats no refund. The cap on model calls across inference workers:
+`tests/stack/test_model_slots.py`; the semantic tier and the downstream caps across CPU
+worker processes: `tests/fleet/test_fleet_shared.py`.
 """
 
 from __future__ import annotations
@@ -19,16 +19,12 @@ from typing import Any
 
 import asyncpg
 import pytest
-import redis.asyncio as aioredis
 from temporalio.client import Client, WorkflowHandle
 
-from agentkeel.activities.model_slots import ModelSlots
 from agentkeel.cli.stack.fleet import WorkerFleet
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.schemas.result import AgentResult, CacheStatus, StepStatus
-from agentkeel.settings.ports import free_port
-from agentkeel.workers.readiness import health_endpoint
 from agentkeel.workers.worker import GRACEFUL_SHUTDOWN
 from agentkeel.workflows.agent import AgentWorkflow
 from tests.support.fleet_stack import fleet_env, fleet_settings, identities
@@ -134,55 +130,3 @@ async def test_two_workers_of_each_kind_share_runs_paths_and_survive_a_kill(
     survivor.process.send_signal(signal.SIGTERM)
     assert survivor.process.wait(GRACEFUL_SHUTDOWN.total_seconds() + 10) == 0
     assert not await survivor.ready()
-
-
-async def test_the_health_endpoint_is_live_at_once_and_ready_only_when_told() -> None:
-    address = f"127.0.0.1:{free_port()}"
-    async with health_endpoint(address) as readiness:
-        assert await _status(address, "/live") == 200
-        assert await _status(address, "/ready") == 503, "loading: alive, not ready"
-        readiness.ready = True
-        assert await _status(address, "/ready") == 200
-        assert await _status(address, "/other") == 404
-
-
-async def _status(address: str, path: str) -> int:
-    host, _, port = address.rpartition(":")
-    reader, writer = await asyncio.open_connection(host, int(port))
-    writer.write(f"GET {path} HTTP/1.0\r\n\r\n".encode())
-    await writer.drain()
-    line = await reader.readline()
-    writer.close()
-    return int(line.split()[1])
-
-
-async def test_model_calls_in_flight_stay_under_one_cap_across_inference_workers(
-    redis_url: str,
-) -> None:
-    cap, namespace = 3, f"fleet-{uuid.uuid4().hex[:8]}"
-    # Without the workers' half-second timeouts: on a busy machine a timeout would make a
-    # worker hold the whole cap alone (the fallback without Redis), which is not under test.
-    clients = [aioredis.from_url(redis_url), aioredis.from_url(redis_url)]
-    # Two inference workers: each its own client and its own slots, one Redis between them.
-    workers = [ModelSlots(c, cap, namespace=namespace, lease_s=30) for c in clients]
-    in_flight = peak = 0
-
-    async def call(slots: ModelSlots) -> None:
-        nonlocal in_flight, peak
-        async with slots.slot():
-            in_flight += 1
-            peak = max(peak, in_flight)
-            await asyncio.sleep(0.05)
-            in_flight -= 1
-
-    try:
-        await asyncio.wait_for(
-            asyncio.gather(*(call(workers[n % 2]) for n in range(24))), timeout=30
-        )
-    finally:
-        for c in clients:
-            await c.aclose()
-    assert peak == cap, f"{peak} calls were in flight at once; the fleet's cap is {cap}"
-    uncapped = ModelSlots(None, 0, namespace=namespace, lease_s=30)
-    async with uncapped.slot():
-        pass  # no cap: no Redis needed, nothing waits

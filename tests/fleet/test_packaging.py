@@ -12,7 +12,7 @@ import venv
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
 
 
 def test_the_wheel_installs_beside_packages_named_workflows_and_activities(

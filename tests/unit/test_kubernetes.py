@@ -24,10 +24,11 @@ import yaml
 from agentkeel.schemas.queues import TASK_QUEUE, inference_queue
 from agentkeel.settings.model import Settings
 from agentkeel.workers.worker import GRACEFUL_SHUTDOWN
+from tests.support.paths import ROOT
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
-BASE = Path(__file__).resolve().parents[1] / "deploy" / "kubernetes" / "base"
+BASE = ROOT / "deploy" / "kubernetes" / "base"
 KUBERNETES_VERSION = "1.32.0"
 
 KEDA_CRDS = BASE.parent / "keda-crds"

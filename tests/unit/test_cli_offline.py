@@ -1,75 +1,27 @@
-"""`agentkeel` as a user runs it: version, exit statuses, a timeout that names what is not
-answering."""
+"""`agentkeel` as a user runs it with nothing running: the version, logs, the status line, a
+bad setting as one line, `status` without a stack."""
 
 from __future__ import annotations
 
 import asyncio
 import io
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 from rich.console import Console
-from temporalio.testing import WorkflowEnvironment
 
 from agentkeel.cli.stack.logs import follow
 from agentkeel.client.status_line import StatusLine, describe_progress
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.result import StepOutcome, StepStatus
-from tests.support.agent_stack import StackFactory
-
-
-async def _agentkeel(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "agentkeel.cli.main",
-        *args,
-        env={**os.environ, "AGENTKEEL_LOG_LEVEL": "warning", **env},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 120)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+from tests.support.cli import _agentkeel
 
 
 async def test_version(tmp_path: Path) -> None:
     code, out, _ = await _agentkeel("--version", env={"AGENTKEEL_STATE_DIR": str(tmp_path)})
     assert code == 0 and out.startswith("agentkeel ")
-
-
-async def test_ask_gives_up_at_its_timeout_naming_the_queue_nobody_polls(
-    temporal_env: WorkflowEnvironment, tmp_path: Path, redis_url: str
-) -> None:
-    env = {
-        "AGENTKEEL_STATE_DIR": str(tmp_path),
-        "AGENTKEEL_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
-        "AGENTKEEL_TASK_QUEUE": "nobody-polls-this",
-        "AGENTKEEL_REDIS_URL": redis_url,
-    }
-    code, _, err = await _agentkeel("ask", "Where is order 1001?", "--timeout", "2", env=env)
-    assert code == 3, err
-    assert "no answer within 2 s" in err and "'nobody-polls-this'" in err
-    assert "Traceback" not in err
-
-
-async def test_a_failed_step_is_exit_status_1_and_an_answer_is_0(
-    make_stack: StackFactory, tmp_path: Path, redis_url: str
-) -> None:
-    stack = await make_stack()
-    env = {
-        "AGENTKEEL_STATE_DIR": str(tmp_path),
-        "AGENTKEEL_TEMPORAL_ADDRESS": stack.client.service_client.config.target_host,
-        "AGENTKEEL_TASK_QUEUE": stack.settings.task_queue,
-        "AGENTKEEL_REDIS_URL": redis_url,
-    }
-    tenant = ["--tenant", stack.tenant, "--no-cache"]
-    code, out, err = await _agentkeel("ask", "Where is order 999999?", *tenant, env=env)
-    assert code == 1, (out, err)
-    code, out, err = await _agentkeel("ask", "Where is order 1001?", *tenant, env=env)
-    assert code == 0, (out, err)
-    assert "1001" in out
 
 
 async def test_logs_shows_one_process_or_all_and_follows_new_lines(tmp_path: Path) -> None:
@@ -135,3 +87,16 @@ async def test_a_bad_setting_is_one_line_naming_it_not_a_traceback(tmp_path: Pat
     env = {"AGENTKEEL_STATE_DIR": str(tmp_path), "AGENTKEEL_GATEWAY_ADDRESS": "0.0.0.0:1"}
     code, _, err = await _agentkeel("gateway", env=env)
     assert code == 1 and "serves only 127.0.0.1" in err and "Traceback" not in err
+
+
+def test_status_without_a_stack_says_so_and_exits_1(tmp_path: Path) -> None:
+    env = {**os.environ, "AGENTKEEL_STATE_DIR": str(tmp_path / "none")}
+    done = subprocess.run(
+        [sys.executable, "-m", "agentkeel.cli.main", "status"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "no agentkeel stack is running" in done.stdout

@@ -21,8 +21,7 @@ from agentkeel.activities.run_control import RunControlActivities
 from agentkeel.activities.run_store import StoreActivities
 from agentkeel.schemas import names
 from agentkeel.schemas.tools import ACTIVITY_TOOLS, TOOLS
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
 
 
 def _layer(module: str) -> str:

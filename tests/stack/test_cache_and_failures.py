@@ -1,22 +1,16 @@
-"""The exact path cache, Redis outages, and at-most-once refunds under activity retries."""
+"""The exact path cache, and at-most-once refunds under activity retries."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
-
 import asyncpg
-import pytest
 from temporalio import activity
 
 from agentkeel.examples.shop.tools import CreateRefundInput, Refund
 from agentkeel.schemas.result import CacheStatus, StepStatus
 from tests.support.agent_stack import AgentStack, StackFactory
 from tests.support.history import local_activity_markers, scheduled_activities
-from tests.support.redis_server import EmbeddedRedis, embedded_redis
+from tests.support.plans import KB_QUESTION
 from tests.support.shop_tools import ShopActivities
-
-KB_QUESTION = "What is your return policy for damaged items?"
 
 
 async def test_cache_hit_runs_no_tool_activity(stack: AgentStack) -> None:
@@ -45,30 +39,6 @@ async def test_cache_is_per_tenant_and_skips_side_effects(stack: AgentStack) -> 
     assert first.steps[-1].tool == "create_refund"
     again = await stack.ask(refund_q)
     assert again.cache == CacheStatus.MISS, "a side-effecting path is never served from cache"
-
-
-@pytest.fixture
-def private_redis() -> Iterator[EmbeddedRedis]:
-    """A Redis server of this test's own, so the test may stop it."""
-    with embedded_redis() as server:
-        yield server
-
-
-async def test_redis_stopped_run_still_completes(
-    make_stack: StackFactory, private_redis: EmbeddedRedis
-) -> None:
-    stack = await make_stack(redis_url=private_redis.url)
-    warm = await stack.ask(KB_QUESTION)
-    assert warm.warnings == []
-    private_redis.process.terminate()
-    private_redis.process.wait()
-    result = await asyncio.wait_for(stack.ask(KB_QUESTION), timeout=30)
-    assert result.cache == CacheStatus.MISS
-    assert result.answer == warm.answer
-    assert any("cache unavailable" in w for w in result.warnings)
-    assert all(s.status == StepStatus.SUCCEEDED for s in result.steps)
-    # The dead Redis must not cost the run its socket timeouts on every retry.
-    assert result.timings_ms.cache < 2000
 
 
 class CrashAfterRefund:

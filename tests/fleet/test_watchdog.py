@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -68,16 +67,3 @@ async def test_a_child_that_keeps_crashing_is_reported_not_looped(tmp_path: Path
     finally:
         await watchdog.stop()
     assert read_status(tmp_path / "status.json")[0].state == ChildState.FAILED
-
-
-def test_status_without_a_stack_says_so_and_exits_1(tmp_path: Path) -> None:
-    env = {**os.environ, "AGENTKEEL_STATE_DIR": str(tmp_path / "none")}
-    done = subprocess.run(
-        [sys.executable, "-m", "agentkeel.cli.main", "status"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 1
-    assert "no agentkeel stack is running" in done.stdout

@@ -33,9 +33,9 @@ from agentkeel.schemas.actor import Actor
 from agentkeel.settings.ports import free_port
 from tests.support.agent_stack import AgentStack
 from tests.support.mcp_reference import npm_server
+from tests.support.paths import ROOT
 from tests.support.refunds import refundable_order
 
-ROOT = Path(__file__).resolve().parent.parent
 CUSTOMER, STAFF = "c" * 32, "s" * 32
 
 

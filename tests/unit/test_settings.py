@@ -15,8 +15,7 @@ from agentkeel.examples.shop.domain import domain as _shop
 from agentkeel.schemas.tools.downstreams import DownstreamLimit
 from agentkeel.settings import doc as settings_doc
 from agentkeel.settings.model import OTHER_VARIABLES, Settings, SettingsError, speculative_calls
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
 
 DOWNSTREAMS = {d.name: d for d in _shop.downstreams}
 
@@ -86,6 +85,7 @@ def test_test_and_ci_variables_pass_and_every_one_in_use_is_declared() -> None:
     used: set[str] = set()
     for path in [
         *(ROOT / "tests").glob("*.py"),
+        *(ROOT / "tests").glob("*/*.py"),  # the tiers and their support
         *(ROOT / "bench").glob("*.py"),
         ROOT / ".ci" / "run",
         ROOT / "Dockerfile",
