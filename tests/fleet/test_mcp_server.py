@@ -63,6 +63,18 @@ def structured(result: types.CallToolResult) -> dict[str, Any]:
 
 
 async def test_an_mcp_client_runs_waits_and_approves(stack: AgentStack, database_url: str) -> None:
+    order_id, keys = await _an_owner_and_staff(stack, database_url)
+    async with gateway_url(stack, keys) as url:
+        async with mcp_client(url, CUSTOMER) as customer:
+            workflow_id = await _a_customer_runs_then_waits(customer, stack, order_id)
+
+        # The client went away; the run goes on, and another client reads it by its id.
+        async with mcp_client(url, STAFF) as staff:
+            await _staff_approve_and_read_the_run(staff, workflow_id)
+
+
+async def _an_owner_and_staff(stack: AgentStack, database_url: str) -> tuple[int, ApiKeys]:
+    """An order refundable by $150, and keys for its owner (`CUSTOMER`) and staff (`STAFF`)."""
     pool = await asyncpg.create_pool(database_url, min_size=1, max_size=2)
     try:
         order_id, owner = await refundable_order(pool, at_least_cents=15_000)
@@ -78,76 +90,80 @@ async def test_an_mcp_client_runs_waits_and_approves(stack: AgentStack, database
             ApiKey(token=STAFF, tenant=stack.tenant, actor=Actor(role="staff", name="bob")),
         ]
     )
-    async with gateway_url(stack, keys) as url:
-        async with mcp_client(url, CUSTOMER) as customer:
-            assert customer.server_info is not None and customer.server_info.name == "agentkeel"
-            listed = {t.name: t for t in (await customer.list_tools()).tools}
-            assert set(listed) == {
-                "start_run",
-                "get_run",
-                "list_awaiting_approval",
-                "decide_approval",
-                "cancel_run",
-            }
-            assert listed["get_run"].annotations is not None
-            assert listed["get_run"].annotations.read_only_hint is True
-            assert listed["decide_approval"].annotations.destructive_hint is True  # type: ignore[union-attr]
+    return order_id, keys
 
-            heard_so_far: list[tuple[float, float | None, str | None]] = []
 
-            async def heard(progress: float, total: float | None, message: str | None) -> None:
-                heard_so_far.append((progress, total, message))
+async def _a_customer_runs_then_waits(customer: Client, stack: AgentStack, order_id: int) -> str:
+    """The customer's key: the tool list, a run waited for with progress, and a large refund
+    left waiting for approval (which that key cannot give). The waiting run's workflow id."""
+    assert customer.server_info is not None and customer.server_info.name == "agentkeel"
+    listed = {t.name: t for t in (await customer.list_tools()).tools}
+    assert set(listed) == {
+        "start_run",
+        "get_run",
+        "list_awaiting_approval",
+        "decide_approval",
+        "cancel_run",
+    }
+    assert listed["get_run"].annotations is not None
+    assert listed["get_run"].annotations.read_only_hint is True
+    assert listed["decide_approval"].annotations.destructive_hint is True  # type: ignore[union-attr]
 
-            question = f"Where is order {order_id}?"
-            answered = structured(
-                await customer.call_tool(
-                    "start_run", {"question": question, "wait_s": 30}, progress_callback=heard
-                )
-            )
-            assert answered["state"] == "completed" and answered["workflow_id"]
-            assert str(order_id) in answered["result"]["answer"]
-            assert heard_so_far, "progress notifications while the run ran"
+    heard_so_far: list[tuple[float, float | None, str | None]] = []
 
-            refund = f"Please refund $150.00 for order {order_id}, it arrived damaged"
-            waiting = structured(
-                await customer.call_tool("start_run", {"question": refund, "wait_s": 3})
-            )
-            assert waiting["state"] == "running"
-            workflow_id = waiting["workflow_id"]
-            stack.started.append(stack.client.get_workflow_handle(workflow_id))
-            refused = await customer.call_tool(
-                "decide_approval", {"workflow_id": workflow_id, "approved": True}
-            )
-            assert refused.is_error, "a customer's key approves nothing"
+    async def heard(progress: float, total: float | None, message: str | None) -> None:
+        heard_so_far.append((progress, total, message))
 
-        # The client went away; the run goes on, and another client reads it by its id.
-        async with mcp_client(url, STAFF) as staff:
-            for _ in range(50):
-                listed_runs = structured(await staff.call_tool("list_awaiting_approval", {}))
-                if any(r["workflow_id"] == workflow_id for r in listed_runs["runs"]):
-                    break
-                await asyncio.sleep(0.2)
-            else:
-                raise AssertionError(f"{workflow_id} was never listed as awaiting approval")
-            awaiting = next(r for r in listed_runs["runs"] if r["workflow_id"] == workflow_id)
-            decided = structured(
-                await staff.call_tool(
-                    "decide_approval",
-                    {
-                        "workflow_id": workflow_id,
-                        "approved": True,
-                        "approval_id": awaiting["awaiting"]["approval_id"],
-                    },
-                )
-            )
-            assert decided["approver"] == "bob" and decided["approved"] is True
-            for _ in range(100):
-                run = structured(await staff.call_tool("get_run", {"workflow_id": workflow_id}))
-                if run["state"] != "running":
-                    break
-                await asyncio.sleep(0.2)
-            assert run["state"] == "completed", run
-            assert run["result"]["approvals"][0]["approver"] == "bob"
+    question = f"Where is order {order_id}?"
+    answered = structured(
+        await customer.call_tool(
+            "start_run", {"question": question, "wait_s": 30}, progress_callback=heard
+        )
+    )
+    assert answered["state"] == "completed" and answered["workflow_id"]
+    assert str(order_id) in answered["result"]["answer"]
+    assert heard_so_far, "progress notifications while the run ran"
+
+    refund = f"Please refund $150.00 for order {order_id}, it arrived damaged"
+    waiting = structured(await customer.call_tool("start_run", {"question": refund, "wait_s": 3}))
+    assert waiting["state"] == "running"
+    workflow_id = waiting["workflow_id"]
+    stack.started.append(stack.client.get_workflow_handle(workflow_id))
+    refused = await customer.call_tool(
+        "decide_approval", {"workflow_id": workflow_id, "approved": True}
+    )
+    assert refused.is_error, "a customer's key approves nothing"
+    return workflow_id
+
+
+async def _staff_approve_and_read_the_run(staff: Client, workflow_id: str) -> None:
+    """Staff's key: the waiting run listed, approved as bob, and read until it completes."""
+    for _ in range(50):
+        listed_runs = structured(await staff.call_tool("list_awaiting_approval", {}))
+        if any(r["workflow_id"] == workflow_id for r in listed_runs["runs"]):
+            break
+        await asyncio.sleep(0.2)
+    else:
+        raise AssertionError(f"{workflow_id} was never listed as awaiting approval")
+    awaiting = next(r for r in listed_runs["runs"] if r["workflow_id"] == workflow_id)
+    decided = structured(
+        await staff.call_tool(
+            "decide_approval",
+            {
+                "workflow_id": workflow_id,
+                "approved": True,
+                "approval_id": awaiting["awaiting"]["approval_id"],
+            },
+        )
+    )
+    assert decided["approver"] == "bob" and decided["approved"] is True
+    for _ in range(100):
+        run = structured(await staff.call_tool("get_run", {"workflow_id": workflow_id}))
+        if run["state"] != "running":
+            break
+        await asyncio.sleep(0.2)
+    assert run["state"] == "completed", run
+    assert run["result"]["approvals"][0]["approver"] == "bob"
 
 
 async def test_keys_bind_every_call(stack: AgentStack) -> None:
