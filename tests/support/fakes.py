@@ -18,6 +18,8 @@ from agentkeel.inference.engines.protocol import (
     TokenDelta,
     TokenLogprob,
 )
+from agentkeel.inference.llm.cascade import CascadePolicy
+from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.inference.policy import TokenSink
 from agentkeel.schemas.model_calls import (
     PlanInput,
@@ -164,3 +166,32 @@ class FakeStreamingPolicy(RulesPolicy):
                 await sink(word if i == 0 else " " + word)
                 await asyncio.sleep(self.delay_s)
         return result
+
+
+STATUS_PLAN = {
+    "rationale": "look up the order, then track it",
+    "steps": [
+        {"id": "s1", "tool": "get_order", "args": {"order_id": 1001}},
+        {"id": "s2", "tool": "track_shipment", "args": {"tracking_number": "$s1.tracking_number"}},
+    ],
+}
+HEAVY_ANSWER = "Order 1001 is on its way with the carrier."
+LIGHT_ANSWER = "Your order is on its way."
+
+
+def cascade(
+    light_probs: dict[str, float],
+    heavy_documents: list[Any],
+    *,
+    heavy: FakeEngine | None = None,
+    plan_attempts: int = 3,
+) -> tuple[CascadePolicy, FakeEngine, FakeEngine]:
+    light = FakeEngine(
+        "light-fake", label_probs=light_probs, documents=[STATUS_PLAN], answer=LIGHT_ANSWER
+    )
+    heavy = heavy or FakeEngine("heavy-fake", documents=heavy_documents, answer=HEAVY_ANSWER)
+    policy = CascadePolicy(
+        LlmPolicy(light, tier=Tier.LIGHT, threshold=0.7),
+        LlmPolicy(heavy, tier=Tier.HEAVY, threshold=0.7, plan_attempts=plan_attempts),
+    )
+    return policy, light, heavy

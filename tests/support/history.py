@@ -62,3 +62,14 @@ async def awaiting_approval(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
             return awaiting
         await asyncio.sleep(0.1)
     raise AssertionError("the run never waited for an approval")
+
+
+def _marked(history: WorkflowHistory) -> list[str]:
+    ids = []
+    for event in history.events:
+        if event.WhichOneof("attributes") != "marker_recorded_event_attributes":
+            continue
+        marker = event.marker_recorded_event_attributes
+        if marker.marker_name == "core_patch":
+            ids.append(json.loads(marker.details["patch-data"].payloads[0].data)["id"])
+    return ids

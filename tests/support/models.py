@@ -24,6 +24,8 @@ import httpx
 import pytest
 import pytest_asyncio
 
+from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
+from agentkeel.inference.engines.vllm_local import VllmEngine
 from agentkeel.inference.engines.vllm_settings import VllmSettings
 from agentkeel.inference.model_builds.gemma_cpu import CHAT_TEMPLATE
 
@@ -161,3 +163,15 @@ async def http_engine(vllm_server: str) -> AsyncIterator[OpenAICompatEngine]:
     await engine.start()
     yield engine
     await engine.close()
+
+
+CITY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "maxLength": 24},
+        "country": {"type": "string", "maxLength": 24},
+        "is_capital": {"type": "boolean"},
+    },
+    "required": ["city", "country", "is_capital"],
+    "additionalProperties": False,
+}

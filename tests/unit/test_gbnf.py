@@ -1,5 +1,5 @@
 """JSON Schema to GBNF: the shapes the grammar takes (its decoding is checked on a real
-llama.cpp server in `test_llama_cpp.py`)."""
+llama.cpp server in `tests/fleet/test_llama_cpp.py`)."""
 
 from __future__ import annotations
 
