@@ -20,11 +20,7 @@ pytest.importorskip("vllm", reason="vLLM is not installed (the llm-cpu or gpu ex
 from agentkeel.client.token_follow import read_answer
 from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.inference.engines.metered import MeteredEngine
-from agentkeel.inference.engines.protocol import (
-    Engine,
-    GenerateRequest,
-    JsonSchemaConstraint,
-)
+from agentkeel.inference.engines.protocol import Engine, GenerateRequest, JsonSchemaConstraint
 from agentkeel.inference.llm.cascade import CascadePolicy
 from agentkeel.inference.llm.context import ContextBuilder
 from agentkeel.inference.llm.plan_schema import plan_json_schema

@@ -15,9 +15,7 @@ from temporalio.client import Client
 
 from agentkeel.cli.stack.local import LocalStack, embedded_settings
 from agentkeel.schemas.request import AgentRequest
-from agentkeel.settings.tracing import (
-    tracing_plugins,
-)
+from agentkeel.settings.tracing import tracing_plugins
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
 from tests.support.tracing import spans as spans

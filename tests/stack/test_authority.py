@@ -13,9 +13,7 @@ from datetime import timedelta
 
 import asyncpg
 import pytest
-from temporalio.client import (
-    WorkflowUpdateFailedError,
-)
+from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from agentkeel.schemas import errors, names

@@ -16,11 +16,7 @@ from temporalio.client import WorkflowFailureError
 
 from agentkeel.schemas.gateway import QuotaProblem
 from tests.support.agent_stack import AgentStack
-from tests.support.gateway_http import (
-    BOUND_S,
-    QUESTION,
-    gateway,
-)
+from tests.support.gateway_http import BOUND_S, QUESTION, gateway
 
 WATCH = "Tell me when order 1002 ships"
 

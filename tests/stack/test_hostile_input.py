@@ -21,13 +21,7 @@ from agentkeel.schemas import errors
 from agentkeel.schemas.result import AgentResult, StepStatus
 from tests.support.agent_stack import AgentStack, StackFactory
 from tests.support.fakes import FakeScriptedPolicy
-from tests.support.hostile import (
-    HOSTILE_TEXT,
-    PARALLEL_STARTS,
-    payload,
-    run_to_end,
-    running_on,
-)
+from tests.support.hostile import HOSTILE_TEXT, PARALLEL_STARTS, payload, run_to_end, running_on
 
 FUZZ_REQUESTS = 420
 FUZZ_PAYLOADS = 80

@@ -17,12 +17,7 @@ from agentkeel.schemas.route import Route, Tier
 from agentkeel.schemas.tools import TOOLS
 from tests.support.agent_stack import StackFactory
 from tests.support.fakes import FakeScriptedPolicy
-from tests.support.hostile import (
-    HOSTILE_TEXT,
-    PARALLEL_STARTS,
-    run_to_end,
-    running_on,
-)
+from tests.support.hostile import HOSTILE_TEXT, PARALLEL_STARTS, run_to_end, running_on
 
 FUZZ_PLANS = 100
 

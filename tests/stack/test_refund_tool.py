@@ -11,10 +11,7 @@ import httpx
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from agentkeel.examples.shop.tools import (
-    CreateRefundInput,
-    GetOrderInput,
-)
+from agentkeel.examples.shop.tools import CreateRefundInput, GetOrderInput
 from tests.support.pg import fresh_database
 from tests.support.shop_tools import ShopActivities
 from tests.support.tool_fixtures import carrier_url as carrier_url

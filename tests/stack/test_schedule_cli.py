@@ -11,9 +11,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from temporalio.client import (
-    Client,
-)
+from temporalio.client import Client
 
 import agentkeel.cli.main
 from tests.support.schedules import QUESTION, _exists

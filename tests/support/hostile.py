@@ -8,11 +8,7 @@ import uuid
 from typing import Any
 
 from temporalio.api.common.v1 import Payload
-from temporalio.client import (
-    Client,
-    WorkflowExecutionStatus,
-    WorkflowFailureError,
-)
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
 from agentkeel.schemas import names

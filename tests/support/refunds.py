@@ -8,17 +8,12 @@ import time
 from typing import Any
 
 import asyncpg
-from temporalio.client import (
-    WorkflowHandle,
-)
+from temporalio.client import WorkflowHandle
 
 from agentkeel.schemas import names
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.approvals import ApprovalRequest
-from agentkeel.schemas.model_calls import (
-    RouteInput,
-    RouteResult,
-)
+from agentkeel.schemas.model_calls import RouteInput, RouteResult
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.result import AgentResult, StepOutcome
 from agentkeel.schemas.route import Route, Tier

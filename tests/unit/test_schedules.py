@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentkeel.client.schedule_timing import (
-    ScheduleError,
-    Timing,
-    format_every,
-    parse_every,
-)
+from agentkeel.client.schedule_timing import ScheduleError, Timing, format_every, parse_every
 
 
 @pytest.mark.parametrize("every", ["", "soon", "0s", "500ms", "1.5h", "1m1h", "-1m", "400d"])

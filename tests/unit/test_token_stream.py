@@ -12,16 +12,8 @@ from structlog.testing import capture_logs
 
 from agentkeel.activities.token_stream import TokenStream
 from agentkeel.client.report import RESTARTED_MARK, StreamedAnswer
-from agentkeel.client.token_follow import (
-    AnswerView,
-    TokenReader,
-    ViewChange,
-    relay_until,
-)
-from agentkeel.schemas.tokens import (
-    TokenEvent,
-    TokenEventType,
-)
+from agentkeel.client.token_follow import AnswerView, TokenReader, ViewChange, relay_until
+from agentkeel.schemas.tokens import TokenEvent, TokenEventType
 from agentkeel.settings.connections import redis_client
 
 RESET, TOKEN, DONE = TokenEventType.RESET, TokenEventType.TOKEN, TokenEventType.DONE

@@ -10,9 +10,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.schemas.model_calls import RespondInput, RouteInput
 from agentkeel.schemas.route import Route, Tier
-from agentkeel.settings.tracing import (
-    tracing_requested,
-)
+from agentkeel.settings.tracing import tracing_requested
 from tests.support.fakes import FakeEngine
 from tests.support.plans import GOOD_PLAN
 
