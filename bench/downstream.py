@@ -38,7 +38,7 @@ from agentkeel.examples.shop.tools import TRACK_SHIPMENT, TrackShipmentInput
 from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.workflows.agent import AgentWorkflow
 from bench.stack import StackConfig, bench_stack
-from tests.shop_tools import ShopActivities
+from tests.support.shop_tools import ShopActivities
 
 
 def _config(cap: str, share: str, window_ms: float) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
     python -m bench.mcp [--calls N] [--warmup N]
 
-The suite's toolbox server (`tests/mcp_toolbox.py`) is started twice, over stdio and
+The suite's toolbox server (`tests/support/mcp_toolbox.py`) is started twice, over stdio and
 over streamable HTTP; its read `whoami` is called N times, one at a time, by:
 
 * direct — a plain MCP SDK client, warm session (the baseline);
@@ -51,7 +51,7 @@ from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workers.worker import cpu_worker
 from bench.stack import StackConfig
 
-TOOLBOX = Path(__file__).resolve().parent.parent / "tests" / "mcp_toolbox.py"
+TOOLBOX = Path(__file__).resolve().parent.parent / "tests" / "support" / "mcp_toolbox.py"
 DOMAIN = Domain(name="mcpbench", tools=(), persona="A benchmark of MCP tool calls.")
 """What `AGENTKEEL_DOMAIN=bench.mcp:DOMAIN` serves: no tools but the MCP servers'."""
 

@@ -71,7 +71,7 @@ def cpu_worker(
     in flight, the same-shape bare workflow 33). What the sandbox guards, no clock, random,
     I/O or shared mutable state in workflow code, is checked instead where it cannot cost
     a run anything: every recorded history replays under the sandbox in the test suite
-    (`tests/test_replay.py`), and the suite also runs the agent sandboxed.
+    (`tests/unit/test_replay.py`), and the suite also runs the agent sandboxed.
 
     `inline_activations` (`AGENTKEEL_WORKFLOW_ACTIVATIONS=inline`, unsandboxed only): each
     workflow activation runs on the worker's event loop instead of being handed to a thread

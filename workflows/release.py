@@ -8,7 +8,7 @@ run that starts on this code records one id instead, `RELEASE_PATCH`, which stan
 every change gated before it: `since(change)` is true for such a run without asking
 `change`. A history recorded before the release holds no `RELEASE_PATCH` marker, so on
 replay `since` falls back to each change's own marker, exactly as that run was recorded
-(`tests/test_replay.py` replays both kinds).
+(`tests/unit/test_replay.py` replays both kinds).
 
 `RELEASE_PATCH` is asked first thing in `AgentWorkflow.run` (`workflow.patched` memoizes
 it for the rest of the run); a `FanOutWorkflow` part asks it at its first `since`, where

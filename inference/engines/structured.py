@@ -31,7 +31,7 @@ def bounded_whitespace(schema: dict[str, Any]) -> dict[str, Any]:
     until its budget runs out (Gemma 3 270M: 24 lines, unterminated at 256 tokens);
     no whitespace at all (`disable_any_whitespace`) took it off the spacing it knows, into
     a loop of repeated steps. One optional space keeps its own spacing and ends the plan
-    (`bench.plans`, `tests/test_engines.py`). Other backends ignore the extension key."""
+    (`bench.plans`, `tests/fleet/test_engines.py`). Other backends ignore the extension key."""
     return {**schema, "x-guidance": {"whitespace_pattern": GUIDANCE_WHITESPACE}}
 
 

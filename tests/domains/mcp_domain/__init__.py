@@ -13,7 +13,7 @@ from pathlib import Path
 
 from agentkeel import Domain, McpServer, McpToolPolicy, PlanPattern, Role, pattern_policy
 
-TOOLBOX = Path(__file__).resolve().parents[2] / "mcp_toolbox.py"
+TOOLBOX = Path(__file__).resolve().parents[2] / "support" / "mcp_toolbox.py"
 
 PATTERNS = (
     PlanPattern(

@@ -1,0 +1,202 @@
+"""Recording the replay histories (`tests/histories/`) on the real stack, and what a release
+records when its patch is held.
+
+To re-record after an intended, versioned change (gate it with `workflow.patched()` first):
+    AGENTKEEL_RECORD_HISTORIES=1 pytest tests/stack/test_record_histories.py
+
+Recordings go to a folder named by the current release id (`workflows.release`), so
+re-recording never overwrites the histories of earlier code: the top-level files were
+recorded before `release-2026-12` (one marker per change), the folder's after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import asyncpg
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.worker import Replayer
+
+from agentkeel.examples.shop.demo_watch import ship_order
+from agentkeel.schemas import names
+from agentkeel.schemas.actor import Actor
+from agentkeel.schemas.approvals import ApprovalDecision
+from agentkeel.schemas.progress import RunProgress
+from agentkeel.workers.temporal_client import agentkeel_plugins
+from agentkeel.workflows.agent import AgentWorkflow
+from agentkeel.workflows.dag.fan_out import child_workflow_id
+from agentkeel.workflows.fan_out_part import FanOutWorkflow
+from agentkeel.workflows.release import RELEASE_PATCH
+from tests.support.agent_stack import AgentStack, StackFactory
+from tests.support.fakes import FakeScriptedPolicy
+from tests.support.history import _marked
+from tests.support.paths import HISTORIES
+from tests.support.plans import INVALID_PLANS, every_order_plan, list_orders_of
+from tests.support.refunds import until_awaiting
+
+RECORD = os.environ.get("AGENTKEEL_RECORD_HISTORIES") == "1"
+
+SCENARIOS = {
+    "dependent_steps": "Where is order 1001?",
+    "runtime_expansion": "Can order 1002 be fulfilled from stock?",
+    "parallel_branches": "Where is order 1003, and what is your return policy?",
+    "failed_step_skips": "Where is order 999999?",
+    "unsure_route_plans": "I have a problem with something I got",
+}
+
+
+@pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
+async def test_record_histories(stack: AgentStack, make_stack: StackFactory) -> None:
+    HISTORIES.mkdir(exist_ok=True)
+    for name, question in SCENARIOS.items():
+        handle = await stack.start(question)
+        await handle.result()
+        await _save(name, await handle.fetch_history())
+    cached = await stack.start(SCENARIOS["parallel_branches"].split(", and ")[1])
+    await cached.result()
+    again = await stack.start(SCENARIOS["parallel_branches"].split(", and ")[1])
+    await again.result()
+    await _save("cache_hit", await again.fetch_history())
+    replanning = await make_stack(
+        policy=FakeScriptedPolicy(
+            [
+                INVALID_PLANS["UnknownTool"],
+                {"steps": [{"id": "s1", "tool": "search_kb", "args": {"query": "refunds"}}]},
+            ]
+        )
+    )
+    handle = await replanning.start("scripted replan")
+    await handle.result()
+    await _save("replan_after_invalid_plan", await handle.fetch_history())
+
+
+@pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
+async def test_record_authority_histories(stack: AgentStack) -> None:
+    """Runs under `authority-v1`: an approved refund, and a customer refused another's order."""
+    handle = await stack.start(
+        "Please refund $150.00 for order 1002, it arrived damaged",
+        actor=Actor(role="staff", name="ann"),
+    )
+    await until_awaiting(handle)
+    await handle.execute_update(
+        names.APPROVE_UPDATE, ApprovalDecision(approved=True, approver="bob", reason="ok")
+    )
+    await handle.result()
+    await _save("approved_refund", await handle.fetch_history())
+    handle = await stack.start("Where is order 1001?", actor=Actor(role="customer", subject=str(2)))
+    await handle.result()
+    await _save("customer_refused", await handle.fetch_history())
+
+
+@pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
+async def test_record_long_running_histories(
+    stack: AgentStack, make_stack: StackFactory, orders_db: asyncpg.Pool
+) -> None:
+    """A wait, a watch that continues as new (both runs of the chain), a 400-call fan-out
+    in children (the run and one part)."""
+    handle = await stack.start("check order 1001 again in 1 second")
+    await handle.result()
+    await _save("wait_then_lookup", await handle.fetch_history())
+    handle = await stack.start(
+        "Tell me when order 1002 ships", options={"watch_every_s": 1, "continue_after_runs": 2}
+    )
+    first_run = handle.result_run_id
+    for _ in range(60):  # until the chain has continued once
+        await asyncio.sleep(0.5)
+        if (await handle.query(names.PROGRESS_QUERY, result_type=RunProgress)).continued:
+            break
+    await ship_order(orders_db, 1002)
+    order_ids = [
+        r["order_id"]
+        for r in await orders_db.fetch("SELECT order_id FROM orders ORDER BY order_id LIMIT 400")
+    ]
+    result = await handle.result()
+    first = stack.client.get_workflow_handle(handle.id, run_id=first_run)
+    await _save("watch_continued_as_new", await first.fetch_history())
+    last = stack.client.get_workflow_handle(handle.id, run_id=result.run_id)
+    await _save("watch_fired_after_continuing", await last.fetch_history())
+    fan_out = await make_stack(
+        policy=FakeScriptedPolicy([every_order_plan()]),
+        replace_activities=[list_orders_of(order_ids)],
+    )
+    handle = await fan_out.start(
+        "every order", options={"max_fan_out": 400, "max_tool_calls": 401, "max_concurrency": 32}
+    )
+    done = await handle.result()
+    await _save("fan_out_in_children", await handle.fetch_history())
+    child = fan_out.client.get_workflow_handle(child_workflow_id(done.run_id, "s2", 0))
+    await _save("fan_out_part", await child.fetch_history())
+
+
+@pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
+async def test_record_local_policy_histories(stack: AgentStack) -> None:
+    """Runs under `local-policy-v1`: the rules route, plan and answer on the CPU worker."""
+    for name, question in (
+        ("local_policy_confident", "Where is order 1001?"),
+        ("local_policy_unsure", "I have a problem with something I got"),
+        ("local_policy_failed_step", "Where is order 999999?"),
+    ):
+        handle = await stack.start(question)
+        await handle.result()
+        await _save(name, await handle.fetch_history())
+
+
+@pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
+async def test_record_speculation_deadline_histories(make_stack: StackFactory) -> None:
+    """Runs under `speculation-v1` and `deadline-v1`: a speculative read used, one cancelled
+    when the plan arrived, a deadline met by trades, a deadline refused at once."""
+    from agentkeel.examples.shop.carrier import serving
+    from tests.support.speculation import KB_ONLY, QUESTION, STEPS, StandInOrders, cascade
+
+    no_cache = {"use_cache": False}
+    used = await make_stack(policy=cascade(STEPS, heavy_s=0.3))
+    handle = await used.start(QUESTION, options=no_cache)
+    await handle.result()
+    await _save("speculation_used", await handle.fetch_history())
+    slow_orders = StandInOrders(hold_s=5.0)  # still running when the plan arrives
+    unused = await make_stack(
+        policy=cascade(KB_ONLY, heavy_s=0.3), replace_activities=[slow_orders.get_order]
+    )
+    handle = await unused.start(QUESTION, options=no_cache)
+    await handle.result()
+    await _save("speculation_unused_cancelled", await handle.fetch_history())
+    async with serving(400) as slow_carrier:
+        timed = await make_stack(policy=cascade(STEPS, heavy_s=0.5), carrier_url=slow_carrier)
+        await timed.ask(QUESTION, options=no_cache)  # what the next runs plan from
+        handle = await timed.start(QUESTION, options={**no_cache, "deadline_ms": 500})
+        await handle.result()
+        await _save("deadline_trades", await handle.fetch_history())
+        handle = await timed.start(QUESTION, options={**no_cache, "deadline_ms": 100})
+        await handle.result()
+        await _save("deadline_refused", await handle.fetch_history())
+
+
+async def _save(name: str, history: WorkflowHistory) -> None:
+    folder = HISTORIES / RELEASE_PATCH
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.json").write_text(history.to_json())
+
+
+async def test_a_held_release_patch_records_what_the_previous_release_recorded(
+    make_stack: StackFactory,
+) -> None:
+    """Rolled out with `AGENTKEEL_HELD_PATCHES=release-2026-12`, a new run records the
+    per-change markers the previous release's code asks for (so its workers can replay it),
+    and replays on this code too; without, it records the release's one marker."""
+    question = "Where is order 1001?"
+    held = await make_stack(held_patches=RELEASE_PATCH)
+    handle = await held.start(question, options={"use_cache": False})
+    await handle.result()
+    history = await handle.fetch_history()
+    # What the previous release's code recorded for this run (git 04c2bfd).
+    previous = ["authority-v1", "tenant-attribute-v1", "local-policy-v1", "effect-rules-v1"]
+    assert _marked(history) == [*previous, "tool-tenant-v1"]
+    replayer = Replayer(workflows=[AgentWorkflow, FanOutWorkflow], plugins=agentkeel_plugins())
+    replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert replayed.replay_failure is None, replayed.replay_failure
+    plain = await make_stack()
+    handle = await plain.start(question, options={"use_cache": False})
+    await handle.result()
+    assert _marked(await handle.fetch_history()) == [RELEASE_PATCH]

@@ -1,0 +1,154 @@
+"""Fewer sequential stages, on scripted planners: answer templates, and a plan made beside the
+router (cancelled, told against the router's route, planned ahead only where it pays)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from temporalio.testing import ActivityEnvironment
+
+from agentkeel.activities import plan_ahead
+from agentkeel.activities.model_calls import InferenceActivities
+from agentkeel.activities.plan_ahead import UnsureForecast
+from agentkeel.schemas.model_calls import PlanInput, PlanResult, RouteInput, RouteResult
+from agentkeel.schemas.plan.answer_template import fill, template_problem
+from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.plan.references import PlanValidationError
+from agentkeel.schemas.plan.validation import validate_plan
+from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
+from agentkeel.schemas.tools import TOOLS
+from tests.support.fakes import FakeScriptedPolicy
+from tests.support.plans import ORDER_AND_TRACKING
+
+
+def test_a_template_is_filled_with_plain_values_only() -> None:
+    outputs = {"s1": {"id": 7, "total": 1999, "tags": ["a", "b"], "ok": True, "x": {"y": 1}}}
+    assert fill("#{$s1.id}: {$s1.total|money} {$s1.tags} {$s1.ok}", outputs) == (
+        "#7: $19.99 a, b yes"
+    )
+    assert fill("braces {stay} as text", {}) == "braces {stay} as text"
+    # A record, a missing field or step, money of a string: the respond step must write it.
+    for template in ("{$s1.x}", "{$s1.nope}", "{$s9.id}", "{$s1.tags|money}"):
+        assert fill(template, outputs) is None, template
+
+
+def test_a_template_naming_no_step_of_the_plan_is_a_named_plan_error() -> None:
+    assert template_problem("{$s1.a} {$item.b}", frozenset({"s1"})) is not None
+    assert template_problem("{$s1.a|shout}", frozenset({"s1"})) is not None
+    bad = Plan.model_validate({**ORDER_AND_TRACKING, "answer": "Order {$s3.status}"})
+    with pytest.raises(PlanValidationError) as raised:
+        validate_plan(bad, TOOLS)
+    assert "$s3.status" in raised.value.message
+
+
+class _SlowPlanner(FakeScriptedPolicy):
+    """Confident routes; a planner that would take long and records being cancelled."""
+
+    def __init__(self) -> None:
+        super().__init__([ORDER_AND_TRACKING])
+        self.cancelled = 0
+
+    async def route(self, request: RouteInput) -> RouteResult:
+        await asyncio.sleep(0.05)  # the planner beside it has started by now
+        route = Route(intent="order_status", confidence=0.99, tier=Tier.RULES)
+        return RouteResult(route=route, confident=True, draft_plan=Plan(**ORDER_AND_TRACKING))
+
+    async def plan(self, request: PlanInput) -> PlanResult:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        return await super().plan(request)
+
+
+async def test_a_confident_route_cancels_the_plan_started_beside_it() -> None:
+    policy = _SlowPlanner()
+    activities = InferenceActivities(policy, forecast=UnsureForecast("always"))
+    routed = await asyncio.wait_for(
+        ActivityEnvironment().run(activities.route, RouteInput(question="order 1001")), 5
+    )
+    await asyncio.sleep(0)  # let the cancellation land
+    assert routed.confident and routed.planned is None
+    assert policy.cancelled == 1 and policy.plan_requests == []
+
+
+class _PlannerThatReads(FakeScriptedPolicy):
+    """Unsure routes with a measured probability; a planner that tells its own reading
+    against the route it was given, as the heavy tier does (`inference.llm.policy`)."""
+
+    def __init__(self, planned_intent: str) -> None:
+        super().__init__([ORDER_AND_TRACKING])
+        self.planned_intent = planned_intent
+
+    async def route(self, request: RouteInput) -> RouteResult:
+        route = Route(
+            intent="order_status", confidence=0.42, basis=ConfidenceBasis.LOGPROBS, tier=Tier.LIGHT
+        )
+        return RouteResult(route=route, confident=False)
+
+    async def plan(self, request: PlanInput) -> PlanResult:
+        planned = await super().plan(request)
+        given = request.route
+        read = Route(
+            intent=self.planned_intent,
+            confidence=given.confidence,
+            basis=given.basis,
+            tier=Tier.HEAVY,
+            router_intent=given.intent,
+            overridden_intent=given.intent if self.planned_intent != given.intent else None,
+            reason=f"overriding the router's {given.intent} ({given.confidence_told})",
+        )
+        return planned.model_copy(update={"route": read})
+
+
+@pytest.mark.parametrize(
+    ("planned_intent", "overridden"), [("order_status", None), ("refund", "order_status")]
+)
+async def test_a_plan_made_beside_the_router_is_told_against_the_routers_measured_route(
+    planned_intent: str, overridden: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counted: list[tuple[str, str]] = []
+    monkeypatch.setattr(plan_ahead, "count_override", lambda *pair: counted.append(pair))
+    activities = InferenceActivities(
+        _PlannerThatReads(planned_intent), forecast=UnsureForecast("always")
+    )
+    routed = await asyncio.wait_for(
+        ActivityEnvironment().run(activities.route, RouteInput(question="order 1001")), 5
+    )
+    assert routed.planned is not None and routed.planned.route is not None
+    route = routed.planned.route
+    assert (route.intent, route.tier) == (planned_intent, Tier.HEAVY)
+    # Not the stand-in the planner started with (intent "uncertain", confidence 0).
+    assert (route.measured_confidence, route.basis) == (0.42, ConfidenceBasis.LOGPROBS)
+    assert (route.router_intent, route.overridden_intent) == ("order_status", overridden)
+    assert "uncertain" not in route.reason
+    assert ("p=0.42" in route.reason) == (overridden is not None)
+    # The override metric counts the router's intent, once, and only a real override.
+    assert counted == ([(overridden, planned_intent)] if overridden else [])
+
+
+def test_auto_plans_ahead_only_for_a_tenant_whose_routes_were_mostly_unsure() -> None:
+    forecast = UnsureForecast("auto", above=0.5, window=10)
+    assert not forecast.expects_unsure("a")  # nothing seen yet
+    for unsure in (True, True, True, False):
+        forecast.observe("a", unsure=unsure)
+    assert forecast.expects_unsure("a")
+    assert not forecast.expects_unsure("b")
+    for _ in range(10):
+        forecast.observe("a", unsure=False)
+    assert not forecast.expects_unsure("a")
+    assert UnsureForecast("off").expects_unsure("a") is False
+    assert UnsureForecast("always").expects_unsure("a") is True
+
+
+class _FailingPlanner(FakeScriptedPolicy):
+    async def plan(self, request: PlanInput) -> PlanResult:
+        raise RuntimeError("the heavy model server went away")
+
+
+async def test_a_plan_ahead_that_fails_leaves_the_route_and_plans_after_it() -> None:
+    activities = InferenceActivities(_FailingPlanner([]), forecast=UnsureForecast("always"))
+    routed = await ActivityEnvironment().run(activities.route, RouteInput(question="order 1001"))
+    assert not routed.confident and routed.planned is None  # the plan stage runs, as before

@@ -1,0 +1,62 @@
+"""Recorded histories must replay with the current code, so a change can't break runs in flight.
+
+The histories (`tests/histories/`) are recorded by `tests/stack/test_record_histories.py`:
+the top-level files before `release-2026-12` (one marker per change), the folder's after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.worker import Replayer
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+from agentkeel.workers.temporal_client import agentkeel_plugins
+from agentkeel.workflows.agent import AgentWorkflow
+from agentkeel.workflows.fan_out_part import FanOutWorkflow
+from agentkeel.workflows.release import RELEASE_PATCH
+from tests.support.history import _marked
+from tests.support.paths import HISTORIES
+
+
+def _recorded() -> list[Path]:
+    return sorted(HISTORIES.rglob("*.json"))
+
+
+def _patch_ids(path: Path) -> list[str]:
+    """The patch ids a recorded history's markers hold, in order."""
+    return _marked(WorkflowHistory.from_json(path.stem, path.read_text()))
+
+
+def test_histories_are_committed() -> None:
+    before = sorted(HISTORIES.glob("*.json"))
+    after = sorted((HISTORIES / RELEASE_PATCH).glob("*.json"))
+    assert len(before) >= 22, "recorded histories of earlier code are missing"
+    assert len(after) >= 21, f"histories recorded under {RELEASE_PATCH} are missing"
+
+
+def test_runs_of_this_release_record_one_patch_marker() -> None:
+    """Every run (and fan-out part) begun on this release asks one patch id, the release's;
+    the runs recorded before it asked one per change they went through."""
+    for path in sorted((HISTORIES / RELEASE_PATCH).glob("*.json")):
+        assert _patch_ids(path) == [RELEASE_PATCH], path.name
+    assert len(_patch_ids(HISTORIES / "local_policy_confident.json")) == 3
+
+
+@pytest.mark.parametrize(
+    "path", _recorded(), ids=lambda p: str(p.relative_to(HISTORIES).with_suffix(""))
+)
+async def test_recorded_history_replays(path: Path) -> None:
+    history = WorkflowHistory.from_json(path.stem, await asyncio.to_thread(path.read_text))
+    # In the sandbox, whatever the workers run with: a clock, random or I/O read in workflow
+    # code fails here (`workers.worker.cpu_worker` says why production runs without it).
+    replayer = Replayer(
+        workflows=[AgentWorkflow, FanOutWorkflow],
+        plugins=agentkeel_plugins(),
+        workflow_runner=SandboxedWorkflowRunner(),
+    )
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
