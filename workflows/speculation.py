@@ -5,9 +5,10 @@ predicted with the cache lookup and start at the run's first moment, beside the 
 and the planner (`EARLY_SPECULATION_PATCH`; runs recorded before it started them only
 when the router was unsure, while the heavy model planned). Only the reads the catalog
 allows (`schemas.speculation.may_speculate`: cached, idempotent reads, never a side
-effect) start, as the same activity a step would run, with the same actor. A plan step that makes the same call (same tool, same resolved arguments)
-takes its result, awaiting it if it is still running; a call no step makes is cancelled
-and reported `speculative_unused`. Deterministic: the calls are activities in history and
+effect) start, as the same activity a step would run, with the same actor. A plan step
+that makes the same call (same tool, same resolved arguments) takes its result, awaiting
+it if it is still running; a call no step makes is cancelled and reported
+`speculative_unused`. Deterministic: the calls are activities in history and
 the matching depends only on the plan and on completions.
 """
 
