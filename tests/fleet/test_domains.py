@@ -81,7 +81,7 @@ async def helpdesk(client: Client, admin_dsn: str, redis_url: str) -> AsyncItera
         }
         workers = [
             await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "agentkeel.cli.main", "worker", kind, env=env
+                sys.executable, "-m", "agentkeel.workers", kind, env=env
             )
             for kind in ("cpu", "inference")
         ]

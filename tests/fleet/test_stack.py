@@ -15,8 +15,9 @@ from temporalio.client import Client
 
 from agentkeel.cli.stack.local import embedded_settings
 from agentkeel.cli.stack.pids import pid_alive
-from agentkeel.cli.stack.supervisor import LocalStack, StackError, read_endpoints
+from agentkeel.cli.stack.supervisor import LocalStack, read_endpoints
 from agentkeel.settings.model import Settings
+from agentkeel.settings.ports import PortTaken
 
 _NEEDED = (
     "agentkeel.activities.database.migrate",
@@ -92,7 +93,7 @@ async def test_port_in_use_is_named_and_nothing_is_started(
         taken.listen()
         port = taken.getsockname()[1]
         stack = LocalStack(settings.model_copy(update={field: port}), start_workers=False)
-        with pytest.raises(StackError, match=rf"port {port} \({role}\) is already in use"):
+        with pytest.raises(PortTaken, match=rf"port {port} \({role}\) is already in use"):
             await stack.start()
     assert not (settings.state_dir / "stack.pid").exists()
     assert not (settings.state_dir / "logs").exists()  # ports are checked before any start

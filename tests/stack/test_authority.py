@@ -70,6 +70,7 @@ async def test_a_customer_refunds_only_its_own_orders(stack: AgentStack, db: asy
 
 
 # --- approvals -------------------------------------------------------------------------------
+@pytest.mark.smoke
 async def test_a_large_refund_waits_for_approval_then_is_made(
     stack: AgentStack, db: asyncpg.Pool
 ) -> None:

@@ -46,6 +46,7 @@ async def test_a_new_catalog_or_policy_version_starts_cold(make_stack: StackFact
     assert again.cache == CacheStatus.MISS, "a deploy that changes behaviour serves no stale path"
 
 
+@pytest.mark.smoke
 async def test_refund_invalidates_cached_paths_and_tool_results(stack: AgentStack) -> None:
     question = "Can order 1001 be fulfilled from stock?"
     before = await stack.ask(question)
@@ -105,6 +106,7 @@ async def test_a_client_beside_the_workers_starts_runs_eagerly(make_stack: Stack
     await agents.close()
 
 
+@pytest.mark.smoke
 async def test_client_fast_path_answers_without_a_workflow(stack: AgentStack) -> None:
     await stack.ask(KB_QUESTION)
     agents = stack.agent_client()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime
 
+import pytest
+
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.request import RunOptions
 from agentkeel.schemas.result import AgentResult, StepOutcome, StepStatus
@@ -47,13 +49,17 @@ async def test_independent_steps_overlap_in_time(stack: AgentStack) -> None:
     assert latest_start < earliest_finish, "independent steps ran one after another"
 
 
+@pytest.mark.smoke
 async def test_dependent_step_waits_and_receives_resolved_value(stack: AgentStack) -> None:
     handle = await stack.start("Where is order 1001?")
     result = await handle.result()
     scheduled = scheduled_activities(await handle.fetch_history())
-    # A clean run needs no model to judge it: join finishes inline, without an activity.
-    assert scheduled == ["route", "get_order", "track_shipment", "respond"]
+    # The order the question names is read from the run's first moment, beside the route
+    # (speculation), and the plan's step takes it. A clean run needs no model to judge
+    # it: join finishes inline, without an activity.
+    assert scheduled == ["get_order", "route", "track_shipment", "respond"]
     order, tracking = step(result, "s1"), step(result, "s2")
+    assert order.speculative and not tracking.speculative
     assert order.tool == "get_order" and tracking.tool == "track_shipment"
     assert interval(tracking)[0] >= interval(order)[1]
     assert tracking.args == {"tracking_number": order.output["tracking_number"]}
@@ -179,6 +185,7 @@ async def test_progress_query_shows_live_steps(make_stack: StackFactory) -> None
     assert [s.status for s in done.steps] == [s.status for s in result.steps]
 
 
+@pytest.mark.smoke
 async def test_the_agent_runs_the_same_in_the_workflow_sandbox(make_stack: StackFactory) -> None:
     """Workers run workflows unsandboxed by default (`workers.worker.cpu_worker`); in the
     sandbox, which forbids clocks, random and I/O in workflow code, runs still complete."""

@@ -99,8 +99,7 @@ class McpStack:
         worker = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "agentkeel.cli.main",
-            "worker",
+            "agentkeel.workers",
             "cpu",
             env=self.env,
             stdout=log,
