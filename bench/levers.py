@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from agentkeel.activities.plan_ahead import PlanAhead
+from bench.dag_modes import e2e_of_run
 from bench.dag_shapes import SHAPES, Shape
 from bench.fakes import BenchPlanPolicy, StandInTools
 from bench.stack import BenchStack, StackConfig, bench_stack
@@ -87,8 +88,6 @@ def report_levers(samples: dict[str, dict[str, list[float]]]) -> None:
 
 
 async def _amain(args: argparse.Namespace) -> None:
-    from bench.dag import e2e_of_run  # (bench.dag imports this module)
-
     policy = BenchPlanPolicy(model_s=args.model_ms / 1000)
     tools = StandInTools(args.latency_ms / 1000)
     print(

@@ -5,7 +5,7 @@
 FAISS (`SemanticIndex`'s per-tenant `VectorIndex`, HNSW past 20k, in this process) beside
 pgvector (`PgVectorIndex`: one table, HNSW, a round trip to Postgres per lookup), both
 holding the same N entries of one tenant (embedded questions and noisy copies, as
-`bench.cache_semantic` makes them), both asked the same queries. Printed: each store's
+`bench.cache_semantic_latency` makes them), both asked the same queries. Printed: each store's
 search p50/p99 and pgvector's p50 as a ratio of FAISS's, measured in this run. Needs a
 Postgres with the `vector` extension at AGENTKEEL_BENCH_ADMIN_DSN (a database is made and
 dropped); without one only FAISS is measured, and that is said.
@@ -30,7 +30,7 @@ from agentkeel.activities.cache.semantic.pgvector_index import (
     as_vector_text,
 )
 from agentkeel.activities.cache.semantic.vectors import VectorIndex
-from bench.cache_semantic import Vectors, p50_p99, pct, synthetic_vectors
+from bench.cache_semantic_latency import Vectors, p50_p99, pct, synthetic_vectors
 
 TENANT = "bench"
 

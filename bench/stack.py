@@ -102,31 +102,8 @@ async def bench_stack(
     (and `settings_overrides` on top of the defaults). `token_streams`: the inference worker
     publishes answers to Redis as they are written, as in production."""
     async with AsyncExitStack() as stack:
-        if config.database_url is None:
-            database_url = await stack.enter_async_context(
-                throwaway_database(
-                    config.admin_dsn,
-                    prefix="agentkeel_bench",
-                    domain=shop,
-                    seed=None
-                    if seed_orders is None
-                    else partial(seed_demo_data, orders=seed_orders),
-                )
-            )
-        else:
-            database_url = config.database_url
-            await _migrate(database_url)
-        env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=find_temporal_binary(),
-            plugins=[*agentkeel_plugins(), *tracing_plugins()],
-            dev_server_log_level="error",  # its start-up warnings would split the table
-            dev_server_extra_args=queue_poll_flags()
-            if dev_server_args is None
-            else dev_server_args,
-        )
-        stack.push_async_callback(env.shutdown)
-        # AgentWorkflow upserts them; unknown to the server, its workflow tasks would fail.
-        await ensure_search_attributes(env.client, env.client.namespace)
+        database_url = await _database(stack, config, seed_orders)
+        env = await _dev_server(stack, dev_server_args)
         if type(policy) is not RulesPolicy and not policy_on_cpu_worker:
             # The bench's policy is the inference worker's: the CPU worker must not answer
             # policy steps itself with the rules.
@@ -176,6 +153,40 @@ async def bench_stack(
             forecast=forecast,
             local_offers=_local_offers(activities),
         )
+
+
+async def _database(stack: AsyncExitStack, config: StackConfig, seed_orders: int | None) -> str:
+    """The database's URL: a throwaway one (seeded with `seed_orders` demo orders, if given),
+    dropped when `stack` closes, or the configured one, migrated and kept."""
+    if config.database_url is not None:
+        await _migrate(config.database_url)
+        return config.database_url
+    database_url: str = await stack.enter_async_context(
+        throwaway_database(
+            config.admin_dsn,
+            prefix="agentkeel_bench",
+            domain=shop,
+            seed=None if seed_orders is None else partial(seed_demo_data, orders=seed_orders),
+        )
+    )
+    return database_url
+
+
+async def _dev_server(
+    stack: AsyncExitStack, dev_server_args: list[str] | None
+) -> WorkflowEnvironment:
+    """A Temporal dev server, shut down when `stack` closes, with agentkeel's search
+    attributes registered."""
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=find_temporal_binary(),
+        plugins=[*agentkeel_plugins(), *tracing_plugins()],
+        dev_server_log_level="error",  # its start-up warnings would split the table
+        dev_server_extra_args=queue_poll_flags() if dev_server_args is None else dev_server_args,
+    )
+    stack.push_async_callback(env.shutdown)
+    # AgentWorkflow upserts them; unknown to the server, its workflow tasks would fail.
+    await ensure_search_attributes(env.client, env.client.namespace)
+    return env
 
 
 def _local_offers(activities: list[Callable[..., Any]]) -> LocalPolicyActivities:

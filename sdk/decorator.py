@@ -18,6 +18,7 @@ import inspect
 import types
 import typing
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -89,44 +90,88 @@ def tool(
             task-queue hop); None: when `expected_ms` is at most 1 s; False: never.
     """
 
-    def wrap(fn: Callable[..., Any]) -> ToolSpec:
-        args_model, result_model, takes_context = _signature(fn)
-        tool_name = name or fn.__name__
-        activity_input = input_model(tool_name, args_model, side_effect=side_effect)
-        for path in trusted_fields:
-            _check_result_path(tool_name, result_model, path)
-        return ToolSpec(
-            name=tool_name,
-            description=description or _first_paragraph(fn) or tool_name,
-            args_model=args_model,
-            result_model=result_model,
-            timeout=timeout,
-            max_attempts=retries,
-            idempotent=not side_effect,
-            cache_ttl=None if side_effect else cache_ttl,
-            max_concurrency=max_concurrency,
-            expected_ms=expected_ms,
-            input_model=activity_input,
-            identity_args=tuple(identity_args),
-            trusted_fields=tuple(trusted_fields),
-            amount_arg=amount_arg,
-            needs_approval=needs_approval,
-            non_retryable_errors=tuple(non_retryable_errors),
-            downstream=downstream,
-            batch=many is not None,
-            speculate_arg=speculate_arg,
-            render=render,
-            local=local,
-            fn=fn,
-            many=many,
-            takes_context=takes_context,
-        )
-
     if retries < 1:
         raise ToolDefinitionError("retries counts attempts in all: at least 1")
     if side_effect and cache_ttl is not None:
         raise ToolDefinitionError("a side effect is never cached: drop cache_ttl")
-    return wrap
+    return _Declared(
+        name=name,
+        description=description,
+        timeout=timeout,
+        retries=retries,
+        side_effect=side_effect,
+        cache_ttl=cache_ttl,
+        amount_arg=amount_arg,
+        needs_approval=needs_approval,
+        identity_args=tuple(identity_args),
+        trusted_fields=tuple(trusted_fields),
+        downstream=downstream,
+        max_concurrency=max_concurrency,
+        expected_ms=expected_ms,
+        many=many,
+        speculate_arg=speculate_arg,
+        non_retryable_errors=tuple(non_retryable_errors),
+        render=render,
+        local=local,
+    )
+
+
+@dataclass(frozen=True)
+class _Declared:
+    """What `tool(...)` was told (its parameters, documented there), waiting for the
+    function it decorates: called with it, the tool's `ToolSpec`."""
+
+    name: str | None
+    description: str | None
+    timeout: timedelta
+    retries: int
+    side_effect: bool
+    cache_ttl: timedelta | None
+    amount_arg: str | None
+    needs_approval: bool
+    identity_args: tuple[str, ...]
+    trusted_fields: tuple[str, ...]
+    downstream: Downstream | None
+    max_concurrency: int | None
+    expected_ms: int
+    many: Callable[..., Any] | None
+    speculate_arg: str | None
+    non_retryable_errors: tuple[str, ...]
+    render: Render | None
+    local: bool | None
+
+    def __call__(self, fn: Callable[..., Any]) -> ToolSpec:
+        args_model, result_model, takes_context = _signature(fn)
+        tool_name = self.name or fn.__name__
+        activity_input = input_model(tool_name, args_model, side_effect=self.side_effect)
+        for path in self.trusted_fields:
+            _check_result_path(tool_name, result_model, path)
+        return ToolSpec(
+            name=tool_name,
+            description=self.description or _first_paragraph(fn) or tool_name,
+            args_model=args_model,
+            result_model=result_model,
+            timeout=self.timeout,
+            max_attempts=self.retries,
+            idempotent=not self.side_effect,
+            cache_ttl=None if self.side_effect else self.cache_ttl,
+            max_concurrency=self.max_concurrency,
+            expected_ms=self.expected_ms,
+            input_model=activity_input,
+            identity_args=self.identity_args,
+            trusted_fields=self.trusted_fields,
+            amount_arg=self.amount_arg,
+            needs_approval=self.needs_approval,
+            non_retryable_errors=self.non_retryable_errors,
+            downstream=self.downstream,
+            batch=self.many is not None,
+            speculate_arg=self.speculate_arg,
+            render=self.render,
+            local=self.local,
+            fn=fn,
+            many=self.many,
+            takes_context=takes_context,
+        )
 
 
 def _signature(fn: Callable[..., Any]) -> tuple[type[BaseModel], type[BaseModel], bool]:

@@ -23,6 +23,9 @@ from agentkeel.schemas.actor import SYSTEM_ROLE
 from agentkeel.schemas.tools.downstreams import Downstream
 from agentkeel.schemas.tools.spec import ToolSpec
 from agentkeel.sdk.mcp import McpServer
+from agentkeel.sdk.provisioning import DemoQuestion, LocalService, Migrations, ToolSetup
+from agentkeel.sdk.roles import Role
+from agentkeel.sdk.wording import EntityPattern, Vocabulary
 
 __all__ = [
     "SYSTEM_ROLE",
@@ -43,152 +46,6 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 class DomainError(ValueError):
     """A domain declares something the core cannot serve; the message says what."""
-
-
-@dataclass(frozen=True)
-class Role:
-    """One kind of actor of a domain, and what the workflow and the tools let it do.
-
-    Row-level rules stay in the tools (`ToolContext.require_owner`); these are the rules the
-    workflow itself enforces before any tool runs.
-    """
-
-    name: str
-    description: str = ""
-    scoped: bool = False
-    """Acts for one subject (`Actor.subject`: a client, an employee, a team) and may read
-    and change that subject's rows only; `ToolContext.require_owner` refuses the rest.
-    A scoped actor's side effects are held to the self-service limit of approvals, and it
-    shares cached answers only with the same subject."""
-    may_approve: bool = False
-    """May decide on another actor's side effect waiting for approval."""
-    may_send_plans: bool = False
-    """May send a request carrying its own plan with side effects (reads are open to
-    every role). The system role always may."""
-    subject_pattern: str | None = None
-    """For a scoped role: a regular expression each subject must match in full
-    (`[1-9][0-9]{0,9}` for numeric ids, `emp-[0-9]+`). An actor whose subject does not is
-    refused at the door, before any tool reads it."""
-
-    def __post_init__(self) -> None:
-        if self.subject_pattern is not None:
-            try:
-                re.compile(self.subject_pattern)
-            except re.error as exc:
-                raise ValueError(
-                    f"role {self.name}: subject_pattern {self.subject_pattern!r}: {exc}"
-                ) from None
-
-
-@dataclass(frozen=True)
-class EntityPattern:
-    """How an entity is written in a question: one regular expression for one argument.
-
-    The semantic guard and the reading tier compare these values literally ("INV-00001"
-    against "INV-00002" is a miss); speculation fills `argument` with them.
-    """
-
-    argument: str
-    """The tool argument the value fills (`invoice_no`, `ticket_id`)."""
-    pattern: str
-    """Matched case-insensitively on the question; group 1 (or the whole match) is the
-    value."""
-    normalize: Callable[[str], str | int] | None = None
-    """The value's canonical form (`"inv 7"` -> `"INV-00007"`); None: as matched, or an int
-    when it is all digits."""
-    guard: bool = True
-    """Compared by the semantic guard as an identifier; False for a value the guard already
-    compares as a number (a ticket number)."""
-
-    def compiled(self) -> re.Pattern[str]:
-        return re.compile(self.pattern, re.IGNORECASE)
-
-    def values(self, text: str) -> list[str | int]:
-        found: list[str | int] = []
-        for match in self.compiled().finditer(text):
-            raw = match.group(1) if match.groups() else match.group()
-            value: str | int
-            if self.normalize is not None:
-                value = self.normalize(raw)
-            else:
-                value = int(raw) if raw.isdigit() else raw
-            if value not in found:
-                found.append(value)
-        return found
-
-
-@dataclass(frozen=True, eq=False)  # hashed by identity: readings cache by vocabulary
-class Vocabulary:
-    """The domain's words for the same things, for the reading tier of the path cache
-    (`activities.cache.reading`). Without one, the reading tier is off for the domain."""
-
-    concepts: Mapping[str, tuple[str, ...]]
-    """Concept -> phrases and words that name it (matched by stem, phrases first)."""
-    framing: frozenset[str] = frozenset()
-    """Words that frame a question without asking anything ("please", "hi")."""
-    general_folds: Mapping[str, str] = field(default_factory=dict)
-    """Concepts one when the question names no entity ("close" and "resolve")."""
-    particular_folds: Mapping[str, str] = field(default_factory=dict)
-    """Concepts one when it names one ("where" and "find" about one item)."""
-    actions: frozenset[str] = frozenset()
-    """Concepts that act (close, cancel): an order to act is not a question about it."""
-    comparisons: frozenset[str] = frozenset()
-    """Concepts that only count beside an amount or a number (over, under)."""
-
-
-@dataclass(frozen=True)
-class Migrations:
-    """SQL files of a domain's tables, applied once each in name order after the core's.
-
-    `package` is a package holding the `.sql` files (in `folder`). Each file is recorded
-    as `<prefix><file name without .sql>` in `schema_migrations`; the prefix defaults to
-    `<domain name>/` so two domains never collide.
-    """
-
-    package: str
-    folder: str = "migrations"
-    prefix: str | None = None
-
-
-@dataclass(frozen=True)
-class DemoQuestion:
-    """One question `agentkeel demo` asks (as `actor`, a role and subject, if given)."""
-
-    question: str
-    title: str = ""
-    role: str | None = None
-    subject: str | None = None
-    shows_cache: bool = False
-    """Asked with the cache lookup on, to show a hit on an earlier demo question's answer.
-    The others skip the lookup (`RunOptions.refresh_cache`): each demo runs their steps."""
-
-
-@dataclass(frozen=True)
-class LocalService:
-    """A stand-in for one of the domain's services that `agentkeel up` runs on a laptop.
-
-    Started as `python -m <module> --host 127.0.0.1 --port <free port> <args>`, healthy when
-    `GET <health_path>` answers 200; its URL fills the domain setting `setting` of the
-    workers unless that setting is given."""
-
-    name: str
-    module: str
-    setting: str
-    args: tuple[str, ...] = ()
-    health_path: str = "/healthz"
-
-
-@dataclass(frozen=True)
-class ToolSetup:
-    """What a domain's `resources` factory receives when a CPU worker starts."""
-
-    pool: Any
-    """The worker's asyncpg pool on `AGENTKEEL_DATABASE_URL` (the domain's tables live
-    beside agentkeel's, created by its `migrations`)."""
-    http: Any
-    """The worker's pooled `httpx.AsyncClient` (its own retries off: Temporal retries)."""
-    settings: BaseModel | None
-    """The domain's own settings (`Domain.settings`), read and checked at start."""
 
 
 @dataclass(frozen=True, eq=False)  # one value per process, compared by identity

@@ -1,5 +1,6 @@
 """The value types of settings: modes, ranges, durations and addresses, each naming what it
-accepts (`settings_env.Accepts`) for the one-line error and the generated reference."""
+accepts (`settings_env.Accepts`) for the one-line error and the generated reference; and
+what every group of settings shares, the variables' prefix and the model config."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from pydantic import AfterValidator, ConfigDict, Field
 
 from agentkeel.settings.env import Accepts
 from agentkeel.settings.errors import SettingsError
+
+ENV_PREFIX = "AGENTKEEL_"
+"""The prefix of every setting's variable: a field `x` is read from `AGENTKEEL_X`."""
 
 MODEL_CONFIG = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 

@@ -61,38 +61,7 @@ def build_mcp_server(ops: Operations, caller_of: CallerOf) -> MCPServer:
         except Refused as exc:
             raise ToolError(f"{exc.status}: {exc.detail}") from None
 
-    @server.tool(annotations=START)
-    async def start_run(
-        question: str,
-        ctx: Context,
-        plan: dict[str, Any] | None = None,
-        request_id: str | None = None,
-        conversation_id: str | None = None,
-        actor: dict[str, Any] | None = None,
-        wait_s: float = 60.0,
-    ) -> dict[str, Any]:
-        """Ask agentkeel a question (or run a plan of its tools) and wait up to `wait_s`
-        for the answer. The result has the run's `workflow_id`; a run still going on
-        (waiting for an approval, a watch) is `running`: read it later with get_run."""
-        caller = who(ctx)
-        fields: dict[str, Any] = {"question": question}
-        for name, value in (
-            ("plan", plan),
-            ("request_id", request_id),
-            ("conversation_id", conversation_id),
-            ("actor", actor),
-        ):
-            if value is not None:
-                fields[name] = value
-
-        async def progress(done: float, total: float | None, message: str) -> None:
-            await ctx.report_progress(done, total, message)
-
-        async def go() -> dict[str, Any]:
-            request = AgentRequest.model_validate(fields)
-            return await ops.start_and_wait(caller, request, wait_s, progress)
-
-        return await _answer(go())
+    _serve_start_run(server, ops, who)
 
     @server.tool(annotations=READ)
     async def get_run(workflow_id: str, ctx: Context) -> dict[str, Any]:
@@ -132,3 +101,41 @@ def build_mcp_server(ops: Operations, caller_of: CallerOf) -> MCPServer:
         return await _answer(ops.cancel(who(ctx), workflow_id))
 
     return server
+
+
+def _serve_start_run(server: MCPServer, ops: Operations, who: CallerOf) -> None:
+    """`start_run`: the one tool that builds a request of its own arguments and reports
+    the run's progress to the client while it waits."""
+
+    @server.tool(annotations=START)
+    async def start_run(
+        question: str,
+        ctx: Context,
+        plan: dict[str, Any] | None = None,
+        request_id: str | None = None,
+        conversation_id: str | None = None,
+        actor: dict[str, Any] | None = None,
+        wait_s: float = 60.0,
+    ) -> dict[str, Any]:
+        """Ask agentkeel a question (or run a plan of its tools) and wait up to `wait_s`
+        for the answer. The result has the run's `workflow_id`; a run still going on
+        (waiting for an approval, a watch) is `running`: read it later with get_run."""
+        caller = who(ctx)
+        fields: dict[str, Any] = {"question": question}
+        for name, value in (
+            ("plan", plan),
+            ("request_id", request_id),
+            ("conversation_id", conversation_id),
+            ("actor", actor),
+        ):
+            if value is not None:
+                fields[name] = value
+
+        async def progress(done: float, total: float | None, message: str) -> None:
+            await ctx.report_progress(done, total, message)
+
+        async def go() -> dict[str, Any]:
+            request = AgentRequest.model_validate(fields)
+            return await ops.start_and_wait(caller, request, wait_s, progress)
+
+        return await _answer(go())

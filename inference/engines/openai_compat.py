@@ -43,6 +43,7 @@ from agentkeel.inference.engines.openai_output import (
     logprobs_of,
     parse_output,
 )
+from agentkeel.inference.engines.openai_request import request_params
 from agentkeel.inference.engines.openai_server import ServerProbe, new_client
 from agentkeel.inference.engines.protocol import (
     EngineRequestError,
@@ -54,9 +55,7 @@ from agentkeel.inference.engines.protocol import (
     TokenDelta,
     Usage,
     as_finish_reason,
-    chat_messages,
 )
-from agentkeel.inference.engines.structured import structured_body
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -273,31 +272,11 @@ class OpenAICompatEngine:
             return response, mode
 
     def _params(self, request: GenerateRequest, mode: str, *, stream: bool) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "model": self.name,
-            "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
-            "top_p": request.top_p,
-            "stream": stream,
-        }
-        if self._chat:
-            params["messages"] = chat_messages(request)
-            if request.logprobs is not None:
-                params["logprobs"] = True
-                params["top_logprobs"] = request.logprobs
-        else:
-            params["prompt"] = self._prompt_prefix + request.system + request.prompt
-            if request.logprobs is not None:
-                params["logprobs"] = request.logprobs
-        if request.stop:
-            params["stop"] = request.stop
-        if request.seed is not None:
-            params["seed"] = request.seed
-        if request.request_id:
-            params["extra_headers"] = {"X-Request-Id": request.request_id}
-        if stream:
-            params["stream_options"] = {"include_usage": True}
-        extra = structured_body(request.constraint, mode, chat=self._chat)
-        if extra:
-            params["extra_body"] = extra
-        return params
+        return request_params(
+            request,
+            model=self.name,
+            mode=mode,
+            chat=self._chat,
+            prompt_prefix=self._prompt_prefix,
+            stream=stream,
+        )

@@ -4,21 +4,22 @@ It is independent of Temporal: the workflow injects `dispatch` (a tool
 activity) and `now` (workflow time); the benchmark injects plain coroutines.
 Completion order is the only input that drives it, so inside a workflow it is
 as deterministic as the history that delivers those completions.
+
+This module runs the calls (tasks, slots, pauses, cancellation); what each step is at,
+which calls are ready and what a finished call means for its step is `StepBook`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import heapq
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from agentkeel.schemas.errors import CANCELLED, INVALID_ARGUMENTS
+from agentkeel.schemas.errors import CANCELLED
 from agentkeel.schemas.plan.model import Plan, PlanStep
-from agentkeel.schemas.plan.validation import critical_path_ms, validate_plan
 from agentkeel.schemas.progress import Waiting
-from agentkeel.schemas.result import OutputRef, StepError, StepOutcome, StepStatus
+from agentkeel.schemas.result import StepError, StepOutcome, StepStatus
 from agentkeel.schemas.tools import WAIT, ToolSpec
 from agentkeel.workflows.dag.calls import (
     DescribeError,
@@ -28,10 +29,9 @@ from agentkeel.workflows.dag.calls import (
     ToolCall,
     plain_sleep,
 )
-from agentkeel.workflows.dag.expansion import calls_of, runs_apart
-from agentkeel.workflows.dag.resolve import ResolutionError
 from agentkeel.workflows.dag.slots import Pauses, Slots
-from agentkeel.workflows.dag.step_gates import SchedulerLimits, before_running, over_limits
+from agentkeel.workflows.dag.step_book import StepBook
+from agentkeel.workflows.dag.step_gates import SchedulerLimits
 from agentkeel.workflows.dag.watches import (
     StepFailed,
     Suspended,
@@ -47,9 +47,6 @@ class _Abort(Exception):
     def __init__(self, cause: BaseException) -> None:
         super().__init__(repr(cause))
         self.cause = cause
-
-
-_TERMINAL = (StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.TIMED_OUT)
 
 
 class DagScheduler:
@@ -77,7 +74,6 @@ class DagScheduler:
         `resume`: this plan's outcomes from the run this one continues (outputs resolved):
         finished steps keep their results, and watches pick up where they were.
         """
-        self._plan = plan
         self._tools = tools
         self._dispatch = dispatch
         self._sleep = sleep
@@ -85,23 +81,15 @@ class DagScheduler:
         self._step_failures = step_failures
         self._cancel_on_abort = cancel_in_flight
         self._now = now
-        self._describe_error = describe_error
         self._limits = limits or SchedulerLimits()
-        self._deps = validate_plan(plan, tools)
-        self._priority = critical_path_ms(plan, self._deps, tools)
-        self._dependants = {
-            s.id: [o.id for o in plan.steps if s.id in self._deps[o.id]] for s in plan.steps
-        }
-        self._order = {s.id: i for i, s in enumerate(plan.steps)}
-        self._steps = {s.id: s for s in plan.steps}
-        self.outcomes = {
-            s.id: StepOutcome(id=s.id, tool=s.tool, attempt=attempt) for s in plan.steps
-        }
-        self._outputs: dict[str, Any] = {}
-        self._item_results: dict[str, list[Any]] = {}
-        self._expanded: set[str] = set()
-        self._open_calls: dict[str, int] = {}
-        self._ready: list[tuple[int, int, int, ToolCall]] = []
+        self._book = StepBook(
+            plan,
+            tools,
+            now=now,
+            describe_error=describe_error,
+            limits=self._limits,
+            attempt=attempt,
+        )
         self._slots = Slots(
             self._limits.max_concurrency,
             lambda tool: self._limits.per_tool.get(tool, self._tools[tool].max_concurrency),
@@ -113,26 +101,24 @@ class DagScheduler:
             asyncio.Queue()
         )
         self._tasks: set[asyncio.Task[None]] = set()
-        self.calls_started = 0
-        """Tool calls expanded so far (each counts against `limits.max_calls`)."""
         self.watch_runs = 0
         """Runs of repeated steps in this scheduler (see `limits.runs_before_continue`)."""
-        self.suspended: list[str] = []
-        """Watches that stopped for the run to continue as new; they are still RUNNING."""
-        self._resume(resume)
+        self._book.resume(resume)
 
-    def _resume(self, earlier: Sequence[StepOutcome]) -> None:
-        for before in earlier:
-            if before.id not in self.outcomes:
-                continue
-            outcome = before.model_copy(deep=True)
-            self.outcomes[before.id] = outcome
-            if outcome.status in _TERMINAL:
-                self._expanded.add(before.id)
-                if outcome.status is StepStatus.SUCCEEDED:
-                    self._outputs[before.id] = outcome.output
-            else:  # a watch between two runs: it expands again and sleeps until its next run
-                outcome.status = StepStatus.PENDING
+    @property
+    def outcomes(self) -> dict[str, StepOutcome]:
+        """Every step's outcome by id, as it stands (the run's result, once it is over)."""
+        return self._book.outcomes
+
+    @property
+    def calls_started(self) -> int:
+        """Tool calls expanded so far (each counts against `limits.max_calls`)."""
+        return self._book.calls_started
+
+    @property
+    def suspended(self) -> list[str]:
+        """Watches that stopped for the run to continue as new; they are still RUNNING."""
+        return self._book.suspended
 
     @property
     def max_observed_concurrency(self) -> int:
@@ -146,8 +132,8 @@ class DagScheduler:
 
     async def run(self) -> list[StepOutcome]:
         try:
-            self._release_ready_steps()
-            while self._live or self._ready:
+            self._book.release_ready_steps()
+            while self._live or self._book.ready:
                 self._launch_within_caps()
                 call, output, error = await self._done.get()
                 if isinstance(error, _Abort):
@@ -156,15 +142,15 @@ class DagScheduler:
                     continue
                 self._live -= 1
                 self._slots.give_back(call.call_id, call.tool)
-                self._record(call, output, error)
-                self._release_ready_steps()
+                self._book.record(call, output, error)
+                self._book.release_ready_steps()
         except BaseException:
             # A cancellation (or a bug) ends the run: calls in flight are cancelled and
             # waited for, so no side effect is still on its way when the run is over.
             if self._cancel_on_abort:
                 await self._cancel_in_flight()
             raise
-        return [self.outcomes[s.id] for s in self._plan.steps]
+        return self._book.in_plan_order()
 
     async def _cancel_in_flight(self) -> None:
         pending = [task for task in self._tasks if not task.done()]
@@ -177,91 +163,23 @@ class DagScheduler:
         while not self._done.empty():
             call, output, error = self._done.get_nowait()
             if call is not None and not isinstance(error, _Abort):
-                self._record(call, output, error)
+                self._book.record(call, output, error)
         cancelled = StepError(type=CANCELLED, message="cancelled with the run", non_retryable=True)
         for outcome in self.outcomes.values():
             if outcome.status is StepStatus.RUNNING:
-                self._fail(outcome, cancelled.model_copy())
-
-    # -- readiness ----------------------------------------------------------------------------
-    def _release_ready_steps(self) -> None:
-        """Expand every pending step whose dependencies are all terminal (repeat to fixpoint)."""
-        changed = True
-        while changed:
-            changed = False
-            for step in self._plan.steps:
-                outcome = self.outcomes[step.id]
-                if outcome.status is not StepStatus.PENDING or step.id in self._expanded:
-                    continue
-                deps = [self.outcomes[d] for d in self._deps[step.id]]
-                if any(d.status in (StepStatus.PENDING, StepStatus.RUNNING) for d in deps):
-                    continue
-                changed = True
-                skip = before_running(step, deps, self._outputs)
-                if skip is None:
-                    self._expand(step)
-                elif skip.error is not None:
-                    outcome.status, outcome.error = StepStatus.SKIPPED, skip.error
-                else:
-                    outcome.status, outcome.skipped_because = StepStatus.SKIPPED, skip.reason
-                    outcome.started_at = outcome.finished_at = self._now()
-
-    def _expand(self, step: PlanStep) -> None:
-        outcome = self.outcomes[step.id]
-        self._expanded.add(step.id)
-        try:
-            calls = calls_of(step, self._outputs, self._tools)
-        except (ResolutionError, ValueError) as exc:
-            error = StepError(type=INVALID_ARGUMENTS, message=str(exc), non_retryable=True)
-            self._fail(outcome, error)
-            return
-        outcome.args = calls[0].args if step.for_each is None else [c.args for c in calls]
-        resumed = outcome.started_at is not None  # carried over: counted when first expanded
-        refused = over_limits(step, len(calls), self.calls_started, self._limits)
-        if refused is not None and not resumed:
-            self._fail(outcome, refused)
-            return
-        self.calls_started += 0 if resumed else len(calls)
-        spec = self._tools[step.tool]
-        if runs_apart(
-            step, len(calls), spec, self._limits, read_later=bool(self._dependants[step.id])
-        ):
-            batch = tuple(c.args for c in calls)
-            calls = [ToolCall(step.id, step.tool, {}, batch=batch, round=outcome.attempt)]
-        if not calls:  # an empty list expands to nothing: done at once
-            outcome.status = StepStatus.SUCCEEDED
-            outcome.output = []
-            outcome.started_at = outcome.finished_at = self._now()
-            self._outputs[step.id] = []
-            return
-        self._open_calls[step.id] = len(calls)
-        self._item_results[step.id] = [None] * len(calls)
-        for seq, call in enumerate(calls):
-            key = (-self._priority[step.id], self._order[step.id], seq, call)
-            heapq.heappush(self._ready, key)
-
-    def _fail(self, outcome: StepOutcome, error: StepError) -> None:
-        """A step that ends here, before (or instead of) its calls finishing."""
-        outcome.status, outcome.error = StepStatus.FAILED, error
-        outcome.finished_at = self._now()
-        outcome.started_at = outcome.started_at or outcome.finished_at
+                self._book.fail(outcome, cancelled.model_copy())
 
     # -- dispatch -----------------------------------------------------------------------------
     def _launch_within_caps(self) -> None:
-        held: list[tuple[int, int, int, ToolCall]] = []
-        while self._ready:
-            entry = heapq.heappop(self._ready)
-            call = entry[3]
-            if call.tool == WAIT.name:  # a timer loads nothing: it never waits for a slot
-                self._start(call, slot=False)
-            elif self._slots.fits(call.tool):
-                self._start(call)
-            else:
-                held.append(entry)
-                if self._slots.total >= self._limits.max_concurrency:
-                    break
-        for entry in held:
-            heapq.heappush(self._ready, entry)
+        for call in self._book.ready.startable(self._fits, self._slots_full):
+            # A timer loads nothing: a `wait` never waits for a slot, nor holds one.
+            self._start(call, slot=call.tool != WAIT.name)
+
+    def _fits(self, call: ToolCall) -> bool:
+        return call.tool == WAIT.name or self._slots.fits(call.tool)
+
+    def _slots_full(self) -> bool:
+        return self._slots.total >= self._limits.max_concurrency
 
     def _start(self, call: ToolCall, *, slot: bool = True) -> None:
         outcome = self.outcomes[call.step_id]
@@ -290,7 +208,7 @@ class DagScheduler:
             self._done.put_nowait((call, output, None))
 
     async def _call(self, call: ToolCall) -> Any:
-        step = self._steps[call.step_id]
+        step = self._book.steps[call.step_id]
         outcome = self.outcomes[step.id]
         if call.tool == WAIT.name:
             return await run_wait(
@@ -333,55 +251,3 @@ class DagScheduler:
         if self.continuing:
             self._pauses.stop_all()
         return self.continuing
-
-    def _drop_queued(self, step_id: str) -> None:
-        """One element of a for_each step failed: its calls still queued need not run."""
-        kept = [entry for entry in self._ready if entry[3].step_id != step_id]
-        self._open_calls[step_id] -= len(self._ready) - len(kept)
-        self._ready = kept
-        heapq.heapify(self._ready)
-
-    def _record(self, call: ToolCall, output: Any, error: BaseException | None) -> None:
-        outcome = self.outcomes[call.step_id]
-        if isinstance(error, Suspended):
-            # Still watching: the step stays RUNNING (with its next run) for the next run.
-            self._open_calls[call.step_id] -= 1
-            self._item_results.pop(call.step_id, None)
-            self.suspended.append(call.step_id)
-            return
-        if isinstance(error, WatchTimedOut):
-            self._open_calls[call.step_id] -= 1
-            self._item_results.pop(call.step_id, None)
-            outcome.status, outcome.output, outcome.error = (
-                StepStatus.TIMED_OUT,
-                error.last_output,
-                error.error,
-            )
-            outcome.finished_at, outcome.next_run_at = self._now(), None
-            return
-        if error is not None and outcome.error is None:
-            outcome.error = (
-                error.error.model_copy()
-                if isinstance(error, StepFailed)
-                else self._describe_error(error)
-            )
-            if call.index is not None:
-                outcome.error.message = f"{call.call_id}: {outcome.error.message}"
-                self._drop_queued(call.step_id)
-        self._item_results[call.step_id][call.index or 0] = output
-        self._open_calls[call.step_id] -= 1
-        if self._open_calls[call.step_id]:
-            return
-        outcome.finished_at = self._now()
-        if outcome.error is not None:
-            outcome.status = StepStatus.FAILED
-            return
-        step = self._steps[call.step_id]
-        results = self._item_results.pop(call.step_id)
-        if call.batch is not None:  # kept by reference: no later step reads it
-            outcome.output_ref = OutputRef.model_validate(results[0])
-            outcome.status = StepStatus.SUCCEEDED
-            return
-        outcome.output = results if step.for_each is not None else results[0]
-        outcome.status = StepStatus.SUCCEEDED
-        self._outputs[call.step_id] = outcome.output

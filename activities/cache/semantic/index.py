@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 import structlog
 
+from agentkeel.activities.cache.semantic.cursor import IdCursor
 from agentkeel.activities.cache.semantic.tenant import THREADED_SEARCH_MIN, _mutate, _Tenant
 from agentkeel.activities.cache.semantic.vectors import Neighbour, VectorIndex
 
@@ -36,17 +37,13 @@ log = structlog.get_logger(__name__)
 
 SYNC_BATCH = 5_000
 """Rows per query when loading or syncing (bounds memory; 384-d rows are 1.5 KiB each)."""
-GAP_WINDOW = 1_000
-"""Ids below the highest seen that are watched for a late commit (see `_Cursor`)."""
-GAP_TTL_S = 60.0
-"""How long a missing id is watched: longer than any single-row insert stays uncommitted."""
 SYNC_INTERVAL_S = 1.0
 """Default least time between two syncs from `search`: how stale another worker's view is."""
 REMOVALS_KEPT_S = 86_400.0
 """Age at which removal rows are pruned (migration 0003 says a day)."""
 
 # NOT EXISTS first: a repeat then takes no id from the sequence, so it leaves no gap for
-# `_Cursor` to watch; ON CONFLICT covers two workers storing the same path at once.
+# `IdCursor` to watch; ON CONFLICT covers two workers storing the same path at once.
 _INSERT = """
 INSERT INTO semantic_cache_entries (tenant, question, path_key, embedding, embedder)
 SELECT $1::text, $2::text, $3::text, $4::bytea, $5::text
@@ -80,44 +77,13 @@ DELETE FROM semantic_cache_removals WHERE removed_at < now() - make_interval(sec
 """
 
 
-class _Cursor:
-    """The highest id seen in an append-only table, and the lower ids not seen yet.
-
-    Ids come from a sequence at insert time, but commits may land out of order: a row
-    with a lower id can appear after a higher one was read. Missing ids within
-    `GAP_WINDOW` below the highest are asked for again until seen or `GAP_TTL_S` old
-    (rolled-back inserts and rows deleted before they were read leave gaps forever).
-    """
-
-    def __init__(self) -> None:
-        self.last = 0
-        self._gaps: dict[int, float] = {}
-
-    def pending(self) -> list[int]:
-        cutoff = time.monotonic() - GAP_TTL_S
-        self._gaps = {i: t for i, t in self._gaps.items() if t >= cutoff}
-        return list(self._gaps)
-
-    def saw(self, ids: Sequence[int]) -> None:
-        if not ids:
-            return
-        now, seen = time.monotonic(), set(ids)
-        for i in seen:
-            self._gaps.pop(i, None)
-        top = max(seen)
-        if top > self.last:
-            start = max(self.last + 1, top - GAP_WINDOW)
-            self._gaps.update((i, now) for i in range(start, top) if i not in seen)
-            self.last = top
-
-
 @dataclass
 class _State:
     """What `load` rebuilds and swaps in whole, so searches meanwhile use the old one."""
 
     tenants: dict[str, _Tenant] = field(default_factory=dict)
-    entries: _Cursor = field(default_factory=_Cursor)
-    removals: _Cursor = field(default_factory=_Cursor)
+    entries: IdCursor = field(default_factory=IdCursor)
+    removals: IdCursor = field(default_factory=IdCursor)
 
 
 class SemanticIndex:

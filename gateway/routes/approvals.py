@@ -1,0 +1,45 @@
+"""The route of approvals: an approver decides on the side effect a run waits for.
+
+Apart from the runs' routes because it is the one that changes what a run does on a
+person's word: the approver is checked here (`Caller.approver`) and again by the workflow.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from temporalio.client import WorkflowUpdateFailedError
+
+from agentkeel.client.approvals import NothingAwaiting, decide_approval
+from agentkeel.gateway.keys import Refused
+from agentkeel.gateway.routes.dependencies import PROBLEMS, CallerDep, GatewayDep
+from agentkeel.schemas.approvals import ApprovalAnswer, ApprovalDecision
+from agentkeel.schemas.gateway import GatewayApproval
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+@router.post("/v1/runs/{workflow_id}/approve", response_model=ApprovalAnswer, responses=PROBLEMS)
+async def approve_run(
+    workflow_id: str, body: GatewayApproval, who: CallerDep, gw: GatewayDep
+) -> Any:
+    """Approve or reject the side effect the run waits for (`progress.awaiting`)."""
+    by = who.approver(body.approver)
+    await gw.runs.checked(who, workflow_id)
+    assert by.name is not None  # `approver` names everyone it lets decide
+    decision = ApprovalDecision(
+        approved=body.approved,
+        approver=by.name,
+        reason=body.reason,
+        approval_id=body.approval_id,
+        by=by,  # the workflow checks who this is: the role may approve, it did not ask
+    )
+    try:
+        return await decide_approval(gw.client.temporal, workflow_id, decision)
+    except NothingAwaiting as exc:
+        raise Refused(409, str(exc)) from None
+    except WorkflowUpdateFailedError as exc:
+        raise Refused(409, f"refused: {exc.cause}") from None

@@ -1,0 +1,50 @@
+"""The settings that give a run a head start: speculative reads while the heavy model plans,
+fast reads as local activities, and planning beside the router.
+
+A base of `settings.model.Settings` (each field is `AGENTKEEL_<FIELD>`), kept apart because
+each trades a little work that may be wasted for a run that ends sooner; with what the
+workers make of them (`speculative_calls`, `unsure_forecast`).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from agentkeel.activities.plan_ahead import PlanAhead, UnsureForecast
+from agentkeel.settings.types import MODEL_CONFIG, Fraction, NotNegative, OnOff
+
+__all__ = ["HeadStartSettings", "speculative_calls", "unsure_forecast"]
+
+
+class HeadStartSettings(BaseModel):
+    """Speculation, local tools and planning ahead."""
+
+    model_config = MODEL_CONFIG
+
+    speculation: OnOff = "on"
+    """`on`: while the heavy model plans, a run starts the cached, idempotent reads the
+    router's reading predicts (`get_order` for an order id in the question); `off`."""
+    speculation_max_calls: NotNegative = 4
+    """Most reads one run starts speculatively (at most 8, whatever is set here)."""
+    local_tools: OnOff = "on"
+    """`on`: the CPU worker, which runs both the workflows and the tools, runs each run's
+    fast reads (`ToolSpec.local_read`) as local activities, with no task-queue round trip;
+    `off`: every tool call goes through the task queue (workers that run workflows but
+    not tools must say `off`)."""
+    plan_ahead: PlanAhead = "auto"
+    """When the planner starts beside the router instead of after it (one model stage
+    less for an unsure route): `auto`, for a tenant whose recent routes were mostly
+    unsure (above `AGENTKEEL_PLAN_AHEAD_ABOVE`); `always`; `off`."""
+    plan_ahead_above: Fraction = 0.5
+    """The share of a tenant's last 20 routes that were unsure above which `auto` plans
+    ahead."""
+
+
+def unsure_forecast(settings: HeadStartSettings) -> UnsureForecast:
+    """When the inference worker plans beside the router (`AGENTKEEL_PLAN_AHEAD*`)."""
+    return UnsureForecast(settings.plan_ahead, above=settings.plan_ahead_above)
+
+
+def speculative_calls(settings: HeadStartSettings) -> int:
+    """How many reads a run may speculate by `AGENTKEEL_SPECULATION*` (0: off)."""
+    return settings.speculation_max_calls if settings.speculation == "on" else 0

@@ -1,0 +1,49 @@
+"""The settings of a worker process itself: where it serves metrics and health, and how the
+CPU worker runs workflow code and the rules policy.
+
+A base of `settings.model.Settings` (each field is `AGENTKEEL_<FIELD>`), kept apart because
+they shape the worker as a process (probes, sandbox, activations), not what a run does.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+from agentkeel.settings.types import MODEL_CONFIG, MetricsAddress, OnOff
+
+__all__ = ["WorkerProcessSettings"]
+
+
+class WorkerProcessSettings(BaseModel):
+    """Metrics and health addresses, the workflow sandbox and activations, the local policy."""
+
+    model_config = MODEL_CONFIG
+
+    metrics_address: MetricsAddress = ""
+    """Where this worker serves Prometheus metrics (`host:port`, or `off`); empty: the CPU
+    worker 127.0.0.1:9464, the inference worker 127.0.0.1:9465 (`settings.metrics`)."""
+    health_address: str = ""
+    """Where a worker answers `/ready` (200 once its models, caches and indexes are loaded
+    and it polls; 503 from SIGTERM on, while it drains) and `/live`, `host:port`; empty or
+    `off`: not served. The probe of Kubernetes and compose (`workers.readiness`)."""
+    workflow_sandbox: OnOff = "off"
+    """`on`: the CPU worker runs workflows in Temporal's sandbox (a guard while writing
+    workflow code, at about a third of the worker's CPU); `off` (see `workers.worker`)."""
+    workflow_activations: Literal["inline", "thread"] = "inline"
+    """`inline`: the CPU worker runs each workflow activation on its event loop (about a
+    quarter less CPU per run under load), without the SDK's deadlock detector; `thread`:
+    the SDK's default hand-off to a thread, with it. Threads whenever the sandbox is on."""
+    local_policy: Literal["auto", "off"] = "auto"
+    """`auto`: where no model is configured (the rules policy), the CPU worker routes,
+    plans and answers itself as local activities, without a hop to the inference queue;
+    `off`: every policy step goes to the inference pool."""
+
+    def sandboxed_workflows(self) -> bool:
+        """`workflow_sandbox` read: whether the CPU worker runs workflows in the sandbox."""
+        return self.workflow_sandbox == "on"
+
+    def inline_activations(self) -> bool:
+        """`workflow_activations` read: whether activations run on the worker's loop."""
+        return self.workflow_activations == "inline" and not self.sandboxed_workflows()
