@@ -1,4 +1,4 @@
-"""The settings that give a run a head start: speculative reads while the heavy model plans,
+"""The settings that give a run a head start: speculative reads from the run's first moment,
 fast reads as local activities, and planning beside the router.
 
 A base of `settings.model.Settings` (each field is `AGENTKEEL_<FIELD>`), kept apart because
@@ -22,8 +22,9 @@ class HeadStartSettings(BaseModel):
     model_config = MODEL_CONFIG
 
     speculation: OnOff = "on"
-    """`on`: while the heavy model plans, a run starts the cached, idempotent reads the
-    router's reading predicts (`get_order` for an order id in the question); `off`."""
+    """`on`: a run starts the cached, idempotent reads its question predicts (an id or an
+    email the domain's entity patterns find) at its first moment, beside the router and
+    the planner, and its plan adopts them; `off`."""
     speculation_max_calls: NotNegative = 4
     """Most reads one run starts speculatively (at most 8, whatever is set here)."""
     local_tools: OnOff = "on"
