@@ -177,10 +177,20 @@ def _plan_document(shape: Shape, schema: dict[str, Any]) -> dict[str, Any]:
         "intent": _intent(properties.get("intent", {}).get("enum", [UNSURE])),
         "rationale": f"{shape.name}: {len(steps)} steps",
         "steps": steps,
-        "answer": "Found: "
-        + "; ".join(f"{{${ids[s.id]}.{_field(s.tool)}}}" for s in shape.plan.steps),
+        "answer": _answer_template(shape, ids),
     }
     return {name: values[name] for name in properties if name in values}
+
+
+ANSWER_SLOTS = 4
+"""Placeholders an answer template may hold (agentkeel's plan schema caps it)."""
+
+
+def _answer_template(shape: Shape, ids: Mapping[str, str]) -> str:
+    """One short sentence with a placeholder for the last steps' facts (the most a
+    grammar-bound planner may write)."""
+    named = shape.plan.steps[-ANSWER_SLOTS:]
+    return "Found: " + ", ".join(f"{{${ids[s.id]}.{_field(s.tool)}}}" for s in named)
 
 
 def _renamed(value: Any, ids: Mapping[str, str]) -> Any:
