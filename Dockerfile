@@ -33,13 +33,19 @@ for requirement in wanted:
         print(requirement)
 PY
 
+# Every room the namespace links to (`agentkeel/`): tests/unit/test_deploy.py checks the list.
 COPY agentkeel/ agentkeel/
 COPY schemas/ schemas/
-COPY examples/ examples/
+COPY sdk/ sdk/
 COPY workflows/ workflows/
 COPY activities/ activities/
 COPY inference/ inference/
+COPY settings/ settings/
+COPY client/ client/
 COPY workers/ workers/
+COPY gateway/ gateway/
+COPY cli/ cli/
+COPY examples/ examples/
 COPY README.md ./
 # The code only: its dependencies are the layer above (and the embedded stack stays out).
 RUN pip install --no-deps . \

@@ -109,7 +109,7 @@ def correctness(
     print(f"one grid step above it, since the guard was tuned on this set: {chosen:.2f}")
     g, _ = rates(rows, sims, ok, chosen, True)
     print(f"CHOSEN THRESHOLD {chosen:.2f}: hit rate {g / n_pos:.1%}, false-hit rate 0.0% "
-          f"(DEFAULT_THRESHOLD in activities/semantic.py is {DEFAULT_THRESHOLD:.2f}"
+          f"(DEFAULT_THRESHOLD in activities/cache/semantic/lookup.py is {DEFAULT_THRESHOLD:.2f}"
           f"{'' if abs(chosen - DEFAULT_THRESHOLD) < 1e-9 else ' - UPDATE IT'})")  # fmt: skip
     if not args.no_int8:
         int8(embedder, rows, sims, ok, chosen)

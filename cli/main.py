@@ -171,12 +171,13 @@ def _program(module: str, *, on_running_stack: bool) -> Command:
 
 
 Runner = Callable[[Settings, argparse.Namespace], int]
+OfflineRunner = Callable[[argparse.Namespace], int]
 DomainUse = Literal["serve", "check", "none"]
 
 
 @dataclass(frozen=True)
 class Command:
-    run: Runner
+    run: Runner | None
     domain: DomainUse = "serve"
     """`serve`: install it now (its import, roles and tools checked at once); `check`: the
     command installs it itself, with its MCP servers' tools; `none`: not needed."""
@@ -184,9 +185,18 @@ class Command:
     """The command line's own spans; a stack or a program it starts traces itself."""
     hands_over: bool = False
     """Another program takes this process over: it sets up its own logs and domain."""
+    offline: OfflineRunner | None = None
+    """Instead of `run`, for a command that must work whatever the environment holds
+    (`init`): no settings are read."""
+
+
+def _init(args: argparse.Namespace) -> int:
+    return scaffold_domain(args.name, args.dir)
 
 
 COMMANDS: dict[str, Command] = {
+    # Writes a new domain package: needs no settings, no domain, no server.
+    "init": Command(None, domain="none", traced=False, offline=_init),
     "up": Command(_up, traced=False),
     "down": Command(_down, domain="none"),
     "demo": Command(_demo, domain="check", traced=False),
@@ -204,9 +214,10 @@ COMMANDS: dict[str, Command] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "init":  # needs no settings: it writes a new domain package
-        return scaffold_domain(args.name, args.dir)
     command = COMMANDS[args.command]
+    if command.offline is not None:
+        return command.offline(args)
+    assert command.run is not None
     try:
         settings = Settings.from_env()
         if not command.hands_over:

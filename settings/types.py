@@ -1,5 +1,5 @@
 """The value types of settings: modes, ranges, durations and addresses, each naming what it
-accepts (`settings_env.Accepts`) for the one-line error and the generated reference; and
+accepts (`settings.env.Accepts`) for the one-line error and the generated reference; and
 what every group of settings shares, the variables' prefix and the model config."""
 
 from __future__ import annotations

@@ -103,6 +103,16 @@ def test_the_dockerfile_installs_dependencies_before_the_code_and_runs_unprivile
     assert {".git", ".venv", ".agentkeel"} <= set(ignored)
 
 
+def test_the_image_copies_every_room_the_namespace_links_to() -> None:
+    """A room left out of the image installs a wheel without it: the links in `agentkeel/`
+    point at nothing and `agentkeel` fails at its first import."""
+    lines = [ln.strip() for ln in (ROOT / "Dockerfile").read_text().splitlines()]
+    copied = {ln.split()[1].rstrip("/") for ln in lines if ln.startswith("COPY ")}
+    rooms = {p.name for p in (ROOT / "agentkeel").iterdir() if p.is_symlink()}
+    assert rooms <= copied, f"the image leaves out {sorted(rooms - copied)}"
+    assert "agentkeel" in copied
+
+
 def test_prometheus_scrapes_each_worker_where_it_serves_metrics() -> None:
     services = _compose()["services"]
     scrape = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())

@@ -99,6 +99,25 @@ def test_the_flow_diagrams_are_the_compiled_graph() -> None:
         )
 
 
+def _room_table() -> dict[str, set[str]]:
+    """architecture.md's table of rooms: each room and the rooms its last column names."""
+    core = {"schemas", "sdk", "workflows", "activities", "inference"}
+    table: dict[str, set[str]] = {}
+    for line in (ROOT / "docs" / "architecture.md").read_text().splitlines():
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+        if len(cells) != 3 or not re.fullmatch(r"`[a-z]+/`", cells[0]):
+            continue
+        named = set(re.findall(r"`([a-z]+)(?:\.[a-z]+)*`", cells[2]))
+        table[cells[0].strip("`/")] = named | (core if "the core" in cells[2] else set())
+    return table
+
+
+def test_the_architectures_room_table_is_the_import_rules_test() -> None:
+    from tests.unit.test_structure import MAY_IMPORT
+
+    assert _room_table() == {room: set(allowed) for room, allowed in MAY_IMPORT.items()}
+
+
 def test_every_room_is_in_the_map_and_linked_into_the_namespace() -> None:
     linked = {p.name for p in (ROOT / "agentkeel").iterdir() if p.is_symlink()}
     assert linked == set(ROOMS)

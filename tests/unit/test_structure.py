@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import ast
 import inspect
 import subprocess
@@ -210,3 +211,58 @@ def test_no_core_module_imports_an_example_domain() -> None:
                 assert not module.startswith("agentkeel.examples"), (
                     f"{path.relative_to(ROOT)} imports {module}"
                 )
+
+
+MAX_MODULE_LINES = 300
+MAX_FUNCTION_LINES = 80
+SIZED = (*ROOMS, "bench", "tests")
+
+
+@pytest.mark.parametrize("room", SIZED)
+def test_no_module_over_300_lines_and_no_function_over_80(room: str) -> None:
+    """Small modules with one concern: a module or function past these sizes is two."""
+    too_big = []
+    for path in _python_files(room):
+        source = path.read_text()
+        lines = source.count("\n")
+        if lines > MAX_MODULE_LINES:
+            too_big.append(f"{path.relative_to(ROOT)}: {lines} lines")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    too_big.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {length}")
+    assert not too_big, "\n".join(too_big)
+
+
+def test_the_command_lines_dispatch_is_one_table_that_names_every_subcommand() -> None:
+    from agentkeel.cli.main import COMMANDS
+    from agentkeel.cli.parser import build_parser
+
+    parser = build_parser()
+    [subparsers] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert set(subparsers.choices) == set(COMMANDS)
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_rooms_import_each_other_only_by_the_namespace(room: str) -> None:
+    """A relative import or a bare `import workers.x` (which works from the repository root
+    only) would slip past the rules above."""
+    bare = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in _python_files(room)
+        for node in ast.walk(ast.parse(path.read_text()))
+        if (isinstance(node, ast.ImportFrom) and node.level > 0)
+        or (
+            isinstance(node, ast.Import | ast.ImportFrom)
+            and any(
+                (name or "").split(".")[0] in ROOMS
+                for name in (
+                    [node.module]
+                    if isinstance(node, ast.ImportFrom)
+                    else [a.name for a in node.names]
+                )
+            )
+        )
+    ]
+    assert not bare, "\n".join(bare)
