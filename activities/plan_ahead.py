@@ -16,15 +16,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from typing import Literal
 
 from agentkeel.activities.forecast_store import ForecastStore
 from agentkeel.inference.llm.cascade import count_override
+from agentkeel.schemas.choices import PlanAhead as PlanAhead
 from agentkeel.schemas.route import STAND_IN_INTENT, ConfidenceBasis, Route, Tier
-
-PlanAhead = Literal["auto", "always", "off"]
-"""`auto`: plan ahead for a tenant whose recent routes were mostly unsure; `always`;
-`off`: plan only after an unsure route."""
 
 AHEAD_ROUTE = Route(
     intent=STAND_IN_INTENT,

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentkeel.inference.patterns import PatternPolicy, PlanPattern, pattern_policy
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.errors import NOT_AUTHORIZED, NOT_FOUND
 from agentkeel.schemas.plan.model import Plan
@@ -47,9 +46,11 @@ from agentkeel.sdk.domain import (
     Vocabulary,
 )
 from agentkeel.sdk.mcp import McpServer, McpToolPolicy
+from agentkeel.sdk.patterns import PlanPattern
 
 if TYPE_CHECKING:
     from agentkeel.client.agent_client import AgentClient
+    from agentkeel.inference.patterns import PatternPolicy, pattern_policy
     from agentkeel.settings.model import Settings
     from agentkeel.workers.entry import run_worker
 
@@ -95,14 +96,17 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "AgentClient": "agentkeel.client.agent_client",
+    "PatternPolicy": "agentkeel.inference.patterns",
+    "pattern_policy": "agentkeel.inference.patterns",
     "Settings": "agentkeel.settings.model",
     "run_worker": "agentkeel.workers.entry",
 }
 
 
 def __getattr__(name: str) -> Any:
-    # The client and the worker pull in Temporal's client and the worker stack: loaded
-    # when asked for, not by every `from agentkeel import tool` of a domain module.
+    # The client, the worker and the policies pull in Temporal's client, the worker stack
+    # and the inference code: loaded when asked for, not by every `from agentkeel import
+    # tool` of a domain module or every service that only calls agentkeel.
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'agentkeel' has no attribute {name!r}")

@@ -46,11 +46,11 @@ from agentkeel.activities.model_calls import InferenceActivities
 from agentkeel.cli.stack.procs import find_temporal_binary
 from agentkeel.cli.stack.temporal import queue_poll_flags
 from agentkeel.inference.engines.metered import MeteredEngine
-from agentkeel.inference.engines.vllm_settings import SpeculativeSettings, VllmSettings
 from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.schemas.model_calls import RespondInput
 from agentkeel.schemas.result import StepOutcome, StepStatus
 from agentkeel.schemas.route import Route, Tier
+from agentkeel.schemas.vllm_settings import SpeculativeSettings, VllmSettings
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workers.worker import inference_worker
 from bench.inference_stream import add_arguments as add_streaming_arguments

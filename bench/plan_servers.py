@@ -78,7 +78,7 @@ async def llamacpp_policy(args: argparse.Namespace) -> AsyncIterator[Policy]:
 @asynccontextmanager
 async def vllm_policy(args: argparse.Namespace) -> AsyncIterator[Policy]:
     from agentkeel.inference.engines.vllm_local import VllmEngine
-    from agentkeel.inference.engines.vllm_settings import VllmSettings
+    from agentkeel.schemas.vllm_settings import VllmSettings
 
     model_dir = args.model_dir or DEFAULT_MODEL_DIR
     settings = VllmSettings(

@@ -31,10 +31,10 @@ from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.examples.shop.seed import seed_demo_data
 from agentkeel.inference.policy import Policy
 from agentkeel.settings.connections import redis_client
-from agentkeel.settings.model import Settings, unsure_forecast
+from agentkeel.settings.model import Settings
 from agentkeel.settings.namespace_setup import ensure_search_attributes
 from agentkeel.settings.tracing import tracing_plugins
-from agentkeel.workers.resources import cpu_activities
+from agentkeel.workers.resources import cpu_activities, unsure_forecast
 from agentkeel.workers.stand_ins import with_stand_ins
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workers.worker import cpu_worker, inference_worker

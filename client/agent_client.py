@@ -23,6 +23,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
 from agentkeel.client.fast_path import AnswerCache, OutputReader
+from agentkeel.client.readers import ExactAnswers, PostgresOutputs
 from agentkeel.client.token_follow import OnEvent, TokenReader, relay_until
 from agentkeel.client.workflow_ids import coalesced_workflow_id, new_workflow_id, ui_summary
 from agentkeel.schemas.names import AGENT_WORKFLOW, PROGRESS_QUERY
@@ -31,11 +32,10 @@ from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult, CacheStatus, Timings
 from agentkeel.schemas.tokens import token_stream_key
+from agentkeel.schemas.tools.catalog import catalog_version
 from agentkeel.sdk.serving import active_domain
-from agentkeel.settings.client_assembly import exact_tier, output_reader
 from agentkeel.settings.connections import connect_temporal, redis_client
 from agentkeel.settings.model import Settings
-from agentkeel.settings.model_tiers import effective_cache_version
 
 __all__ = ["AgentClient", "OnStarted", "coalesced_workflow_id", "connect_client"]
 
@@ -76,20 +76,25 @@ class AgentClient:
     ) -> AgentClient:
         """A client for `settings`; given a Redis URL (here or in settings) it has a fast
         path and token streams."""
-        version = effective_cache_version(settings)
+        # Identical requests coalesce within one catalog; the fast path reads under the
+        # version the workers publish, whatever this client's own catalog says.
+        version = catalog_version()
         url = redis_url or settings.redis_url
         redis = None if url is None else redis_client(url)
         answers = (
             None
             if redis is None
-            else exact_tier(settings, redis, version=version, namespace=settings.temporal_namespace)
+            else ExactAnswers(
+                redis, task_queue=settings.task_queue, namespace=settings.temporal_namespace
+            )
         )
+        outputs = None if settings.database_url is None else PostgresOutputs(settings.database_url)
         return cls(
             temporal,
             task_queue=settings.task_queue,
             version=version,
             answers=answers,
-            outputs=output_reader(settings),
+            outputs=outputs,
             redis=redis,
         )
 

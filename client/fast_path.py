@@ -2,8 +2,8 @@
 
 `AgentClient` depends on these two narrow readers, not on the cache's implementation: the
 exact tier of the path cache in Redis (`AnswerCache`) and step outputs kept by reference
-in Postgres (`OutputReader`). `settings.client_assembly` builds the real ones from
-settings; a client without Redis or Postgres simply has none.
+in Postgres (`OutputReader`). `client.readers` has the real ones, over the contracts
+alone; a client without Redis or Postgres simply has none.
 """
 
 from __future__ import annotations

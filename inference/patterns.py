@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentkeel.inference.answers import no_plan, rendered_response, unsure_route
@@ -22,21 +21,12 @@ from agentkeel.schemas import model_calls as calls
 from agentkeel.schemas.errors import NO_PLANNER
 from agentkeel.schemas.plan.model import Plan, PlanStep
 from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
+from agentkeel.sdk.patterns import PlanPattern
 
 __all__ = ["PatternPolicy", "PlanPattern", "pattern_policy"]
 
 _GROUP = re.compile(r"\{(\w+)\}")
 _STEP_REF = re.compile(r"\$([A-Za-z][A-Za-z0-9_]*)")
-
-
-@dataclass(frozen=True)
-class PlanPattern:
-    """When `pattern` matches a question (case-insensitively), plan `steps` for `intent`."""
-
-    intent: str
-    pattern: str
-    steps: Sequence[dict[str, Any]] = field(default_factory=tuple)
-    """Plan steps as JSON (`{"id": "s1", "tool": ..., "args": {...}}`), ids local to it."""
 
 
 class PatternPolicy:

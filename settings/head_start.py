@@ -3,17 +3,17 @@ fast reads as local activities, and planning beside the router.
 
 A base of `settings.model.Settings` (each field is `AGENTKEEL_<FIELD>`), kept apart because
 each trades a little work that may be wasted for a run that ends sooner; with what the
-workers make of them (`speculative_calls`, `unsure_forecast`).
+workers make of them (`speculative_calls`; the forecast is `workers.resources.unsure_forecast`).
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel
 
-from agentkeel.activities.plan_ahead import PlanAhead, UnsureForecast
+from agentkeel.schemas.choices import PlanAhead
 from agentkeel.settings.types import MODEL_CONFIG, Fraction, NotNegative, OnOff
 
-__all__ = ["HeadStartSettings", "speculative_calls", "unsure_forecast"]
+__all__ = ["HeadStartSettings", "speculative_calls"]
 
 
 class HeadStartSettings(BaseModel):
@@ -39,11 +39,6 @@ class HeadStartSettings(BaseModel):
     plan_ahead_above: Fraction = 0.5
     """The share of a tenant's last 20 routes that were unsure above which `auto` plans
     ahead."""
-
-
-def unsure_forecast(settings: HeadStartSettings) -> UnsureForecast:
-    """When the inference worker plans beside the router (`AGENTKEEL_PLAN_AHEAD*`)."""
-    return UnsureForecast(settings.plan_ahead, above=settings.plan_ahead_above)
 
 
 def speculative_calls(settings: HeadStartSettings) -> int:

@@ -28,7 +28,6 @@ from agentkeel.settings.errors import StartupError as StartupError
 from agentkeel.settings.gateway import GatewaySettings
 from agentkeel.settings.head_start import HeadStartSettings
 from agentkeel.settings.head_start import speculative_calls as speculative_calls
-from agentkeel.settings.head_start import unsure_forecast as unsure_forecast
 from agentkeel.settings.inference import InferenceSettings
 from agentkeel.settings.rollout import RolloutSettings
 from agentkeel.settings.services import ServiceSettings

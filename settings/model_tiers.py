@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from agentkeel.activities.cache.path_cache import cache_version
-from agentkeel.inference.engines.protocol import PromptApi
-from agentkeel.inference.engines.vllm_settings import VllmSettings
 from agentkeel.inference.llm.version import llm_policy_version
 from agentkeel.inference.version import rules_policy_version
+from agentkeel.schemas.choices import PromptApi
 from agentkeel.schemas.route import Tier
+from agentkeel.schemas.vllm_settings import VllmSettings
 from agentkeel.settings.model import ENV_PREFIX, Settings
 from agentkeel.settings.vllm_options import vllm_settings
 

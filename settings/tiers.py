@@ -15,7 +15,7 @@ from typing import Self
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from agentkeel.inference.engines.protocol import PromptApi
+from agentkeel.schemas.choices import PromptApi
 from agentkeel.settings.env import setting_error
 from agentkeel.settings.errors import SettingsError
 from agentkeel.settings.types import ENV_PREFIX, MODEL_CONFIG, EngineName
@@ -55,7 +55,7 @@ class ModelTierSettings(BaseModel):
     to the token)."""
     vllm: Mapping[str, str] = Field(default_factory=_no_options)
     """In-process vLLM options, from `AGENTKEEL_<TIER>_VLLM_<OPTION>` (`<OPTION>`: a field
-    of `inference.engines.vllm_settings.VllmSettings`, upper case)."""
+    of `schemas.vllm_settings.VllmSettings`, upper case)."""
 
     @field_validator("vllm", mode="after")
     @classmethod

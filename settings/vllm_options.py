@@ -15,7 +15,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from agentkeel.inference.engines.vllm_settings import SpeculativeSettings, VllmSettings
+from agentkeel.schemas.vllm_settings import SpeculativeSettings, VllmSettings
 from agentkeel.settings.errors import SettingsError
 
 VLLM_OPTIONS = frozenset(f.name for f in dataclasses.fields(VllmSettings)) - {"model"}

@@ -24,6 +24,7 @@ from agentkeel.activities.latency import LatencyActivities, LatencyBook, timed_t
 from agentkeel.activities.local_policy import LocalPolicyActivities
 from agentkeel.activities.model_calls import InferenceActivities
 from agentkeel.activities.outputs import OutputActivities, OutputStore
+from agentkeel.activities.plan_ahead import UnsureForecast
 from agentkeel.activities.redis_errors import REDIS_ERRORS
 from agentkeel.activities.run_control import RunControlActivities
 from agentkeel.activities.run_store import StoreActivities
@@ -42,7 +43,6 @@ from agentkeel.settings.model import (
     SettingsError,
     StartupError,
     speculative_calls,
-    unsure_forecast,
 )
 from agentkeel.workers.cache_assembly import build_caches, tool_activities
 from agentkeel.workers.policy_assembly import local_policy
@@ -250,3 +250,9 @@ async def inference_resources(
             await pool.close()
         if redis is not None:
             await redis.aclose()
+
+
+def unsure_forecast(settings: Settings) -> UnsureForecast:
+    """When the inference worker plans beside the router (`AGENTKEEL_PLAN_AHEAD*`); the
+    forecast is shared through Redis once the worker has a Redis client."""
+    return UnsureForecast(settings.plan_ahead, above=settings.plan_ahead_above)

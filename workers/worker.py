@@ -28,13 +28,12 @@ from agentkeel.settings.model import (
     Settings,
     StartupError,
     speculative_calls,
-    unsure_forecast,
 )
 from agentkeel.settings.namespace_setup import ensure_search_attributes
 from agentkeel.settings.tracing import configure_tracing
 from agentkeel.workers.policy_assembly import build_policy
 from agentkeel.workers.readiness import Readiness, health_endpoint
-from agentkeel.workers.resources import cpu_activities, inference_resources
+from agentkeel.workers.resources import cpu_activities, inference_resources, unsure_forecast
 from agentkeel.workers.temporal_client import connect
 from agentkeel.workers.versioning import deployment_config
 from agentkeel.workers.warming_schedule import ensure_warming_schedule

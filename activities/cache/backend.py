@@ -3,7 +3,8 @@
 Every method raises `CacheUnavailable` when Redis cannot answer (or the breaker is
 open); callers turn that into a miss. Redis is never needed for correctness.
 
-On a Redis Cluster each script names only keys of one slot: a tenant's (`cache.slots`).
+On a Redis Cluster each script names only keys of one slot: a tenant's
+(`schemas.path_cache.tenant_tag`).
 Entity markers and index sets are per tenant, like the entries they index.
 """
 
@@ -19,8 +20,8 @@ import structlog
 from redis.asyncio.cluster import RedisCluster
 
 from agentkeel.activities.cache.breaker import CircuitBreaker
-from agentkeel.activities.cache.slots import tenant_tag
 from agentkeel.activities.redis_errors import REDIS_ERRORS
+from agentkeel.schemas.path_cache import tenant_tag
 
 log = structlog.get_logger(__name__)
 

@@ -10,7 +10,6 @@ starts from an empty cache instead of serving stale paths.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Sequence
@@ -21,38 +20,22 @@ from pydantic import BaseModel, ValidationError
 
 from agentkeel.activities.cache.backend import CacheBackend
 from agentkeel.activities.cache.entities import entities_in
-from agentkeel.activities.cache.slots import tenant_tag
-from agentkeel.activities.cache.tiers import ExactTier, PathEntry, PathTier, TierMatch, TierQuery
+from agentkeel.activities.cache.tiers import ExactTier, PathTier, TierMatch, TierQuery
 from agentkeel.activities.cache.tool_results import tool_key
 from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor
-from agentkeel.schemas.cache_lookup import LookupCacheResult, normalize_question
+from agentkeel.schemas.cache_lookup import LookupCacheResult
+from agentkeel.schemas.path_cache import PathEntry, path_key
 from agentkeel.schemas.plan.model import PlanStep
 from agentkeel.schemas.result import AgentResult, CacheStatus, StepOutcome, StepStatus
 from agentkeel.schemas.tools import TOOLS, catalog_version
 
 log = structlog.get_logger(__name__)
 
-KEY_PREFIX = "agentkeel:path:v4"
-"""v4: keys carry their tenant's slot tag (`cache.slots`); v3 keys are never read again."""
 CLOCK_SKEW_MARGIN_S = 2.0
 
 
 def cache_version(policy_version: str) -> str:
     return f"{catalog_version()}.{policy_version}"
-
-
-def path_key(
-    tenant: str,
-    question: str,
-    version: str,
-    conversation_id: str | None = None,
-    audience: str = SYSTEM_ACTOR.audience,
-) -> str:
-    """Within a conversation the same words may mean something else: it is part of the key.
-    So is the audience: a run is served only to actors who may see what it saw."""
-    asked = normalize_question(question) + ("\x1f" + conversation_id if conversation_id else "")
-    digest = hashlib.sha256(asked.encode()).hexdigest()[:32]
-    return f"{KEY_PREFIX}:{tenant_tag(tenant)}:{version}:{tenant}:{audience}:{digest}"
 
 
 def _call_inputs(step: StepOutcome, actor: Actor, tenant: str) -> list[BaseModel]:

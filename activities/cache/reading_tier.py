@@ -15,8 +15,8 @@ from datetime import timedelta
 
 from agentkeel.activities.cache.backend import CacheBackend
 from agentkeel.activities.cache.reading import read
-from agentkeel.activities.cache.slots import tenant_tag
 from agentkeel.activities.cache.tiers import ReadEntry, TierMatch, TierQuery
+from agentkeel.schemas.path_cache import tenant_tag
 from agentkeel.schemas.result import CacheStatus
 
 POINTER_PREFIX = "agentkeel:reading:v2"

@@ -1,4 +1,5 @@
-"""The cache version the workers of a task queue serve, published in Redis for clients.
+"""The cache version the workers of a task queue serve, published in Redis for clients
+(who read it with `client.served_version`).
 
 A client's exact-tier fast path must read paths under the version the workers serve now,
 not one it computed itself: when the workers start with another catalog (an MCP server's
@@ -18,37 +19,19 @@ With workers of two versions on one queue (a rollout), the latest publication wi
 from __future__ import annotations
 
 import asyncio
-import time
 
 import redis.asyncio as aioredis
 import structlog
 
 from agentkeel.activities.redis_errors import REDIS_ERRORS
+from agentkeel.schemas.path_cache import WITHDRAWN, served_version_key
 
-__all__ = [
-    "CHECK_EVERY_S",
-    "REPUBLISH_EVERY_S",
-    "Publication",
-    "ServedVersion",
-    "served_version_key",
-]
+__all__ = ["REPUBLISH_EVERY_S", "Publication"]
 
 log = structlog.get_logger(__name__)
 
-KEY_PREFIX = "agentkeel:served:v1"
-CHECK_EVERY_S = 1.0
-"""How long a client trusts the version it read: the fast path's only extra Redis read is
-once a second at most, and a client learns of restarted workers within about that."""
-
-
 REPUBLISH_EVERY_S = 10.0
 """How often a running CPU worker says again what it serves."""
-WITHDRAWN = "withdrawn"
-
-
-def served_version_key(task_queue: str, namespace: str = "default") -> str:
-    """Per Temporal namespace and task queue: deployments sharing one Redis stay apart."""
-    return f"{KEY_PREFIX}:{{{namespace}}}:{task_queue}"
 
 
 _WITHDRAW = """
@@ -105,31 +88,3 @@ class Publication:
     async def settle(self) -> None:
         """Wait for a withdrawal under way (before the Redis client closes)."""
         await asyncio.gather(*self._pending, return_exceptions=True)
-
-
-class ServedVersion:
-    """What the workers of `task_queue` serve, as a client reads it (kept `CHECK_EVERY_S`,
-    a failed read too, so a Redis outage costs a request no extra wait)."""
-
-    def __init__(self, redis: aioredis.Redis, task_queue: str, namespace: str = "default") -> None:
-        self._redis, self._key = redis, served_version_key(task_queue, namespace)
-        self._value: str | None = None
-        self._read_at = float("-inf")
-
-    async def current(self, unpublished: str) -> str | None:
-        """The version to look paths up under: the published one; `unpublished` when no
-        worker has published (workers of a release before publication existed); None,
-        serve nothing, when it was withdrawn or Redis cannot say."""
-        now = time.monotonic()
-        if now - self._read_at >= CHECK_EVERY_S:
-            self._read_at = now
-            try:
-                raw = await self._redis.get(self._key)
-            except REDIS_ERRORS:
-                self._value = WITHDRAWN
-            else:
-                value = raw.decode() if isinstance(raw, bytes) else raw
-                self._value = value
-        if self._value is None:
-            return unpublished
-        return None if self._value == WITHDRAWN else self._value

@@ -15,21 +15,14 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import structlog
-from pydantic import BaseModel
 
-from agentkeel.schemas.result import AgentResult, CacheStatus
+from agentkeel.schemas.path_cache import PathEntry
+from agentkeel.schemas.result import CacheStatus
 
 log = structlog.get_logger(__name__)
 
 SEMANTIC_CANDIDATES = 3
 """Neighbours tried before a semantic lookup gives up (expired ones are forgotten)."""
-
-
-class PathEntry(BaseModel):
-    question: str
-    result: AgentResult
-    answer_fresh_until: float | None = None
-    """Epoch seconds until which the answer may be served; after it, only the plan."""
 
 
 ReadEntry = Callable[[str], Awaitable[PathEntry | None]]

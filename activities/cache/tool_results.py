@@ -21,16 +21,17 @@ from temporalio import activity
 
 from agentkeel.activities.cache.backend import CacheBackend, CacheUnavailable
 from agentkeel.activities.cache.entities import entities_in
-from agentkeel.activities.cache.slots import tenant_tag
 from agentkeel.activities.span_notes import note
 from agentkeel.schemas.actor import SYSTEM_ACTOR
+from agentkeel.schemas.path_cache import tenant_tag
 from agentkeel.schemas.tools import ActorScoped, ToolSpec, catalog_version
 
 log = structlog.get_logger(__name__)
 
 M = TypeVar("M", bound=BaseModel)
 KEY_PREFIX = "agentkeel:tool:v4"
-"""v4: keys carry their tenant's slot tag (`cache.slots`); v3 keys are never read again."""
+"""v4: keys carry their tenant's slot tag (`schemas.path_cache.tenant_tag`); v3 keys are never
+read again."""
 DEFAULT_TENANT = "default"
 
 

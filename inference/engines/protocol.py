@@ -20,6 +20,8 @@ from typing import Annotated, Any, Literal, Protocol, cast, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentkeel.schemas.choices import PromptApi as PromptApi
+
 
 class JsonSchemaConstraint(BaseModel):
     """Decode only text that is a JSON document valid against `json_schema`."""
@@ -41,12 +43,6 @@ class ChoiceConstraint(BaseModel):
 
 
 Constraint = Annotated[JsonSchemaConstraint | ChoiceConstraint, Field(discriminator="kind")]
-
-
-PromptApi = Literal["auto", "chat", "completions"]
-"""How an engine sends a request: `chat` (messages through the model's chat template: the
-API instruct models are made for), `completions` (one raw text: base models, which have
-no template), or `auto` (chat where the model has a chat template, see each engine)."""
 
 
 class GenerateRequest(BaseModel):

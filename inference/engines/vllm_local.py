@@ -34,7 +34,7 @@ from agentkeel.inference.engines.protocol import (
     chat_messages,
 )
 from agentkeel.inference.engines.structured import bounded_whitespace
-from agentkeel.inference.engines.vllm_settings import SpeculativeSettings, VllmSettings
+from agentkeel.schemas.vllm_settings import SpeculativeSettings, VllmSettings
 
 __all__ = ["SpeculativeSettings", "VllmEngine", "VllmSettings"]
 

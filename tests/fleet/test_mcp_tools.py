@@ -19,7 +19,7 @@ import httpx
 import pytest
 from temporalio.client import Client, WorkflowFailureError
 
-from agentkeel.activities.cache.served_version import CHECK_EVERY_S
+from agentkeel.client.served_version import CHECK_EVERY_S
 from agentkeel.schemas.names import APPROVE_UPDATE, PROGRESS_QUERY
 from tests.support.history import awaiting_approval
 from tests.support.mcp_stack import VIEWER, Everything, McpStack, mcp_stack

@@ -2,7 +2,7 @@
 (`tests.support.redis_cluster`).
 
 A cluster is recognised from the one node `AGENTKEEL_REDIS_URL` names; every script and
-multi-key command keeps to one slot (a tenant's, `activities.cache.slots`), so a path is
+multi-key command keeps to one slot (a tenant's, `schemas.path_cache.tenant_tag`), so a path is
 stored, served and invalidated as on one server; a node that stops costs its tenants a
 miss, never a run.
 """
@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from redis.asyncio.cluster import RedisCluster
 
-from agentkeel.activities.cache.path_cache import path_key
-from agentkeel.activities.cache.slots import tenant_tag
+from agentkeel.schemas.path_cache import path_key, tenant_tag
 from agentkeel.schemas.result import CacheStatus, StepStatus
 from agentkeel.settings.connections import is_cluster_node, redis_client
 from tests.support.agent_stack import StackFactory

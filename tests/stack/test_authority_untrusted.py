@@ -19,8 +19,6 @@ from temporalio.client import (
 )
 from temporalio.exceptions import CancelledError
 
-from agentkeel.activities.cache.path_cache import path_key
-from agentkeel.activities.cache.tiers import PathEntry
 from agentkeel.client.token_follow import parse_event
 from agentkeel.schemas import errors, names
 from agentkeel.schemas.actor import Actor
@@ -34,6 +32,7 @@ from agentkeel.schemas.model_calls import (
     RouteInput,
     RouteResult,
 )
+from agentkeel.schemas.path_cache import PathEntry, path_key
 from agentkeel.schemas.plan.model import Plan, PlanStep
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.result import StepStatus

@@ -10,9 +10,9 @@ from dataclasses import replace
 from datetime import timedelta
 
 from agentkeel.activities.cache.backend import CacheBackend
-from agentkeel.activities.cache.slots import tenant_tag
 from agentkeel.activities.cache.tool_results import ToolResultCache
 from agentkeel.examples.shop.tools import KbResult, SearchKbArgs, SearchKbInput
+from agentkeel.schemas.path_cache import tenant_tag
 from agentkeel.schemas.tools import TOOLS
 from agentkeel.settings.connections import redis_client
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from temporalio.client import ScheduleIntervalSpec
 
-from agentkeel.activities.cache.path_cache import path_key
+from agentkeel.schemas.path_cache import path_key
 from agentkeel.schemas.result import CacheStatus
 from agentkeel.schemas.warming import WarmInput
 from agentkeel.settings.connections import redis_client

@@ -1,4 +1,4 @@
-"""The version a client's fast path reads under (`activities.cache.served_version`), on Redis."""
+"""The version a client's fast path reads under (`client.served_version`), on Redis."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import uuid
 import pytest
 import redis.asyncio as aioredis
 
-from agentkeel.activities.cache import served_version
-from agentkeel.activities.cache.served_version import Publication, ServedVersion
+from agentkeel.activities.cache.served_version import Publication
+from agentkeel.client import served_version
+from agentkeel.client.served_version import ServedVersion
 
 
 @pytest.fixture(autouse=True)

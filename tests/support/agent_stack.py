@@ -24,8 +24,13 @@ from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.inference.policy import Policy
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult
-from agentkeel.settings.model import Settings, speculative_calls, unsure_forecast
-from agentkeel.workers.resources import InferenceResources, cpu_activities, inference_resources
+from agentkeel.settings.model import Settings, speculative_calls
+from agentkeel.workers.resources import (
+    InferenceResources,
+    cpu_activities,
+    inference_resources,
+    unsure_forecast,
+)
 from agentkeel.workers.stand_ins import with_stand_ins
 from agentkeel.workers.worker import cpu_worker, inference_worker
 from agentkeel.workflows.agent import AgentWorkflow

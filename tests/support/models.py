@@ -26,8 +26,8 @@ import pytest_asyncio
 
 from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
 from agentkeel.inference.engines.vllm_local import VllmEngine
-from agentkeel.inference.engines.vllm_settings import VllmSettings
 from agentkeel.inference.model_builds.gemma_cpu import CHAT_TEMPLATE
+from agentkeel.schemas.vllm_settings import VllmSettings
 
 if TYPE_CHECKING:
     from agentkeel.inference.engines.openai_compat import OpenAICompatEngine

@@ -8,11 +8,11 @@ import pytest
 
 from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.inference.engines.protocol import GenerateRequest
-from agentkeel.inference.engines.vllm_settings import SpeculativeSettings
 from agentkeel.inference.fallback import FallbackPolicy
 from agentkeel.inference.llm.cascade import CascadePolicy
 from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.schemas.route import Tier
+from agentkeel.schemas.vllm_settings import SpeculativeSettings
 from agentkeel.settings.model import Settings, SettingsError, StartupError
 from agentkeel.settings.model_tiers import (
     EngineKind,

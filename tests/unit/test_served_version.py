@@ -1,4 +1,4 @@
-"""The version a client's fast path reads under (`activities.cache.served_version`), when
+"""The version a client's fast path reads under (`client.served_version`), when
 the Redis cannot say."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import redis.asyncio as aioredis
 
-from agentkeel.activities.cache import served_version
-from agentkeel.activities.cache.served_version import ServedVersion
+from agentkeel.client import served_version
+from agentkeel.client.served_version import ServedVersion
 
 
 async def test_a_redis_that_cannot_say_serves_nothing_and_is_not_asked_again_at_once(

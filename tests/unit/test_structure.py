@@ -104,14 +104,15 @@ def test_no_program_imports_another() -> None:
 
 
 def test_the_client_side_loads_no_langgraph_and_no_worker_code() -> None:
-    """A service that only starts runs must not pay for (or break on) the worker stack."""
+    """A service that only starts runs must not pay for (or break on) the worker stack: the
+    client reads the caches through the contracts (`schemas.path_cache`), never through the
+    activities' cache engine, and loads no inference code."""
     probe = (
         "import sys, agentkeel.client, agentkeel.client.report\n"
-        "import agentkeel.client.token_follow\n"
+        "import agentkeel.client.token_follow, agentkeel.client.agent_client\n"
         "heavy = ('langgraph', 'temporalio.langgraph', 'agentkeel.workflows',\n"
-        "         'agentkeel.examples', 'agentkeel.inference.llm.policy', 'agentkeel.workers',\n"
-        "         'agentkeel.gateway', 'agentkeel.cli.', 'agentkeel.activities.tools',\n"
-        "         'torch', 'vllm')\n"
+        "         'agentkeel.examples', 'agentkeel.activities', 'agentkeel.inference',\n"
+        "         'agentkeel.workers', 'agentkeel.gateway', 'agentkeel.cli.', 'torch', 'vllm')\n"
         "print(sorted({m for m in sys.modules if m.startswith(heavy)}))\n"
     )
     loaded = subprocess.run(

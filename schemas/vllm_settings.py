@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentkeel.inference.engines.protocol import PromptApi
+from agentkeel.schemas.choices import PromptApi
 
 
 @dataclass(frozen=True, kw_only=True)
