@@ -29,6 +29,7 @@ from agentkeel.workflows.agent import AgentWorkflow
 from agentkeel.workflows.dag.fan_out import child_workflow_id
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
 from agentkeel.workflows.release import RELEASE_PATCH
+from agentkeel.workflows.speculation import EARLY_SPECULATION_PATCH
 from tests.support.agent_stack import AgentStack, StackFactory
 from tests.support.fakes import FakeScriptedPolicy
 from tests.support.history import _marked
@@ -173,10 +174,27 @@ async def test_record_speculation_deadline_histories(make_stack: StackFactory) -
         await _save("deadline_refused", await handle.fetch_history())
 
 
-async def _save(name: str, history: WorkflowHistory) -> None:
-    folder = HISTORIES / RELEASE_PATCH
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.json").write_text(history.to_json())
+@pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
+async def test_record_early_speculation_histories(make_stack: StackFactory) -> None:
+    """Runs under `early-speculation-v1`: the read the question names started at the run's
+    first moment and taken by a confident route's plan, and one no plan made, cancelled."""
+    from tests.support.speculation import KB_ONLY, STEPS, confident
+
+    for name, steps in (
+        ("early_speculation_used", STEPS[:1]),
+        ("early_speculation_unused", KB_ONLY),
+    ):
+        stack = await make_stack(policy=confident(steps, delay_s=0.2))
+        handle = await stack.start(f"where is order 1001 ({name})")
+        await handle.result()
+        await _save(name, await handle.fetch_history(), folder=EARLY_SPECULATION_PATCH)
+
+
+async def _save(name: str, history: WorkflowHistory, *, folder: str = RELEASE_PATCH) -> None:
+    # A change gated after the release records into a folder of its own patch id.
+    into = HISTORIES / folder
+    into.mkdir(parents=True, exist_ok=True)
+    (into / f"{name}.json").write_text(history.to_json())
 
 
 async def test_a_held_release_patch_records_what_the_previous_release_recorded(

@@ -6,28 +6,12 @@ whichever tier wrote it, and the rest are cancelled and reported."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
-from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.schemas.result import StepStatus
 from agentkeel.schemas.route import Tier
 from agentkeel.schemas.speculation import SpeculationOutcome
 from tests.support.agent_stack import StackFactory
-from tests.support.fakes import FakeEngine
-
-SURE = {"order_status": 0.97}
-
-
-def confident(steps: list[dict[str, Any]], *, delay_s: float) -> LlmPolicy:
-    """A router sure of itself whose draft plan is `steps`, taking `delay_s` a call."""
-    engine = FakeEngine(
-        "light-fake",
-        label_probs=SURE,
-        documents=[{"rationale": "scripted", "steps": steps}],
-        answer="Order 1001 has shipped.",
-        delay_s=delay_s,
-    )
-    return LlmPolicy(engine, tier=Tier.LIGHT, threshold=0.7)
+from tests.support.speculation import confident
 
 
 def _question() -> str:

@@ -78,3 +78,18 @@ class StandInOrders:
             items=[item],
             tracking_number="TRK0000001001",
         )
+
+
+SURE = {"order_status": 0.97}
+
+
+def confident(steps: list[dict[str, Any]], *, delay_s: float) -> LlmPolicy:
+    """A router sure of itself whose draft plan is `steps`, taking `delay_s` a call."""
+    engine = FakeEngine(
+        "light-fake",
+        label_probs=SURE,
+        documents=[{"rationale": "scripted", "steps": steps}],
+        answer="Order 1001 has shipped.",
+        delay_s=delay_s,
+    )
+    return LlmPolicy(engine, tier=Tier.LIGHT, threshold=0.7)

@@ -18,6 +18,7 @@ from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
 from agentkeel.workflows.release import RELEASE_PATCH
+from agentkeel.workflows.speculation import EARLY_SPECULATION_PATCH
 from tests.support.history import _marked
 from tests.support.paths import HISTORIES
 
@@ -44,6 +45,15 @@ def test_runs_of_this_release_record_one_patch_marker() -> None:
     for path in sorted((HISTORIES / RELEASE_PATCH).glob("*.json")):
         assert _patch_ids(path) == [RELEASE_PATCH], path.name
     assert len(_patch_ids(HISTORIES / "local_policy_confident.json")) == 3
+
+
+def test_runs_of_a_later_change_record_the_release_and_their_own_marker() -> None:
+    """A change gated after the release (`early-speculation-v1`) asks its own id, and only
+    in runs that take its branch: its histories have the release's marker and its own."""
+    recorded = sorted((HISTORIES / EARLY_SPECULATION_PATCH).glob("*.json"))
+    assert len(recorded) >= 2
+    for path in recorded:
+        assert _patch_ids(path) == [RELEASE_PATCH, EARLY_SPECULATION_PATCH], path.name
 
 
 @pytest.mark.parametrize(
