@@ -76,11 +76,11 @@ _REPEAT: dict[str, Any] = {
 
 
 def plan_json_schema(intents: Sequence[str] | None = None) -> dict[str, Any]:
-    """The schema of a model's plan document: `{intent?, steps, rationale, answer?}`.
+    """The schema of a model's plan document: `{intent?, rationale, steps, answer?}`.
 
-    The steps come before the rationale so that the first step is decoded as early as
-    possible (a plan is read as it streams); the optional answer template comes last, once
-    the steps whose outputs it names exist.
+    The rationale stays first: with the steps first, the 270M test model repeated its
+    steps up to the grammar's cap (`MAX_STEPS`) and ran past its token budget. The
+    optional answer template comes last, once the steps whose outputs it names exist.
 
     Args:
         intents: when given, the document starts with an `intent` from this list, so a
@@ -96,15 +96,15 @@ def _plan_schema(intents: tuple[str, ...]) -> dict[str, Any]:
     if intents:
         properties["intent"] = {"type": "string", "enum": list(intents)}
         required.append("intent")
+    properties["rationale"] = {"type": "string", "maxLength": RATIONALE_CHARS}
     properties["steps"] = {
         "type": "array",
         "minItems": 1,
         "maxItems": MAX_STEPS,
         "items": {"anyOf": [step_schema(spec) for spec in TOOLS.values()]},
     }
-    properties["rationale"] = {"type": "string", "maxLength": RATIONALE_CHARS}
     properties["answer"] = {"type": "string", "pattern": ANSWER_PATTERN}
-    required += ["steps", "rationale"]
+    required += ["rationale", "steps"]
     return {
         "type": "object",
         "properties": properties,

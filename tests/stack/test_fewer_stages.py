@@ -41,10 +41,12 @@ async def test_an_answer_written_with_the_plan_needs_no_respond_call(
     stack = await make_stack(policy=FakeScriptedPolicy([ORDER_AND_TRACKING]), plan_ahead="off")
     handle = await stack.start("Where is order 1001?")
     result = await handle.result()
+    # The order the question names is read from the run's first moment (speculation),
+    # beside the route; the plan's step takes that read.
     assert stages(await handle.fetch_history()) == [
+        "get_order",
         "route",
         "plan",
-        "get_order",
         "track_shipment",
     ]
     order, parcel = result.steps[0].output, result.steps[1].output
@@ -78,8 +80,8 @@ async def test_an_unsure_route_planned_beside_the_router_skips_the_plan_stage(
     handle = await stack.start("Where is order 1001?")
     result = await handle.result()
     assert stages(await handle.fetch_history()) == [
-        "route",
         "get_order",
+        "route",
         "track_shipment",
     ]
     assert [s.status for s in result.steps] == [StepStatus.SUCCEEDED] * 2

@@ -124,7 +124,7 @@ async def test_a_route_reports_its_certainty_and_a_plan_fits_agentkeels_schema()
     assert label in LABELS and confidence is not None and abs(confidence - 0.6) < 1e-6
     document = json.loads(planned.choices[0].message.content or "")
     jsonschema.validate(document, schema)
-    assert list(document) == ["intent", "steps", "rationale", "answer"]
+    assert list(document) == ["intent", "rationale", "steps", "answer"]
     assert [s["tool"] for s in document["steps"]] == [
         "get_order",
         "check_inventory",
