@@ -82,6 +82,7 @@ class UnsureForecast:
         self._recent: dict[str, deque[bool]] = {}
         self._read_at: dict[str, float] = {}
         self._refreshing: set[str] = set()
+        self._background: set[asyncio.Task[None]] = set()  # held until done (asyncio's rule)
 
     async def ready(self, scope: str, tenant: str) -> None:
         """Bring this tenant's history from the store before `expects_unsure` decides: read
@@ -94,7 +95,9 @@ class UnsureForecast:
             await self._refresh(scope, tenant)
         elif time.monotonic() - read_at > REFRESH_S and tenant not in self._refreshing:
             self._refreshing.add(tenant)
-            asyncio.get_running_loop().create_task(self._refresh(scope, tenant))
+            task = asyncio.get_running_loop().create_task(self._refresh(scope, tenant))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     def expects_unsure(self, tenant: str) -> bool:
         if self.mode != "auto":
