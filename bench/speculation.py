@@ -3,7 +3,9 @@
     python -m bench.speculation [--planner-ms 500] [--repeats 5]
 
 Every question is routed unsure, so a stand-in heavy planner (sleeping `--planner-ms`)
-writes the plan while the router's reading may start the reads it predicts. Tools are
+writes the plan, while the reads the question names (predicted by the path cache's lookup,
+which is on, as in production; every question carries a ticket of its own so the cache
+never answers it) start at the run's first moment. Tools are
 stand-ins at their real activity names with 100-300 ms latencies (`TOOL_MS`). Two kinds of
 question, each run with speculation on and off (`options.speculate`), alternating:
 
@@ -90,7 +92,7 @@ class HeavyPlanner(RulesPolicy):
 
     async def plan(self, request: PlanInput) -> PlanResult:
         await asyncio.sleep(self.planner_s)
-        plan = PREDICTED_PLAN if request.question == PREDICTED else UNPREDICTED_PLAN
+        plan = PREDICTED_PLAN if request.question.startswith(PREDICTED) else UNPREDICTED_PLAN
         # (MISPREDICTED gets the policy-only plan too: the speculated order read is wasted.)
         return PlanResult(plan=plan)
 
@@ -106,8 +108,11 @@ class SlowTools(StandInTools):
 async def _one(
     client: Any, queue: str, question: str, speculate: bool
 ) -> tuple[float, AgentResult]:
+    # The path cache is on, as in production (its lookup is what predicts the reads); a
+    # ticket of its own makes every question new to it.
     request = AgentRequest(
-        question=question, options=RunOptions(use_cache=False, speculate=speculate)
+        question=f"{question} (ticket {uuid.uuid4().hex[:8]})",
+        options=RunOptions(speculate=speculate),
     )
     started = time.perf_counter()
     result: AgentResult = await client.execute_workflow(
