@@ -22,6 +22,7 @@ import redis.asyncio as aioredis
 import structlog
 from temporalio import activity
 
+from agentkeel.activities.recent_lists import RecentLists
 from agentkeel.activities.redis_errors import REDIS_ERRORS
 from agentkeel.schemas import names
 from agentkeel.schemas.deadline import LatencyEstimate, LatencyEstimates, LatencyEstimatesInput
@@ -35,8 +36,6 @@ SAMPLES_KEPT = 64
 """Recent samples per tool or tier: enough for a p90, few enough to follow a change."""
 SAMPLES_TTL_S = 7 * 24 * 3600
 """A scope's samples outlive a week without a run only as long as that."""
-WAITING_MAX = 4096
-"""Samples held while Redis is slow; past this, new ones are dropped, not queued."""
 READ_TIMEOUT_S = 0.3
 """A run with a deadline waits this long for its estimates before planning on defaults."""
 MODEL_DEFAULTS_MS: Mapping[str, float] = {
@@ -62,41 +61,23 @@ class LatencyBook:
 
     def __init__(self, redis: aioredis.Redis | None) -> None:
         self._redis = redis
-        self._waiting: list[tuple[str, float]] = []
-        self._writer: asyncio.Task[None] | None = None
+        self._samples = (
+            None if redis is None else RecentLists(redis, keep=SAMPLES_KEPT, ttl_s=SAMPLES_TTL_S)
+        )
 
     def observe(self, scope: str, what: str, ms: float) -> None:
         """Record one sample without waiting for Redis (a lost sample costs nothing).
 
-        One write at a time per book: samples observed while a write is in flight go out
-        together in the next one (a group commit). A quiet worker writes each sample at
-        once, as before; a busy one writes one pipeline for many runs' samples instead of
-        one per tool call and model step."""
-        if self._redis is None or len(self._waiting) >= WAITING_MAX:
-            return
-        self._waiting.append((f"{KEY_PREFIX}:{scope}:{what}", round(ms, 2)))
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.get_running_loop().create_task(self._write_waiting())
+        Samples observed while a write is in flight go out together in the next one (a
+        group commit, `activities.recent_lists`): a busy worker writes one pipeline for
+        many runs' samples instead of one per tool call and model step."""
+        if self._samples is not None:
+            self._samples.push(f"{KEY_PREFIX}:{scope}:{what}", round(ms, 2))
 
-    async def _write_waiting(self) -> None:
-        while self._waiting:
-            batch, self._waiting = self._waiting, []
-            await self._push(batch)
-
-    async def _push(self, samples: list[tuple[str, float]]) -> None:
-        assert self._redis is not None
-        by_key: dict[str, list[float]] = {}
-        for key, ms in samples:
-            by_key.setdefault(key, []).append(ms)
-        try:
-            async with self._redis.pipeline(transaction=False) as pipe:
-                for key, values in by_key.items():
-                    pipe.lpush(key, *values)  # the newest ends up first, as one at a time
-                    pipe.ltrim(key, 0, SAMPLES_KEPT - 1)
-                    pipe.expire(key, SAMPLES_TTL_S)  # a deployment gone quiet leaves nothing
-                await pipe.execute()
-        except REDIS_ERRORS as exc:
-            log.debug("latency_not_recorded", samples=len(samples), error=str(exc))
+    async def flush(self) -> None:
+        """Wait for the samples pending now (for tests and shutdown)."""
+        if self._samples is not None:
+            await self._samples.flush()
 
     async def read(self, scope: str, request: LatencyEstimatesInput) -> LatencyEstimates:
         tools = [t for t in request.tools if t in TOOLS] or list(TOOLS)

@@ -28,7 +28,7 @@ from typing import Any
 
 from bench.dag_shapes import Shape, shape_named_in
 from bench.fakes import stand_in_result
-from bench.peer_fakes import ANSWER, next_round
+from bench.peer_fakes import ANSWER, next_round_of
 from bench.token_text import Reply, ToolCall
 
 ANSWER_TOOLS = ("final_result", "final_answer", "answer")
@@ -114,10 +114,6 @@ def _tool_round(shape: Shape, messages: list[dict[str, Any]], tools: list[Any]) 
         # The last round: the answer goes with it, so no model turn follows the tools.
         calls.append(_answer_call(answer_tool))
     return Reply(tool_calls=tuple(calls or [_answer_call(answer_tool)]))
-
-
-def next_round_of(shape: Shape, outputs: Mapping[str, Any]) -> list[Any]:
-    return next_round(f"bench {shape.name}", outputs)
 
 
 def _tool_outputs(messages: list[dict[str, Any]]) -> dict[str, Any]:

@@ -88,7 +88,11 @@ TOOL_LOG = ToolLog()
 def next_round(question: str, outputs: Mapping[str, Any]) -> list[Call]:
     """The calls the ideal model makes after seeing `outputs` (step id -> tool result);
     empty once every step has returned: then it answers."""
-    shape: Shape = shape_named_in(question)
+    return next_round_of(shape_named_in(question), outputs)
+
+
+def next_round_of(shape: Shape, outputs: Mapping[str, Any]) -> list[Call]:
+    """`next_round` for a shape already known."""
     ready = [
         step
         for step in shape.plan.steps

@@ -101,14 +101,15 @@ def test_the_flow_diagrams_are_the_compiled_graph() -> None:
 
 def _room_table() -> dict[str, set[str]]:
     """architecture.md's table of rooms: each room and the rooms its last column names."""
-    core = {"schemas", "sdk", "workflows", "activities", "inference"}
+    from tests.unit.test_structure import CORE
+
     table: dict[str, set[str]] = {}
     for line in (ROOT / "docs" / "architecture.md").read_text().splitlines():
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
         if len(cells) != 3 or not re.fullmatch(r"`[a-z]+/`", cells[0]):
             continue
         named = set(re.findall(r"`([a-z]+)(?:\.[a-z]+)*`", cells[2]))
-        table[cells[0].strip("`/")] = named | (core if "the core" in cells[2] else set())
+        table[cells[0].strip("`/")] = named | (set(CORE) if "the core" in cells[2] else set())
     return table
 
 
