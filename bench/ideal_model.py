@@ -151,14 +151,21 @@ def _answer_call(function: dict[str, Any]) -> ToolCall:
 
 
 def _plan_document(steps: list[Step], schema: dict[str, Any]) -> dict[str, Any]:
-    """The plan as agentkeel's plan schema asks for it, in the schema's order."""
+    """The plan as agentkeel's plan schema asks for it, in the schema's order and its step
+    form: each step keyed by its tool (ids by position), or `{id, tool, args}`."""
+    properties = schema.get("properties", {})
+    forms = properties.get("steps", {}).get("items", {}).get("anyOf", [{}])
+    keyed_by_tool = "tool" not in forms[0].get("properties", {})
     written_steps = []
     for step in steps:
-        written: dict[str, Any] = {"id": step.id, "tool": step.tool, "args": step.args}
+        written: dict[str, Any] = (
+            {step.tool: step.args}
+            if keyed_by_tool
+            else {"id": step.id, "tool": step.tool, "args": step.args}
+        )
         if step.after:
             written["after"] = list(step.after)
         written_steps.append(written)
-    properties = schema.get("properties", {})
     values: dict[str, Any] = {
         "intent": _intent(properties.get("intent", {}).get("enum", [UNSURE])),
         "rationale": f"{len(steps)} lookups",
@@ -167,9 +174,6 @@ def _plan_document(steps: list[Step], schema: dict[str, Any]) -> dict[str, Any]:
     }
     return {name: values[name] for name in properties if name in values}
 
-
-ANSWER_SLOTS = 4
-"""Placeholders an answer template may hold (agentkeel's plan schema caps it)."""
 
 _ANSWER_FIELD = {
     "search_kb": "query",
@@ -181,10 +185,10 @@ _ANSWER_FIELD = {
 
 
 def _answer_template(steps: list[Step]) -> str:
-    """One short sentence with a placeholder for the last steps' facts (the most a
-    grammar-bound planner may write)."""
-    named = steps[-ANSWER_SLOTS:]
-    return "Found: " + ", ".join(f"{{${s.id}.{_ANSWER_FIELD[s.tool]}}}" for s in named)
+    """One short sentence with the last step's fact: about as long as the answer a
+    tool-calling model writes (`ANSWER`)."""
+    last = steps[-1]
+    return f"Found: {{${last.id}.{_ANSWER_FIELD[last.tool]}}}."
 
 
 __all__ = ["ANSWER_TOOLS", "IdealShapeModel"]

@@ -25,6 +25,7 @@ from agentkeel.inference.llm.confidence import UnmeasuredRoute
 from agentkeel.inference.llm.context import ContextBuilder
 from agentkeel.inference.llm.decoding import choose, generate, request_of
 from agentkeel.inference.llm.model_events import model_event
+from agentkeel.inference.llm.plan_document import PlanDocumentError, plan_fields
 from agentkeel.inference.llm.plan_schema import plan_json_schema
 from agentkeel.inference.llm.prompts import (
     JOIN_LABELS,
@@ -174,11 +175,11 @@ class LlmPolicy:
                         constraint=JsonSchemaConstraint(json_schema=schema),
                     ),
                 )
-                document = dict(result.parsed)
+                document = plan_fields(result.parsed)
                 intent = document.pop("intent", None)
                 plan = _without_bad_answer(Plan.model_validate(document))
                 validate_plan(plan, TOOLS)
-            except ConstraintViolationError as exc:
+            except (ConstraintViolationError, PlanDocumentError) as exc:
                 last_error = StepError(type=INVALID_MODEL_OUTPUT, message=str(exc))
             except ValidationError as exc:
                 last_error = StepError(type=INVALID_MODEL_OUTPUT, message=_first_error(exc))

@@ -19,6 +19,7 @@ from agentkeel.inference.engines.protocol import (
     TokenLogprob,
 )
 from agentkeel.inference.llm.cascade import CascadePolicy
+from agentkeel.inference.llm.plan_document import model_document
 from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.inference.policy import TokenSink
 from agentkeel.schemas.model_calls import (
@@ -65,8 +66,9 @@ class FakeEngine:
     returns the scripted label with per-token logprobs built from `label_probs`; a JSON
     request returns the next scripted document, checked against the schema with the
     same `check_output` the real engines use (so a scripted off-schema document fails
-    like a cut generation); `stream` yields the scripted answer word by word. Every
-    prompt is recorded, and the most requests in flight at once.
+    like a cut generation; a plan scripted in the `Plan` form is written in the model's
+    compact form first, `inference.llm.plan_document`); `stream` yields the scripted
+    answer word by word. Every prompt is recorded, and the most requests in flight at once.
     """
 
     def __init__(
@@ -109,6 +111,9 @@ class FakeEngine:
                 index = min(self._json_calls, len(self.documents) - 1)
                 self._json_calls += 1
                 document = self.documents[index]
+                if isinstance(document, Mapping) and "steps" in document:
+                    # Scripted in the Plan form for readability; written as a model writes it.
+                    document = model_document(document)
                 text = document if isinstance(document, str) else json.dumps(document)
                 parsed = check_output(constraint, text, "stop")
                 return GenerateResult(text=text, finish_reason="stop", parsed=parsed)
