@@ -69,6 +69,17 @@ class AgentkeelPeer:
             raise RuntimeError(f"{workflow_id}: {error.type}: {error.message}")
         return result
 
+    async def first_tool_ms(self, workflow_id: str, result: Any) -> float | None:
+        """When the run's first tool started, in ms after the run did (None: no agentkeel
+        run, or no step ran)."""
+        if not isinstance(result, AgentResult):
+            return None
+        starts = [s.started_at for s in result.steps if s.started_at is not None]
+        if not starts:
+            return None
+        described = await self.stack.client.get_workflow_handle(workflow_id).describe()
+        return (min(starts) - described.start_time).total_seconds() * 1000
+
 
 @asynccontextmanager
 async def agentkeel_peer(config: StackConfig, model_url: str) -> AsyncIterator[AgentkeelPeer]:

@@ -9,9 +9,12 @@ runs, or between two steps of one run). Two kinds of question per shape:
 - **cold**: the question names nothing; the first reads are searches whose topic only a
   model can choose.
 
-    bench diamond #12: order 70096          -> get_order(70096), then its item and parcel
-    bench 4-wide #3: orders 70024, 70025, 70026, 70027
-    bench chain #7                          -> search_kb("topic of question 7"), ...
+    bench diamond #12 of qa: order 70096    -> get_order(70096), then its item and parcel
+    bench 4-wide #3 of qa: orders 70024, 70025, 70026, 70027
+    bench chain #7 of qa                    -> search_kb("topic of question 7 of qa"), ...
+
+A batch (two or more letters: never read as an order id) tells invocations apart, so
+nothing cached by an earlier one answers a later one.
 
 The plan of a question is its shape's dependency structure (`bench.dag_shapes`' names:
 chain of 4, diamond, 4-wide, 8-wide) over these tools; every `$ref` reads a field the
@@ -35,7 +38,10 @@ FIRST_ORDER = 70_000
 """Order ids of named questions start here; each run has ids of its own."""
 IDS_PER_RUN = 8
 """The widest shape's reads: the ids of run n are FIRST_ORDER + 8n ... + 8n + 7."""
-_QUESTION = re.compile(r"^bench (?P<shape>\S+) #(?P<n>\d+)(?P<named>:.*)?$")
+_QUESTION = re.compile(r"^bench (?P<shape>\S+) #(?P<n>\d+) of (?P<batch>[a-z]+)(?P<named>:.*)?$")
+RUNS_PER_BATCH = 1_000
+BATCHES = 26 * 26
+"""Two letters: ids stay at most seven digits."""
 
 TOOL_ARGS = {
     "search_kb": ("query",),
@@ -48,24 +54,32 @@ TOOL_ARGS = {
 
 @dataclass(frozen=True)
 class Case:
-    """One run's question: its shape, its number in the invocation, named or cold."""
+    """One run's question: its shape, its number in the batch, named or cold."""
 
     shape: str
     n: int
     named: bool
+    batch: str = "qa"
+    """Lower-case letters: the invocation's own (`batch_name`)."""
 
     @property
     def question(self) -> str:
+        head = f"bench {self.shape} #{self.n} of {self.batch}"
         if not self.named:
-            return f"bench {self.shape} #{self.n}"
+            return head
         ids = self.order_ids
         if len(ids) == 1:
-            return f"bench {self.shape} #{self.n}: order {ids[0]}"
-        return f"bench {self.shape} #{self.n}: orders {', '.join(map(str, ids))}"
+            return f"{head}: order {ids[0]}"
+        return f"{head}: orders {', '.join(map(str, ids))}"
+
+    @property
+    def topic(self) -> str:
+        return f"question {self.n} of {self.batch}"
 
     @property
     def order_ids(self) -> list[int]:
-        base = FIRST_ORDER + IDS_PER_RUN * self.n
+        runs = batch_number(self.batch) * RUNS_PER_BATCH + self.n % RUNS_PER_BATCH
+        base = FIRST_ORDER + IDS_PER_RUN * runs
         return [base + i for i in range(self.width if self.shape.endswith("-wide") else 1)]
 
     @property
@@ -79,16 +93,31 @@ def case_of(question: str) -> Case:
     for line in question.splitlines():
         found = _QUESTION.match(line.strip())
         if found and found["shape"] in SHAPE_NAMES:
-            return Case(found["shape"], int(found["n"]), found["named"] is not None)
+            named = found["named"] is not None
+            return Case(found["shape"], int(found["n"]), named, found["batch"])
     raise ValueError(f"not a bench question: {question[:80]!r}")
 
 
 def case_in(text: str) -> Case:
     """The case of the first bench question anywhere in `text` (a whole conversation)."""
-    found = re.search(r"bench (?:chain|diamond|4-wide|8-wide) #\d+(?::[^\"\n]*\d)?", text)
+    found = re.search(r"bench (?:chain|diamond|4-wide|8-wide) #\d+ of [a-z]+(?::[^\"\n]*\d)?", text)
     if found is None:
         raise ValueError(f"no bench question in {text[:80]!r}")
     return case_of(found.group(0))
+
+
+def batch_name(number: int) -> str:
+    """`number` (modulo `BATCHES`) in two letters (0 -> "aa"): a batch no entity pattern
+    reads as an id."""
+    high, low = divmod(number % BATCHES, 26)
+    return chr(ord("a") + high) + chr(ord("a") + low)
+
+
+def batch_number(name: str) -> int:
+    number = 0
+    for letter in name:
+        number = number * 26 + ord(letter) - ord("a")
+    return number
 
 
 @dataclass(frozen=True)
@@ -131,7 +160,7 @@ def _named_plan(case: Case) -> list[Step]:
 
 
 def _cold_plan(case: Case) -> list[Step]:
-    topic = f"topic of question {case.n}"
+    topic = f"topic of {case.topic}"
     if case.shape == "chain":
         steps = [Step("s1", "search_kb", {"query": topic})]
         for i in range(2, 5):
@@ -145,7 +174,7 @@ def _cold_plan(case: Case) -> list[Step]:
             Step("s4", "search_kb", {"query": "$s2.hits.0.snippet"}, after=("s3",)),
         ]
     return [
-        Step(f"s{i}", "search_kb", {"query": f"topic {i} of question {case.n}"})
+        Step(f"s{i}", "search_kb", {"query": f"topic {i} of {case.topic}"})
         for i in range(1, case.width + 1)
     ]
 
