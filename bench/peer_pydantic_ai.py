@@ -126,7 +126,9 @@ def build_agent(model_url: str, *, local_tools: bool) -> Agent[None, str]:
         output_type=ToolOutput(str, name="final_result"),
         end_strategy="exhaustive",
         model_settings=ModelSettings(parallel_tool_calls=True),
-        capabilities=[TemporalDurability(activity_config=ActivityConfig(start_to_close_timeout=_TIMEOUT))],
+        capabilities=[
+            TemporalDurability(activity_config=ActivityConfig(start_to_close_timeout=_TIMEOUT))
+        ],
     )
 
 
