@@ -67,14 +67,17 @@ class SpeculationReport(BaseModel):
         return len(self.calls) - self.hits
 
 
+def may_run_ahead(spec: ToolSpec) -> bool:
+    """A tool safe to run before the plan that makes the call is whole and checked: a
+    cached, idempotent read run as an activity, never a side effect. The test for a step
+    a planner has written but not finished (`workflows.plan_stream`)."""
+    return spec.idempotent and spec.cache_ttl is not None and not spec.runs_in_workflow
+
+
 def may_speculate(spec: ToolSpec) -> bool:
-    """A tool safe to run before any plan asked for it: a cached read, never an effect."""
-    return (
-        spec.idempotent
-        and spec.cache_ttl is not None
-        and not spec.runs_in_workflow
-        and spec.speculate_arg is not None
-    )
+    """A tool safe to run before any plan asked for it: a cached read, never an effect,
+    named by one argument a reading of the request can fill."""
+    return may_run_ahead(spec) and spec.speculate_arg is not None
 
 
 def predicted_calls(

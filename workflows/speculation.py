@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -33,7 +34,7 @@ from agentkeel.schemas.speculation import (
     SpeculativeCall,
     may_speculate,
 )
-from agentkeel.schemas.tools import TOOLS
+from agentkeel.schemas.tools import TOOLS, ToolSpec
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.tool_activity import execute_tool, with_tenant
 
@@ -72,14 +73,27 @@ class Speculation:
         self.saved_ms = 0.0
         self._dropped: list[_Running] = []
         self._started = 0
+        self.streamed = 0
+        """Calls taken from a planner's stream this round (`workflows.plan_stream`)."""
+
+    def holds(self, tool: str, args: dict[str, Any]) -> bool:
+        """Whether the call is open here (started, not yet claimed by a step)."""
+        return _key(tool, args) in self._open
 
     def start(
-        self, predicted: list[PredictedCall], tool_queue: str, actor: Any, tenant: str
+        self,
+        predicted: list[PredictedCall],
+        tool_queue: str,
+        actor: Any,
+        tenant: str,
+        *,
+        allowed: Callable[[ToolSpec], bool] = may_speculate,
     ) -> int:
-        """Start the calls the catalog allows, as `actor` of `tenant`; how many started."""
+        """Start the calls the catalog allows (`allowed`), as `actor` of `tenant`; how many
+        are open (started and not yet claimed)."""
         for call in predicted[:MAX_SPECULATIVE_CALLS]:
             spec = TOOLS.get(call.tool)
-            if spec is None or not may_speculate(spec):
+            if spec is None or not allowed(spec):
                 continue  # never a side effect, whatever a reading proposes
             try:  # in the form a step's resolved arguments take, so they compare equal
                 args = spec.args_model.model_validate(call.args).model_dump(

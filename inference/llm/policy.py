@@ -23,7 +23,7 @@ from agentkeel.inference.engines.protocol import (
 )
 from agentkeel.inference.llm.confidence import UnmeasuredRoute
 from agentkeel.inference.llm.context import ContextBuilder
-from agentkeel.inference.llm.decoding import choose, generate, request_of
+from agentkeel.inference.llm.decoding import choose, generate_plan, request_of
 from agentkeel.inference.llm.model_events import model_event
 from agentkeel.inference.llm.plan_document import PlanDocumentError, plan_fields
 from agentkeel.inference.llm.plan_schema import plan_json_schema
@@ -166,7 +166,7 @@ class LlmPolicy:
                 plan_error=last_error or error,
             )
             try:
-                result = await generate(
+                result = await generate_plan(
                     self.engine,
                     self.tier,
                     request_of(

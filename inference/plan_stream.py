@@ -1,0 +1,179 @@
+"""Steps of a plan as the planner writes them: the reads that may start before it ends.
+
+A plan is a JSON document decoded token by token (`{"rationale": .., "steps": [{..}, ..]}`).
+`StepReader` is fed the text as it arrives and hands out each step the moment its
+object closes, when the step is a read that needs nothing from another step: a known
+tool that may run ahead (`schemas.speculation.may_run_ahead`: cached, idempotent, never a
+side effect), arguments valid for it and free of `$` references, no `after`, `for_each`,
+`when` or `repeat`. Whatever else the text holds (a step still open, a side effect, a
+reference, malformed or hostile text) hands out nothing; the whole plan is still parsed,
+validated and gated after the decode, as without streaming. Each call is handed out once.
+
+The scanner is a few lines of state (nesting, strings, escapes) over the text, so each
+piece costs its own length; it stops for good at the first character that cannot be
+JSON of that shape, or past `MAX_TEXT_CHARS`.
+
+Where the steps go: a policy decoding a plan hands each to the sink in `STEP_SINK` when
+the activity that called it set one (`activities.plan_signals`), so policies that never
+stream need no new argument.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
+
+from pydantic import ValidationError
+
+from agentkeel.schemas.plan.model import REFERENCE, PlanStep
+from agentkeel.schemas.plan.validation import dependencies
+from agentkeel.schemas.speculation import MAX_SPECULATIVE_CALLS, PredictedCall, may_run_ahead
+from agentkeel.schemas.tools import TOOLS, ToolSpec
+
+MAX_TEXT_CHARS = 64 * 1024
+"""Text past this is not scanned: a plan's token budget is a fraction of it."""
+
+StepSink = Callable[[PredictedCall], Awaitable[None]]
+"""Receives each read a planner has written, once, as soon as its step is complete."""
+
+STEP_SINK: ContextVar[StepSink | None] = ContextVar("agentkeel_plan_step_sink", default=None)
+"""Where the plan being decoded in this context sends its early reads; None: nowhere."""
+
+
+class StepReader:
+    """The early reads of one plan document, fed its text piece by piece."""
+
+    def __init__(
+        self, tools: Mapping[str, ToolSpec] = TOOLS, *, limit: int = MAX_SPECULATIVE_CALLS
+    ) -> None:
+        self._tools = tools
+        self._limit = limit
+        self._text = ""
+        self._at = 0
+        self._stack: list[str] = []
+        self._in_string = self._escaped = False
+        self._string_at = -1
+        self._last_key: str | None = None
+        self._key: str | None = None
+        self._in_steps = False
+        self._step_at = -1
+        self._stopped = False
+        self._seen: set[str] = set()
+
+    def feed(self, text: str) -> list[PredictedCall]:
+        """The reads completed by `text` (the next piece of the document), in plan order."""
+        if self._stopped:
+            return []
+        self._text += text
+        found: list[PredictedCall] = []
+        end = min(len(self._text), MAX_TEXT_CHARS)
+        while self._at < end and not self._stopped:
+            step = self._scan(self._text[self._at])
+            self._at += 1
+            if step is not None:
+                call = self._early(step)
+                if call is not None:
+                    found.append(call)
+        if len(self._text) > MAX_TEXT_CHARS:
+            self._stopped = True
+        return found
+
+    def _scan(self, char: str) -> str | None:
+        """Advance over one character; the text of a step object it closes, if any."""
+        if self._in_string:
+            if self._escaped:
+                self._escaped = False
+            elif char == "\\":
+                self._escaped = True
+            elif char == '"':
+                self._in_string = False
+                if len(self._stack) == 1:  # a key (or a value) of the document itself
+                    self._last_key = self._decoded(self._string_at, self._at + 1)
+            return None
+        if char == '"':
+            self._in_string, self._string_at = True, self._at
+        elif char == ":" and len(self._stack) == 1:
+            self._key = self._last_key
+        elif char in "{[":
+            self._open(char)
+        elif char in "}]":
+            return self._close(char)
+        return None
+
+    def _open(self, char: str) -> None:
+        if not self._stack and char != "{":
+            self._stopped = True  # a plan is an object
+            return
+        self._stack.append(char)
+        if char == "[" and len(self._stack) == 2 and self._key == "steps":
+            self._in_steps = True
+        elif char == "{" and self._in_steps and len(self._stack) == 3:
+            self._step_at = self._at
+
+    def _close(self, char: str) -> str | None:
+        if not self._stack or self._stack[-1] != ("{" if char == "}" else "["):
+            self._stopped = True  # not JSON: nothing more is read from it
+            return None
+        self._stack.pop()
+        if char == "]" and self._in_steps and len(self._stack) == 1:
+            self._in_steps = False
+            self._stopped = True  # every step is written: the rest is not steps
+        if char == "}" and self._in_steps and len(self._stack) == 2 and self._step_at >= 0:
+            step, self._step_at = self._text[self._step_at : self._at + 1], -1
+            return step
+        if not self._stack:
+            self._stopped = True
+        return None
+
+    def _decoded(self, start: int, end: int) -> str | None:
+        try:
+            value = json.loads(self._text[start:end])
+        except ValueError:
+            return None
+        return value if isinstance(value, str) else None
+
+    def _early(self, text: str) -> PredictedCall | None:
+        """The call of a complete step's text, if it is a read that may start now."""
+        if len(self._seen) >= self._limit:
+            return None
+        try:
+            step = PlanStep.model_validate_json(text)
+        except ValidationError:
+            return None
+        spec = self._tools.get(step.tool)
+        if spec is None or not may_run_ahead(spec) or not _ready(step):
+            return None
+        try:
+            args = spec.args_model.model_validate(step.args).model_dump(
+                mode="json", exclude_unset=True
+            )
+        except ValidationError:
+            return None
+        key = f"{spec.name}:{json.dumps(args, sort_keys=True)}"
+        if key in self._seen:
+            return None
+        self._seen.add(key)
+        return PredictedCall(tool=spec.name, args=args)
+
+
+def _ready(step: PlanStep) -> bool:
+    """A step that waits for nothing and runs once, as it is written."""
+    return (
+        not dependencies(step)
+        and step.for_each is None
+        and step.when is None
+        and step.repeat is None
+        and not _refers(step.args)
+    )
+
+
+def _refers(value: object) -> bool:
+    """Any `$` reference in the arguments (`$item` too, which `dependencies` does not list)."""
+    if isinstance(value, str):
+        return REFERENCE.match(value) is not None
+    if isinstance(value, dict):
+        return any(_refers(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_refers(v) for v in value)
+    return False
