@@ -28,11 +28,8 @@ log = structlog.get_logger(__name__)
 class StepSignals:
     """Signals one run of the activity's own workflow; `drain` waits for them."""
 
-    def __init__(self) -> None:
-        info = activity.info()
-        self._handle = activity.client().get_workflow_handle(
-            info.workflow_id, run_id=info.workflow_run_id
-        )
+    def __init__(self, workflow_id: str, run_id: str | None) -> None:
+        self._handle = activity.client().get_workflow_handle(workflow_id, run_id=run_id)
         self._sending: list[asyncio.Task[None]] = []
         self.sent = 0
 
@@ -57,10 +54,11 @@ async def early_reads(wanted: bool) -> AsyncIterator[None]:
     activity's run (when `wanted`: the run asked and the worker streams plans). Not from a
     local activity (a policy on the CPU worker): its run is busy in the very workflow task
     that waits for it, and such a policy answers at once anyway."""
-    if not wanted or activity.info().is_local:
+    info = activity.info()
+    if not wanted or info.is_local or info.workflow_id is None:
         yield
         return
-    signals = StepSignals()
+    signals = StepSignals(info.workflow_id, info.workflow_run_id)
     token = STEP_SINK.set(signals.send)
     try:
         yield

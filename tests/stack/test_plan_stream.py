@@ -1,0 +1,140 @@
+"""Reads start as the planner writes them, on the real stack (dev server, Postgres, Redis;
+only the models are scripted: a heavy `FakeEngine` that streams its plan over a while).
+
+The planner's first decode is rejected (it names a step that does not exist) and decoded
+again: the read only the rejected plan made is cancelled and never a step of the run, the
+read both made starts once, before the plan activity ends, and the final plan adopts it.
+A side effect signalled as a plan step never starts."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHandle, WorkflowHistory
+
+from agentkeel.inference.llm.cascade import CascadePolicy
+from agentkeel.inference.llm.policy import LlmPolicy
+from agentkeel.schemas.names import PLAN, PLAN_STEP_SIGNAL, ROUTE
+from agentkeel.schemas.route import Tier
+from agentkeel.schemas.speculation import SpeculationOutcome
+from tests.support.agent_stack import StackFactory
+from tests.support.fakes import FakeEngine
+from tests.support.speculation import UNSURE, StandInOrders
+
+ORDER = {"id": "s1", "tool": "get_order", "args": {"order_id": 1001}}
+STALE = {"id": "s2", "tool": "search_kb", "args": {"query": "parcel lost in transit"}}
+REJECTED = {  # names a step that does not exist: validation refuses the plan, it is decoded again
+    "intent": "order_status",
+    "rationale": "first try",
+    "steps": [ORDER, STALE, {"id": "s3", "tool": "search_kb", "args": {"query": "$s9.status"}}],
+}
+FINAL = {
+    "intent": "order_status",
+    "rationale": "second try",
+    "steps": [ORDER, {"id": "s2", "tool": "search_kb", "args": {"query": "$s1.status"}}],
+}
+
+
+def _streaming_cascade() -> CascadePolicy:
+    light = FakeEngine("light-fake", label_probs=UNSURE, documents=[FINAL])
+    heavy = FakeEngine(
+        "heavy-fake",
+        documents=[REJECTED, FINAL],
+        answer="Order 1001 is on its way.",
+        delay_s=0.6,  # per decode, spread over its pieces
+        streams_json=True,
+    )
+    return CascadePolicy(LlmPolicy(light, tier=Tier.LIGHT), LlmPolicy(heavy, tier=Tier.HEAVY))
+
+
+def _question() -> str:
+    # Names no entity (nothing predicted, so every read here came from the plan's stream).
+    letters = "".join(chr(ord("a") + int(c, 16) % 26) for c in uuid.uuid4().hex[:8])
+    return f"my parcel has not come, what now ({letters})"
+
+
+async def _when_planning(handle: WorkflowHandle[Any, Any]) -> None:
+    for _ in range(200):
+        if PLAN in _scheduled(await handle.fetch_history()):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the plan activity was never scheduled")
+
+
+def _scheduled(history: WorkflowHistory) -> dict[str, list[int]]:
+    """Activity type -> the event ids of its ActivityTaskScheduled events."""
+    out: dict[str, list[int]] = {}
+    for e in history.events:
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            name = e.activity_task_scheduled_event_attributes.activity_type.name
+            out.setdefault(name, []).append(e.event_id)
+    return out
+
+
+def _completed(history: WorkflowHistory, scheduled_id: int) -> int:
+    for e in history.events:
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            if e.activity_task_completed_event_attributes.scheduled_event_id == scheduled_id:
+                return e.event_id
+    raise AssertionError(f"activity {scheduled_id} never completed")
+
+
+async def test_reads_start_as_the_plan_streams_and_the_final_plan_decides(
+    make_stack: StackFactory,
+) -> None:
+    orders = StandInOrders(hold_s=0.05)
+    stack = await make_stack(policy=_streaming_cascade(), replace_activities=[orders.get_order])
+    handle = await stack.start(_question(), options={"use_cache": False})
+    await _when_planning(handle)
+    # Model output is untrusted: a side effect signalled as a plan step, and a read signalled
+    # twice more (as a retried activity would), change nothing.
+    refund = {"tool": "create_refund", "args": {"order_id": 1001, "amount_cents": 100}}
+    for call in (refund, ORDER, ORDER):
+        await handle.signal(PLAN_STEP_SIGNAL, {"tool": call["tool"], "args": call["args"]})
+    result = await handle.result()
+    history = await handle.fetch_history()
+    scheduled = _scheduled(history)
+
+    [plan_id] = scheduled[PLAN]
+    plan_done = _completed(history, plan_id)
+    # The read both plans make started once, while the planner was still writing.
+    assert len(scheduled["get_order"]) == 1 and orders.calls == 1
+    assert scheduled["get_order"][0] < plan_done
+    # The read only the rejected plan made started early too, and was dropped: not a step.
+    assert scheduled["search_kb"][0] < plan_done
+    assert "create_refund" not in scheduled
+    assert [(s.tool, s.speculative) for s in result.steps] == [
+        ("get_order", True),
+        ("search_kb", False),
+    ]
+    assert result.steps[1].started_at is not None
+    assert result.speculation is not None
+    outcomes = {(c.tool, c.outcome) for c in result.speculation.calls}
+    assert outcomes == {
+        ("get_order", SpeculationOutcome.USED),
+        ("search_kb", SpeculationOutcome.UNUSED),
+    }
+    signals = [
+        e
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+        and e.workflow_execution_signaled_event_attributes.signal_name == PLAN_STEP_SIGNAL
+    ]
+    assert len(signals) == 3 + 3  # two reads of the rejected decode, one of the final, ours
+
+
+async def test_a_worker_with_streaming_off_plans_whole(make_stack: StackFactory) -> None:
+    stack = await make_stack(policy=_streaming_cascade(), plan_stream="off")
+    handle = await stack.start(_question(), options={"use_cache": False})
+    result = await handle.result()
+    history = await handle.fetch_history()
+    scheduled = _scheduled(history)
+
+    plan_done = _completed(history, scheduled[PLAN][0])
+    before = [name for name, ids in scheduled.items() if name != PLAN and ids[0] < plan_done]
+    assert before == [ROUTE]  # no tool started before the whole plan
+    assert [s.tool for s in result.steps] == ["get_order", "search_kb"]
+    assert result.speculation is None
