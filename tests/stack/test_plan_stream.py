@@ -15,39 +15,10 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle, WorkflowHistory
 
-from agentkeel.inference.llm.cascade import CascadePolicy
-from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.schemas.names import PLAN, PLAN_STEP_SIGNAL, ROUTE
-from agentkeel.schemas.route import Tier
 from agentkeel.schemas.speculation import SpeculationOutcome
 from tests.support.agent_stack import StackFactory
-from tests.support.fakes import FakeEngine
-from tests.support.speculation import UNSURE, StandInOrders
-
-ORDER = {"id": "s1", "tool": "get_order", "args": {"order_id": 1001}}
-STALE = {"id": "s2", "tool": "search_kb", "args": {"query": "parcel lost in transit"}}
-REJECTED = {  # names a step that does not exist: validation refuses the plan, it is decoded again
-    "intent": "order_status",
-    "rationale": "first try",
-    "steps": [ORDER, STALE, {"id": "s3", "tool": "search_kb", "args": {"query": "$s9.status"}}],
-}
-FINAL = {
-    "intent": "order_status",
-    "rationale": "second try",
-    "steps": [ORDER, {"id": "s2", "tool": "search_kb", "args": {"query": "$s1.status"}}],
-}
-
-
-def _streaming_cascade() -> CascadePolicy:
-    light = FakeEngine("light-fake", label_probs=UNSURE, documents=[FINAL])
-    heavy = FakeEngine(
-        "heavy-fake",
-        documents=[REJECTED, FINAL],
-        answer="Order 1001 is on its way.",
-        delay_s=0.6,  # per decode, spread over its pieces
-        streams_json=True,
-    )
-    return CascadePolicy(LlmPolicy(light, tier=Tier.LIGHT), LlmPolicy(heavy, tier=Tier.HEAVY))
+from tests.support.speculation import ORDER, StandInOrders, streaming_cascade
 
 
 def _question() -> str:
@@ -86,7 +57,7 @@ async def test_reads_start_as_the_plan_streams_and_the_final_plan_decides(
     make_stack: StackFactory,
 ) -> None:
     orders = StandInOrders(hold_s=0.05)
-    stack = await make_stack(policy=_streaming_cascade(), replace_activities=[orders.get_order])
+    stack = await make_stack(policy=streaming_cascade(), replace_activities=[orders.get_order])
     handle = await stack.start(_question(), options={"use_cache": False})
     await _when_planning(handle)
     # Model output is untrusted: a side effect signalled as a plan step, and a read signalled
@@ -127,7 +98,7 @@ async def test_reads_start_as_the_plan_streams_and_the_final_plan_decides(
 
 
 async def test_a_worker_with_streaming_off_plans_whole(make_stack: StackFactory) -> None:
-    stack = await make_stack(policy=_streaming_cascade(), plan_stream="off")
+    stack = await make_stack(policy=streaming_cascade(), plan_stream="off")
     handle = await stack.start(_question(), options={"use_cache": False})
     result = await handle.result()
     history = await handle.fetch_history()
