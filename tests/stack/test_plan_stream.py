@@ -4,21 +4,32 @@ only the models are scripted: a heavy `FakeEngine` that streams its plan over a 
 The planner's first decode is rejected (it names a step that does not exist) and decoded
 again: the read only the rejected plan made is cancelled and never a step of the run, the
 read both made starts once, before the plan activity ends, and the final plan adopts it.
-A side effect signalled as a plan step never starts."""
+A side effect signalled as a plan step never starts. A plan attempt that dies mid-stream
+(its model server gone) and is retried starts the read it had sent once."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle, WorkflowHistory
 
+from agentkeel.inference.engines.protocol import (
+    EngineUnavailableError,
+    GenerateRequest,
+    TokenDelta,
+)
+from agentkeel.inference.llm.cascade import CascadePolicy
+from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.schemas.names import PLAN, PLAN_STEP_SIGNAL, ROUTE
+from agentkeel.schemas.route import Tier
 from agentkeel.schemas.speculation import SpeculationOutcome
 from tests.support.agent_stack import StackFactory
-from tests.support.speculation import ORDER, StandInOrders, streaming_cascade
+from tests.support.fakes import FakeEngine
+from tests.support.speculation import FINAL, ORDER, UNSURE, StandInOrders, streaming_cascade
 
 
 def _question() -> str:
@@ -109,3 +120,51 @@ async def test_a_worker_with_streaming_off_plans_whole(make_stack: StackFactory)
     assert before == [ROUTE]  # no tool started before the whole plan
     assert [s.tool for s in result.steps] == ["get_order", "search_kb"]
     assert result.speculation is None
+
+
+class DiesMidPlan(FakeEngine):
+    """A planner whose first streamed decode breaks off after its first step, as a model
+    server (or an inference worker) dying mid-plan: the activity attempt fails, and the
+    retry decodes the whole plan again."""
+
+    def __init__(self) -> None:
+        super().__init__("dies-mid-plan", documents=[FINAL], delay_s=0.3, streams_json=True)
+        self.broke = False
+
+    async def stream(self, request: GenerateRequest) -> AsyncIterator[TokenDelta]:
+        text = ""
+        async for delta in super().stream(request):
+            text += delta.text
+            yield delta
+            if not self.broke and text.count("}") >= 2:  # s1's args and s1 itself closed
+                self.broke = True
+                raise EngineUnavailableError("model server went away mid-plan")
+
+
+async def test_a_plan_attempt_that_dies_mid_stream_starts_its_read_once(
+    make_stack: StackFactory,
+) -> None:
+    light = FakeEngine("light-fake", label_probs=UNSURE, documents=[FINAL])
+    policy = CascadePolicy(
+        LlmPolicy(light, tier=Tier.LIGHT), LlmPolicy(DiesMidPlan(), tier=Tier.HEAVY)
+    )
+    orders = StandInOrders(hold_s=0.05)
+    stack = await make_stack(policy=policy, replace_activities=[orders.get_order])
+    handle = await stack.start(_question(), options={"use_cache": False})
+    result = await handle.result()
+    history = await handle.fetch_history()
+    scheduled = _scheduled(history)
+
+    attempts = [
+        e.activity_task_started_event_attributes.attempt
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+        and e.activity_task_started_event_attributes.scheduled_event_id == scheduled[PLAN][0]
+    ]
+    assert attempts == [2]  # (a started event records the last attempt only)
+    assert len(scheduled["get_order"]) == 1 and orders.calls == 1
+    assert scheduled["get_order"][0] < _completed(history, scheduled[PLAN][0])
+    assert [(s.tool, s.speculative) for s in result.steps] == [
+        ("get_order", True),
+        ("search_kb", False),
+    ]
