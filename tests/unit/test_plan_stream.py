@@ -171,3 +171,37 @@ async def test_a_streamed_document_off_its_schema_is_still_refused_whole() -> No
 def _asked() -> PlanInput:
     route = Route(intent="order_status", confidence=0.5, tier=Tier.LIGHT, reason="unsure")
     return PlanInput(question="where is order 1001", tenant="t", route=route)
+
+
+async def test_the_openai_engine_streams_a_plan_under_its_schema() -> None:
+    """The real engine and policy against the token-timed server (a fake at the model
+    boundary, in this process): the first read arrives while the plan is still decoding."""
+    pytest.importorskip("openai", reason="openai is not installed (the llm-cpu or gpu extra)")
+    import time
+
+    from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
+    from bench.ideal_model import IdealShapeModel
+    from bench.token_server import Speed, serving
+
+    async with serving(IdealShapeModel(), Speed("test", 0.0, 0.005)) as (url, server):
+        engine = OpenAICompatEngine(base_url=url, model="ideal", api="chat")
+        await engine.start()
+        policy = LlmPolicy(engine, tier=Tier.HEAVY)
+        sent: list[tuple[float, PredictedCall]] = []
+
+        async def sink(call: PredictedCall) -> None:
+            sent.append((time.perf_counter(), call))
+
+        token = STEP_SINK.set(sink)
+        try:
+            planned = await policy.plan(
+                _asked().model_copy(update={"question": "run the diamond errand"})
+            )
+        finally:
+            STEP_SINK.reset(token)
+            await engine.close()
+        done = time.perf_counter()
+    assert planned.error is None and len(planned.plan.steps) == 4
+    assert [c for _, c in sent] == [PredictedCall(tool="get_order", args={"order_id": 1001})]
+    assert done - sent[0][0] > 0.05  # the rest of the plan was still to come
+    assert server.log.requests == 1
