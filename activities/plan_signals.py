@@ -1,7 +1,7 @@
 """A plan activity's early reads, signalled to its own run as the planner writes them.
 
 The policy hands each complete read of the plan it is decoding to the sink this module
-sets (`inference.plan_stream.STEP_SINK`); each becomes one `plan_step` signal to the run
+sets (`inference.llm.plan_stream.STEP_SINK`); each becomes one `plan_step` signal to the run
 that scheduled the activity, sent without holding up the decode. The run decides what to
 start (`workflows.plan_stream`): the model's text is untrusted there as here. Signals are
 at-least-once: a retried attempt sends its reads again and the run starts each call
@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 import structlog
 from temporalio import activity
 
-from agentkeel.inference.plan_stream import STEP_SINK
+from agentkeel.inference.llm.plan_stream import STEP_SINK
 from agentkeel.schemas.names import PLAN_STEP_SIGNAL
 from agentkeel.schemas.speculation import PredictedCall
 

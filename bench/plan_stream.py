@@ -7,8 +7,9 @@ prompts, plan schema and parsing) against the token-timed model server
 (`bench.token_server`, the ideal model of `bench.ideal_model`), on the real stack with
 100 ms stand-in tools. Two stacks side by side, one whose inference worker streams plans
 (`AGENTKEEL_PLAN_STREAM=on`) and one that does not (`off`), take turns run by run, over
-the bench shapes (`bench.dag_shapes`), at each model speed. Each question names its shape
-and nothing a reading could predict, so no read starts before the planner writes it.
+the bench shapes (`bench.peer_cases`' cold questions), at each model speed. Each question
+names its shape and nothing a reading could predict, so no read starts before the planner
+writes it.
 
 For each speed and mode it prints the medians of when the first tool started (from the
 client's start call) and of the run end to end, with their spread (min-max), and the
@@ -20,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
+import random
 import statistics
 import time
 import uuid
@@ -33,9 +36,9 @@ from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.settings.model import Settings
 from agentkeel.workers.policy_assembly import build_policy
 from agentkeel.workflows.agent import AgentWorkflow
-from bench.dag_shapes import SHAPES
 from bench.fakes import StandInTools
 from bench.ideal_model import IdealShapeModel
+from bench.peer_cases import BATCHES, RUNS_PER_BATCH, SHAPE_NAMES, Case, batch_name
 from bench.stack import BenchStack, StackConfig, bench_stack
 from bench.token_server import SPEEDS, serving
 
@@ -56,9 +59,19 @@ class TimedTools(StandInTools):
         return await super()._call(tool, args)
 
 
+_asked = itertools.count()
+
+
 def _question(shape: str) -> str:
-    letters = "".join(chr(ord("a") + int(c, 16) % 26) for c in uuid.uuid4().hex[:8])
-    return f"please run the {shape} errand for me (note {letters})"
+    """A cold bench question of its own (`bench.peer_cases`): it names nothing, so its first
+    reads are searches only the planner can write, and no run's answer serves another."""
+    n = next(_asked)
+    return Case(
+        shape, n % RUNS_PER_BATCH, named=False, batch=batch_name(_BATCH + n // RUNS_PER_BATCH)
+    ).question
+
+
+_BATCH = random.randrange(BATCHES)
 
 
 async def _one(stack: BenchStack, tools: TimedTools, shape: str) -> tuple[float, float]:
@@ -147,7 +160,7 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=5, help="runs per shape, speed and mode")
     parser.add_argument("--speeds", nargs="+", choices=["fast", "slow"], default=["fast", "slow"])
-    parser.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=sorted(SHAPES))
+    parser.add_argument("--shapes", nargs="+", choices=list(SHAPE_NAMES), default=list(SHAPE_NAMES))
     parser.add_argument(
         "--route-confidence",
         type=float,

@@ -2,7 +2,7 @@
 
 While a planning activity runs (the plan stage, or the route when it plans beside the
 router), the inference worker signals each complete step that is a cached, idempotent
-read needing no other step's output (`inference.plan_stream`, `activities.plan_signals`).
+read needing no other step's output (`inference.llm.plan_stream`, `activities.plan_signals`).
 The run takes each such `plan_step` signal as a speculative call of the round
 (`workflows.speculation`): checked here again against the catalog (the model's text is
 untrusted input: an unknown tool, arguments the tool refuses, a side effect, a call over

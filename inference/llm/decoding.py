@@ -20,8 +20,8 @@ from agentkeel.inference.engines.protocol import (
 )
 from agentkeel.inference.llm.confidence import label_confidence
 from agentkeel.inference.llm.model_events import model_event
+from agentkeel.inference.llm.plan_stream import STEP_SINK, StepReader
 from agentkeel.inference.llm.prompts import system_prefix
-from agentkeel.inference.plan_stream import STEP_SINK, StepReader
 from agentkeel.schemas.route import Tier
 
 LABEL_LOGPROBS = 20
@@ -61,7 +61,7 @@ def streams_json(engine: Engine) -> bool:
 
 async def generate_plan(engine: Engine, tier: Tier, request: GenerateRequest) -> GenerateResult:
     """A plan document: decoded whole, or, where the calling activity takes early reads
-    (`inference.plan_stream.STEP_SINK`) and the engine can, streamed, each complete read
+    (`inference.llm.plan_stream.STEP_SINK`) and the engine can, streamed, each complete read
     handed to the sink as soon as the model has written it. The same checked result."""
     sink = STEP_SINK.get()
     if sink is None or not streams_json(engine):

@@ -155,7 +155,6 @@ class LlmPolicy:
         rerouting = self.tier == Tier.HEAVY or request.route.intent not in intents()
         schema = plan_json_schema(intents() if rerouting else None)
         known = "" if rerouting else f"Intent: {request.route.intent}\n"
-        error = request.plan_error
         last_error: StepError | None = None
         for attempt in range(attempts):
             prompt = self.context.build(
@@ -163,7 +162,7 @@ class LlmPolicy:
                 f"User: {request.question}\n{known}Plan JSON:",
                 history=request.history,
                 steps=request.previous_steps,
-                plan_error=last_error or error,
+                plan_error=last_error or request.plan_error,
             )
             try:
                 result = await generate_plan(

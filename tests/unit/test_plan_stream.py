@@ -1,4 +1,4 @@
-"""The reads of a plan handed out as the planner writes it (`inference.plan_stream`), and the
+"""The reads of a plan handed out as the planner writes it (`inference.llm.plan_stream`), and the
 LLM policy's streamed plan decode that sends them (`decoding.generate_plan`)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from agentkeel.inference.llm.plan_stream import MAX_TEXT_CHARS, STEP_SINK, StepReader
 from agentkeel.inference.llm.policy import LlmPolicy
-from agentkeel.inference.plan_stream import MAX_TEXT_CHARS, STEP_SINK, StepReader
 from agentkeel.schemas.model_calls import PlanInput
 from agentkeel.schemas.route import Route, Tier
 from agentkeel.schemas.speculation import PredictedCall
@@ -46,6 +46,23 @@ def test_each_ready_read_comes_out_once_its_step_closes_whatever_the_pieces(size
     if size == 1:  # handed out at the closing brace of its step, not later
         first_closed = text.index(json.dumps(ORDER)) + len(json.dumps(ORDER))
         assert out[0][0] == first_closed
+
+
+def test_steps_as_a_model_writes_them_name_their_tool_and_their_place() -> None:
+    written = {
+        "rationale": "r",
+        "steps": [
+            {"get_order": {"order_id": 1001}},
+            {"search_kb": {"query": "$s1.status"}},
+            {"search_kb": {"query": "returns"}, "optional": True},
+            {"create_refund": {"order_id": 1001, "amount_cents": 500}},
+            {"get_order": {"order_id": 1002}, "search_kb": {"query": "two tools"}},
+        ],
+    }
+    assert [c for _, c in _fed(json.dumps(written), 5)] == [
+        PredictedCall(tool="get_order", args={"order_id": 1001}),
+        PredictedCall(tool="search_kb", args={"query": "returns"}),
+    ]
 
 
 def test_an_open_step_gives_nothing_until_it_closes() -> None:
@@ -181,12 +198,14 @@ async def test_the_openai_engine_streams_a_plan_under_its_schema() -> None:
 
     from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
     from bench.ideal_model import IdealShapeModel
+    from bench.peer_cases import Case
     from bench.token_server import Speed, serving
 
     async with serving(IdealShapeModel(), Speed("test", 0.0, 0.005)) as (url, server):
         engine = OpenAICompatEngine(base_url=url, model="ideal", api="chat")
         await engine.start()
         policy = LlmPolicy(engine, tier=Tier.HEAVY)
+        case = Case("diamond", 1, named=True)
         sent: list[tuple[float, PredictedCall]] = []
 
         async def sink(call: PredictedCall) -> None:
@@ -194,14 +213,14 @@ async def test_the_openai_engine_streams_a_plan_under_its_schema() -> None:
 
         token = STEP_SINK.set(sink)
         try:
-            planned = await policy.plan(
-                _asked().model_copy(update={"question": "run the diamond errand"})
-            )
+            planned = await policy.plan(_asked().model_copy(update={"question": case.question}))
         finally:
             STEP_SINK.reset(token)
             await engine.close()
         done = time.perf_counter()
     assert planned.error is None and len(planned.plan.steps) == 4
-    assert [c for _, c in sent] == [PredictedCall(tool="get_order", args={"order_id": 1001})]
+    assert [c for _, c in sent] == [
+        PredictedCall(tool="get_order", args={"order_id": case.order_ids[0]})
+    ]
     assert done - sent[0][0] > 0.05  # the rest of the plan was still to come
     assert server.log.requests == 1

@@ -1,6 +1,7 @@
 """Steps of a plan as the planner writes them: the reads that may start before it ends.
 
-A plan is a JSON document decoded token by token (`{"rationale": .., "steps": [{..}, ..]}`).
+A plan is a JSON document decoded token by token (`{"rationale": .., "steps": [{..}, ..]}`,
+each step as a model writes it: `{"get_order": {"order_id": 1001}}`, `inference.llm.plan_document`).
 `StepReader` is fed the text as it arrives and hands out each step the moment its
 object closes, when the step is a read that needs nothing from another step: a known
 tool that may run ahead (`schemas.speculation.may_run_ahead`: cached, idempotent, never a
@@ -26,6 +27,7 @@ from contextvars import ContextVar
 
 from pydantic import ValidationError
 
+from agentkeel.inference.llm.plan_document import PlanDocumentError, plan_step
 from agentkeel.schemas.plan.model import REFERENCE, PlanStep
 from agentkeel.schemas.plan.validation import dependencies
 from agentkeel.schemas.speculation import MAX_SPECULATIVE_CALLS, PredictedCall, may_run_ahead
@@ -58,6 +60,8 @@ class StepReader:
         self._key: str | None = None
         self._in_steps = False
         self._step_at = -1
+        self._steps = 0
+        """Steps written so far: a step's id is its position (`plan_document.step_id`)."""
         self._stopped = False
         self._seen: set[str] = set()
 
@@ -121,6 +125,7 @@ class StepReader:
             self._stopped = True  # every step is written: the rest is not steps
         if char == "}" and self._in_steps and len(self._stack) == 2 and self._step_at >= 0:
             step, self._step_at = self._text[self._step_at : self._at + 1], -1
+            self._steps += 1
             return step
         if not self._stack:
             self._stopped = True
@@ -138,8 +143,8 @@ class StepReader:
         if len(self._seen) >= self._limit:
             return None
         try:
-            step = PlanStep.model_validate_json(text)
-        except ValidationError:
+            step = PlanStep.model_validate(plan_step(json.loads(text), self._steps - 1))
+        except (ValueError, PlanDocumentError, ValidationError):
             return None
         spec = self._tools.get(step.tool)
         if spec is None or not may_run_ahead(spec) or not _ready(step):
