@@ -31,6 +31,13 @@ class PredictedCall(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict)
 
 
+class PlanSteps(BaseModel):
+    """The `plan_step` signal: reads a planner has written, in the order it wrote them,
+    before its plan is whole (`workflows.plan_stream`)."""
+
+    calls: list[PredictedCall] = Field(min_length=1, max_length=MAX_SPECULATIVE_CALLS)
+
+
 class SpeculationOutcome(StrEnum):
     USED = "used"
     """A plan step took its result (or awaited it)."""

@@ -25,7 +25,7 @@ from agentkeel.schemas.queues import inference_queue
 from agentkeel.schemas.request import AgentRequest, LegacyAgentRequest
 from agentkeel.schemas.result import AgentResult, CacheStatus, Timings
 from agentkeel.schemas.search_attributes import AGENT_TENANT, TEMPORAL_SCHEDULED_BY_ID
-from agentkeel.schemas.speculation import PredictedCall
+from agentkeel.schemas.speculation import PlanSteps
 from agentkeel.schemas.tools.downstreams import SlotWait, ToolProgress
 from agentkeel.workflows.approvals import ApprovalGate
 from agentkeel.workflows.cancellation import announce_cancellation
@@ -145,15 +145,16 @@ class AgentWorkflow:
 
     @workflow.signal(name=PLAN_STEP_SIGNAL)
     def plan_step(self, *inputs: Any) -> None:
-        """One input, `PredictedCall`: a read the planner has written, which the run may
-        start before the plan is whole (`workflows.plan_stream` decides; any other shape
-        is dropped, as `slot_wait`'s)."""
+        """One input, `PlanSteps`: reads the planner has written, which the run may start
+        before the plan is whole (`workflows.plan_stream` decides; any other shape is
+        dropped, as `slot_wait`'s)."""
         try:
-            call = one_input(inputs, PredictedCall, PLAN_STEP_SIGNAL)
+            steps = one_input(inputs, PlanSteps, PLAN_STEP_SIGNAL)
         except ApplicationError as exc:
             workflow.logger.warning("%s signal dropped: %s", PLAN_STEP_SIGNAL, exc.message)
             return
-        take(self._context, call)
+        for call in steps.calls:
+            take(self._context, call)
 
     @workflow.update(name=APPROVE_UPDATE)
     async def approve(self, *inputs: Any) -> ApprovalAnswer:
