@@ -31,8 +31,6 @@ from tests.support.agent_stack import StackFactory
 from tests.support.fakes import FakeEngine
 from tests.support.speculation import FINAL, ORDER, UNSURE, StandInOrders, streaming_cascade
 
-SIGNALED = "workflow_execution_signaled_event_attributes"
-
 
 def _question() -> str:
     # Names no entity (nothing predicted, so every read here came from the plan's stream).
@@ -165,7 +163,8 @@ async def test_a_plan_attempt_that_dies_mid_stream_starts_its_read_once(
         and e.activity_task_started_event_attributes.scheduled_event_id == scheduled[PLAN][0]
     ]
     assert attempts == [2]  # (a started event records the last attempt only)
-    assert sum(1 for e in history.events if e.HasField(SIGNALED)) == 2  # one per attempt
+    signaled = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+    assert sum(1 for e in history.events if e.event_type == signaled) == 2  # one per attempt
     assert len(scheduled["get_order"]) == 1 and orders.calls == 1
     assert scheduled["get_order"][0] < _completed(history, scheduled[PLAN][0])
     assert [(s.tool, s.speculative) for s in result.steps] == [
