@@ -25,10 +25,16 @@ Reading = dict[str, list[str | int]]
 
 
 class PredictedCall(BaseModel):
-    """One read the router's reading predicts the plan will make."""
+    """One read the router's reading predicts the plan will make, or a planner has
+    written before its plan is whole."""
 
     tool: str
     args: dict[str, Any] = Field(default_factory=dict)
+    step: str | None = Field(default=None, max_length=8)
+    """The plan step that makes it (`s3`), for a call a planner streamed."""
+    after: list[str] = Field(default_factory=list, max_length=MAX_SPECULATIVE_CALLS)
+    """Streamed steps it waits for: those its `$` references read (and its `after`). Its
+    arguments are resolved against their results once they return."""
 
 
 class PlanSteps(BaseModel):

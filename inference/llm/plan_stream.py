@@ -3,11 +3,13 @@
 A plan is a JSON document decoded token by token (`{"rationale": .., "steps": [{..}, ..]}`,
 each step as a model writes it: `{"get_order": {"order_id": 1001}}`, `inference.llm.plan_document`).
 `StepReader` is fed the text as it arrives and hands out each step the moment its
-object closes, when the step is a read that needs nothing from another step: a known
-tool that may run ahead (`schemas.speculation.may_run_ahead`: cached, idempotent, never a
-side effect), arguments valid for it and free of `$` references, no `after`, `for_each`,
-`when` or `repeat`. Whatever else the text holds (a step still open, a side effect, a
-reference, malformed or hostile text) hands out nothing; the whole plan is still parsed,
+object closes, when the step is a read that may start now: a known tool that may run
+ahead (`schemas.speculation.may_run_ahead`: cached, idempotent, never a side effect), no
+`for_each`, `when` or `repeat`, and either arguments valid for it with no `$` reference,
+or references (and an `after`) naming only steps handed out before it, which the run
+resolves once those return (`workflows.plan_stream`). Whatever else the text holds (a
+step still open, a side effect, a reference to a step that will not start early,
+malformed or hostile text) hands out nothing; the whole plan is still parsed,
 validated and gated after the decode, as without streaming. Each call is handed out once.
 
 The scanner is a few lines of state (nesting, strings, escapes) over the text, so each
@@ -28,7 +30,7 @@ from contextvars import ContextVar
 from pydantic import ValidationError
 
 from agentkeel.inference.llm.plan_document import PlanDocumentError, plan_step
-from agentkeel.schemas.plan.model import REFERENCE, PlanStep
+from agentkeel.schemas.plan.model import PlanStep
 from agentkeel.schemas.plan.validation import dependencies
 from agentkeel.schemas.speculation import MAX_SPECULATIVE_CALLS, PredictedCall, may_run_ahead
 from agentkeel.schemas.tools import TOOLS, ToolSpec
@@ -64,6 +66,8 @@ class StepReader:
         """Steps written so far: a step's id is its position (`plan_document.step_id`)."""
         self._stopped = False
         self._seen: set[str] = set()
+        self._handed: set[str] = set()
+        """Ids of the steps handed out: a later step that reads only these may follow."""
 
     def feed(self, text: str) -> list[PredictedCall]:
         """The reads completed by `text` (the next piece of the document), in plan order."""
@@ -139,7 +143,9 @@ class StepReader:
         return value if isinstance(value, str) else None
 
     def _early(self, text: str) -> PredictedCall | None:
-        """The call of a complete step's text, if it is a read that may start now."""
+        """The call of a complete step's text, if it is a read that may start now: one
+        that waits for nothing, or only for steps handed out already (its references are
+        resolved by the run once those return)."""
         if len(self._seen) >= self._limit:
             return None
         try:
@@ -147,38 +153,43 @@ class StepReader:
         except (ValueError, PlanDocumentError, ValidationError):
             return None
         spec = self._tools.get(step.tool)
-        if spec is None or not may_run_ahead(spec) or not _ready(step):
+        if spec is None or not may_run_ahead(spec) or not _runs_once(step):
             return None
-        try:
-            args = spec.args_model.model_validate(step.args).model_dump(
-                mode="json", exclude_unset=True
-            )
-        except ValidationError:
-            return None
+        waits_for = dependencies(step)
+        if _refers_to_item(step.args):
+            return None  # `$item` belongs to a fan-out
+        if waits_for:
+            if not set(waits_for) <= self._handed:
+                return None  # it needs a step that will not start early: the plan runs it
+            args = dict(step.args)  # references: checked once resolved, by the run
+        else:
+            try:
+                args = spec.args_model.model_validate(step.args).model_dump(
+                    mode="json", exclude_unset=True
+                )
+            except ValidationError:
+                return None
         key = f"{spec.name}:{json.dumps(args, sort_keys=True)}"
         if key in self._seen:
             return None
         self._seen.add(key)
-        return PredictedCall(tool=spec.name, args=args)
+        self._handed.add(step.id)
+        return PredictedCall(tool=spec.name, args=args, step=step.id, after=waits_for)
 
 
-def _ready(step: PlanStep) -> bool:
-    """A step that waits for nothing and runs once, as it is written."""
-    return (
-        not dependencies(step)
-        and step.for_each is None
-        and step.when is None
-        and step.repeat is None
-        and not _refers(step.args)
-    )
+def _runs_once(step: PlanStep) -> bool:
+    """A step that runs once, as it is written (no fan-out, condition or watch)."""
+    return step.for_each is None and step.when is None and step.repeat is None
 
 
-def _refers(value: object) -> bool:
-    """Any `$` reference in the arguments (`$item` too, which `dependencies` does not list)."""
+def _refers_to_item(value: object) -> bool:
+    """A `$item` reference: only a fan-out step may hold one."""
     if isinstance(value, str):
-        return REFERENCE.match(value) is not None
+        return value.startswith("$item")
     if isinstance(value, dict):
-        return any(_refers(v) for v in value.values())
+        return any(_refers_to_item(v) for v in value.values())
     if isinstance(value, list):
-        return any(_refers(v) for v in value)
+        return any(_refers_to_item(v) for v in value)
     return False
+
+

@@ -40,8 +40,10 @@ def test_each_ready_read_comes_out_once_its_step_closes_whatever_the_pieces(size
     out = _fed(text, size)
 
     assert [c for _, c in out] == [
-        PredictedCall(tool="get_order", args={"order_id": 1001}),
-        PredictedCall(tool="search_kb", args={"query": 'returns [policy] {"x"}'}),
+        PredictedCall(tool="get_order", args={"order_id": 1001}, step="s1"),
+        # It reads s1, which starts early too: the run resolves it once s1 returns.
+        PredictedCall(tool="search_kb", args={"query": "$s1.status"}, step="s2", after=["s1"]),
+        PredictedCall(tool="search_kb", args={"query": 'returns [policy] {"x"}'}, step="s3"),
     ]
     if size == 1:  # handed out at the closing brace of its step, not later
         first_closed = text.index(json.dumps(ORDER)) + len(json.dumps(ORDER))
@@ -60,9 +62,23 @@ def test_steps_as_a_model_writes_them_name_their_tool_and_their_place() -> None:
         ],
     }
     assert [c for _, c in _fed(json.dumps(written), 5)] == [
-        PredictedCall(tool="get_order", args={"order_id": 1001}),
-        PredictedCall(tool="search_kb", args={"query": "returns"}),
+        PredictedCall(tool="get_order", args={"order_id": 1001}, step="s1"),
+        PredictedCall(tool="search_kb", args={"query": "$s1.status"}, step="s2", after=["s1"]),
+        PredictedCall(tool="search_kb", args={"query": "returns"}, step="s3"),
     ]
+
+
+def test_a_step_reading_one_that_did_not_start_early_waits_for_the_plan() -> None:
+    written = {
+        "rationale": "r",
+        "steps": [
+            {"create_refund": {"order_id": 1001, "amount_cents": 500}},
+            {"search_kb": {"query": "$s1.refund_id"}},
+            {"search_kb": {"query": "$s3.query"}},  # a step written later
+            {"get_order": {"order_id": 7}, "after": ["s1"]},
+        ],
+    }
+    assert _fed(json.dumps(written), 5) == []
 
 
 def test_an_open_step_gives_nothing_until_it_closes() -> None:
@@ -70,7 +86,9 @@ def test_an_open_step_gives_nothing_until_it_closes() -> None:
     text = _document(ORDER)
     cut = text.index("1001") + 4  # the number itself may still be growing
     assert reader.feed(text[:cut]) == []
-    assert reader.feed(text[cut:]) == [PredictedCall(tool="get_order", args={"order_id": 1001})]
+    assert reader.feed(text[cut:]) == [
+        PredictedCall(tool="get_order", args={"order_id": 1001}, step="s1")
+    ]
 
 
 def test_references_effects_unknown_tools_and_bad_arguments_never_come_out() -> None:
@@ -102,7 +120,7 @@ def test_duplicates_come_out_once_and_the_cap_holds() -> None:
     same = [{"id": f"s{i}", "tool": "get_order", "args": {"order_id": 1001}} for i in (1, 2)]
     many = [{"id": f"k{i}", "tool": "search_kb", "args": {"query": f"q{i}"}} for i in range(12)]
     calls = [c for _, c in _fed(_document(*same, *many), 9)]
-    assert calls[0] == PredictedCall(tool="get_order", args={"order_id": 1001})
+    assert (calls[0].tool, calls[0].args) == ("get_order", {"order_id": 1001})
     assert len(calls) == 8  # MAX_SPECULATIVE_CALLS, duplicates not counted twice
     assert len({json.dumps(c.model_dump(), sort_keys=True) for c in calls}) == 8
 
@@ -146,8 +164,9 @@ async def test_the_policy_streams_its_plan_and_sends_each_read_before_the_plan_e
     finally:
         STEP_SINK.reset(token)
     assert [s.id for s in planned.plan.steps] == ["s1", "s2", "s3"]
-    assert [c.tool for c in sent] == ["get_order", "search_kb"]
-    assert done_when_sent == [False, False]  # sent while the model was still decoding
+    assert [c.tool for c in sent] == ["get_order", "search_kb", "search_kb"]
+    assert [c.after for c in sent] == [[], ["s1"], []]
+    assert done_when_sent[0] is False  # sent while the model was still decoding
 
 
 async def test_an_engine_that_cannot_stream_plans_whole_and_sends_nothing() -> None:
@@ -219,8 +238,9 @@ async def test_the_openai_engine_streams_a_plan_under_its_schema() -> None:
             await engine.close()
         done = time.perf_counter()
     assert planned.error is None and len(planned.plan.steps) == 4
-    assert [c for _, c in sent] == [
-        PredictedCall(tool="get_order", args={"order_id": case.order_ids[0]})
-    ]
+    assert sent[0][1] == PredictedCall(
+        tool="get_order", args={"order_id": case.order_ids[0]}, step="s1"
+    )
+    assert all(c.after for _, c in sent[1:])  # the others read s1, and wait for it
     assert done - sent[0][0] > 0.05  # the rest of the plan was still to come
     assert server.log.requests == 1
