@@ -171,7 +171,9 @@ async def client_for(target: str, namespace: str, model_url: str) -> Client:
     set_tracing_disabled(True)
     provider = OpenAIProvider(base_url=model_url, api_key="bench", use_responses=False)
     plugin = OpenAIAgentsPlugin(
-        model_params=ModelActivityParameters(start_to_close_timeout=_TIMEOUT, use_local_activity=True),
+        model_params=ModelActivityParameters(
+            start_to_close_timeout=_TIMEOUT, use_local_activity=True
+        ),
         model_provider=provider,
     )
     return await Client.connect(target, namespace=namespace, plugins=[plugin])
