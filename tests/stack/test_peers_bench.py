@@ -16,7 +16,9 @@ import json
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -47,6 +49,9 @@ MODEL_ACTIVITY_TASKS = {"openai-agents": 0, "bare": 1}
 """Model calls that are activities on a task queue (OpenAI Agents' are local activities;
 Pydantic AI's are one per request, `LEVELS`)."""
 
+RUN_TIMEOUT = timedelta(seconds=30)
+"""A broken peer fails its run instead of hanging the test."""
+
 
 @dataclass
 class CountingModel:
@@ -74,7 +79,7 @@ async def _run_checked(client: Client, system: str, queue: str, case: Case, loca
     workflow_id = f"{queue}-{case.shape}-{'named' if case.named else 'cold'}"
     module = SYSTEMS[system]
     handle = await client.start_workflow(
-        module.RUN, case.question, id=workflow_id, task_queue=queue
+        module.RUN, case.question, id=workflow_id, task_queue=queue, execution_timeout=RUN_TIMEOUT
     )
     answer = await handle.result()
     assert isinstance(answer, str) and answer, workflow_id
@@ -92,32 +97,33 @@ async def _run_checked(client: Client, system: str, queue: str, case: Case, loca
 async def test_every_peer_runs_each_shape_at_its_best(temporal_env: WorkflowEnvironment) -> None:
     target = temporal_env.client.service_client.config.target_host
     model = CountingModel()
-    runs = []
-    async with serving(model, SPEEDS["fast"]) as (url, _), asyncio.TaskGroup() as workers:
-        stop = asyncio.Event()
+    runs: list[tuple[str, Case, Client, str, bool]] = []
+    async with serving(model, SPEEDS["fast"]) as (url, _), AsyncExitStack() as workers:
         for index, (system, module) in enumerate(SYSTEMS.items()):
             client = await module.client_for(target, temporal_env.client.namespace, url)
             forms = (False, True) if module.LOCAL_TOOLS_SUPPORTED else (False,)
             for local in forms:
                 queue = f"peers-{system}-{'local' if local else 'queue'}-{uuid.uuid4().hex[:6]}"
                 for worker in module.workers(client, queue, local_tools=local):
-                    workers.create_task(_serve(worker, stop))
+                    await workers.enter_async_context(worker)
                 n = 1 + 2 * index + local  # a question of its own per variant
                 for shape in SHAPE_NAMES:
-                    for named in (True, False):
-                        case = Case(shape, n, named)
-                        runs.append(
-                            (system, case, _run_checked(client, system, queue, case, local))
-                        )
-        try:
-            await asyncio.gather(*(run for _, _, run in runs))
-        finally:
-            stop.set()
-    for system, case, _ in runs:
+                    runs += [
+                        (system, Case(shape, n, named), client, queue, local)
+                        for named in (True, False)
+                    ]
+        # Every run to its end, failed or not: a worker shut down under a model call in
+        # flight would leave the HTTP client's task behind.
+        outcomes = await asyncio.gather(
+            *(
+                _run_checked(client, system, queue, case, local)
+                for system, case, client, queue, local in runs
+            ),
+            return_exceptions=True,
+        )
+    failures = [o for o in outcomes if isinstance(o, BaseException)]
+    if failures:
+        raise failures[0]
+    for system, case, *_ in runs:
         expected = 1 if system == "bare" else LEVELS[case.shape]
         assert model.requests[case] == expected, (system, case)
-
-
-async def _serve(worker: Any, stop: asyncio.Event) -> None:
-    async with worker:
-        await stop.wait()
