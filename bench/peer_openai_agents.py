@@ -92,6 +92,7 @@ TOOLS: list[Callable[..., Any]] = [search_kb, get_order, check_inventory, track_
 
 async def final_answer_impl(answer: str) -> str:
     """Give the final answer to the user."""
+    # Async: the SDK runs a sync function tool in a thread, which a workflow cannot.
     return answer
 
 

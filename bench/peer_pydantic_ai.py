@@ -25,6 +25,7 @@ server per process (the workflow classes read the agents built last).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -103,8 +104,14 @@ async def local_track_shipment(tracking_number: str) -> dict[str, Any]:
     return await _local("track_shipment", {"tracking_number": tracking_number})
 
 
-_QUEUED_TOOLS = [search_kb, get_order, check_inventory, track_shipment]
-_LOCAL_TOOLS = [local_search_kb, local_get_order, local_check_inventory, local_track_shipment]
+ToolFn = Callable[..., Awaitable[dict[str, Any]]]
+_QUEUED_TOOLS: list[ToolFn] = [search_kb, get_order, check_inventory, track_shipment]
+_LOCAL_TOOLS: list[ToolFn] = [
+    local_search_kb,
+    local_get_order,
+    local_check_inventory,
+    local_track_shipment,
+]
 
 
 def build_agent(model_url: str, *, local_tools: bool) -> Agent[None, str]:
@@ -171,11 +178,12 @@ async def client_for(target: str, namespace: str, model_url: str) -> Client:
 def workers(client: Client, task_queue: str, *, local_tools: bool) -> list[Worker]:
     """One worker: the workflow of the tool form; the plugin registers the agent's model
     and call-tool activities from `__pydantic_ai_agents__`."""
+    flow: type[BenchPydanticAiWorkflow | BenchPydanticAiLocalToolsWorkflow]
+    activities: list[Callable[..., Any]] = []
     if local_tools:
-        flow: type = BenchPydanticAiLocalToolsWorkflow
-        activities: list[Any] = [tool_activity]
+        flow, activities = BenchPydanticAiLocalToolsWorkflow, [tool_activity]
     else:
-        flow, activities = BenchPydanticAiWorkflow, []
+        flow = BenchPydanticAiWorkflow
     if not flow.__pydantic_ai_agents__:
         raise RuntimeError("no agent built: make the client with client_for first")
     return [
