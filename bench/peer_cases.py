@@ -9,9 +9,9 @@ runs, or between two steps of one run). Two kinds of question per shape:
 - **cold**: the question names nothing; the first reads are searches whose topic only a
   model can choose.
 
-    bench diamond #12 of qa: order 70096    -> get_order(70096), then its item and parcel
-    bench 4-wide #3 of qa: orders 70024, 70025, 70026, 70027
-    bench chain #7 of qa                    -> search_kb("topic of question 7 of qa"), ...
+    bench diamond #12 of aa: order 70096    -> get_order(70096), then its item and parcel
+    bench 4-wide #3 of aa: orders 70024, 70025, 70026, 70027
+    bench chain #7 of aa                    -> search_kb("topic of question 7 of aa"), ...
 
 A batch (two or more letters: never read as an order id) tells invocations apart, so
 nothing cached by an earlier one answers a later one.
@@ -59,7 +59,7 @@ class Case:
     shape: str
     n: int
     named: bool
-    batch: str = "qa"
+    batch: str = "aa"
     """Lower-case letters: the invocation's own (`batch_name`)."""
 
     @property

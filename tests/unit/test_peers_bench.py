@@ -9,16 +9,16 @@ import pytest
 from bench import peer_fakes as fakes
 from bench.peer_cases import Case, case_of, next_round, plan_of, result_of
 
-DIAMOND = "bench diamond #1: order 70008"
+DIAMOND = "bench diamond #1 of aa: order 70008"
 
 
 def test_a_question_names_its_own_entities_or_none() -> None:
     assert Case("diamond", 1, named=True).question == DIAMOND
     assert (
         Case("4-wide", 2, named=True).question
-        == "bench 4-wide #2: orders 70016, 70017, 70018, 70019"
+        == "bench 4-wide #2 of aa: orders 70016, 70017, 70018, 70019"
     )
-    assert Case("chain", 3, named=False).question == "bench chain #3"
+    assert Case("chain", 3, named=False).question == "bench chain #3 of aa"
     assert case_of(f"Answer this.\n{DIAMOND}") == Case("diamond", 1, named=True)
     with pytest.raises(ValueError, match="not a bench question"):
         case_of("bench hexagon #1")
@@ -47,8 +47,10 @@ def test_the_ideal_rounds_follow_the_plan_with_resolved_arguments() -> None:
         for named in (True, False)
     ]
     assert wide == [4, 4, 8, 8]
-    cold = next_round("bench chain #5", {})
-    assert [(c.tool, c.args) for c in cold] == [("search_kb", {"query": "topic of question 5"})]
+    cold = next_round("bench chain #5 of aa", {})
+    assert [(c.tool, c.args) for c in cold] == [
+        ("search_kb", {"query": "topic of question 5 of aa"})
+    ]
     assert len(plan_of(Case("chain", 5, named=False))) == 4
 
 
@@ -56,10 +58,10 @@ def test_a_run_with_a_missing_or_wrong_call_is_refused() -> None:
     fakes.TOOL_LOG.calls["w-short"] = [("get_order", {"order_id": 70008})]
     with pytest.raises(fakes.WrongToolCalls):
         fakes.check_calls(DIAMOND, "w-short")
-    wrong_topics = [("search_kb", {"query": f"topic {i} of question 1"}) for i in range(4)]
+    wrong_topics = [("search_kb", {"query": f"topic {i} of question 1 of aa"}) for i in range(4)]
     fakes.TOOL_LOG.calls["w-wide"] = wrong_topics
     with pytest.raises(fakes.WrongToolCalls):  # topics 0..3, not 1..4
-        fakes.check_calls("bench 4-wide #1", "w-wide")
-    right = [("search_kb", {"query": f"topic {i} of question 1"}) for i in (4, 2, 3, 1)]
+        fakes.check_calls("bench 4-wide #1 of aa", "w-wide")
+    right = [("search_kb", {"query": f"topic {i} of question 1 of aa"}) for i in (4, 2, 3, 1)]
     fakes.TOOL_LOG.calls["w-right"] = right
-    fakes.check_calls("bench 4-wide #1", "w-right")  # in any order
+    fakes.check_calls("bench 4-wide #1 of aa", "w-right")  # in any order
