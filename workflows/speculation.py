@@ -75,10 +75,21 @@ class Speculation:
         self._started = 0
         self.streamed = 0
         """Calls taken from a planner's stream this round (`workflows.plan_stream`)."""
+        self.by_step: dict[str, tuple[str, asyncio.Task[Any]]] = {}
+        """A streamed step's id -> what it was (tool, arguments, inputs) and what gives its
+        result: its call, or (for a step that reads earlier ones) the wait for them and
+        then its call."""
+        self.waiting: list[asyncio.Task[Any]] = []
+        """The waits of streamed steps that read earlier ones (ended with the round)."""
 
     def holds(self, tool: str, args: dict[str, Any]) -> bool:
         """Whether the call is open here (started, not yet claimed by a step)."""
         return _key(tool, args) in self._open
+
+    def task_of(self, tool: str, args: dict[str, Any]) -> asyncio.Task[Any] | None:
+        """The task of an open call (its result is the tool's output)."""
+        running = self._open.get(_key(tool, args))
+        return None if running is None else running.task
 
     def start(
         self,
@@ -179,8 +190,11 @@ class Speculation:
 
     async def finish(self) -> SpeculationReport:
         """Cancel what no step used (and wait for it); the report of every call."""
+        for waiting in self.waiting:
+            waiting.cancel()  # a read still waiting for its inputs never starts now
         for running in list(self._open.values()):
             self._cancel(running)
         self._open = {}
+        await asyncio.gather(*self.waiting, return_exceptions=True)
         await asyncio.gather(*(r.task for r in self._dropped), return_exceptions=True)
         return self.report

@@ -72,8 +72,8 @@ def model_document(plan: Mapping[str, Any]) -> dict[str, Any]:
             elif option in step:
                 entry[option] = _renamed(step[option], renamed)
         written.append(entry)
-    document = {k: v for k, v in plan.items() if k != "steps"}
-    document["steps"] = written
+    # In the plan's own order: the answer names steps, so it is written after them.
+    document = {k: (written if k == "steps" else v) for k, v in plan.items()}
     if isinstance(document.get("answer"), str):
         document["answer"] = _renamed_text(document["answer"], renamed)
     return document

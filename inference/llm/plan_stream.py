@@ -191,5 +191,3 @@ def _refers_to_item(value: object) -> bool:
     if isinstance(value, list):
         return any(_refers_to_item(v) for v in value)
     return False
-
-
