@@ -237,6 +237,7 @@ def test_the_lock_pins_everything_the_image_needs_within_pyproject() -> None:
         line = line.split("#", 1)[0].strip()
         if line:
             name, version = line.split("==")
+            assert canonicalize_name(name) not in pinned, f"{name} is pinned twice"
             pinned[canonicalize_name(name)] = version
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     wanted = list(project["dependencies"])
