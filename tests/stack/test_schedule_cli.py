@@ -102,7 +102,10 @@ async def test_the_cli_adds_lists_pauses_and_deletes(
     for argv, message in refusals.items():
         code, out, err = await cli(*argv)
         assert (code, out) == (2, ""), argv
-        assert err.count("\n") == 1 and message in err, err
+        # The Temporal it would act on, and why; then the refusal, in one line.
+        target, refusal = err.splitlines()
+        assert target.startswith("agentkeel schedule: Temporal "), err
+        assert "(from AGENTKEEL_TEMPORAL_ADDRESS)" in target and message in refusal, err
 
 
 async def test_the_cli_process_exits_2_with_one_line(client: Client, tmp_path: Path) -> None:
@@ -116,4 +119,6 @@ async def test_the_cli_process_exits_2_with_one_line(client: Client, tmp_path: P
     out, err = await asyncio.wait_for(proc.communicate(), timeout=30)
     assert proc.returncode == 2
     assert out == b""
-    assert err.decode() == "agentkeel schedule pause: no schedule 'no-such-schedule'\n"
+    target, refusal = err.decode().splitlines()
+    assert target.endswith("(from AGENTKEEL_TEMPORAL_ADDRESS)")
+    assert refusal == "agentkeel schedule pause: no schedule 'no-such-schedule'"
