@@ -20,6 +20,7 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from agentkeel.cli.ask import ask
+from agentkeel.cli.migrate import run_migrate
 from agentkeel.cli.operate import OPERATOR_COMMANDS, run_operator
 from agentkeel.cli.options import InvalidActor
 from agentkeel.cli.parser import build_parser
@@ -148,6 +149,10 @@ def _operator(settings: Settings, args: argparse.Namespace) -> int:
     return _exit_skipping_teardown(run_loop(run_operator(target, args), settings.event_loop))
 
 
+def _migrate(settings: Settings, args: argparse.Namespace) -> int:
+    return _exit_skipping_teardown(run_loop(run_migrate(settings, args), settings.event_loop))
+
+
 def _demo(settings: Settings, args: argparse.Namespace) -> int:
     return _exit_skipping_teardown(run_loop(run_demo(settings), settings.event_loop))
 
@@ -200,6 +205,7 @@ COMMANDS: dict[str, Command] = {
     "init": Command(None, domain="none", traced=False, offline=_init),
     "up": Command(_up, traced=False),
     "down": Command(_down, domain="none"),
+    "migrate": Command(_migrate, domain="check", traced=False),
     "demo": Command(_demo, domain="check", traced=False),
     "ask": Command(_client(ask), domain="check"),
     "approve": Command(_client(_approve)),

@@ -6,6 +6,7 @@ import argparse
 import importlib.metadata
 from typing import Any
 
+from agentkeel.cli.migrate import add_migrate_parser
 from agentkeel.cli.operate import add_operator_parsers
 from agentkeel.cli.options import add_actor_options
 from agentkeel.cli.schedule import add_schedule_parser
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="decide only if request N is the one pending (see the progress query)",
     )
     approve.add_argument("--json", action="store_true", help="print the decision JSON")
+    add_migrate_parser(sub)
     add_operator_parsers(sub)
     add_schedule_parser(sub)
     sub.add_parser("demo", help="start the stack and run sample questions")
@@ -80,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-WITHOUT_TARGET = frozenset({"init", "up", "down", "demo", "status", "logs"})
+WITHOUT_TARGET = frozenset({"init", "up", "down", "demo", "status", "logs", "migrate"})
 """Commands without `--address`, `--namespace`, `--profile`: they reach no Temporal, or the
 local stack's own (`up` and `demo` start it, `status` and `logs` describe it)."""
 

@@ -250,3 +250,15 @@ def test_a_release_sets_its_build_id_once_for_both_kinds_and_their_triggers(
         after = one(released, "Deployment", name)["spec"]["template"]["spec"]
         assert before["containers"][0]["envFrom"] != after["containers"][0]["envFrom"], name
         assert after["containers"][0]["image"].endswith(":1.4.0")
+
+
+def test_the_migrations_job_runs_the_schema_command_and_nothing_else(
+    rendered: list[dict[str, Any]],
+) -> None:
+    from agentkeel.cli.main import COMMANDS
+
+    [container] = one(rendered, "Job", "agentkeel-migrate")["spec"]["template"]["spec"][
+        "containers"
+    ]
+    assert container["args"] == ["migrate"] and "command" not in container  # the image's CLI
+    assert "migrate" in COMMANDS
