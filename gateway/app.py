@@ -22,6 +22,7 @@ from agentkeel.gateway.audit import AuditReader
 from agentkeel.gateway.body_limit import BodyLimit
 from agentkeel.gateway.keys import ApiKeys
 from agentkeel.gateway.mcp.http import mount_mcp
+from agentkeel.gateway.metrics import serve_metrics
 from agentkeel.gateway.openapi import operation_id, serve_openapi
 from agentkeel.gateway.origin import BrowserGuard
 from agentkeel.gateway.problems import answer_problems
@@ -92,6 +93,7 @@ def create_app(client: AgentClient, keys: ApiKeys, settings: Settings | None = N
     answer_problems(app)
     serve_openapi(app)
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
+    serve_metrics(app)  # outside the body limit: its 413s are counted too
     # Added last, so it runs first: nothing a web page sent reaches a route or a body limit.
     app.add_middleware(BrowserGuard, keyed=keys.configured, hosts=allowed_hosts(settings))
 

@@ -27,10 +27,14 @@ class _NoServers:
     temporal = None
 
 
-@pytest.fixture(scope="module")
-def http() -> TestClient:
+def _gateway() -> TestClient:
     key = ApiKey(token=TOKEN, tenant="acme", actor=Actor(role="staff", name="ops"))
     return TestClient(create_app(_NoServers(), ApiKeys([key])))  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def http() -> TestClient:
+    return _gateway()
 
 
 def _problem(answer: Any, status: int, name: str) -> dict[str, Any]:
@@ -115,3 +119,21 @@ def test_swagger_ui_is_served_from_the_package_not_a_cdn(http: TestClient) -> No
     assert script.status_code == 200 and len(script.content) > 500_000
     assert http.get("/docs/swagger-ui.css").headers["content-type"].startswith("text/css")
     _problem(http.get("/docs/other.js"), 404, "not-found")
+
+
+def test_metrics_count_requests_by_route_template_method_and_status() -> None:
+    http = _gateway()  # a gateway of this test's own: its counts start at zero
+    http.get("/v1/runs/some-run")  # 401: no key
+    http.get("/v1/runs/other-run")
+    http.get("/no/such/path")
+    page = http.get("/metrics")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/plain")
+    text = page.text
+    assert (
+        'agentkeel_gateway_requests_total{method="GET",route="/v1/runs/{workflow_id}",'
+        'status="401"} 2.0'
+    ) in text
+    assert 'route="unmatched",status="404"' in text
+    assert "some-run" not in text, "ids are not labels"
+    assert "agentkeel_gateway_request_duration_seconds_bucket" in text
+    assert "agentkeel_gateway_event_streams 0.0" in text
