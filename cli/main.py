@@ -43,6 +43,7 @@ from agentkeel.schemas.approvals import ApprovalDecision
 from agentkeel.settings.domain_assembly import check_domain, serve_domain
 from agentkeel.settings.event_loop import run as run_loop
 from agentkeel.settings.logging import configure_logging
+from agentkeel.settings.metrics import forward_core_logs
 from agentkeel.settings.model import ENV_PREFIX, Settings, SettingsError, StartupError
 from agentkeel.settings.tracing import configure_tracing, flush_tracing
 
@@ -229,6 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings.from_env(profile_environ(args, os.environ))
         if not command.hands_over:
             configure_logging(settings.log_level, settings.log_format)
+            forward_core_logs()  # before any client: Temporal Core's lines join these logs
         if command.domain == "serve":
             serve_domain(settings)
         elif command.domain == "check":

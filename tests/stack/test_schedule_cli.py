@@ -43,6 +43,7 @@ async def test_the_cli_adds_lists_pauses_and_deletes(
     # In-process, `main` must return instead of leaving the process, and leave logging be.
     monkeypatch.setattr(agentkeel.cli.main, "_exit_skipping_teardown", lambda code: code)
     monkeypatch.setattr(agentkeel.cli.main, "configure_logging", lambda *_: None)
+    monkeypatch.setattr(agentkeel.cli.main, "forward_core_logs", lambda *_: None)
 
     async def cli(*argv: str) -> tuple[int, str, str]:
         capsys.readouterr()
