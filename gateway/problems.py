@@ -101,7 +101,8 @@ def answer_problems(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def _http(_: Request, exc: HTTPException) -> JSONResponse:
-        return problem_response(exc.status_code, str(exc.detail), headers=exc.headers)
+        headers = dict(exc.headers) if exc.headers else None
+        return problem_response(exc.status_code, str(exc.detail), headers=headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:

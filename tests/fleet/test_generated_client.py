@@ -60,7 +60,8 @@ def _load(into: Path, *names: str) -> list[ModuleType]:
 
 def _sse(text: str) -> list[tuple[str, dict[str, Any]]]:
     """The (event, data) pairs of a Server-Sent Events body."""
-    events, fields = [], {}
+    events: list[tuple[str, dict[str, Any]]] = []
+    fields: dict[str, str] = {}
     for line in text.splitlines():
         if not line.strip():
             if "event" in fields:

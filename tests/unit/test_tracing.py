@@ -77,5 +77,5 @@ async def test_each_model_call_is_a_genai_span_under_the_activity(
         assert call.parent.span_id == activity.get_span_context().span_id
         assert attributes["gen_ai.operation.name"] == "text_completion"
         assert attributes["gen_ai.request.model"] == engine.name
-        assert attributes["gen_ai.usage.output_tokens"] >= 0
+        assert isinstance(attributes["gen_ai.usage.output_tokens"], int)
         assert "gen_ai.usage.input_tokens" in attributes
