@@ -40,6 +40,7 @@ from agentkeel.client.approvals import NothingAwaiting, decide_approval
 from agentkeel.client.status_line import StatusLine, stack_starting
 from agentkeel.client.watches import format_waiting, waiting_runs
 from agentkeel.schemas.approvals import ApprovalDecision
+from agentkeel.settings.connections import announce_connections
 from agentkeel.settings.domain_assembly import check_domain, serve_domain
 from agentkeel.settings.event_loop import run as run_loop
 from agentkeel.settings.logging import configure_logging
@@ -48,10 +49,25 @@ from agentkeel.settings.model import ENV_PREFIX, Settings, SettingsError, Startu
 from agentkeel.settings.tracing import configure_tracing, flush_tracing
 
 
-def _target(settings: Settings, args: argparse.Namespace, *, stack: bool = True) -> Settings:
-    """The settings of the Temporal this command acts on (`cli.target`), said on stderr."""
+def _target(
+    settings: Settings, args: argparse.Namespace, *, stack: bool = True, now: bool = False
+) -> Settings:
+    """The settings of the Temporal this command acts on (`cli.target`), said on stderr
+    when the command connects to it (`now`: at once): a command that refuses its input
+    before connecting says that in one line."""
     target = resolve_target(settings, args, profile_environ(args, os.environ), stack=stack)
-    say_target(args.command, target)
+    said = False
+
+    def say(_: Settings) -> None:
+        nonlocal said
+        if not said:
+            said = True
+            say_target(args.command, target)
+
+    if now:
+        say(settings)
+    else:
+        announce_connections(say)
     return target.settings
 
 
@@ -164,7 +180,7 @@ def _program(module: str, *, on_running_stack: bool) -> Command:
 
     def run(settings: Settings, args: argparse.Namespace) -> int:
         env = profile_environ(args, os.environ)
-        target = _target(settings, args, stack=on_running_stack)
+        target = _target(settings, args, stack=on_running_stack, now=True)
         for field in ("temporal_address", "temporal_namespace", "redis_url", "database_url"):
             value = getattr(target, field)
             if value is not None and value != getattr(settings, field):

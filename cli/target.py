@@ -6,7 +6,7 @@ then the Temporal client profile (`--profile`, else `TEMPORAL_PROFILE`, else the
 file's `default`), then the local stack running from this state directory (`agentkeel up`),
 then the default `127.0.0.1:7233`. The stack's Redis and Postgres are used only when its
 Temporal is: an address chosen otherwise is another deployment, whose stores are not the
-laptop's. Each command that connects says on stderr which one it used and why, so an
+laptop's. Each command says on stderr, as it connects, which one it used and why, so an
 operator never acts on a cluster they did not mean.
 """
 
