@@ -264,3 +264,12 @@ def test_compose_registers_every_search_attribute_the_workflow_sets() -> None:
     assert pairs is not None
     registered = set(pairs.group(1).replace("\\", " ").split())
     assert registered == {f"{key.name}:{_type_name(key)}" for key in ALL_KEYS}
+
+
+def test_compose_migrates_with_the_schema_command_and_seeds_the_demo_apart() -> None:
+    services = _compose()["services"]
+    assert services["migrate"]["command"] == ["migrate"]  # `agentkeel migrate`
+    assert "entrypoint" not in services["migrate"]
+    seeding = services["demo-data"]
+    assert seeding["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert "apply_migrations" not in seeding["command"][0]
