@@ -11,14 +11,17 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from agentkeel.inference.engines.constraints import check_output
 from agentkeel.inference.engines.protocol import (
     ChoiceConstraint,
     Engine,
+    FinishReason,
     GenerateRequest,
     GenerateResult,
 )
 from agentkeel.inference.llm.confidence import label_confidence
 from agentkeel.inference.llm.model_events import model_event, model_span, record_usage
+from agentkeel.inference.llm.plan_stream import STEP_SINK, StepReader
 from agentkeel.inference.llm.prompts import system_prefix
 from agentkeel.inference.policy import TokenSink
 from agentkeel.schemas.route import Tier
@@ -80,6 +83,44 @@ async def stream(
         ttft_ms=(first_at - asked_at).total_seconds() * 1000 if first_at else None,
     )
     return parts, first_at
+
+
+def streams_json(engine: Engine) -> bool:
+    """Whether `engine` streams a constrained JSON document (`streams_json = True`: the
+    OpenAI-compatible and vLLM engines); an engine that does not says nothing, and its
+    plans are decoded whole, as always."""
+    return bool(getattr(engine, "streams_json", False))
+
+
+async def generate_plan(engine: Engine, tier: Tier, request: GenerateRequest) -> GenerateResult:
+    """A plan document: decoded whole, or, where the calling activity takes early reads
+    (`inference.llm.plan_stream.STEP_SINK`) and the engine can, streamed, each complete read
+    handed to the sink as soon as the model has written it. The same checked result."""
+    sink = STEP_SINK.get()
+    if sink is None or not streams_json(engine):
+        return await generate(engine, tier, request)
+    started = time.perf_counter()
+    reader = StepReader()
+    parts: list[str] = []
+    finish: FinishReason | None = None
+    with model_span(engine, tier) as span:
+        async for delta in engine.stream(request):  # checks the whole text after the last piece
+            parts.append(delta.text)
+            finish = delta.finish_reason or finish
+            for call in reader.feed(delta.text):
+                await sink(call)
+        record_usage(span, None, len(parts), finish)
+    text = "".join(parts)
+    model_event(
+        engine.name,
+        tier,
+        output_tokens=len(parts),  # one piece per decoded token, as engines stream them
+        finish_reason=finish,
+        ms=(time.perf_counter() - started) * 1000,
+    )
+    return GenerateResult(
+        text=text, finish_reason=finish, parsed=check_output(request.constraint, text, finish)
+    )
 
 
 async def choose(

@@ -22,7 +22,8 @@ from agentkeel.inference.engines.protocol import (
 )
 from agentkeel.inference.llm.confidence import UnmeasuredRoute
 from agentkeel.inference.llm.context import ContextBuilder
-from agentkeel.inference.llm.decoding import choose, generate, request_of, stream
+from agentkeel.inference.llm.decoding import choose, generate_plan, request_of, stream
+from agentkeel.inference.llm.plan_document import PlanDocumentError, plan_fields
 from agentkeel.inference.llm.plan_schema import plan_json_schema
 from agentkeel.inference.llm.prompts import (
     JOIN_LABELS,
@@ -152,7 +153,6 @@ class LlmPolicy:
         rerouting = self.tier == Tier.HEAVY or request.route.intent not in intents()
         schema = plan_json_schema(intents() if rerouting else None)
         known = "" if rerouting else f"Intent: {request.route.intent}\n"
-        error = request.plan_error
         last_error: StepError | None = None
         for attempt in range(attempts):
             prompt = self.context.build(
@@ -160,10 +160,10 @@ class LlmPolicy:
                 f"User: {request.question}\n{known}Plan JSON:",
                 history=request.history,
                 steps=request.previous_steps,
-                plan_error=last_error or error,
+                plan_error=last_error or request.plan_error,
             )
             try:
-                result = await generate(
+                result = await generate_plan(
                     self.engine,
                     self.tier,
                     request_of(
@@ -172,11 +172,11 @@ class LlmPolicy:
                         constraint=JsonSchemaConstraint(json_schema=schema),
                     ),
                 )
-                document = dict(result.parsed)
+                document = plan_fields(result.parsed)
                 intent = document.pop("intent", None)
                 plan = _without_bad_answer(Plan.model_validate(document))
                 validate_plan(plan, TOOLS)
-            except ConstraintViolationError as exc:
+            except (ConstraintViolationError, PlanDocumentError) as exc:
                 last_error = StepError(type=INVALID_MODEL_OUTPUT, message=str(exc))
             except ValidationError as exc:
                 last_error = StepError(type=INVALID_MODEL_OUTPUT, message=_first_error(exc))

@@ -29,6 +29,7 @@ from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
 from agentkeel.workflows.dag.fan_out import child_workflow_id
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
+from agentkeel.workflows.plan_stream import PLAN_STREAM_PATCH
 from agentkeel.workflows.release import RELEASE_PATCH
 from agentkeel.workflows.speculation import EARLY_SPECULATION_PATCH
 from agentkeel.workflows.visibility import QUESTION_ATTRIBUTE_PATCH
@@ -190,6 +191,18 @@ async def test_record_early_speculation_histories(make_stack: StackFactory) -> N
         handle = await stack.start(f"where is order 1001 ({name})")
         await handle.result()
         await _save(name, await handle.fetch_history(), folder=EARLY_SPECULATION_PATCH)
+
+
+@pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
+async def test_record_plan_stream_histories(make_stack: StackFactory) -> None:
+    """A run under `plan-stream-v1`: reads started as the planner wrote them, the one the
+    final plan makes adopted, the one only a rejected decode made cancelled."""
+    from tests.support.speculation import streaming_cascade
+
+    stack = await make_stack(policy=streaming_cascade())
+    handle = await stack.start("my parcel has not come, what now", options={"use_cache": False})
+    await handle.result()
+    await _save("plan_stream_adopted", await handle.fetch_history(), folder=PLAN_STREAM_PATCH)
 
 
 async def _save(name: str, history: WorkflowHistory, *, folder: str = RELEASE_PATCH) -> None:
