@@ -87,6 +87,17 @@ MCP_UNAVAILABLE: Final = "McpUnavailable"
 """An MCP server could not be reached or its connection broke during the call: retried by
 the tool's policy, on a fresh connection (a stdio server restarted, an HTTP session re-made)."""
 
+# Updates the workflow refuses (the `approve` update's validator: never in history), each a
+# non-retryable `ApplicationError` of its type: sending the same decision again cannot help.
+NO_APPROVAL_PENDING: Final = "NoApprovalPending"
+"""The run waits for no approval now."""
+APPROVAL_ALREADY_DECIDED: Final = "ApprovalAlreadyDecided"
+"""The pending approval has its decision already."""
+APPROVAL_NOT_PENDING: Final = "ApprovalNotPending"
+"""The decision names an `approval_id` other than the pending one."""
+APPROVER_NOT_ALLOWED: Final = "ApproverNotAllowed"
+"""The approver may not decide: the requester itself, or a role that does not approve."""
+
 DECISIONS_THAT_STAND: Final = (APPROVAL_DECLINED, APPROVAL_TIMED_OUT, NOT_AUTHORIZED)
 """Step failures a replan must not try to get around: the run finishes with them."""
 

@@ -24,7 +24,7 @@ from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.queues import inference_queue
 from agentkeel.schemas.request import AgentRequest, LegacyAgentRequest
 from agentkeel.schemas.result import AgentResult, CacheStatus, Timings
-from agentkeel.schemas.search_attributes import AGENT_TENANT, TEMPORAL_SCHEDULED_BY_ID
+from agentkeel.schemas.search_attributes import TEMPORAL_SCHEDULED_BY_ID
 from agentkeel.schemas.speculation import PlanSteps
 from agentkeel.schemas.tools.downstreams import SlotWait, ToolProgress
 from agentkeel.workflows.approvals import ApprovalGate
@@ -38,6 +38,7 @@ from agentkeel.workflows.plan_stream import take
 from agentkeel.workflows.release import RELEASE_PATCH, since
 from agentkeel.workflows.request_checks import check_request
 from agentkeel.workflows.state import AgentState
+from agentkeel.workflows.visibility import start_attributes
 from agentkeel.workflows.waiting import WaitBoard
 
 WORKFLOW_NAME = AGENT_WORKFLOW
@@ -178,7 +179,7 @@ class AgentWorkflow:
         check_request(request, subject_patterns=workflow.patched(RELEASE_PATCH))
         carried = parse_continuation(inputs)
         if since(TENANT_ATTRIBUTE_PATCH):
-            workflow.upsert_search_attributes([AGENT_TENANT.value_set(request.tenant)])
+            workflow.upsert_search_attributes(start_attributes(request))
         queue = workflow.info().task_queue
         state: AgentState = {
             "request": request,

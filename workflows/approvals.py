@@ -12,6 +12,7 @@ import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.exceptions import ApplicationError
 
 from agentkeel.schemas.actor import SYSTEM_ROLE, name_skeleton, same_person
 from agentkeel.schemas.approvals import (
@@ -20,6 +21,12 @@ from agentkeel.schemas.approvals import (
     ApprovalRecord,
     ApprovalRequest,
 )
+from agentkeel.schemas.errors import (
+    APPROVAL_ALREADY_DECIDED,
+    APPROVAL_NOT_PENDING,
+    APPROVER_NOT_ALLOWED,
+    NO_APPROVAL_PENDING,
+)
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.search_attributes import AGENT_AWAITING
 from agentkeel.schemas.tools.spec import money
@@ -27,6 +34,12 @@ from agentkeel.sdk.serving import active_domain
 from agentkeel.workflows.metrics import observe_approval
 
 AWAITING_APPROVAL = "approval"
+
+
+def refused(error_type: str, message: str) -> ApplicationError:
+    """A decision the run cannot take: the update fails with this type, never retried (the
+    same decision would be refused again)."""
+    return ApplicationError(message, type=error_type, non_retryable=True)
 
 
 class ApprovalGate:
@@ -43,20 +56,23 @@ class ApprovalGate:
         """The `approve` update's validator: reject what cannot be applied, before history."""
         pending = self._progress.awaiting
         if pending is None:
-            raise ValueError("this run is not waiting for an approval")
+            raise refused(NO_APPROVAL_PENDING, "this run is not waiting for an approval")
         if self._decision is not None:
-            raise ValueError("the pending approval has already been decided")
+            raise refused(APPROVAL_ALREADY_DECIDED, "the pending approval has already been decided")
         if decision.approval_id is not None and decision.approval_id != pending.approval_id:
-            raise ValueError(
+            raise refused(
+                APPROVAL_NOT_PENDING,
                 f"approval {decision.approval_id} is not pending; approval "
-                f"{pending.approval_id} ({pending.tool} {pending.call_id}) is"
+                f"{pending.approval_id} ({pending.tool} {pending.call_id}) is",
             )
         if self.identities:
             check_approver(pending, decision)
             return
         requester = pending.actor.name
         if requester and decision.approver.casefold() == requester.casefold():
-            raise ValueError(f"{decision.approver} asked for this and may not approve it")
+            raise refused(
+                APPROVER_NOT_ALLOWED, f"{decision.approver} asked for this and may not approve it"
+            )
 
     def decide(self, decision: ApprovalDecision) -> ApprovalAnswer:
         self.check(decision)
@@ -94,7 +110,13 @@ class ApprovalGate:
             observe_approval(None)
             try:
                 await workflow.wait_condition(
-                    lambda: self._decision is not None, timeout=decide_within
+                    lambda: self._decision is not None,
+                    timeout=decide_within,
+                    # The timer's name in the Web UI's history: what it bounds.
+                    timeout_summary=(
+                        f"approval {request.approval_id} deadline: {request.tool} "
+                        f"{request.call_id} ({request.approver_role})"
+                    ),
                 )
             except TimeoutError:
                 pass
@@ -145,13 +167,18 @@ def check_approver(pending: ApprovalRequest, decision: ApprovalDecision) -> None
     if decision.by is not None:
         allowed = {SYSTEM_ROLE, *active_domain().approver_roles}
         if decision.by.role not in allowed:
-            raise ValueError(
+            raise refused(
+                APPROVER_NOT_ALLOWED,
                 f"{decision.by.describe()} may not approve: approvers are "
-                f"{', '.join(sorted(allowed))}"
+                f"{', '.join(sorted(allowed))}",
             )
         approver = decision.by.model_copy(update={"name": decision.by.name or decision.approver})
         if same_person(requester, approver):
-            raise ValueError(f"{approver.describe()} asked for this and may not approve it")
+            raise refused(
+                APPROVER_NOT_ALLOWED, f"{approver.describe()} asked for this and may not approve it"
+            )
         return
     if requester.name and name_skeleton(requester.name) == name_skeleton(decision.approver):
-        raise ValueError(f"{decision.approver} asked for this and may not approve it")
+        raise refused(
+            APPROVER_NOT_ALLOWED, f"{decision.approver} asked for this and may not approve it"
+        )

@@ -10,7 +10,6 @@ error in the prompt; the workflow's replanning loop covers what remains.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import structlog
@@ -23,8 +22,7 @@ from agentkeel.inference.engines.protocol import (
 )
 from agentkeel.inference.llm.confidence import UnmeasuredRoute
 from agentkeel.inference.llm.context import ContextBuilder
-from agentkeel.inference.llm.decoding import choose, generate_plan, request_of
-from agentkeel.inference.llm.model_events import model_event
+from agentkeel.inference.llm.decoding import choose, generate_plan, request_of, stream
 from agentkeel.inference.llm.plan_document import PlanDocumentError, plan_fields
 from agentkeel.inference.llm.plan_schema import plan_json_schema
 from agentkeel.inference.llm.prompts import (
@@ -259,24 +257,8 @@ class LlmPolicy:
             history=request.history,
             steps=request.steps,
         )
-        parts: list[str] = []
-        first_at: datetime | None = None
-        asked_at = datetime.now(UTC)
         answer = request_of(prompt, max_tokens=self.answer_max_tokens, stop=ANSWER_STOPS)
-        async for delta in self.engine.stream(answer):
-            if not delta.text:
-                continue
-            if first_at is None:
-                first_at = datetime.now(UTC)
-            parts.append(delta.text)
-            if sink is not None:
-                await sink(delta.text)
-        model_event(
-            self.engine.name,
-            self.tier,
-            output_tokens=len(parts),  # one piece per decoded token, as engines stream them
-            ttft_ms=(first_at - asked_at).total_seconds() * 1000 if first_at else None,
-        )
+        parts, first_at = await stream(self.engine, self.tier, answer, sink)
         return calls.RespondResult(answer="".join(parts).strip(), first_token_at=first_at)
 
 
