@@ -62,18 +62,21 @@ def _peer_variant(
 
 @asynccontextmanager
 async def peer_stack(
-    config: StackConfig, model_url: str
+    config: StackConfig, model_url: str, *, tool_forms: tuple[str, ...] = ("local", "queue")
 ) -> AsyncIterator[tuple[list[Variant], AgentkeelPeer]]:
-    """agentkeel's bench stack and every peer's workers, all on the model at `model_url`."""
+    """agentkeel's bench stack and every peer's workers, all on the model at `model_url`;
+    each system's tools as local activities, through the task queue, or both
+    (`tool_forms`)."""
     async with agentkeel_peer(config, model_url) as agentkeel, AsyncExitStack() as workers:
-        variants = [_agentkeel_variant(agentkeel, local) for local in (True, False)]
+        wanted = [form == "local" for form in tool_forms]
+        variants = [_agentkeel_variant(agentkeel, local) for local in wanted]
         server = agentkeel.stack.client.service_client.config.target_host
         namespace = agentkeel.stack.client.namespace
         for system, module in PEERS.items():
             # Each system's own client: its plugin sets its data converter (and, for the
             # OpenAI Agents integration, the model activity) there.
             client = await module.client_for(server, namespace, model_url)
-            modes = (True, False) if module.LOCAL_TOOLS_SUPPORTED else (False,)
+            modes = [local for local in wanted if module.LOCAL_TOOLS_SUPPORTED or not local]
             for local in modes:
                 queue = f"peers-{system}-{'local' if local else 'queue'}-{uuid.uuid4().hex[:6]}"
                 for worker in module.workers(client, queue, local_tools=local):

@@ -1,7 +1,8 @@
 """agentkeel beside the durable agents on Temporal, each at its documented best, one model server.
 
     python -m bench.peers [--speeds instant,fast,slow] [--shapes chain,diamond,4-wide,8-wide]
-                          [--rows warm,cold] [--rounds 5] [--invocations 3] [--quick]
+                          [--rows warm,cold] [--tools local,queue] [--rounds 5]
+                          [--invocations 3] [--warmup 1] [--tool-ms 100] [--quick]
 
 Needs the `bench` extra (`pip install -e '.[bench]'`), the local Postgres and Redis (as
 `bench.dag`: `AGENTKEEL_BENCH_ADMIN_DSN`, `AGENTKEEL_REDIS_URL`).
@@ -121,7 +122,11 @@ async def amain(args: argparse.Namespace) -> None:
     )
     scenario = IdealShapeModel(route_confidence=UNSURE)
     async with serving(scenario, SPEEDS["instant"]) as (url, server):
-        async with peer_stack(StackConfig.from_env(), url) as (variants, agentkeel):
+        forms = tuple(args.tools)
+        async with peer_stack(StackConfig.from_env(), url, tool_forms=forms) as (
+            variants,
+            agentkeel,
+        ):
             measure = Measure(variants, server, agentkeel, Results())
             for speed in args.speeds:
                 server.speed = SPEEDS[speed]
@@ -154,6 +159,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured rounds per invocation")
     parser.add_argument("--tool-ms", type=int, default=100, help="sleep of every tool call")
     parser.add_argument(
+        "--tools", type=_csv, default=["local", "queue"], help="tool forms: local,queue"
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help="a fast check: fast speed, diamond, 1 round, 1 invocation",
@@ -162,7 +170,7 @@ def main() -> None:
     if args.quick:
         args.speeds, args.shapes, args.rounds, args.invocations = ["fast"], ["diamond"], 1, 1
     unknown = (set(args.shapes) - set(SHAPE_NAMES)) | (set(args.speeds) - set(SPEEDS))
-    unknown |= set(args.rows) - set(ROWS)
+    unknown |= (set(args.rows) - set(ROWS)) | (set(args.tools) - {"local", "queue"})
     if unknown or args.rounds < 1 or args.invocations < 1 or args.warmup < 0:
         parser.error(
             f"--shapes from {', '.join(SHAPE_NAMES)}, --speeds from {', '.join(SPEEDS)}, --rows "
