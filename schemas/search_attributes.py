@@ -8,6 +8,8 @@ refuses to start rather than leave runs stuck.
 
 from __future__ import annotations
 
+import json
+
 from temporalio.common import SearchAttributeKey
 
 AGENT_INTENT = SearchAttributeKey.for_keyword("AgentIntent")
@@ -25,6 +27,19 @@ AGENT_QUESTION = SearchAttributeKey.for_text("AgentQuestion")
 workflow task: a column of the Web UI's run list (docs/operations.md), and searchable by
 its words (`AgentQuestion = "refund"`)."""
 QUESTION_SHOWN = 200
+QUESTION_BYTES = 1024
+"""The most the shown question may take as the JSON payload Temporal stores (its limit for
+one value is 2 KiB; characters outside ASCII take up to 12 bytes escaped)."""
+
+
+def shown_question(question: str) -> str:
+    """The beginning of `question` for `AGENT_QUESTION`: at most `QUESTION_SHOWN`
+    characters and `QUESTION_BYTES` bytes as stored, whatever characters it holds."""
+    shown = question[:QUESTION_SHOWN]
+    while len(json.dumps(shown)) > QUESTION_BYTES:
+        shown = shown[: len(shown) * 3 // 4]
+    return shown
+
 ALL_KEYS = (
     AGENT_INTENT, AGENT_TIER, AGENT_CACHE, AGENT_AWAITING, AGENT_WAITING, AGENT_TENANT,
     AGENT_QUESTION,

@@ -17,7 +17,7 @@ from agentkeel.schemas.search_attributes import (
     AGENT_QUESTION,
     AGENT_TENANT,
     AGENT_TIER,
-    QUESTION_SHOWN,
+    shown_question,
 )
 from agentkeel.workflows.state import AgentState
 
@@ -31,7 +31,7 @@ def start_attributes(request: AgentRequest) -> list[SearchAttributeUpdate[Any]]:
     beginning of its question, so the Web UI's run list can say what each run was asked."""
     updates: list[SearchAttributeUpdate[Any]] = [AGENT_TENANT.value_set(request.tenant)]
     if workflow.patched(QUESTION_ATTRIBUTE_PATCH):
-        updates.append(AGENT_QUESTION.value_set(request.question[:QUESTION_SHOWN]))
+        updates.append(AGENT_QUESTION.value_set(shown_question(request.question)))
     return updates
 
 
