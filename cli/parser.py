@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--approval",
         type=int,
         metavar="N",
-        help="decide only if request N is the one pending (see the progress query)",
+        help="the approval decided (required): the run's pending approval_id, which "
+        "`agentkeel approve WORKFLOW_ID --as NAME` alone names",
     )
     add_operator_parsers(sub)
     add_schedule_parser(sub)

@@ -12,7 +12,9 @@ import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.exceptions import ApplicationError
 
+from agentkeel.schemas import errors
 from agentkeel.schemas.actor import SYSTEM_ROLE, name_skeleton, same_person
 from agentkeel.schemas.approvals import (
     ApprovalAnswer,
@@ -39,18 +41,29 @@ class ApprovalGate:
         self._lock = asyncio.Lock()
         """One request at a time: a decision always answers the request it was made for."""
 
-    def check(self, decision: ApprovalDecision) -> None:
-        """The `approve` update's validator: reject what cannot be applied, before history."""
-        pending = self._progress.awaiting
-        if pending is None:
-            raise ValueError("this run is not waiting for an approval")
-        if self._decision is not None:
-            raise ValueError("the pending approval has already been decided")
-        if decision.approval_id is not None and decision.approval_id != pending.approval_id:
-            raise ValueError(
-                f"approval {decision.approval_id} is not pending; approval "
-                f"{pending.approval_id} ({pending.tool} {pending.call_id}) is"
+    def check(self, decision: ApprovalDecision, *, named: bool = True) -> None:
+        """The `approve` update's validator: reject what cannot be applied, before history.
+
+        A decision names the approval it decides (`approval_id`): one for another, an
+        unknown or a decided approval, or one naming none, is refused with a named error
+        (`ApprovalIdRequired`, `ApprovalNotPending`, `UnknownApproval`,
+        `ApprovalAlreadyDecided`), so it never lands on a request its approver did not see.
+        `named=False` (the update's handler, which also runs on replay): a decision
+        recorded before `approval_id` was required still applies to what was pending."""
+        approval_id = decision.approval_id
+        if approval_id is None and not named and self._progress.awaiting is not None:
+            approval_id = self._progress.awaiting.approval_id
+        refused = self._progress.refuse_decision(approval_id)
+        if refused is None and self._decision is not None:
+            refused = (
+                errors.APPROVAL_ALREADY_DECIDED,
+                f"approval {decision.approval_id} has already been decided",
             )
+        if refused is not None:
+            error_type, message = refused
+            raise ApplicationError(message, type=error_type, non_retryable=True)
+        pending = self._progress.awaiting
+        assert pending is not None
         if self.identities:
             check_approver(pending, decision)
             return
@@ -59,7 +72,7 @@ class ApprovalGate:
             raise ValueError(f"{decision.approver} asked for this and may not approve it")
 
     def decide(self, decision: ApprovalDecision) -> ApprovalAnswer:
-        self.check(decision)
+        self.check(decision, named=False)
         pending = self._progress.awaiting
         assert pending is not None
         self._decision = decision

@@ -12,10 +12,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
+from temporalio.client import WorkflowExecutionStatus
 
 from agentkeel.client.agent_client import AgentClient
-from agentkeel.client.approvals import NothingAwaiting, decide_approval
+from agentkeel.client.approvals import ApprovalRefused, decide_approval
 from agentkeel.gateway.keys import Caller, Refused
 from agentkeel.gateway.runs import Runs
 from agentkeel.schemas.approvals import ApprovalDecision
@@ -125,7 +125,7 @@ class Operations:
         approved: bool,
         reason: str,
         approver: str | None,
-        approval_id: int | None,
+        approval_id: int,
     ) -> dict[str, Any]:
         by = who.approver(approver)
         await self.runs.checked(who, workflow_id)
@@ -139,10 +139,8 @@ class Operations:
         )
         try:
             answer = await decide_approval(self.client.temporal, workflow_id, decision)
-        except NothingAwaiting as exc:
+        except ApprovalRefused as exc:
             raise Refused(409, str(exc)) from None
-        except WorkflowUpdateFailedError as exc:
-            raise Refused(409, f"refused: {exc.cause}") from None
         return answer.model_dump(mode="json")
 
     async def cancel(self, who: Caller, workflow_id: str) -> dict[str, Any]:

@@ -76,15 +76,16 @@ def build_mcp_server(ops: Operations, caller_of: CallerOf) -> MCPServer:
     @server.tool(annotations=DECIDE)
     async def decide_approval(
         workflow_id: str,
+        approval_id: int,
         approved: bool,
         ctx: Context,
         reason: str = "",
         approver: str | None = None,
-        approval_id: int | None = None,
     ) -> dict[str, Any]:
-        """Approve (`approved: true`) or reject the side effect a run waits for. With an
-        API key the approver is the key's actor; give `approval_id` (from
-        list_awaiting_approval) to decide that request and no later one."""
+        """Approve (`approved: true`) or reject the side effect a run waits for, named by
+        its `approval_id` (from list_awaiting_approval: `awaiting.approval_id`); a decision
+        for another, a decided or an unknown approval is refused. With an API key the
+        approver is the key's actor."""
         decided = ops.decide(
             who(ctx),
             workflow_id,

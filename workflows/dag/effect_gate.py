@@ -18,6 +18,8 @@ Refusals, decisions and how each call ended are recorded in the ledger (the audi
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -43,11 +45,36 @@ plan, the planner's intent allowing effects, approvers compared by name, limits 
 without the ledger)."""
 
 
-def effect_identity(spec: ToolSpec, args: dict[str, Any]) -> str:
-    """What the effect changes, as its key names it: `issue_credit:account_id=7:amount_cents=5`."""
-    named = [*spec.identity_args, *([spec.amount_arg] if spec.amount_arg else [])]
-    parts = [f"{name}={args.get(name)}" for name in named]
-    return ":".join([spec.name, *parts])
+EFFECT_IDENTITY_PATCH = "effect-identity-v1"
+"""Runs started before it name a tool that declares no identity arguments by the tool (and
+amount) alone: a second call with other arguments counted as the first, made already."""
+
+_LONGEST_IDENTITY = 200
+"""Past this, the arguments are named by their digest (a note's text, say), not spelled out."""
+
+
+def effect_identity(spec: ToolSpec, args: dict[str, Any], *, every_argument: bool = True) -> str:
+    """What the effect changes, as its key names it: `issue_credit:account_id=7:amount_cents=5`.
+
+    A tool that declares its identity arguments is named by those and its amount, so a
+    replan that rewords a `reason` finds the same effect. One that declares none is named by
+    every argument: two calls that differ in anything are two effects, each approved and
+    made on its own (`every_argument=False`: runs recorded before, by the tool alone)."""
+    if spec.identity_args or not every_argument:
+        named = [*spec.identity_args, *([spec.amount_arg] if spec.amount_arg else [])]
+        parts = [f"{name}={args.get(name)}" for name in named]
+        return ":".join([spec.name, *parts])
+    spelled = ":".join([spec.name, *(f"{k}={_plain(args[k])}" for k in sorted(args))])
+    if len(spelled) <= _LONGEST_IDENTITY:
+        return spelled
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
+    return f"{spec.name}:args#{hashlib.sha256(canonical.encode()).hexdigest()[:32]}"
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return str(value)
 
 
 async def clear_effect(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> ClearedEffect:
@@ -55,7 +82,8 @@ async def clear_effect(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> Clear
     and approval; raises `StepRefused` (recorded in the ledger) when it may not run."""
     origins = _origins(call, ctx)
     ctx.effect_origins[call.step_id] = origins
-    key = ctx.effect_key(effect_identity(spec, call.args))
+    every_argument = workflow.patched(EFFECT_IDENTITY_PATCH)
+    key = ctx.effect_key(effect_identity(spec, call.args, every_argument=every_argument))
     request = ledger.claim_of(call, spec, ctx, key, origins)
     untrusted = {name: o for name, o in origins.items() if not o.trusted}
     if untrusted and active_domain().untrusted_effects == "refuse":

@@ -1,0 +1,71 @@
+"""An MCP side effect is the effect its arguments name: one approval approves one call.
+
+`server-memory`'s `delete_entities` needs an approval (the deployment's configuration) and
+declares no identity arguments, so every argument names the effect: deleting note B after
+an approver saw "delete note A" waits for a decision of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from agentkeel.schemas.names import APPROVE_UPDATE
+from tests.support.history import awaiting_approval
+from tests.support.mcp_stack import McpStack, mcp_stack
+
+
+@pytest.fixture
+async def mcp(
+    client: Client, admin_dsn: str, template_database: str, redis_url: str, tmp_path: Path
+) -> AsyncIterator[McpStack]:
+    async with mcp_stack(client, admin_dsn, template_database, redis_url, tmp_path) as both:
+        yield both[0]
+
+
+def _names(state: Path) -> set[str]:
+    path = state / "memory.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return {e["name"] for e in map(json.loads, lines) if e.get("type") == "entity"}
+
+
+def _delete(step_id: str, name: str, *after: str) -> dict[str, object]:
+    args = {"entityNames": [name]}
+    return {"id": step_id, "tool": "memory_delete_entities", "args": args, "after": list(after)}
+
+
+async def test_one_approval_approves_one_delete_not_the_next(mcp: McpStack) -> None:
+    notes = [{"name": n, "entityType": "note", "observations": []} for n in ("a", "b")]
+    made = {"steps": [{"id": "s1", "tool": "memory_create_entities", "args": {"entities": notes}}]}
+    await mcp.run(made)
+    handle = await mcp.start({"steps": [_delete("s1", "a"), _delete("s2", "b", "s1")]})
+    first = await awaiting_approval(handle)
+    seen = first["args"]["entityNames"]
+    assert seen == ["a"]
+    await handle.execute_update(
+        APPROVE_UPDATE, {"approved": True, "approver": "bea", "approval_id": first["approval_id"]}
+    )
+    second = await awaiting_approval_other_than(handle, first["approval_id"])
+    assert second["args"]["entityNames"] != seen, "the other delete waits for its own decision"
+    assert set(second["args"]["entityNames"]) <= _names(mcp.state), "and has not been made"
+    await handle.execute_update(
+        APPROVE_UPDATE,
+        {"approved": False, "approver": "bea", "approval_id": second["approval_id"]},
+    )
+    result = await asyncio.wait_for(handle.result(), timeout=60)
+    assert [s["status"] for s in result["steps"]] == ["succeeded", "failed"]
+    assert _names(mcp.state) == set(second["args"]["entityNames"])
+
+
+async def awaiting_approval_other_than(handle: object, approval_id: int) -> dict[str, object]:
+    for _ in range(100):
+        awaiting = await awaiting_approval(handle)  # type: ignore[arg-type]
+        if awaiting["approval_id"] != approval_id:
+            return awaiting
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no approval asked after approval {approval_id}")
