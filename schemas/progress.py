@@ -67,7 +67,9 @@ class RunProgress(BaseModel):
                 how = (
                     "timed out"
                     if record.timed_out
-                    else "approved" if record.approved else "rejected"
+                    else "approved"
+                    if record.approved
+                    else "rejected"
                 )
                 return errors.APPROVAL_ALREADY_DECIDED, (
                     f"approval {approval_id} ({record.request.tool} {record.request.call_id}) "

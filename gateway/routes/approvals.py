@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
+
 from agentkeel.client.approvals import ApprovalRefused, decide_approval
 from agentkeel.gateway.keys import Refused
 from agentkeel.gateway.routes.dependencies import PROBLEMS, CallerDep, GatewayDep

@@ -11,9 +11,10 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 
 from agentkeel.schemas.names import APPROVE_UPDATE
 from tests.support.history import awaiting_approval
@@ -40,7 +41,9 @@ def _delete(step_id: str, name: str, *after: str) -> dict[str, object]:
 
 
 async def test_one_approval_approves_one_delete_not_the_next(mcp: McpStack) -> None:
-    notes = [{"name": n, "entityType": "note", "observations": []} for n in ("a", "b")]
+    notes: list[dict[str, object]] = [
+        {"name": n, "entityType": "note", "observations": []} for n in ("a", "b")
+    ]
     made = {"steps": [{"id": "s1", "tool": "memory_create_entities", "args": {"entities": notes}}]}
     await mcp.run(made)
     handle = await mcp.start({"steps": [_delete("s1", "a"), _delete("s2", "b", "s1")]})
@@ -62,9 +65,11 @@ async def test_one_approval_approves_one_delete_not_the_next(mcp: McpStack) -> N
     assert _names(mcp.state) == set(second["args"]["entityNames"])
 
 
-async def awaiting_approval_other_than(handle: object, approval_id: int) -> dict[str, object]:
+async def awaiting_approval_other_than(
+    handle: WorkflowHandle[Any, Any], approval_id: int
+) -> dict[str, Any]:
     for _ in range(100):
-        awaiting = await awaiting_approval(handle)  # type: ignore[arg-type]
+        awaiting = await awaiting_approval(handle)
         if awaiting["approval_id"] != approval_id:
             return awaiting
         await asyncio.sleep(0.1)

@@ -125,7 +125,8 @@ async def test_the_workflow_checks_who_approves(make_stack: StackFactory, db: as
     for by in refused:
         with pytest.raises(WorkflowUpdateFailedError):
             await handle.execute_update(
-                names.APPROVE_UPDATE, ApprovalDecision(approved=True, approver="x", by=by, approval_id=1)
+                names.APPROVE_UPDATE,
+                ApprovalDecision(approved=True, approver="x", by=by, approval_id=1),
             )
     assert await refunds_of(db, order_id) == []
     bob = Actor(role="staff", name="bob")

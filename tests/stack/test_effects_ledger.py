@@ -146,7 +146,8 @@ async def test_the_audit_lists_effects_refusals_and_decisions(
     await until_awaiting(big)
     approver = Actor(role="staff", name="Lee")
     await big.execute_update(
-        names.APPROVE_UPDATE, ApprovalDecision(approved=True, approver="lee", by=approver, approval_id=1)
+        names.APPROVE_UPDATE,
+        ApprovalDecision(approved=True, approver="lee", by=approver, approval_id=1),
     )
     await big.result()
 
