@@ -134,6 +134,7 @@ def _spec(connection: McpConnection, tool: types.Tool, downstream: Downstream) -
         expected_ms=override.expected_ms or 50,
         input_model=input_model(name, args, side_effect=decided.side_effect),
         identity_args=tuple(override.identity_args),
+        asked_by=tuple(override.asked_by),
         needs_approval=decided.needs_approval,
         non_retryable_errors=NON_RETRYABLE,
         downstream=downstream,

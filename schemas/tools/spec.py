@@ -92,6 +92,11 @@ class ToolSpec:
     untrusted content."""
     needs_approval: bool = False
     """A side effect every call of which waits for an approver, whatever it moves."""
+    asked_by: tuple[str, ...] = ()
+    """For a side effect: the words (or starts of words) with which a request asks for it
+    ("refund", "money back", "reimburs"). Its target and amount must be what a request
+    asks with one of them, not numbers it merely mentions elsewhere
+    (`schemas.plan.asked`); none: any sentence of the request may ask for it."""
     amount_arg: str | None = None
     """The argument holding money this tool moves, in cents: above the approval thresholds
     the run waits for an approver before the call."""

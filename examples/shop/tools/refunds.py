@@ -72,6 +72,9 @@ def _refund(out: dict[str, Any]) -> str:
     non_retryable_errors=(NOT_FOUND, NOT_AUTHORIZED, REFUND_REJECTED),
     amount_arg="amount_cents",
     identity_args=("order_id",),
+    # What a request asks with: "my order 4774 cost $26.97 ... refund $5 on 5903" asks
+    # $5 on order 5903, and mentions the rest.
+    asked_by=("refund", "money back", "reimburs"),
     render=_refund,
 )
 async def create_refund(args: CreateRefundArgs, ctx: ToolContext) -> Refund:
