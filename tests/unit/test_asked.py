@@ -54,6 +54,8 @@ def test_what_is_asked_is_not_what_is_mentioned() -> None:
     assert (region.names, region.amounts) == ({5903}, {500})
     [before] = asked_regions("For order 5903, refund $5", REFUND_WORDS)
     assert (before.names, before.amounts) == ({5903}, {500})
+    [listed] = asked_regions("refund order 7001 in parts: $1.99, $1.98 and $1.97", REFUND_WORDS)
+    assert listed.amounts == {199, 198, 197}
     cut = asked_regions("refund $5 on order 5903, my order 4774 cost $26.97", REFUND_WORDS)
     assert (cut[0].names, cut[0].amounts) == ({5903}, {500})
 
