@@ -32,6 +32,9 @@ class EffectStatus(StrEnum):
     """An approver rejected it, or no decision came in time."""
     REFUSED = "refused"
     """The workflow refused it before any approval (an untrusted target or amount)."""
+    CANCELLED = "cancelled"
+    """Its run (or step) was cancelled while it waited for approval: nothing moved, and
+    its claim no longer counts."""
 
 
 COUNTED = (EffectStatus.CLAIMED, EffectStatus.MADE, EffectStatus.UNKNOWN)

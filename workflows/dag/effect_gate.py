@@ -18,6 +18,7 @@ Refusals, decisions and how each call ended are recorded in the ledger (the audi
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from datetime import timedelta
@@ -48,6 +49,9 @@ without the ledger)."""
 EFFECT_IDENTITY_PATCH = "effect-identity-v1"
 """Runs started before it name a tool that declares no identity arguments by the tool (and
 amount) alone: a second call with other arguments counted as the first, made already."""
+
+CLAIM_RELEASE_PATCH = "claim-release-v1"
+"""Runs started before it left the claim of an effect cancelled while it waited open."""
 
 _LONGEST_IDENTITY = 200
 """Past this, the arguments are named by their digest (a note's text, say), not spelled out."""
@@ -115,6 +119,16 @@ async def clear_effect(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> Clear
         await ledger.settle(
             cleared, EffectStatus.DECLINED, approval=refused.approval, error=refused.error
         )
+        raise
+    except asyncio.CancelledError:
+        # Cancelled while it waited: nothing moved, so its claim ends here rather than
+        # counting against the actor and the target for the rest of the window.
+        if workflow.patched(CLAIM_RELEASE_PATCH):
+            ended = StepError(
+                type=errors.CANCELLED,
+                message=f"{call.tool} {call.call_id}: cancelled while it waited for approval",
+            )
+            await ledger.settle(cleared, EffectStatus.CANCELLED, error=ended)
         raise
     return cleared
 

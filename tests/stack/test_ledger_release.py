@@ -1,0 +1,44 @@
+"""The ledger follows the run: a claim whose run is cancelled while it waits for approval
+ends (`cancelled`), stops counting, and the audit shows how and when it ended.
+
+The planner is a scripted model (`RefundScript`, a fake at the model boundary).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import pytest
+from temporalio.client import WorkflowFailureError
+
+from agentkeel.activities.effects_ledger import EffectLedger
+from agentkeel.schemas.actor import Actor
+from agentkeel.schemas.effects import AuditQuery, EffectStatus
+from agentkeel.schemas.result import AgentResult, StepStatus
+from tests.support.agent_stack import StackFactory
+from tests.support.refunds import RefundScript, refundable_order, refunds_plan, until_awaiting
+
+
+async def test_a_cancelled_wait_for_approval_releases_its_claim(
+    make_stack: StackFactory, db: asyncpg.Pool
+) -> None:
+    order_id, owner = await refundable_order(db, at_least_cents=10_000)
+    customer = Actor(role="customer", subject=str(owner))
+    plans = [refunds_plan(order_id, 9_000), refunds_plan(order_id, 1_500)]
+    stack = await make_stack(policy=RefundScript(plans))
+    waiting = await stack.start(f"refund $90 on order {order_id}", actor=customer)
+    await until_awaiting(waiting)
+    await waiting.cancel()
+    with pytest.raises(WorkflowFailureError):
+        await asyncio.wait_for(waiting.result(), 30)
+
+    ledger = EffectLedger(db)
+    [entry] = await ledger.entries(AuditQuery(tenant=stack.tenant, target=f"order_id={order_id}"))
+    assert entry.status == EffectStatus.CANCELLED and entry.amount_cents == 9_000
+    assert entry.settled_at is not None and "cancelled while it waited" in entry.reason
+    # The $90 no longer counts: $15, under the $20 self-service limit, needs no approval.
+    small = await stack.start(f"refund $15 on order {order_id}", actor=customer)
+    result: AgentResult = await asyncio.wait_for(small.result(), 30)
+    assert [s.status for s in result.steps] == [StepStatus.SUCCEEDED]
+    assert result.approvals == []
