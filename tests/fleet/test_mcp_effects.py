@@ -1,8 +1,11 @@
-"""An MCP side effect is the effect its arguments name: one approval approves one call.
+"""An MCP side effect is the effect its arguments name, and a misbehaving server degrades
+its own tools only.
 
 `server-memory`'s `delete_entities` needs an approval (the deployment's configuration) and
 declares no identity arguments, so every argument names the effect: deleting note B after
-an approver saw "delete note A" waits for a decision of its own.
+an approver saw "delete note A" waits for a decision of its own. The toolbox's tool list
+growing a tool with a reserved argument name restarts the worker, which then serves every
+other tool and refuses that one, saying why.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
 from agentkeel.schemas.names import APPROVE_UPDATE
 from tests.support.history import awaiting_approval
@@ -74,3 +77,24 @@ async def awaiting_approval_other_than(
             return awaiting
         await asyncio.sleep(0.1)
     raise AssertionError(f"no approval asked after approval {approval_id}")
+
+
+async def test_a_tool_with_a_reserved_argument_is_refused_and_the_rest_served(
+    mcp: McpStack,
+) -> None:
+    grow = await mcp.start({"steps": [{"id": "s1", "tool": "tb_grow_bad", "args": {}}]})
+    first = mcp.workers[0]
+    assert await asyncio.wait_for(first.wait(), timeout=30) == 0, "restarts for the new list"
+    restarted = await mcp.start_worker()
+    assert (await asyncio.wait_for(grow.result(), timeout=60))["steps"][0]["status"] == (
+        "succeeded"
+    )
+    with pytest.raises(WorkflowFailureError) as refused:
+        await mcp.run({"steps": [{"id": "s1", "tool": "tb_bad", "args": {"tenant": "x"}}]})
+    said = str(refused.value.cause)
+    assert "UnknownTool" in said and "not served" in said and "tenant" in said
+    looked = await mcp.run({"steps": [{"id": "s1", "tool": "tb_lookup", "args": {"key": "k"}}]})
+    assert looked["steps"][0]["status"] == "succeeded", "the server's other tools serve"
+    time = {"id": "s1", "tool": "time_get_current_time", "args": {"timezone": "UTC"}}
+    assert (await mcp.run({"steps": [time]}))["steps"][0]["status"] == "succeeded"
+    assert restarted.returncode is None, "the worker keeps serving"
