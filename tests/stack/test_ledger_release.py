@@ -17,6 +17,7 @@ from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.effects import AuditQuery, EffectStatus
 from agentkeel.schemas.result import AgentResult, StepStatus
 from tests.support.agent_stack import StackFactory
+from tests.support.gateway_http import gateway
 from tests.support.refunds import RefundScript, refundable_order, refunds_plan, until_awaiting
 
 
@@ -42,3 +43,26 @@ async def test_a_cancelled_wait_for_approval_releases_its_claim(
     result: AgentResult = await asyncio.wait_for(small.result(), 30)
     assert [s.status for s in result.steps] == [StepStatus.SUCCEEDED]
     assert result.approvals == []
+
+
+async def test_the_audit_answers_a_malformed_query_with_a_json_4xx(
+    make_stack: StackFactory,
+) -> None:
+    stack = await make_stack()
+    malformed = (
+        {"actor": "customer:\x005"},
+        {"target": "order_id=\x00"},
+        {"tenant": "t\x00"},
+        {"since": "0001-01-01T00:00:00+01:00"},
+        {"until": "9999-12-31T23:59:59-05:00"},
+        {"since": "yesterday"},
+        {"limit": "0"},
+        {"limit": "99999999999999999999"},
+    )
+    async with gateway(stack) as http:
+        for params in malformed:
+            answer = await http.get("/v1/audit", params=params)
+            assert 400 <= answer.status_code < 500, (params, answer.status_code, answer.text)
+            assert "json" in answer.headers["content-type"], (params, answer.text)
+            assert answer.json()
+        assert (await http.get("/v1/audit", params={"limit": "5"})).status_code == 200
