@@ -77,7 +77,7 @@ def create_app(client: AgentClient, keys: ApiKeys, settings: Settings | None = N
     app.state.keys = keys
     app.state.gateway = parts
     # agentkeel's own tools for MCP clients, at `/mcp`, behind the same keys.
-    mcp_sessions = mount_mcp(app, client, keys, max_wait_s=parts.max_wait_s)
+    mcp_sessions = mount_mcp(app, client, keys, max_wait_s=parts.max_wait_s, quotas=parts.quotas)
     _answer_problems(app)
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
     # Added last, so it runs first: nothing a web page sent reaches a route or a body limit.

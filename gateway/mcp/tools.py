@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from agentkeel.gateway.keys import Caller, Refused
 from agentkeel.gateway.mcp.operations import Operations
+from agentkeel.gateway.quotas import OverQuota
 from agentkeel.schemas.errors import describe_validation
 from agentkeel.schemas.request import AgentRequest
 
@@ -40,6 +41,12 @@ async def _answer(call: Awaitable[T]) -> T:
         return await call
     except Refused as exc:
         raise ToolError(f"{exc.status}: {exc.detail}") from None
+    except OverQuota as exc:
+        problem = exc.problem
+        raise ToolError(
+            f"429: {problem.detail} ({problem.quota} per {problem.scope}; retry after "
+            f"{problem.retry_after_s} s)"
+        ) from None
     except ValidationError as exc:
         raise ToolError(f"invalid request: {describe_validation(exc)}") from None
 

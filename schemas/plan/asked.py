@@ -152,5 +152,5 @@ def _region(after: list[Mention], before: list[Mention]) -> Region:
     for kind in ("amount", "name"):
         following = [m.value for m in after if m.kind == kind]
         preceding = [m.value for m in before if m.kind == kind]
-        chosen[kind].update(following or preceding[-1:])  # type: ignore[index]
+        chosen[kind].update(following or preceding[-1:])
     return Region(frozenset(chosen["name"]), frozenset(chosen["amount"]))

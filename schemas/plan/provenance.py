@@ -20,6 +20,7 @@ values, policies on tool calls, control flow from the trusted query alone.)
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -85,6 +86,19 @@ class Provenance:
         self._numbers = {role: facts.numbers(role) for role in get_args(Role)}
         self._words = facts.text.casefold()
         self._step_trust: dict[str, ArgumentOrigin] = {}
+        self._under: dict[int, Provenance] = {}
+
+    def under(self, rules: int) -> Provenance:
+        """This plan's provenance as a run recorded with `rules` reads it
+        (`TrustedFacts.rules`): asked per side effect, so a run without one records no
+        marker for it."""
+        if rules == self._facts.rules:
+            return self
+        known = self._under.get(rules)
+        if known is None:
+            facts = dataclasses.replace(self._facts, rules=rules)
+            known = self._under[rules] = Provenance(self._steps, self._tools, facts)
+        return known
 
     def step(self, step_id: str) -> PlanStep | None:
         return self._steps.get(step_id)
@@ -95,8 +109,12 @@ class Provenance:
         that declares no identity arguments (an MCP tool's, say)."""
         spec = self._tools[step.tool]
         roles: dict[str, Role] = {name: "identity" for name in spec.identity_args}
-        if not roles and not spec.idempotent and self._facts.rules >= READS_AS_ASKED:
-            roles = {name: "identity" for name in step.args}
+        facts = self._facts
+        if not roles and not spec.idempotent and facts.rules >= READS_AS_ASKED:
+            # A trusted caller's plan wires its own data flow: only a planner's is checked
+            # argument by argument (a note to delete that the request never named).
+            if not facts.caller_plan:
+                roles = {name: "identity" for name in step.args}
         if spec.amount_arg:
             roles[spec.amount_arg] = "amount"
         return {

@@ -26,7 +26,7 @@ def _refund(order: object, amount: object) -> dict[str, object]:
     return {"id": "r", "tool": "create_refund", "args": args}
 
 
-LOOKUP = {"id": "s1", "tool": "get_order", "args": {"order_id": 5903}}
+LOOKUP: dict[str, object] = {"id": "s1", "tool": "get_order", "args": {"order_id": 5903}}
 
 
 @pytest.mark.parametrize(

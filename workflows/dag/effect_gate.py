@@ -31,6 +31,7 @@ from agentkeel.schemas.actor import SYSTEM_ROLE
 from agentkeel.schemas.approvals import ApprovalRecord, ApprovalRequest
 from agentkeel.schemas.effects import EffectStatus
 from agentkeel.schemas.origin import ArgumentOrigin
+from agentkeel.schemas.plan.provenance import READS_AS_ASKED
 from agentkeel.schemas.result import StepError
 from agentkeel.schemas.tools import ToolSpec
 from agentkeel.sdk.serving import active_domain
@@ -49,6 +50,11 @@ without the ledger)."""
 EFFECT_IDENTITY_PATCH = "effect-identity-v1"
 """Runs started before it name a tool that declares no identity arguments by the tool (and
 amount) alone: a second call with other arguments counted as the first, made already."""
+
+PROVENANCE_PATCH = "provenance-asked-v1"
+"""Runs started before it read requests as they were recorded (`TrustedFacts.rules` 1):
+no amounts in words, every number of the request trusted, a lookup's amount trusted where
+the request named none, and only declared identity arguments checked."""
 
 CLAIM_RELEASE_PATCH = "claim-release-v1"
 """Runs started before it left the claim of an effect cancelled while it waited open."""
@@ -136,8 +142,11 @@ async def clear_effect(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> Clear
 def _origins(call: ToolCall, ctx: RunContext) -> dict[str, ArgumentOrigin]:
     if ctx.provenance is None:
         return {}
-    step = ctx.provenance.step(call.step_id)
-    return ctx.provenance.of_call(step, call.args) if step is not None else {}
+    # Asked here, per side effect, so a run that makes none records no marker for it.
+    rules = READS_AS_ASKED if workflow.patched(PROVENANCE_PATCH) else 1
+    provenance = ctx.provenance.under(rules)
+    step = provenance.step(call.step_id)
+    return provenance.of_call(step, call.args) if step is not None else {}
 
 
 async def await_approval(

@@ -17,7 +17,7 @@ from temporalio import workflow
 from agentkeel.schemas import names
 from agentkeel.schemas.approvals import ApprovalPolicy, ApprovalPolicyInput
 from agentkeel.schemas.origin import ArgumentOrigin
-from agentkeel.schemas.plan.provenance import READS_AS_ASKED, Provenance, TrustedFacts
+from agentkeel.schemas.plan.provenance import Provenance, TrustedFacts
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.workflows import timeouts
 from agentkeel.workflows.approvals import ApprovalGate
@@ -26,8 +26,6 @@ from agentkeel.workflows.speculation import Speculation
 from agentkeel.workflows.waiting import WaitBoard
 
 APPROVAL_POLICY_TIMEOUT = timedelta(seconds=5)
-PROVENANCE_PATCH = "provenance-asked-v1"
-"""Runs started before it read requests as they were recorded (`TrustedFacts.rules` 1)."""
 
 
 @dataclass
@@ -96,12 +94,10 @@ class RunContext:
 
     def trusted_facts(self) -> TrustedFacts:
         """What this run trusts as given: the request's words, the actor, a caller's plan."""
-        asked = workflow.patched(PROVENANCE_PATCH)
         return TrustedFacts(
             text=self.request.question,
             subject=self.request.actor.subject,
             caller_plan=self.caller_plan,
-            rules=READS_AS_ASKED if asked else 1,
         )
 
     def effect_key(self, effect: str) -> str:
