@@ -73,6 +73,11 @@ class EffectClaim(BaseModel):
     step_id: str
     call_id: str
     window_s: int = Field(gt=0)
+    scoped_roles: list[str] = Field(default_factory=list)
+    """The domain's roles that act for one subject (a customer). Their claims still waiting
+    (not yet made) count toward their own actor, never toward a target for anyone else:
+    the tool checks that the row is theirs only when it runs, so a customer's claim on
+    another's order must not hold back the effects others make there."""
 
 
 class EffectClaimed(BaseModel):

@@ -1,5 +1,6 @@
 """The ledger follows the run: a claim whose run is cancelled while it waits for approval
-ends (`cancelled`), stops counting, and the audit shows how and when it ended.
+ends (`cancelled`), stops counting, and the audit shows how and when it ended; a customer's
+claim waiting on another's order holds back nobody else's refunds there.
 
 The planner is a scripted model (`RefundScript`, a fake at the model boundary).
 """
@@ -18,7 +19,14 @@ from agentkeel.schemas.effects import AuditQuery, EffectStatus
 from agentkeel.schemas.result import AgentResult, StepStatus
 from tests.support.agent_stack import StackFactory
 from tests.support.gateway_http import gateway
-from tests.support.refunds import RefundScript, refundable_order, refunds_plan, until_awaiting
+from tests.support.refunds import (
+    RefundScript,
+    another_customer,
+    refundable_order,
+    refunds_plan,
+    staff,
+    until_awaiting,
+)
 
 
 async def test_a_cancelled_wait_for_approval_releases_its_claim(
@@ -43,6 +51,21 @@ async def test_a_cancelled_wait_for_approval_releases_its_claim(
     result: AgentResult = await asyncio.wait_for(small.result(), 30)
     assert [s.status for s in result.steps] == [StepStatus.SUCCEEDED]
     assert result.approvals == []
+
+
+async def test_a_customers_claim_on_anothers_order_holds_back_no_staff_refund(
+    make_stack: StackFactory, db: asyncpg.Pool
+) -> None:
+    order_id, owner = await refundable_order(db, at_least_cents=10_000)
+    stranger = Actor(role="customer", subject=str(await another_customer(db, owner)))
+    plans = [refunds_plan(order_id, 90_000), refunds_plan(order_id, 9_000)]
+    stack = await make_stack(policy=RefundScript(plans))
+    claimed = await stack.start(f"refund $900 on order {order_id}", actor=stranger)
+    assert (await until_awaiting(claimed)).amount_cents == 90_000  # waits, claimed
+    refund = await stack.start(f"refund $90 on order {order_id}", actor=staff("ann"))
+    result: AgentResult = await asyncio.wait_for(refund.result(), 30)
+    assert [s.status for s in result.steps] == [StepStatus.SUCCEEDED]
+    assert result.approvals == [], "the stranger's waiting claim does not count on the order"
 
 
 async def test_the_audit_answers_a_malformed_query_with_a_json_4xx(
