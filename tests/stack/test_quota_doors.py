@@ -57,11 +57,20 @@ async def test_a_watch_asked_for_in_words_counts_as_a_watch(stack: AgentStack) -
         assert started.status_code == 202, started.text
         handle = stack.client.get_workflow_handle(started.json()["workflow_id"])
         stack.started.append(handle)
-        async with asyncio.timeout(BOUND_S):
-            while not (await handle.query(names.PROGRESS_QUERY, result_type=RunProgress)).waiting:
-                await asyncio.sleep(0.2)
-        explicit = {**body, "request_id": uuid.uuid4().hex, "options": {"watch_every_s": 1}}
-        explicit["options"]["use_cache"] = False
+        await _until_watching(handle)
+        options = {"watch_every_s": 1, "use_cache": False}
+        explicit = {**body, "request_id": uuid.uuid4().hex, "options": options}
         refused = await http.post("/v1/runs", json=explicit)
         assert refused.status_code == 429, refused.text
         assert refused.json()["quota"] == "watches"
+
+
+async def _until_watching(handle: Any) -> None:
+    """Until the run waits on its watch (`progress.waiting`)."""
+    async with asyncio.timeout(BOUND_S):
+        for _ in range(int(BOUND_S * 5)):
+            progress = await handle.query(names.PROGRESS_QUERY, result_type=RunProgress)
+            if progress.waiting:
+                return
+            await asyncio.sleep(0.2)
+    raise AssertionError("the run never waited on its watch")
