@@ -89,3 +89,12 @@ async def test_the_audit_answers_a_malformed_query_with_a_json_4xx(
             assert "json" in answer.headers["content-type"], (params, answer.text)
             assert answer.json()
         assert (await http.get("/v1/audit", params={"limit": "5"})).status_code == 200
+        # The approval route, whose body and path changed: malformed is a JSON 4xx too.
+        for path, body in (
+            ("/v1/runs/a%00b/approve", {"approved": True, "approval_id": 1}),
+            ("/v1/runs/x/approve", {"approved": True, "approval_id": "1\x00"}),
+            ("/v1/runs/x/approve", {"approved": True, "approval_id": 1, "reason": "\x00"}),
+        ):
+            answer = await http.post(path, json=body)
+            assert 400 <= answer.status_code < 500, (path, body, answer.text)
+            assert "json" in answer.headers["content-type"] and answer.json()
