@@ -42,11 +42,13 @@ _NUMBER_WORDS = re.compile(
 )
 _CUTS = re.compile(
     r",(?!\s*(?:and\s+|or\s+)?(?:[$€£¥]|usd|eur|gbp)?\s*\d)|;"
-    r"|\s(?:but|while|although|though|because|whereas|whilst)\s",
+    r"|\s(?:but|while|although|though|because|whereas|whilst)\s"
+    r"|\sand\s+(?=(?:my|the|our|your|their|his|her|its|this|that|another|other)\b)",
     re.I,
 )
-"""Where what a request asks stops: "refund $5 on order 5903, my other order cost $26.97"
-(a comma that goes on with a number lists more: "$19.99, $19.98 and $19.97")."""
+"""Where what a request asks stops: "refund $5 on order 5903, my other order cost $26.97",
+"... and my other order cost ..." (a comma or an "and" that goes on with a number lists
+more: "$19.99, $19.98 and $19.97")."""
 _SENTENCES = re.compile(r"\.{2,}|…|[.!?](?=\s|$)|\n")
 
 Kind = Literal["amount", "name"]

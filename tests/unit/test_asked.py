@@ -56,8 +56,11 @@ def test_what_is_asked_is_not_what_is_mentioned() -> None:
     assert (before.names, before.amounts) == ({5903}, {500})
     [listed] = asked_regions("refund order 7001 in parts: $1.99, $1.98 and $1.97", REFUND_WORDS)
     assert listed.amounts == {199, 198, 197}
-    cut = asked_regions("refund $5 on order 5903, my order 4774 cost $26.97", REFUND_WORDS)
-    assert (cut[0].names, cut[0].amounts) == ({5903}, {500})
+    for tail in (", my order 4774 cost $26.97", " and my other order 4774 cost $26.97"):
+        [cut] = asked_regions(f"refund $5 on order 5903{tail}", REFUND_WORDS)
+        assert (cut.names, cut.amounts) == ({5903}, {500}), tail
+    [both] = asked_regions("refund $5 and $3 on order 5903", REFUND_WORDS)
+    assert (both.names, both.amounts) == ({5903}, {500, 300})
 
 
 def test_a_mentioned_pair_is_not_trusted_and_the_asked_pair_is() -> None:
