@@ -103,6 +103,9 @@ class ApprovalRecord(BaseModel):
     """The deciding actor, where the decision named one (`ApprovalDecision.by`)."""
     reason: str = ""
     timed_out: bool = False
+    cancelled: bool = False
+    """The wait ended without a decision because its step or run was cancelled: its id is
+    never asked again, so no later decision for it lands on another request."""
     decided_at: datetime
 
 

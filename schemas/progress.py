@@ -67,6 +67,8 @@ class RunProgress(BaseModel):
                 how = (
                     "timed out"
                     if record.timed_out
+                    else "cancelled"
+                    if record.cancelled
                     else "approved"
                     if record.approved
                     else "rejected"

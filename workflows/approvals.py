@@ -113,6 +113,15 @@ class ApprovalGate:
                 pass
             except BaseException:  # cancelled while waiting: the wait ends without a decision
                 observe_approval("abandoned")
+                self._progress.approvals.append(
+                    ApprovalRecord(
+                        request=request,
+                        approved=False,
+                        cancelled=True,
+                        reason="cancelled while it waited",
+                        decided_at=workflow.now(),
+                    )
+                )
                 raise
             finally:
                 self._progress.awaiting = None

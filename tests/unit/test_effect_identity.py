@@ -61,3 +61,12 @@ def test_a_decision_must_name_the_pending_approval() -> None:
     idle = RunProgress(approvals=[decided])
     assert (idle.refuse_decision(1) or ("",))[0] == errors.APPROVAL_ALREADY_DECIDED
     assert (idle.refuse_decision(2) or ("",))[0] == errors.UNKNOWN_APPROVAL
+
+
+def test_a_cancelled_wait_keeps_its_id_from_being_asked_again() -> None:
+    cancelled = ApprovalRecord(
+        request=_request(1), approved=False, cancelled=True, decided_at=datetime.now(UTC)
+    )
+    progress = RunProgress(awaiting=_request(2), approvals=[cancelled])
+    kind, message = progress.refuse_decision(1) or ("", "")
+    assert kind == errors.APPROVAL_ALREADY_DECIDED and "cancelled" in message
