@@ -1,6 +1,6 @@
 """The ledger follows the run: a claim whose run is cancelled while it waits for approval
 ends (`cancelled`), stops counting, and the audit shows how and when it ended; a customer's
-claim waiting on another's order holds back nobody else's refunds there.
+refund of another's order is refused before anything is claimed.
 
 The planner is a scripted model (`RefundScript`, a fake at the model boundary).
 """
@@ -14,6 +14,7 @@ import pytest
 from temporalio.client import WorkflowFailureError
 
 from agentkeel.activities.effects_ledger import EffectLedger
+from agentkeel.schemas import errors
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.effects import AuditQuery, EffectStatus
 from agentkeel.schemas.result import AgentResult, StepStatus
@@ -53,19 +54,26 @@ async def test_a_cancelled_wait_for_approval_releases_its_claim(
     assert result.approvals == []
 
 
-async def test_a_customers_claim_on_anothers_order_holds_back_no_staff_refund(
+async def test_a_customers_refund_of_anothers_order_is_refused_before_it_is_claimed(
     make_stack: StackFactory, db: asyncpg.Pool
 ) -> None:
     order_id, owner = await refundable_order(db, at_least_cents=10_000)
     stranger = Actor(role="customer", subject=str(await another_customer(db, owner)))
     plans = [refunds_plan(order_id, 90_000), refunds_plan(order_id, 9_000)]
     stack = await make_stack(policy=RefundScript(plans))
-    claimed = await stack.start(f"refund $900 on order {order_id}", actor=stranger)
-    assert (await until_awaiting(claimed)).amount_cents == 90_000  # waits, claimed
+    asked = await stack.start(f"refund $900 on order {order_id}", actor=stranger)
+    refused: AgentResult = await asyncio.wait_for(asked.result(), 30)
+    [step] = refused.steps
+    assert step.error is not None and step.error.type == errors.NOT_AUTHORIZED
+    assert refused.approvals == [], "refused before any approver was asked"
+    ledger = EffectLedger(db)
+    [entry] = await ledger.entries(AuditQuery(tenant=stack.tenant, target=f"order_id={order_id}"))
+    assert entry.status == EffectStatus.REFUSED and entry.error_type == errors.NOT_AUTHORIZED
+    # Nothing of it counts on the order: staff's $90 needs no approval there.
     refund = await stack.start(f"refund $90 on order {order_id}", actor=staff("ann"))
     result: AgentResult = await asyncio.wait_for(refund.result(), 30)
     assert [s.status for s in result.steps] == [StepStatus.SUCCEEDED]
-    assert result.approvals == [], "the stranger's waiting claim does not count on the order"
+    assert result.approvals == []
 
 
 async def test_the_audit_answers_a_malformed_query_with_a_json_4xx(

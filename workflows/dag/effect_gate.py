@@ -36,6 +36,7 @@ from agentkeel.schemas.result import StepError
 from agentkeel.schemas.tools import ToolSpec
 from agentkeel.sdk.serving import active_domain
 from agentkeel.workflows.dag import effect_ledger as ledger
+from agentkeel.workflows.dag.authority_check import authority_refusal
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.effect_ledger import ClearedEffect
 from agentkeel.workflows.dag.run_context import RunContext
@@ -87,9 +88,12 @@ def _plain(value: Any) -> str:
     return str(value)
 
 
-async def clear_effect(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> ClearedEffect:
-    """The effect `call` may start as, once it has passed provenance, the ledger's limits
-    and approval; raises `StepRefused` (recorded in the ledger) when it may not run."""
+async def clear_effect(
+    call: ToolCall, spec: ToolSpec, ctx: RunContext, payload: dict[str, Any] | None = None
+) -> ClearedEffect:
+    """The effect `call` may start as, once it has passed provenance, the tool's authority
+    check (`payload`: the call's activity input), the ledger's limits and approval; raises
+    `StepRefused` (recorded in the ledger) when it may not run."""
     origins = _origins(call, ctx)
     ctx.effect_origins[call.step_id] = origins
     every_argument = workflow.patched(EFFECT_IDENTITY_PATCH)
@@ -105,6 +109,11 @@ async def clear_effect(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> Clear
         )
         await ledger.record_refusal(request, error)
         raise StepRefused(error)
+    if payload is not None:  # ownership and tenant, before anything is claimed or asked
+        refused = await authority_refusal(call, spec, payload, key, ctx.tool_queue)
+        if refused is not None:
+            await ledger.record_refusal(request, refused)
+            raise StepRefused(refused)
     # Claimed before any approval: a concurrent run of the same actor or on the same
     # target counts this amount from now on, approved or still waiting.
     async with ctx.effect_claims:
