@@ -124,7 +124,12 @@ class Quotas:
         kinds = RUN_KINDS if watching else RUN_KINDS[:1]
         slots = self._slots(kinds, caller, tenant)
         member = RESERVED + uuid.uuid4().hex
-        if watching:  # watches asked for in words among its runs count before it is let in
+        watch_limits = (
+            self.limits.per_key[QuotaKind.WATCHES],
+            self.limits.per_tenant[QuotaKind.WATCHES],
+        )
+        if watching and any(watch_limits):
+            # Watches asked for in words among its runs count before it is let in.
             await self.sweep([slot.key for slot in self._slots(RUN_KINDS[:1], caller, tenant)])
         full = await self.leases.take(slots, member, self.limits.lease_s)
         if full is not None:
