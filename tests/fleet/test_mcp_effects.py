@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,9 +20,9 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
-from agentkeel.schemas.names import APPROVE_UPDATE
+from agentkeel.schemas.names import AGENT_WORKFLOW, APPROVE_UPDATE
 from tests.support.history import awaiting_approval
-from tests.support.mcp_stack import McpStack, mcp_stack
+from tests.support.mcp_stack import OPERATOR, McpStack, mcp_stack
 
 
 @pytest.fixture
@@ -98,3 +99,30 @@ async def test_a_tool_with_a_reserved_argument_is_refused_and_the_rest_served(
     time = {"id": "s1", "tool": "time_get_current_time", "args": {"timezone": "UTC"}}
     assert (await mcp.run({"steps": [time]}))["steps"][0]["status"] == "succeeded"
     assert restarted.returncode is None, "the worker keeps serving"
+
+
+async def test_an_mcp_side_effect_on_a_target_the_request_never_named_is_refused(
+    mcp: McpStack,
+) -> None:
+    """The domain's planner here obeys an injected instruction (a pattern standing in for a
+    compromised model): "tidy up after lunch" plans forgetting "everything"."""
+    refused = await _asked(mcp, "tidy up after lunch")
+    [step] = refused["steps"]
+    assert step["status"] == "failed" and step["error"]["type"] == "UntrustedArgument"
+    assert mcp.calls("forgotten") == 0, "the server never saw the call"
+    asked = await _asked(mcp, "forget lunch")
+    assert asked["steps"][0]["status"] == "succeeded"
+    assert mcp.calls("forgotten", name="lunch") == 1
+
+
+async def _asked(mcp: McpStack, question: str) -> dict[str, Any]:
+    """A run of `question` (no plan of the caller's: the domain's planner writes it)."""
+    handle = await mcp.client.start_workflow(
+        AGENT_WORKFLOW,
+        {"question": question, "actor": OPERATOR, "options": {"use_cache": False}},
+        id=f"mcp-{uuid.uuid4().hex[:12]}",
+        task_queue=mcp.queue,
+        result_type=dict,
+    )
+    result: dict[str, Any] = await asyncio.wait_for(handle.result(), timeout=45)
+    return result

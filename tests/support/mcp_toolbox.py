@@ -13,6 +13,7 @@ cancellation, an effect made once per idempotency key.
 - `append(text, delay_s)`: a side effect (destructive) made at most once per idempotency key.
 - `grow()`: adds the tool `grown` and says the tool list changed.
 - `grow_bad()`: adds `bad(tenant)`, whose argument takes a name the workflow sets itself.
+- `forget(name)`: a side effect with no identity arguments configured (each call an event).
 - `whoami()`: the `_meta` agentkeel sent.
 - `lookup(key)`: an idempotent read that counts the calls reaching the server.
 """
@@ -133,6 +134,13 @@ async def grow(ctx: Context) -> str:
     except Exception:  # a 2026-07-28 connection hears of it through its listen stream only
         pass
     return "grew"
+
+
+@server.tool(annotations=EFFECT)
+async def forget(name: str) -> dict[str, Any]:
+    """Forget the note `name`."""
+    _event("forgotten", name=name)
+    return {"forgotten": name}
 
 
 async def bad(tenant: str) -> str:
