@@ -27,6 +27,7 @@ from agentkeel.activities.latency import LatencyBook, scope_of
 from agentkeel.activities.model_slots import ModelSlots
 from agentkeel.activities.outputs import OutputStore
 from agentkeel.activities.plan_ahead import AHEAD_ROUTE, UnsureForecast, beside
+from agentkeel.activities.plan_signals import early_reads
 from agentkeel.activities.predictions import reading_of
 from agentkeel.activities.span_notes import note
 from agentkeel.activities.token_stream import TokenStream
@@ -89,6 +90,7 @@ class InferenceActivities:
         latencies: LatencyBook | None = None,
         forecast: UnsureForecast | None = None,
         model_slots: ModelSlots | None = None,
+        stream_plans: bool = True,
     ) -> None:
         """`redis`: where token streams go; None publishes nothing (answers still return).
         `conversations`: where earlier turns are read; None gives prompts no history.
@@ -97,7 +99,9 @@ class InferenceActivities:
         model plans (`AGENTKEEL_SPECULATION_MAX_CALLS`; 0 when `AGENTKEEL_SPECULATION=off`).
         `latencies`: where plan and respond durations are recorded (default: `redis`).
         `forecast`: when to plan beside the router (`AGENTKEEL_PLAN_AHEAD`; default auto).
-        `model_slots`: the fleet's cap on model calls in flight (default: none)."""
+        `model_slots`: the fleet's cap on model calls in flight (default: none).
+        `stream_plans`: signal a run each read its planner writes, as soon as it is written,
+        where the run asks (`AGENTKEEL_PLAN_STREAM`; `activities.plan_signals`)."""
         self._policy = policy
         self._redis = redis
         self._conversations = conversations
@@ -108,6 +112,7 @@ class InferenceActivities:
         if redis is not None and self._forecast.store is None:
             self._forecast.store = ForecastStore(redis)  # the fleet's, not this worker's
         self._slots = model_slots
+        self._stream_plans = stream_plans
 
     async def _model(self, call: Awaitable[T]) -> T:
         """`model_call`, inside one of the fleet's model slots when there is a cap."""
@@ -126,23 +131,14 @@ class InferenceActivities:
         ]
         scope = scope_of(activity.info().task_queue)
         await self._forecast.ready(scope, request.tenant)
-        ahead = self._plan_ahead(request)
-        try:
-            routed = await self._model(
-                self._policy.route(request.model_copy(update={"history": asked_only}))
-            )
-        except BaseException:
-            if ahead is not None:
-                ahead.cancel()
-            raise
+        async with early_reads(request.stream_steps and self._stream_plans):
+            routed, ahead = await self._routed(request, asked_only)
         served = routed.confident and routed.draft_plan is not None
         self._forecast.observe(request.tenant, unsure=not served, scope=scope)
-        if ahead is not None and served:
-            ahead.cancel()  # the router's draft plan serves: the planner's work is dropped
-        elif ahead is not None:
-            routed.planned = await _unless_failed(ahead)
-            if routed.planned is not None and routed.planned.route is not None:
-                routed.planned.route = beside(routed.route, routed.planned.route)
+        if ahead is not None:
+            routed.planned = ahead
+            if ahead.route is not None:
+                ahead.route = beside(routed.route, ahead.route)
         decisions = meter().create_counter(
             metrics.ROUTER_DECISIONS, "Routes decided, by the tier that plans the run"
         )
@@ -162,6 +158,26 @@ class InferenceActivities:
         )
         return routed
 
+    async def _routed(
+        self, request: calls.RouteInput, asked_only: list[calls.ConversationTurn]
+    ) -> tuple[calls.RouteResult, calls.PlanResult | None]:
+        """The router's answer, and the plan made beside it where one was and serves."""
+        ahead = self._plan_ahead(request)
+        try:
+            routed = await self._model(
+                self._policy.route(request.model_copy(update={"history": asked_only}))
+            )
+        except BaseException:
+            if ahead is not None:
+                ahead.cancel()
+            raise
+        if ahead is None:
+            return routed, None
+        if routed.confident and routed.draft_plan is not None:
+            ahead.cancel()  # the router's draft plan serves: the planner's work is dropped
+            return routed, None
+        return routed, await _unless_failed(ahead)
+
     def _plan_ahead(self, request: calls.RouteInput) -> asyncio.Task[calls.PlanResult] | None:
         """The planner, started now on the request alone, where the route is forecast to
         be unsure (`activities.plan_ahead`); None otherwise."""
@@ -179,7 +195,9 @@ class InferenceActivities:
 
     @activity.defn(name=names.PLAN)
     async def plan(self, request: calls.PlanInput) -> calls.PlanResult:
-        planned = await self._planned(await self._with_history(request))
+        request = await self._with_history(request)
+        async with early_reads(request.stream_steps and self._stream_plans):
+            planned = await self._planned(request)
         note(
             policy=self._policy.name,
             tier=planned.tier.value,

@@ -1,7 +1,7 @@
 """The ideal model of the peer benchmarks, in each caller's own format.
 
 Given one chat-completions request, it answers what a perfect model would write for the
-bench shape the conversation is about (`bench.dag_shapes`), in the form the caller asked
+bench question the conversation is about (`bench.peer_cases`), in the form the caller asked
 for:
 
 - **tool calling** (OpenAI Agents, Pydantic AI): every call whose inputs have returned, all
@@ -10,7 +10,7 @@ for:
   output tool, an Agents `StopAtTools` tool), it is called *with* the last round of tools,
   so no model turn follows them: the framework's own lever.
 - **a JSON document for a schema** (agentkeel's LLM policy): a route label from the
-  schema's enum with the scenario's certainty, a plan with the shape's steps (ids and
+  schema's enum with the scenario's certainty, a plan with the question's steps (ids and
   `$refs` in agentkeel's plan format, an `intent` and an `answer` template where the
   schema has them), a join's `finish`.
 - **plain text** (a respond call): a one-sentence answer.
@@ -21,14 +21,11 @@ It never looks at anything but the request, so every system gets the same model.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bench.dag_shapes import Shape, shape_named_in
-from bench.fakes import stand_in_result
-from bench.peer_fakes import ANSWER, next_round_of
+from bench.peer_cases import Step, case_in, next_round, plan_of, result_of
+from bench.peer_fakes import ANSWER
 from bench.token_text import Reply, ToolCall
 
 ANSWER_TOOLS = ("final_result", "final_answer", "answer")
@@ -38,7 +35,7 @@ UNSURE = "uncertain"
 
 @dataclass(frozen=True)
 class IdealShapeModel:
-    """`bench.token_server.Scenario` for the bench shapes.
+    """`bench.token_server.Scenario` for the bench questions.
 
     `route_confidence`: how sure the router is of the intent it picks (below agentkeel's
     threshold, 0.7, the heavy tier plans)."""
@@ -47,15 +44,15 @@ class IdealShapeModel:
 
     def reply(self, body: dict[str, Any]) -> Reply:
         messages = body.get("messages", [])
-        shape = shape_named_in(_conversation_text(messages))
+        conversation = _conversation_text(messages)
         if body.get("tools"):
-            return _tool_round(shape, messages, body["tools"])
+            return _tool_round(conversation, messages, body["tools"])
         schema = _response_schema(body)
         if schema is None:
             return Reply(text=ANSWER)
         if "enum" in schema:
             return self._choice(schema["enum"], _last_user_text(messages))
-        return Reply(text=json.dumps(_plan_document(shape, schema)))
+        return Reply(text=json.dumps(_plan_document(plan_of(case_in(conversation)), schema)))
 
     def _choice(self, labels: list[str], prompt: str) -> Reply:
         as_json = [json.dumps(label) for label in labels]
@@ -103,14 +100,14 @@ def _intent(labels: list[str]) -> str:
 # Tool calling ------------------------------------------------------------------------------
 
 
-def _tool_round(shape: Shape, messages: list[dict[str, Any]], tools: list[Any]) -> Reply:
+def _tool_round(conversation: str, messages: list[dict[str, Any]], tools: list[Any]) -> Reply:
     outputs = _tool_outputs(messages)
-    pending = next_round_of(shape, outputs)
+    pending = next_round(conversation, outputs)
     answer_tool = _answer_tool(tools)
     calls = [ToolCall(f"call_{c.step_id}", c.tool, c.args) for c in pending]
     if answer_tool is None:
         return Reply(tool_calls=tuple(calls)) if calls else Reply(text=ANSWER)
-    if calls and not next_round_of(shape, {**outputs, **_simulated(pending)}):
+    if calls and not next_round(conversation, {**outputs, **_simulated(pending)}):
         # The last round: the answer goes with it, so no model turn follows the tools.
         calls.append(_answer_call(answer_tool))
     return Reply(tool_calls=tuple(calls or [_answer_call(answer_tool)]))
@@ -132,9 +129,7 @@ def _tool_outputs(messages: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _simulated(pending: list[Any]) -> dict[str, Any]:
-    return {
-        c.step_id: stand_in_result(c.tool, dict(c.args)).model_dump(mode="json") for c in pending
-    }
+    return {c.step_id: result_of(c.tool, c.args) for c in pending}
 
 
 def _answer_tool(tools: list[Any]) -> dict[str, Any] | None:
@@ -155,51 +150,45 @@ def _answer_call(function: dict[str, Any]) -> ToolCall:
 # agentkeel's plan document -------------------------------------------------------------------
 
 
-def _plan_document(shape: Shape, schema: dict[str, Any]) -> dict[str, Any]:
-    """The shape's plan as agentkeel's plan schema asks for it, in the schema's order."""
-    ids = {step.id: f"s{i}" for i, step in enumerate(shape.plan.steps, start=1)}
-    steps = []
-    for step in shape.plan.steps:
-        written: dict[str, Any] = {
-            "id": ids[step.id],
-            "tool": step.tool,
-            "args": {k: _renamed(v, ids) for k, v in step.args.items()},
-        }
-        if step.after:
-            written["after"] = [ids[a] for a in step.after]
-        steps.append(written)
+def _plan_document(steps: list[Step], schema: dict[str, Any]) -> dict[str, Any]:
+    """The plan as agentkeel's plan schema asks for it, in the schema's order and its step
+    form: each step keyed by its tool (ids by position), or `{id, tool, args}`."""
     properties = schema.get("properties", {})
+    forms = properties.get("steps", {}).get("items", {}).get("anyOf", [{}])
+    keyed_by_tool = "tool" not in forms[0].get("properties", {})
+    written_steps = []
+    for step in steps:
+        written: dict[str, Any] = (
+            {step.tool: step.args}
+            if keyed_by_tool
+            else {"id": step.id, "tool": step.tool, "args": step.args}
+        )
+        if step.after:
+            written["after"] = list(step.after)
+        written_steps.append(written)
     values: dict[str, Any] = {
         "intent": _intent(properties.get("intent", {}).get("enum", [UNSURE])),
-        "rationale": f"{shape.name}: {len(steps)} steps",
-        "steps": steps,
-        "answer": _answer_template(shape, ids),
+        "rationale": f"{len(steps)} lookups",
+        "steps": written_steps,
+        "answer": _answer_template(steps),
     }
     return {name: values[name] for name in properties if name in values}
 
 
-ANSWER_SLOTS = 4
-"""Placeholders an answer template may hold (agentkeel's plan schema caps it)."""
+_ANSWER_FIELD = {
+    "search_kb": "query",
+    "get_order": "status",
+    "check_inventory": "sku",
+    "track_shipment": "status",
+}
+"""A field every result of each tool has, for the answer template."""
 
 
-def _answer_template(shape: Shape, ids: Mapping[str, str]) -> str:
-    """One short sentence with a placeholder for the last steps' facts (the most a
-    grammar-bound planner may write)."""
-    named = shape.plan.steps[-ANSWER_SLOTS:]
-    return "Found: " + ", ".join(f"{{${ids[s.id]}.{_field(s.tool)}}}" for s in named)
-
-
-def _renamed(value: Any, ids: Mapping[str, str]) -> Any:
-    if isinstance(value, str):
-        return re.sub(r"^\$([A-Za-z0-9_]+)", lambda m: "$" + ids.get(m.group(1), m.group(1)), value)
-    return value
-
-
-def _field(tool: str) -> str:
-    """A field every result of `tool` has, for the answer template."""
-    return {"search_kb": "query", "get_order": "status", "check_inventory": "sku"}.get(
-        tool, "status"
-    )
+def _answer_template(steps: list[Step]) -> str:
+    """One short sentence with the last step's fact: about as long as the answer a
+    tool-calling model writes (`ANSWER`)."""
+    last = steps[-1]
+    return f"Found: {{${last.id}.{_ANSWER_FIELD[last.tool]}}}."
 
 
 __all__ = ["ANSWER_TOOLS", "IdealShapeModel"]

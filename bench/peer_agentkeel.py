@@ -1,58 +1,105 @@
-"""agentkeel in `bench.peers`: `AgentWorkflow` on the bench stack, with the same fakes as
-the peers.
+"""agentkeel in `bench.peers`, as a business runs it: its real LLM policy on the model server.
 
-The policy is `bench.fakes.BenchPlanPolicy` (route unsure, plan the named shape with its
-answer), with every model call (route, plan, join, respond) sleeping the current model
-time of `bench.peer_fakes.KNOBS`, as each peer's fake model does per call. The workers
-run with agentkeel's defaults: the planner beside the router once routes have been
-unsure (`AGENTKEEL_PLAN_AHEAD=auto`), fast reads as local activities. The tools are the
-stand-ins of `bench.fakes`, logged per workflow like the peers' tools.
+- **Models**: the light and the heavy tier are the token-timed server (`bench.token_server`)
+  through agentkeel's OpenAI-compatible engine, so every prompt, schema, parse and
+  cascade decision is the shipped one. The ideal model routes unsure (below the 0.7
+  threshold), so the heavy tier plans: the cascade's own path.
+- **Tools**: the four `agentkeel.tool` functions of `bench.peer_domain` (its whole tool
+  layer), as local activities or through the task queue (`AGENTKEEL_LOCAL_TOOLS`, one row
+  each).
+- **Runs**: started with `AgentClient.ask` (its fast-path lookup included), each question
+  its own (`bench.peer_cases`). Warm: the tenant's recent routes were unsure, so the
+  planner starts beside the router (`AGENTKEEL_PLAN_AHEAD=auto`, the default; the
+  forecast is in Redis), and the question names the orders its first reads need, which
+  start at the run's first moment (speculation, up to 8 reads). Cold: a tenant nobody has
+  seen (no forecast: route, then plan) and a question that names nothing.
 """
 
 from __future__ import annotations
 
-import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
+from agentkeel import AgentClient, AgentRequest, AgentResult, RunOptions
+from agentkeel.sdk.loading import load_domain
+from agentkeel.sdk.serving import install_domain
+from agentkeel.settings.model import Settings
+from agentkeel.workers.policy_assembly import build_policy
+from bench.peer_cases import Case
+from bench.stack import BenchStack, StackConfig, bench_stack
 
-from agentkeel.inference.policy import TokenSink
-from agentkeel.schemas import model_calls as calls
-from bench import peer_fakes as fakes
-from bench.fakes import BenchPlanPolicy, StandInTools, stand_in_result
-
-
-class PeerBenchPolicy(BenchPlanPolicy):
-    """`BenchPlanPolicy` whose every call costs the model time set for the round, and
-    whose plans carry their answer: the best rounds agentkeel allows, as each peer's fake
-    model emits the best rounds its framework allows."""
-
-    def __init__(self) -> None:
-        super().__init__(write_answer=True)
-
-    async def _decode(self) -> None:
-        await fakes.model_turn()
-
-    async def join(self, request: calls.JoinInput) -> calls.JoinResult:
-        await self._decode()
-        return await super().join(request)
-
-    async def respond(
-        self, request: calls.RespondInput, sink: TokenSink | None = None
-    ) -> calls.RespondResult:
-        await self._decode()
-        return await super().respond(request, sink)
+DOMAIN = "bench.peer_domain:domain"
+WARM_TENANT = "bench-warm"
+WIDEST = 8
+"""The run cap and the speculation cap: as wide as the widest shape (the peers have none)."""
 
 
-class LoggedStandIns(StandInTools):
-    """The stand-in tools, sleeping the knobs' tool time and logging each call."""
+def tier(url: str) -> dict[str, str]:
+    """One model tier on the token server."""
+    return {"url": url, "model": "ideal", "api": "chat"}
 
-    def __init__(self) -> None:
-        super().__init__(fakes.KNOBS.tool_s)
 
-    async def _call(self, tool: str, args: BaseModel) -> Any:
-        self.calls += 1
-        dumped = args.model_dump()
-        fakes.TOOL_LOG.record(tool, dumped)
-        await asyncio.sleep(fakes.KNOBS.tool_s)
-        return stand_in_result(tool, dumped)
+@dataclass
+class AgentkeelPeer:
+    stack: BenchStack
+    client: AgentClient
+    cold_runs: int = 0
+
+    def tenant(self, case: Case) -> str:
+        """Warm runs share a tenant whose routes the forecast has seen; each cold run
+        comes from a tenant of its own."""
+        if case.named:
+            return WARM_TENANT
+        self.cold_runs += 1
+        return f"bench-cold-{uuid.uuid4().hex[:8]}"
+
+    async def ask(self, case: Case, workflow_id: str, *, local_tools: bool) -> AgentResult:
+        self.stack.local_offers.tools_here = local_tools
+        request = AgentRequest(
+            question=case.question,
+            tenant=self.tenant(case),
+            options=RunOptions(max_concurrency=WIDEST),
+        )
+        result = await self.client.ask(request, workflow_id=workflow_id)
+        if result.plan_error is not None:
+            error = result.plan_error
+            raise RuntimeError(f"{workflow_id}: {error.type}: {error.message}")
+        return result
+
+    async def first_tool_ms(self, workflow_id: str, result: Any) -> float | None:
+        """When the run's first tool started, in ms after the run did (None: no agentkeel
+        run, or no step ran)."""
+        if not isinstance(result, AgentResult):
+            return None
+        starts = [s.started_at for s in result.steps if s.started_at is not None]
+        if not starts:
+            return None
+        described = await self.stack.client.get_workflow_handle(workflow_id).describe()
+        return (min(starts) - described.start_time).total_seconds() * 1000
+
+
+@asynccontextmanager
+async def agentkeel_peer(config: StackConfig, model_url: str) -> AsyncIterator[AgentkeelPeer]:
+    """The bench stack serving `bench.peer_domain` with the LLM policy on `model_url`."""
+    tiers: dict[str, Any] = {"light": tier(model_url), "heavy": tier(model_url)}
+    install_domain(load_domain(DOMAIN))  # the policy reads the served domain's catalog
+    assembly = build_policy(Settings(domain=DOMAIN, **tiers))
+    await assembly.start()
+    async with AsyncExitStack() as exits:
+        exits.push_async_callback(assembly.close)
+        stack = await exits.enter_async_context(
+            bench_stack(
+                config,
+                policy=assembly.policy,
+                stand_ins=[],
+                domain=DOMAIN,
+                speculation_max_calls=WIDEST,
+                **tiers,
+            )
+        )
+        client = AgentClient.from_settings(stack.client, stack.settings)
+        exits.push_async_callback(client.close)
+        yield AgentkeelPeer(stack, client)

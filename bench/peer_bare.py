@@ -1,95 +1,154 @@
-"""Bare Temporal with agentkeel's hops, shaped per plan: the reference `bench.peers` sets
-beside agentkeel.
+"""Bare Temporal with one model stage: the reference for what Temporal itself costs.
 
-The same sequential stages as an unsure `AgentWorkflow` run, in the same places: a local
-activity (the declined local route offer), route with its plan made beside it on a second
-queue (the inference queue: one model time, the two calls overlap), the plan's tool calls
-as local activities, each started the moment its dependencies have returned (as the DAG
-scheduler does), the answer filled from the outputs (the plan carried it) and a local
-activity (the run record). No LangGraph, no policy, no Postgres, no patch markers, no
-search attributes: what agentkeel costs beyond this is its orchestration.
+No agent framework: a workflow that asks the model for a plan once, then runs it.
+
+- **one model call**, an activity on the task queue: the token-timed server is asked for
+  a plan document in agentkeel's plan schema
+  (`agentkeel.inference.llm.plan_schema.plan_json_schema`, as `response_format`
+  `json_schema`), through `openai.AsyncOpenAI`;
+- **each step the moment its inputs have returned**: a tool activity per step (a local
+  activity, or one on the task queue: `local_tools`), its `$ref` arguments resolved by
+  agentkeel's own `resolve` against the outputs it names;
+- **the answer filled from the plan's template** (`answer_template.fill`), or a constant
+  where the plan has none: no model turn after the tools;
+- **inline activations** (`debug_mode=True`) on an unsandboxed worker, as every system of
+  `bench.peers` runs.
+
+Nothing else: no router, no policy, no Postgres, no search attributes, no patch markers.
+The model activity reaches the server through a client plugin (`client_for` knows the
+address); each worker registers the workflow class of its tool form, both under one name.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import timedelta
 from typing import Any
 
 from temporalio import activity, workflow
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.plugin import SimplePlugin
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 with workflow.unsafe.imports_passed_through():
-    from bench import peer_fakes as fakes
-    from bench.dag_shapes import shape_named_in
+    from openai import AsyncOpenAI
+
+    from agentkeel.inference.llm.plan_document import plan_fields
+    from agentkeel.inference.llm.plan_schema import plan_json_schema
+    from agentkeel.schemas.plan.answer_template import fill
+    from agentkeel.workflows.dag.resolve import resolve
+    from bench.peer_fakes import ANSWER, run_tool
 
 WORKFLOW = "BenchBarePlanWorkflow"
+LOCAL_TOOLS_SUPPORTED = True
+MODEL = "ideal"
+PLAN_ACTIVITY = "bench_bare_plan"
 _TIMEOUT = timedelta(seconds=30)
+_PROMPT = "Write the plan of tool calls that answers the question, as JSON.\n\nQuestion: {q}"
 
 
-@activity.defn(name="bench_peer_bare_local")
-async def bare_local(text: str) -> str:
-    """The local route offer (declined) and the run record: no I/O, like the bench's."""
-    return text
+class BarePlanner:
+    """The model stage: one chat-completions call for the plan document."""
+
+    def __init__(self, model_url: str) -> None:
+        self.model = AsyncOpenAI(base_url=model_url, api_key="bench", max_retries=0)
+
+    @activity.defn(name=PLAN_ACTIVITY)
+    async def plan(self, question: str) -> dict[str, Any]:
+        schema = plan_json_schema(["lookup"])
+        reply = await self.model.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": _PROMPT.format(q=question)}],
+            response_format={
+                "type": "json_schema",
+                "json_schema": {"name": "plan", "schema": schema, "strict": True},
+            },
+        )
+        document: dict[str, Any] = json.loads(reply.choices[0].message.content or "{}")
+        return plan_fields(document)  # each step keyed by its tool: ids by position
 
 
-@activity.defn(name="bench_peer_bare_plan")
-async def bare_plan(question: str) -> list[dict[str, Any]]:
-    """Route and plan, side by side: one fake model time, returning the named shape's
-    steps and dependencies."""
-    await fakes.model_turn()
-    shape = shape_named_in(question)
-    return [
-        {"id": s.id, "tool": s.tool, "args": s.args, "deps": shape.deps[s.id]}
-        for s in shape.plan.steps
-    ]
+@activity.defn(name="bench_bare_tool")
+async def bare_tool(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """One tool call with its arguments resolved."""
+    return await run_tool(tool, args)
 
 
-@activity.defn(name="bench_peer_bare_tool")
-async def bare_tool(call: dict[str, Any]) -> dict[str, Any]:
-    """One tool call; its `$ref` arguments resolved against the outputs of its dependencies."""
-    step = call["step"]
-    args = fakes.resolved_args(step["args"], call["outputs"])
-    return await fakes.run_tool(step["tool"], args)
+def _deps(step: dict[str, Any]) -> set[str]:
+    """The steps whose outputs `step`'s arguments read, and those it must follow."""
+    refs = {
+        value[1:].split(".")[0]
+        for value in step["args"].values()
+        if isinstance(value, str) and value.startswith("$")
+    }
+    return refs | set(step.get("after", []))
+
+
+async def _run_plan(question: str, *, local_tools: bool) -> str:
+    plan = await workflow.execute_activity(
+        PLAN_ACTIVITY, question, result_type=dict, start_to_close_timeout=_TIMEOUT
+    )
+    outputs: dict[str, Any] = {}
+    done: dict[str, asyncio.Task[None]] = {}
+
+    async def run_step(step: dict[str, Any]) -> None:
+        await asyncio.gather(*(done[d] for d in _deps(step)))
+        args = [step["tool"], resolve(step["args"], outputs)]
+        if local_tools:
+            outputs[step["id"]] = await workflow.execute_local_activity(
+                bare_tool, args=args, start_to_close_timeout=_TIMEOUT
+            )
+        else:
+            outputs[step["id"]] = await workflow.execute_activity(
+                bare_tool, args=args, start_to_close_timeout=_TIMEOUT
+            )
+
+    for step in plan["steps"]:  # a plan names only earlier steps
+        done[step["id"]] = asyncio.create_task(run_step(step))
+    await asyncio.gather(*done.values())
+    template = plan.get("answer")
+    return (fill(template, outputs) if template else None) or ANSWER
 
 
 @workflow.defn(name=WORKFLOW)
 class BenchBarePlanWorkflow:
+    """Tools as activities on the task queue."""
+
     @workflow.run
     async def run(self, question: str) -> str:
-        inference = workflow.info().task_queue + "-inference"
-        await workflow.execute_local_activity(bare_local, question, start_to_close_timeout=_TIMEOUT)
-        steps = await workflow.execute_activity(
-            bare_plan, question, task_queue=inference, start_to_close_timeout=_TIMEOUT
-        )
-        outputs: dict[str, Any] = {}
-        done: dict[str, asyncio.Task[None]] = {}
-
-        async def run_step(step: dict[str, Any]) -> None:
-            await asyncio.gather(*(done[d] for d in step["deps"]))
-            mine = {d: outputs[d] for d in step["deps"]}
-            outputs[step["id"]] = await workflow.execute_local_activity(
-                bare_tool, {"step": step, "outputs": mine}, start_to_close_timeout=_TIMEOUT
-            )
-
-        for step in steps:  # plan order is topological
-            done[step["id"]] = asyncio.create_task(run_step(step))
-        await asyncio.gather(*done.values())
-        answer = fakes.ANSWER
-        await workflow.execute_local_activity(bare_local, answer, start_to_close_timeout=_TIMEOUT)
-        return answer
+        return await _run_plan(question, local_tools=False)
 
 
-def workers(client: Client, task_queue: str, *, sandboxed: bool) -> list[Worker]:
-    """The workflow and tools on `task_queue`, the model calls on its `-inference` twin."""
+@workflow.defn(name=WORKFLOW)
+class BenchBareLocalToolsWorkflow:
+    """Tools as local activities."""
+
+    @workflow.run
+    async def run(self, question: str) -> str:
+        return await _run_plan(question, local_tools=True)
+
+
+RUN = BenchBarePlanWorkflow.run
+
+
+async def client_for(target: str, namespace: str, model_url: str) -> Client:
+    """A client with the default data converter and a plugin that gives its workers the
+    model activity, pointed at `model_url`."""
+    plugin = SimplePlugin("bench.bare", activities=[BarePlanner(model_url).plan])
+    return await Client.connect(target, namespace=namespace, plugins=[plugin])
+
+
+def workers(client: Client, task_queue: str, *, local_tools: bool) -> list[Worker]:
+    """One worker: the workflow of the tool form, its tool activity and the model one."""
+    flow = BenchBareLocalToolsWorkflow if local_tools else BenchBarePlanWorkflow
     return [
         Worker(
             client,
             task_queue=task_queue,
-            workflows=[BenchBarePlanWorkflow],
-            activities=[bare_local, bare_tool],
-            workflow_runner=fakes.workflow_runner(sandboxed),
-        ),
-        Worker(client, task_queue=task_queue + "-inference", activities=[bare_plan]),
+            workflows=[flow],
+            activities=[bare_tool],
+            workflow_runner=UnsandboxedWorkflowRunner(),
+            debug_mode=True,
+        )
     ]

@@ -1,159 +1,197 @@
-"""Temporal's OpenAI Agents integration as a peer: `OpenAIAgentsPlugin` (model calls as
-activities), the tools as activities through `activity_as_tool`, and a fake `Model` from
-a `ModelProvider` at the boundary, as the integration's own tests do (`TestModel`).
+"""Temporal's OpenAI Agents integration as a peer, at its documented best.
 
-The fake answers each model call with the ideal next round of `bench.peer_fakes`: all
-ready function calls in one response (the Agents runner runs them concurrently), then
-the answer message.
+The agent runs in a workflow through `OpenAIAgentsPlugin`, and its model is the Agents
+SDK's own OpenAI chat-completions model (`OpenAIProvider(use_responses=False)`) pointed at
+the benchmark's token-timed server: the SDK pays for its own prompts, tool schemas,
+parsing and HTTP. Levers, each the integration's or the SDK's own:
+
+- **model calls as local activities** (`ModelActivityParameters(use_local_activity=True)`):
+  no task-queue hop and no activity task per model turn;
+- **no model turn after the tools**: `tool_use_behavior=StopAtTools(["final_answer"])` with
+  a `final_answer` function tool that runs in the workflow (deterministic, no activity),
+  so an ideal model sends the answer with the last round of tools and the run ends when
+  that round returns;
+- **parallel tool calls** (`ModelSettings(parallel_tool_calls=True)`): every ready call in
+  one model response; the SDK runs the function tools of a response concurrently;
+- **tools as activities**, `activity_as_tool` (the integration's tool form, on the task
+  queue), or as local activities (`local_tools=True`: a function tool built the way
+  `activity_as_tool` builds one, awaiting `workflow.execute_local_activity`);
+- **inline activations** (`debug_mode=True`) on an unsandboxed worker, as every system of
+  `bench.peers` runs; tracing off (there is no key and nowhere to send traces).
+
+Each worker serves one tool form: it registers the workflow class of that form, both
+under one workflow name, so `RUN` starts either on the queue of its worker.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 from temporalio import activity, workflow
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 with workflow.unsafe.imports_passed_through():
     from agents import (
         Agent,
-        Model,
-        ModelProvider,
-        ModelResponse,
+        FunctionTool,
+        ModelSettings,
+        OpenAIProvider,
+        RunContextWrapper,
         Runner,
-        Usage,
+        StopAtTools,
+        Tool,
+        function_tool,
         set_tracing_disabled,
     )
-    from openai.types.responses import (
-        ResponseFunctionToolCall,
-        ResponseOutputMessage,
-        ResponseOutputText,
-    )
+    from agents.function_schema import function_schema
     from temporalio.openai_agents import ModelActivityParameters, OpenAIAgentsPlugin
     from temporalio.openai_agents.workflow import activity_as_tool
 
-    from bench import peer_fakes as fakes
+    from bench.peer_fakes import run_tool
 
 WORKFLOW = "BenchOpenAiAgentsWorkflow"
-_ACTIVITY_TIMEOUT = timedelta(seconds=30)
+LOCAL_TOOLS_SUPPORTED = True
+MODEL = "ideal"
+_TIMEOUT = timedelta(seconds=30)
 _MAX_TURNS = 10
-"""More than the deepest shape needs (a chain of 4: five turns)."""
+"""More than the deepest shape needs (a chain of 4: four turns)."""
 
 
-def _field(item: Any, name: str) -> Any:
-    return item.get(name) if isinstance(item, dict) else getattr(item, name, None)
-
-
-class IdealModel(Model):
-    """The boundary fake: the next round's function calls (the step id as the call id), or,
-    when every step has returned, the answer."""
-
-    async def get_response(
-        self, system_instructions: Any, input: Any, *args: Any, **kw: Any
-    ) -> ModelResponse:
-        await fakes.model_turn()
-        items = [{"role": "user", "content": input}] if isinstance(input, str) else input
-        question, outputs = "", {}
-        for item in items:
-            if _field(item, "role") == "user" and isinstance(_field(item, "content"), str):
-                question = _field(item, "content")
-            elif _field(item, "type") == "function_call_output":
-                outputs[_field(item, "call_id")] = fakes.as_output(_field(item, "output"))
-        calls = fakes.next_round(question, outputs)
-        output: list[Any] = [
-            ResponseFunctionToolCall(
-                arguments=json.dumps(c.args),
-                call_id=c.step_id,
-                name=c.tool,
-                type="function_call",
-                id=f"fc_{c.step_id}",
-                status="completed",
-            )
-            for c in calls
-        ] or [_answer()]
-        return ModelResponse(output=output, usage=Usage(), response_id=None)
-
-    def stream_response(self, *args: Any, **kw: Any) -> AsyncIterator[Any]:
-        raise NotImplementedError("the benchmark does not stream")
-
-
-def _answer() -> ResponseOutputMessage:
-    text = ResponseOutputText(text=fakes.ANSWER, annotations=[], type="output_text")
-    return ResponseOutputMessage(
-        id="msg", content=[text], role="assistant", status="completed", type="message"
-    )
-
-
-class IdealModelProvider(ModelProvider):
-    def get_model(self, model_name: str | None) -> Model:
-        return IdealModel()
-
-
-# The tools return JSON text: `activity_as_tool` hands the model `str(result)`.
+# The tools return JSON text: a tool's output reaches the model as `str(result)`.
 @activity.defn(name="search_kb")
 async def search_kb(query: str) -> str:
     """Search the knowledge base."""
-    return json.dumps(await fakes.run_tool("search_kb", {"query": query}))
+    return json.dumps(await run_tool("search_kb", {"query": query}))
 
 
 @activity.defn(name="get_order")
 async def get_order(order_id: int) -> str:
     """Look up an order."""
-    return json.dumps(await fakes.run_tool("get_order", {"order_id": order_id}))
+    return json.dumps(await run_tool("get_order", {"order_id": order_id}))
 
 
 @activity.defn(name="check_inventory")
 async def check_inventory(sku: str) -> str:
     """Stock of a SKU."""
-    return json.dumps(await fakes.run_tool("check_inventory", {"sku": sku}))
+    return json.dumps(await run_tool("check_inventory", {"sku": sku}))
 
 
 @activity.defn(name="track_shipment")
 async def track_shipment(tracking_number: str) -> str:
     """Where a shipment is."""
-    args = {"tracking_number": tracking_number}
-    return json.dumps(await fakes.run_tool("track_shipment", args))
+    return json.dumps(await run_tool("track_shipment", {"tracking_number": tracking_number}))
 
 
 TOOLS: list[Callable[..., Any]] = [search_kb, get_order, check_inventory, track_shipment]
 
 
+async def final_answer_impl(answer: str) -> str:
+    """Give the final answer to the user."""
+    # Async: the SDK runs a sync function tool in a thread, which a workflow cannot.
+    return answer
+
+
+final_answer = function_tool(final_answer_impl, name_override="final_answer")
+"""The answer tool: in the workflow, no activity; `StopAtTools` ends the run with its
+output once the round it came with has returned."""
+
+
+def local_activity_as_tool(fn: Callable[..., Any]) -> Tool:
+    """`fn` as a function tool that runs it as a local activity: the same schema and
+    argument handling as `activity_as_tool`, `execute_local_activity` in place of
+    `execute_activity`."""
+    schema = function_schema(fn)
+    name = schema.name
+
+    async def run_local(ctx: RunContextWrapper[Any], input: str) -> str:
+        args, _ = schema.to_call_args(schema.params_pydantic_model(**json.loads(input)))
+        result = await workflow.execute_local_activity(
+            name, args=args, start_to_close_timeout=_TIMEOUT
+        )
+        return str(result)
+
+    return FunctionTool(
+        name=name,
+        description=schema.description or "",
+        params_json_schema=schema.params_json_schema,
+        on_invoke_tool=run_local,
+        strict_json_schema=True,
+    )
+
+
+def _tools(local: bool) -> list[Tool]:
+    if local:
+        return [local_activity_as_tool(t) for t in TOOLS]
+    return [activity_as_tool(t, start_to_close_timeout=_TIMEOUT) for t in TOOLS]
+
+
+async def _answer(question: str, *, local_tools: bool) -> str:
+    agent: Agent[None] = Agent(
+        name="bench_peer",
+        instructions="Answer the question with the tools, then call final_answer.",
+        model=MODEL,
+        model_settings=ModelSettings(parallel_tool_calls=True),
+        tools=[*_tools(local_tools), final_answer],
+        tool_use_behavior=StopAtTools(stop_at_tool_names=["final_answer"]),
+    )
+    result = await Runner.run(agent, question, max_turns=_MAX_TURNS)
+    return str(result.final_output)
+
+
 @workflow.defn(name=WORKFLOW)
 class BenchOpenAiAgentsWorkflow:
+    """Tools as activities on the task queue."""
+
     @workflow.run
     async def run(self, question: str) -> str:
-        agent: Agent[None] = Agent(
-            name="bench_peer",
-            instructions="Answer with the tools.",
-            tools=[activity_as_tool(t, start_to_close_timeout=_ACTIVITY_TIMEOUT) for t in TOOLS],
-        )
-        result = await Runner.run(agent, question, max_turns=_MAX_TURNS)
-        return str(result.final_output)
+        return await _answer(question, local_tools=False)
 
 
-async def client_for(target: str, namespace: str) -> Client:
-    """A client whose plugin sets the integration's data converter and, on the workers, the
-    model activity served by the fake provider."""
+@workflow.defn(name=WORKFLOW)
+class BenchOpenAiAgentsLocalToolsWorkflow:
+    """Tools as local activities."""
+
+    @workflow.run
+    async def run(self, question: str) -> str:
+        return await _answer(question, local_tools=True)
+
+
+RUN = BenchOpenAiAgentsWorkflow.run
+
+
+async def client_for(target: str, namespace: str, model_url: str) -> Client:
+    """A client whose plugin sets the integration's data converter and, on its workers, the
+    model activity: the SDK's chat-completions model at `model_url`, run as a local activity."""
     # No OpenAI key, nowhere to send traces: the SDK would warn about each run.
     os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
     set_tracing_disabled(True)
+    provider = OpenAIProvider(base_url=model_url, api_key="bench", use_responses=False)
     plugin = OpenAIAgentsPlugin(
-        model_params=ModelActivityParameters(start_to_close_timeout=_ACTIVITY_TIMEOUT),
-        model_provider=IdealModelProvider(),
+        model_params=ModelActivityParameters(
+            start_to_close_timeout=_TIMEOUT, use_local_activity=True
+        ),
+        model_provider=provider,
     )
     return await Client.connect(target, namespace=namespace, plugins=[plugin])
 
 
-def worker(client: Client, task_queue: str, *, sandboxed: bool) -> Worker:
-    return Worker(
-        client,
-        task_queue=task_queue,
-        workflows=[BenchOpenAiAgentsWorkflow],
-        activities=TOOLS,
-        workflow_runner=fakes.workflow_runner(sandboxed),
-    )
+def workers(client: Client, task_queue: str, *, local_tools: bool) -> list[Worker]:
+    """One worker: the workflow of the tool form, the tools (activities either way: a
+    local activity runs on the worker that schedules it) and, from the plugin, the model
+    activity."""
+    flow = BenchOpenAiAgentsLocalToolsWorkflow if local_tools else BenchOpenAiAgentsWorkflow
+    return [
+        Worker(
+            client,
+            task_queue=task_queue,
+            workflows=[flow],
+            activities=TOOLS,
+            workflow_runner=UnsandboxedWorkflowRunner(),
+            debug_mode=True,
+        )
+    ]

@@ -1,10 +1,13 @@
-"""What `bench.peers` counts and prints: per run the end-to-end time, per cell the history
-of one run (events, activity tasks, workflow tasks, local activities), and the tables,
-each peer as a ratio of agentkeel measured in the same invocation."""
+"""What `bench.peers` counts and prints.
+
+Per run the end-to-end time; per cell (speed, row, shape, variant) the runs of every
+invocation, one run's history (events, activity tasks, workflow tasks, local activities)
+and its model requests; then the tables, each variant beside agentkeel's best measured in
+the same invocation, with the spread of the invocations' medians.
+"""
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -16,8 +19,7 @@ from temporalio.client import WorkflowHandle
 AGENTKEEL = "agentkeel"
 FRAMEWORKS = ("pydantic-ai", "openai-agents")
 BARE = "bare"
-PEERS = (*FRAMEWORKS, BARE)
-SYSTEMS = (AGENTKEEL, *PEERS)
+SYSTEMS = (AGENTKEEL, *FRAMEWORKS, BARE)
 
 
 @dataclass(frozen=True)
@@ -30,9 +32,6 @@ class HistoryStats:
     workflow_tasks: int
     """Workflow tasks completed: each a round trip of the workflow to its worker."""
     local_activities: int
-    model_stages: int
-    """Activities on a queue that are not tool calls: the model turns the run waited for
-    (agentkeel's route carries the plan made beside it: one stage for two calls)."""
 
 
 async def history_stats(handle: WorkflowHandle[Any, Any]) -> HistoryStats:
@@ -44,113 +43,130 @@ async def history_stats(handle: WorkflowHandle[Any, Any]) -> HistoryStats:
         if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
         and e.marker_recorded_event_attributes.marker_name == "core_local_activity"
     )
-    scheduled = [
-        e.activity_task_scheduled_event_attributes.activity_type.name
-        for e in events
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-    ]
     return HistoryStats(
         events=len(events),
-        activity_tasks=len(scheduled),
+        activity_tasks=kinds.count(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED),
         workflow_tasks=kinds.count(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED),
         local_activities=local,
-        model_stages=sum(1 for name in scheduled if _is_model_call(name)),
     )
-
-
-_MODEL_ACTIVITIES = frozenset({"route", "plan", "join", "respond", "bench_peer_bare_plan"})
-
-
-def _is_model_call(activity_type: str) -> bool:
-    """agentkeel's policy steps and bare's, Pydantic AI's `<agent>__model_request` and the
-    OpenAI Agents integration's `invoke_model_activity`."""
-    return activity_type in _MODEL_ACTIVITIES or "model" in activity_type
 
 
 @dataclass
 class Cell:
-    """One system (and sandbox mode) on one shape at one model time."""
+    """One variant on one shape, row and speed: its runs, by invocation."""
 
-    e2e_ms: list[float] = field(default_factory=list)
+    runs: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
     history: HistoryStats | None = None
+    model_requests: int | None = None
+    first_tool_ms: list[float] = field(default_factory=list)
+
+    def add(self, invocation: int, e2e_ms: float) -> None:
+        self.runs[invocation].append(e2e_ms)
 
     @property
     def median(self) -> float:
-        return statistics.median(self.e2e_ms)
+        return statistics.median([ms for runs in self.runs.values() for ms in runs])
 
     @property
-    def p90(self) -> float:
-        """Nearest-rank 90th percentile (the largest sample below ten runs)."""
-        ordered = sorted(self.e2e_ms)
-        return ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)]
+    def spread(self) -> tuple[float, float]:
+        """The lowest and the highest of the invocations' medians."""
+        medians = [statistics.median(runs) for runs in self.runs.values() if runs]
+        return min(medians), max(medians)
 
 
-Key = tuple[int, str, str]
-"""(model ms per call, shape name, variant label)."""
+Key = tuple[str, str, str, str]
+"""(speed, row, shape, variant label)."""
 
 
 @dataclass
 class Results:
     cells: dict[Key, Cell] = field(default_factory=lambda: defaultdict(Cell))
 
-    def cell(self, model_ms: int, shape: str, label: str) -> Cell:
-        return self.cells[(model_ms, shape, label)]
+    def cell(self, speed: str, row: str, shape: str, label: str) -> Cell:
+        return self.cells[(speed, row, shape, label)]
+
+    def best(self, speed: str, row: str, shape: str, system: str, labels: list[str]) -> str:
+        """The label of `system`'s fastest variant in this cell (its best configuration)."""
+        own = [label for label in labels if system_of(label) == system]
+        return min(own, key=lambda label: self.cell(speed, row, shape, label).median)
 
 
-def label_of(system: str, sandboxed: bool | None) -> str:
-    """`None`: agentkeel, on its own worker configuration."""
-    return f"{system} sandboxed" if sandboxed else system
+def system_of(label: str) -> str:
+    """`agentkeel (queue tools)` -> `agentkeel`."""
+    return label.split(" (")[0]
 
 
-def print_table(results: Results, model_ms: int, shapes: dict[str, int], labels: list[str]) -> None:
-    """`shapes`: each shape's name and tool steps."""
+def print_table(
+    results: Results, speed: str, row: str, shapes: list[str], labels: list[str]
+) -> None:
     head = (
-        f"{'shape':<9}{'system':<25}{'median':>8}{'p90':>8}{'x agentkeel':>12}"
-        f"{'events':>8}{'act tasks':>10}{'model stages':>13}{'wf tasks':>9}{'local':>6}"
+        f"{'shape':<9}{'variant':<34}{'median':>8}{'spread':>15}{'x agentkeel':>12}"
+        f"{'model req':>10}{'events':>7}{'acts':>5}{'wf tasks':>9}{'local':>6}{'1st tool':>9}"
     )
-    print(f"\nmodel time {model_ms} ms per model call: end-to-end ms, and one run's history")
+    print(
+        f"\n{speed} model, {row} rows: end-to-end ms (median of all runs; spread = lowest and "
+        "highest invocation median), one run's history"
+    )
     print(head)
     print("-" * len(head))
     for shape in shapes:
-        base = results.cell(model_ms, shape, AGENTKEEL).median
+        base = results.cell(speed, row, shape, results.best(speed, row, shape, AGENTKEEL, labels))
         for label in labels:
-            cell = results.cell(model_ms, shape, label)
+            cell = results.cell(speed, row, shape, label)
+            low, high = cell.spread
             h = cell.history
             counts = (
-                f"{h.events:>8}{h.activity_tasks:>10}{h.model_stages:>13}"
-                f"{h.workflow_tasks:>9}{h.local_activities:>6}"
+                f"{h.events:>7}{h.activity_tasks:>5}{h.workflow_tasks:>9}{h.local_activities:>6}"
                 if h
-                else ""
+                else f"{'':>27}"
             )
+            first = f"{statistics.median(cell.first_tool_ms):>9.0f}" if cell.first_tool_ms else ""
             print(
-                f"{shape:<9}{label:<25}{cell.median:>8.1f}{cell.p90:>8.1f}"
-                f"{cell.median / base:>12.2f}{counts}"
+                f"{shape:<9}{label:<34}{cell.median:>8.0f}{f'{low:.0f}-{high:.0f}':>15}"
+                f"{cell.median / base.median:>12.2f}{cell.model_requests or 0:>10}{counts}{first}"
             )
 
 
-def print_verdict(results: Results, model_times: list[int], shapes: list[str]) -> None:
-    """Per cell, the faster unsandboxed agent framework, and bare Temporal, as ratios of
-    agentkeel (> 1: agentkeel is faster)."""
-    print("\npeer / agentkeel, unsandboxed median e2e (> 1.00: agentkeel is faster)")
-    print(f"{'model ms':<10}{'':<16}" + "".join(f"{s:>22}" for s in shapes))
-    for model_ms in model_times:
-        best_row, bare_row = f"{model_ms:<10}{'best framework':<16}", f"{'':<10}{'bare':<16}"
-        for shape in shapes:
-            base = results.cell(model_ms, shape, AGENTKEEL).median
-            best = min(FRAMEWORKS, key=lambda p: results.cell(model_ms, shape, p).median)
-            ratio = results.cell(model_ms, shape, best).median / base
-            best_row += f"{f'{ratio:.2f} ({best})':>22}"
-            bare_row += f"{results.cell(model_ms, shape, BARE).median / base:>22.2f}"
-        print(best_row)
-        print(bare_row)
+def print_verdict(
+    results: Results, speeds: list[str], rows: list[str], shapes: list[str], labels: list[str]
+) -> None:
+    """Per cell, the fastest peer at its best as a ratio of agentkeel at its best."""
+    print("\nbest peer / agentkeel at its best, median e2e (> 1.00: agentkeel is faster)")
+    print(f"{'speed':<9}{'row':<6}" + "".join(f"{s:>24}" for s in shapes))
+    for speed in speeds:
+        for row in rows:
+            line = f"{speed:<9}{row:<6}"
+            for shape in shapes:
+                ours = results.cell(
+                    speed, row, shape, results.best(speed, row, shape, AGENTKEEL, labels)
+                )
+                peers = [results.best(speed, row, shape, p, labels) for p in (*FRAMEWORKS, BARE)]
+                fastest = min(
+                    peers, key=lambda label: results.cell(speed, row, shape, label).median
+                )
+                ratio = results.cell(speed, row, shape, fastest).median / ours.median
+                line += f"{f'{ratio:.2f} ({system_of(fastest)})':>24}"
+            print(line)
 
 
-def summary(results: Results, model_times: list[int], shapes: list[str]) -> dict[str, Any]:
-    """The last line's object: model time, then shape, then system: unsandboxed median ms."""
+def summary(
+    results: Results, speeds: list[str], shapes: list[str], labels: list[str], row: str = "warm"
+) -> dict[str, Any]:
+    """The last line's object: speed, then shape, then system: the warm median end to end
+    in ms of each system at its best configuration."""
     return {
-        str(m): {
-            s: {system: round(results.cell(m, s, system).median, 1) for system in SYSTEMS}
-            for s in shapes
+        speed: {
+            shape: {
+                system: round(
+                    results.cell(
+                        speed, row, shape, results.best(speed, row, shape, system, labels)
+                    ).median,
+                    1,
+                )
+                for system in SYSTEMS
+                if any(system_of(label) == system for label in labels)
+            }
+            for shape in shapes
         }
-        for m in model_times
+        for speed in speeds
     }

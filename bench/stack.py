@@ -141,7 +141,12 @@ async def bench_stack(
             inference_worker(
                 env.client,
                 settings.inference_task_queue,
-                InferenceActivities(policy, redis=streams, forecast=forecast),
+                InferenceActivities(
+                    policy,
+                    redis=streams,
+                    forecast=forecast,
+                    stream_plans=settings.plan_stream == "on",
+                ),
                 max_concurrent=INFERENCE_CONCURRENCY,
             ),
         ):

@@ -38,6 +38,12 @@ class ToolCall:
     def function(self) -> dict[str, str]:
         return {"name": self.name, "arguments": json.dumps(self.arguments)}
 
+    def decoded(self) -> str:
+        """What a model decodes for this call: the JSON object every open model's tool-call
+        template writes (Hermes and Qwen `{"name": .., "arguments": ..}`, Llama 3's and
+        Mistral's alike), without the special tokens around it."""
+        return json.dumps({"name": self.name, "arguments": self.arguments})
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -55,7 +61,7 @@ class Reply:
 
     def spoken(self) -> str:
         """Everything the model decodes, for counting its tokens."""
-        calls = "".join(c.name + json.dumps(c.arguments) for c in self.tool_calls)
+        calls = "".join(c.decoded() for c in self.tool_calls)
         return (self.text or "") + calls
 
     def deltas(self, tokens: list[str]) -> Iterator[dict[str, Any]]:
@@ -68,10 +74,17 @@ class Reply:
             name_tokens = split_tokens(call.name)
             header = {"index": index, "id": call.call_id, "type": "function"}
             yield {"tool_calls": [{**header, "function": {"name": call.name, "arguments": ""}}]}
+            sent = 1
             for _ in name_tokens[1:]:
                 yield {"tool_calls": [{"index": index, "function": {"arguments": ""}}]}
+                sent += 1
             for token in split_tokens(json.dumps(call.arguments)):
                 yield {"tool_calls": [{"index": index, "function": {"arguments": token}}]}
+                sent += 1
+            # The rest of the call's JSON (`{"name": "`, `", "arguments": `, `}`): decoded,
+            # so timed, though the API carries none of it.
+            for _ in range(count_tokens(call.decoded()) - sent):
+                yield {"tool_calls": [{"index": index, "function": {"arguments": ""}}]}
 
 
 def choice_logprobs(tokens: list[str], reply: Reply, top_n: int) -> list[dict[str, Any]]:

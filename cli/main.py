@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from temporalio.service import RPCError
 
 from agentkeel.cli.ask import ask
+from agentkeel.cli.migrate import run_migrate
 from agentkeel.cli.operate import OPERATOR_COMMANDS, run_operator
 from agentkeel.cli.options import InvalidActor
 from agentkeel.cli.parser import build_parser
@@ -28,36 +29,46 @@ from agentkeel.cli.stack.demo import run_demo
 from agentkeel.cli.stack.supervisor import (
     StackError,
     describe,
-    read_endpoints,
     run_foreground,
     start_detached,
     stop_detached,
 )
+from agentkeel.cli.target import profile_environ, resolve_target, say_target
 from agentkeel.client.agent_client import connect_client
 from agentkeel.client.approvals import ApprovalRefused, decide_approval
 from agentkeel.client.status_line import StatusLine, stack_starting
 from agentkeel.client.watches import format_waiting, waiting_runs
 from agentkeel.schemas import errors
 from agentkeel.schemas.approvals import ApprovalDecision
+from agentkeel.settings.connections import announce_connections
 from agentkeel.settings.domain_assembly import check_domain, serve_domain
 from agentkeel.settings.event_loop import run as run_loop
 from agentkeel.settings.logging import configure_logging
+from agentkeel.settings.metrics import forward_core_logs
 from agentkeel.settings.model import ENV_PREFIX, Settings, SettingsError, StartupError
 from agentkeel.settings.tracing import configure_tracing, flush_tracing
 
 
-def with_running_stack(settings: Settings) -> Settings:
-    """Point a client at the stack `up` started from this state directory, if there is one."""
-    endpoints = read_endpoints(settings)
-    if endpoints is None:
-        return settings
-    return settings.model_copy(
-        update={
-            "temporal_address": endpoints.temporal_address,
-            "redis_url": settings.redis_url or endpoints.redis_url,
-            "database_url": settings.database_url or endpoints.database_url,
-        }
-    )
+def _target(
+    settings: Settings, args: argparse.Namespace, *, stack: bool = True, now: bool = False
+) -> Settings:
+    """The settings of the Temporal this command acts on (`cli.target`), said on stderr
+    when the command connects to it (`now`: at once): a command that refuses its input
+    before connecting says that in one line."""
+    target = resolve_target(settings, args, profile_environ(args, os.environ), stack=stack)
+    said = False
+
+    def say(_: Settings) -> None:
+        nonlocal said
+        if not said:
+            said = True
+            say_target(args.command, target)
+
+    if now:
+        say(settings)
+    else:
+        announce_connections(say)
+    return target.settings
 
 
 async def _approve(settings: Settings, args: argparse.Namespace) -> int:
@@ -78,6 +89,9 @@ async def _approve(settings: Settings, args: argparse.Namespace) -> int:
     except RPCError as exc:
         print(f"agentkeel approve: {args.workflow_id}: {exc.message}", file=sys.stderr)
         return 1
+    if args.json:
+        print(answer.model_dump_json(indent=2))
+        return 0
     verdict = "approved" if answer.approved else "rejected"
     what = f"approval {answer.approval_id}: {answer.tool} {answer.call_id}"
     print(f"{what} {verdict} by {answer.approver}")
@@ -116,6 +130,9 @@ def _up(settings: Settings, args: argparse.Namespace) -> int:
         return run_foreground(settings)
     with StatusLine("starting the local stack") as line:
         endpoints = start_detached(settings, on_wait=stack_starting(line))
+    if args.json:
+        print(endpoints.to_json())
+        return 0
     print(f"agentkeel stack is up in the background\n{describe(endpoints)}")
     print("stop it with: agentkeel down")
     return 0
@@ -123,6 +140,9 @@ def _up(settings: Settings, args: argparse.Namespace) -> int:
 
 def _down(settings: Settings, args: argparse.Namespace) -> int:
     stopped = stop_detached(settings)
+    if args.json:
+        print(json.dumps({"stopped": stopped}))
+        return 0
     print("agentkeel stack stopped" if stopped else "no agentkeel stack was running")
     return 0
 
@@ -134,15 +154,19 @@ def _client(command: ClientCommand, *, on_running_stack: bool = True) -> Runner:
     """A command that talks to Temporal as a client, on the running local stack if any."""
 
     def run(settings: Settings, args: argparse.Namespace) -> int:
-        target = with_running_stack(settings) if on_running_stack else settings
+        target = _target(settings, args, stack=on_running_stack)
         return _exit_skipping_teardown(run_loop(command(target, args), settings.event_loop))
 
     return run
 
 
 def _operator(settings: Settings, args: argparse.Namespace) -> int:
-    target = settings if args.command == "status" else with_running_stack(settings)
+    target = settings if args.command == "status" else _target(settings, args)
     return _exit_skipping_teardown(run_loop(run_operator(target, args), settings.event_loop))
+
+
+def _migrate(settings: Settings, args: argparse.Namespace) -> int:
+    return _exit_skipping_teardown(run_loop(run_migrate(settings, args), settings.event_loop))
 
 
 def _demo(settings: Settings, args: argparse.Namespace) -> int:
@@ -154,13 +178,12 @@ def _program(module: str, *, on_running_stack: bool) -> Command:
     streams), with the running local stack's addresses in its environment if asked."""
 
     def run(settings: Settings, args: argparse.Namespace) -> int:
-        env = dict(os.environ)
-        if on_running_stack:
-            target = with_running_stack(settings)
-            for field in ("temporal_address", "redis_url", "database_url"):
-                value = getattr(target, field)
-                if value is not None:
-                    env[ENV_PREFIX + field.upper()] = str(value)
+        env = profile_environ(args, os.environ)
+        target = _target(settings, args, stack=on_running_stack, now=True)
+        for field in ("temporal_address", "temporal_namespace", "redis_url", "database_url"):
+            value = getattr(target, field)
+            if value is not None and value != getattr(settings, field):
+                env[ENV_PREFIX + field.upper()] = str(value)
         argv = [sys.executable, "-m", module, *getattr(args, "program_args", [])]
         sys.stdout.flush()
         sys.stderr.flush()
@@ -198,6 +221,7 @@ COMMANDS: dict[str, Command] = {
     "init": Command(None, domain="none", traced=False, offline=_init),
     "up": Command(_up, traced=False),
     "down": Command(_down, domain="none"),
+    "migrate": Command(_migrate, domain="check", traced=False),
     "demo": Command(_demo, domain="check", traced=False),
     "ask": Command(_client(ask), domain="check"),
     "approve": Command(_client(_approve)),
@@ -218,9 +242,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return command.offline(args)
     assert command.run is not None
     try:
-        settings = Settings.from_env()
+        settings = Settings.from_env(profile_environ(args, os.environ))
         if not command.hands_over:
             configure_logging(settings.log_level, settings.log_format)
+            forward_core_logs()  # before any client: Temporal Core's lines join these logs
         if command.domain == "serve":
             serve_domain(settings)
         elif command.domain == "check":

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -30,6 +32,7 @@ def add_operator_parsers(sub: Any) -> None:
     trace.add_argument("workflow_id")
     trace.add_argument("--run-id", help="that run of the workflow id (default: the latest)")
     trace.add_argument("--width", type=int, default=60, help="columns of the time axis")
+    trace.add_argument("--json", action="store_true", help="print the spans as JSON")
     logs = sub.add_parser("logs", help="the local stack's logs (all, or one process's)")
     logs.add_argument("name", nargs="?", help="a process: temporal, worker-cpu, gateway, ...")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
@@ -100,7 +103,11 @@ async def _trace(settings: Settings, args: argparse.Namespace) -> int:
     except RPCError as exc:
         print(f"agentkeel trace: {args.workflow_id}: {exc.message}", file=sys.stderr)
         return 1
-    print(format_waterfall(run_waterfall(history), width=args.width))
+    waterfall = run_waterfall(history)
+    if args.json:
+        print(json.dumps(dataclasses.asdict(waterfall), indent=2))
+        return 0
+    print(format_waterfall(waterfall, width=args.width))
     return 0
 
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+from typing import Any
 
+from agentkeel.cli.migrate import add_migrate_parser
 from agentkeel.cli.operate import add_operator_parsers
 from agentkeel.cli.options import add_actor_options
 from agentkeel.cli.schedule import add_schedule_parser
+from agentkeel.cli.target import add_target_options
 
 DESCRIPTION = "run the local stack, ask questions, run workers. Settings: AGENTKEEL_* env vars."
 
@@ -20,7 +23,9 @@ def build_parser() -> argparse.ArgumentParser:
         "up", help="start Temporal, Postgres, Redis, the domain's stand-ins and workers"
     )
     up.add_argument("--detach", action="store_true", help="run in the background")
-    sub.add_parser("down", help="stop a stack started with `up --detach` or `demo`")
+    up.add_argument("--json", action="store_true", help="with --detach: print the endpoints JSON")
+    down = sub.add_parser("down", help="stop a stack started with `up --detach` or `demo`")
+    down.add_argument("--json", action="store_true", help="print JSON")
     ask = sub.add_parser("ask", help="run one question through AgentWorkflow")
     ask.add_argument("question")
     ask.add_argument("--json", action="store_true", help="print the result JSON")
@@ -61,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="the approval decided (required): the run's pending approval_id, which "
         "`agentkeel approve WORKFLOW_ID --as NAME` alone names",
     )
+    approve.add_argument("--json", action="store_true", help="print the decision JSON")
+    add_migrate_parser(sub)
     add_operator_parsers(sub)
     add_schedule_parser(sub)
     sub.add_parser("demo", help="start the stack and run sample questions")
@@ -71,7 +78,46 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--dir", default=".", help="where to create it (default: here)")
     worker = sub.add_parser("worker", help="run one worker process")
     worker.add_argument("program_args", choices=["cpu", "inference"], metavar="kind", nargs=1)
+    for name, command in sub.choices.items():
+        _add_common_options(command, connects=name not in WITHOUT_TARGET)
     return parser
+
+
+WITHOUT_TARGET = frozenset({"init", "up", "down", "demo", "status", "logs", "migrate"})
+"""Commands without `--address`, `--namespace`, `--profile`: they reach no Temporal, or the
+local stack's own (`up` and `demo` start it, `status` and `logs` describe it)."""
+
+
+class _Output(argparse.Action):
+    """`-o json` / `-o text`: the same as `--json` (or its absence)."""
+
+    def __call__(
+        self, parser: Any, namespace: argparse.Namespace, values: Any, _: Any = None
+    ) -> None:
+        namespace.json = values == "json"
+
+
+def _add_common_options(parser: argparse.ArgumentParser, *, connects: bool) -> None:
+    """On `parser` and its own subcommands (`schedule list`, ...): the Temporal options
+    (`cli.target`), and `-o {text,json}` beside each `--json` (every command that prints
+    has one)."""
+    children = [
+        choice
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for choice in action.choices.values()
+    ]
+    for child in children:
+        _add_common_options(child, connects=connects)
+    if children:
+        return  # the options go after the subcommand's own name
+    if connects:
+        add_target_options(parser)
+    if "--json" in parser._option_string_actions:
+        parser.add_argument(
+            "-o", "--output", choices=("text", "json"), action=_Output, dest="json",
+            help="text (the default) or json, as --json",
+        )  # fmt: skip
 
 
 def _version() -> str:

@@ -42,6 +42,7 @@ def add_schedule_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     add.add_argument("--tenant", default="default")
     add_actor_options(add)
     add.add_argument("--paused", action="store_true", help="create it paused")
+    add.add_argument("--json", action="store_true", help="print JSON")
     add.add_argument(
         "--allow-effects",
         action="store_true",
@@ -56,6 +57,8 @@ def add_schedule_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     unpause.add_argument("schedule_id", metavar="ID")
     delete = actions.add_parser("delete", help="delete the schedule (its runs finish)")
     delete.add_argument("schedule_id", metavar="ID")
+    for done in (pause, unpause, delete):
+        done.add_argument("--json", action="store_true", help="print JSON")
 
 
 async def run_schedule(settings: Settings, args: argparse.Namespace) -> int:
@@ -73,13 +76,13 @@ async def run_schedule(settings: Settings, args: argparse.Namespace) -> int:
                 print(format_schedules(schedules))
         elif args.action == "pause":
             await pause_schedule(temporal, args.schedule_id, args.note)
-            print(f"schedule {args.schedule_id} paused")
+            _done(args, "paused")
         elif args.action == "unpause":
             await unpause_schedule(temporal, args.schedule_id)
-            print(f"schedule {args.schedule_id} unpaused")
+            _done(args, "unpaused")
         else:
             await delete_schedule(temporal, args.schedule_id)
-            print(f"schedule {args.schedule_id} deleted")
+            _done(args, "deleted")
     except ScheduleError as exc:
         print(f"agentkeel schedule {args.action}: {exc}", file=sys.stderr)
         return 2
@@ -110,4 +113,15 @@ async def _add_schedule(settings: Settings, args: argparse.Namespace) -> None:
     )
     paused = ", paused" if args.paused else ""
     runs = f"{WORKFLOW_ID_PREFIX}{schedule_id}-<time>"
+    if args.json:
+        created = {"schedule_id": schedule_id, "when": timing.describe(), "paused": args.paused}
+        print(json.dumps({**created, "workflow_id_prefix": f"{WORKFLOW_ID_PREFIX}{schedule_id}-"}))
+        return
     print(f"schedule {schedule_id}: {timing.describe()}{paused} (runs are {runs})")
+
+
+def _done(args: argparse.Namespace, what: str) -> None:
+    if args.json:
+        print(json.dumps({"schedule_id": args.schedule_id, "state": what}))
+    else:
+        print(f"schedule {args.schedule_id} {what}")

@@ -99,8 +99,12 @@ class AgentClient:
         )
 
     @classmethod
-    async def connect(cls, settings: Settings, *, redis_url: str | None = None) -> AgentClient:
-        """A client for `settings`, connected to its Temporal."""
+    async def connect(
+        cls, settings: Settings | None = None, *, redis_url: str | None = None
+    ) -> AgentClient:
+        """A client for `settings` (default: the `AGENTKEEL_*` environment's,
+        `Settings.from_env()`), connected to its Temporal."""
+        settings = settings or Settings.from_env()
         temporal = await connect_client(settings)
         return cls.from_settings(temporal, settings, redis_url=redis_url)
 

@@ -44,7 +44,7 @@ async def decide_approval(
     refused = progress.refuse_decision(decision.approval_id)
     if refused is not None:
         error_type, message = refused
-        if error_type == errors.APPROVAL_NOT_PENDING and progress.awaiting is None:
+        if error_type == errors.NO_APPROVAL_PENDING:
             raise NothingAwaiting(error_type, f"{workflow_id}: {message}")
         raise ApprovalRefused(error_type, f"{workflow_id}: {message}")
     try:

@@ -4,7 +4,8 @@ A thin door onto `AgentWorkflow` through `AgentClient` (so it has the cache fast
 coalescing): it holds no run state, and a restarted gateway loses nothing (its quotas live
 in Redis, `quotas.py`). Browsers are refused before any route (`origin.py`). The contract
 is in `schemas/gateway.py` and `GET /openapi.json`. This module assembles the app: its
-parts, lifespan, error answers and guards; the routes are `gateway.routes`'.
+parts, lifespan, error answers (`problems.py`, RFC 9457), OpenAPI document (`openapi.py`)
+and guards; the routes are `gateway.routes`'.
 """
 
 from __future__ import annotations
@@ -14,17 +15,18 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import structlog
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
-from temporalio.service import RPCError
+from fastapi import FastAPI
 
 from agentkeel.client.agent_client import AgentClient
 from agentkeel.gateway.audit import AuditReader
 from agentkeel.gateway.body_limit import BodyLimit
-from agentkeel.gateway.keys import ApiKeys, Refused
+from agentkeel.gateway.keys import ApiKeys
 from agentkeel.gateway.mcp.http import mount_mcp
+from agentkeel.gateway.metrics import serve_metrics
+from agentkeel.gateway.openapi import operation_id, serve_openapi
 from agentkeel.gateway.origin import BrowserGuard
-from agentkeel.gateway.quotas import OverQuota, QuotaLimits, Quotas
+from agentkeel.gateway.problems import answer_problems
+from agentkeel.gateway.quotas import QuotaLimits, Quotas
 from agentkeel.gateway.routes.approvals import router as approval_routes
 from agentkeel.gateway.routes.audit import router as audit_routes
 from agentkeel.gateway.routes.dependencies import GatewayParts, watches
@@ -37,6 +39,11 @@ __all__ = ["MAX_BODY_BYTES", "allowed_hosts", "create_app", "watches"]
 
 MAX_BODY_BYTES = 64 * 1024
 """A request is a question of at most 4000 characters and a few fields."""
+OPENAPI_TAGS = [
+    {"name": "runs", "description": "Start a run, read it, follow its events, cancel it."},
+    {"name": "approvals", "description": "Decide on the side effect a run waits for."},
+    {"name": "audit", "description": "Side effects, refusals and decisions (the ledger)."},
+]
 log = structlog.get_logger(__name__)
 
 
@@ -72,14 +79,21 @@ def create_app(client: AgentClient, keys: ApiKeys, settings: Settings | None = N
         version="1",
         summary="Start, follow, cancel and approve AgentWorkflow runs over HTTP.",
         lifespan=lifespan,
+        docs_url=None,  # Swagger UI from the installed package instead (gateway/openapi.py)
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
+        generate_unique_id_function=operation_id,
+        openapi_tags=OPENAPI_TAGS,
     )
 
     app.state.keys = keys
     app.state.gateway = parts
     # agentkeel's own tools for MCP clients, at `/mcp`, behind the same keys.
     mcp_sessions = mount_mcp(app, client, keys, max_wait_s=parts.max_wait_s, quotas=parts.quotas)
-    _answer_problems(app)
+    answer_problems(app)
+    serve_openapi(app)
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
+    serve_metrics(app)  # outside the body limit: its 413s are counted too
     # Added last, so it runs first: nothing a web page sent reaches a route or a body limit.
     app.add_middleware(BrowserGuard, keyed=keys.configured, hosts=allowed_hosts(settings))
 
@@ -87,8 +101,9 @@ def create_app(client: AgentClient, keys: ApiKeys, settings: Settings | None = N
     async def healthz() -> dict[str, bool]:
         return {"ok": True}
 
-    for routes in (run_routes, approval_routes, audit_routes):  # the OpenAPI document's order
-        app.include_router(routes)
+    routers = ((run_routes, "runs"), (approval_routes, "approvals"), (audit_routes, "audit"))
+    for routes, tag in routers:  # the OpenAPI document's order
+        app.include_router(routes, tags=[tag])
     return app
 
 
@@ -108,23 +123,3 @@ def _parts(client: AgentClient, settings: Settings) -> GatewayParts:
         quotas=quotas,
         max_wait_s=float(settings.gateway_max_wait_s),
     )
-
-
-def _answer_problems(app: FastAPI) -> None:
-    """How a refusal, a full quota and an unreachable Temporal answer, whatever the route."""
-
-    @app.exception_handler(Refused)
-    async def _refused(_: Request, exc: Refused) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-        return JSONResponse({"detail": exc.detail}, status_code=exc.status, headers=headers)
-
-    @app.exception_handler(OverQuota)
-    async def _over_quota(_: Request, exc: OverQuota) -> JSONResponse:
-        retry_after = {"Retry-After": str(exc.problem.retry_after_s)}
-        return JSONResponse(
-            exc.problem.model_dump(mode="json"), status_code=429, headers=retry_after
-        )
-
-    @app.exception_handler(RPCError)
-    async def _temporal_down(_: Request, exc: RPCError) -> JSONResponse:
-        return JSONResponse({"detail": f"Temporal: {exc.message}"}, status_code=503)

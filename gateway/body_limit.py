@@ -5,6 +5,8 @@ from __future__ import annotations
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agentkeel.gateway.problems import problem_bytes
+
 
 class BodyLimit:
     """Answers `413` for a body over `max_bytes`: at once when its `Content-Length` says so,
@@ -39,7 +41,7 @@ class BodyLimit:
 
 
 async def _too_large(send: Send, detail: str) -> None:
-    body = ('{"detail": "' + detail + '"}').encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    body, media_type = problem_bytes(413, detail)
+    headers = [(b"content-type", media_type), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": 413, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -74,12 +74,14 @@ class ApiKeyFile(BaseModel):
 
 
 class Refused(Exception):
-    """The caller may not do this: `status` is the HTTP status to answer with."""
+    """The caller may not do this: `status` is the HTTP status to answer with, `kind` the
+    problem type (`schemas.gateway.PROBLEM_TYPES`; by default the status's)."""
 
-    def __init__(self, status: int, detail: str) -> None:
+    def __init__(self, status: int, detail: str, kind: str | None = None) -> None:
         super().__init__(detail)
         self.status = status
         self.detail = detail
+        self.kind = kind
 
 
 @dataclass(frozen=True)

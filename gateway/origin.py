@@ -19,11 +19,12 @@ holding one of its own may call from its origin.
 from __future__ import annotations
 
 import ipaddress
-import json
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from agentkeel.gateway.problems import problem_bytes
 
 JSON_MEDIA_TYPE = "application/json"
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -120,7 +121,7 @@ def _hostname(host_header: str) -> str:
 
 
 async def _problem(send: Send, status: int, detail: str) -> None:
-    body = json.dumps({"detail": detail}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    body, media_type = problem_bytes(status, detail, "browser-refused" if status == 403 else None)
+    headers = [(b"content-type", media_type), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

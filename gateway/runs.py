@@ -31,7 +31,7 @@ PROGRESS_TIMEOUT_S = 2.0
 
 
 def not_found(workflow_id: str) -> Refused:
-    return Refused(404, f"no run {workflow_id!r}")
+    return Refused(404, f"no run {workflow_id!r}", "run-not-found")
 
 
 class Runs:

@@ -66,15 +66,6 @@ APPROVAL_DECLINED: Final = "ApprovalDeclined"
 """An approver rejected the side effect; it was not made."""
 APPROVAL_TIMED_OUT: Final = "ApprovalTimedOut"
 """Nobody decided within the approval timeout; the side effect was declined."""
-APPROVAL_ID_REQUIRED: Final = "ApprovalIdRequired"
-"""An approval decision that names no approval (`approval_id`): it could land on a request
-its approver never saw."""
-APPROVAL_NOT_PENDING: Final = "ApprovalNotPending"
-"""A decision for an approval that is not the one the run waits for (another is, or none)."""
-APPROVAL_ALREADY_DECIDED: Final = "ApprovalAlreadyDecided"
-"""A decision for an approval that was decided already (or ran out of time)."""
-UNKNOWN_APPROVAL: Final = "UnknownApproval"
-"""A decision for an approval id the run never asked."""
 WATCH_TIMED_OUT: Final = "WatchTimedOut"
 """A repeated step's `until` never held before its `timeout_s`: the step ends `timed_out`."""
 CANCELLED: Final = "Cancelled"
@@ -95,6 +86,23 @@ MCP_INVALID_RESULT: Final = "McpInvalidResult"
 MCP_UNAVAILABLE: Final = "McpUnavailable"
 """An MCP server could not be reached or its connection broke during the call: retried by
 the tool's policy, on a fresh connection (a stdio server restarted, an HTTP session re-made)."""
+
+# Updates the workflow refuses (the `approve` update's validator: never in history), each a
+# non-retryable `ApplicationError` of its type: sending the same decision again cannot help.
+NO_APPROVAL_PENDING: Final = "NoApprovalPending"
+"""The run waits for no approval now."""
+APPROVAL_ALREADY_DECIDED: Final = "ApprovalAlreadyDecided"
+"""The approval the decision names has its decision already (or ran out of time, or its
+wait was cancelled)."""
+APPROVAL_NOT_PENDING: Final = "ApprovalNotPending"
+"""The decision names an `approval_id` other than the pending one."""
+APPROVAL_ID_REQUIRED: Final = "ApprovalIdRequired"
+"""The decision names no approval (`approval_id`): it could land on a request its approver
+never saw."""
+UNKNOWN_APPROVAL: Final = "UnknownApproval"
+"""The decision names an approval id the run never asked."""
+APPROVER_NOT_ALLOWED: Final = "ApproverNotAllowed"
+"""The approver may not decide: the requester itself, or a role that does not approve."""
 
 DECISIONS_THAT_STAND: Final = (APPROVAL_DECLINED, APPROVAL_TIMED_OUT, NOT_AUTHORIZED)
 """Step failures a replan must not try to get around: the run finishes with them."""

@@ -8,6 +8,7 @@ stream) when asked. Event names of `GET /v1/runs/{id}/events` are `RunEventType`
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -74,10 +75,108 @@ class GatewayApproval(BaseModel):
     (or the keyless loopback gateway) names someone else."""
 
 
-class Problem(BaseModel):
-    """Body of every 4xx/5xx answer other than FastAPI's own 422."""
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+"""The media type of every error answer (RFC 9457)."""
 
+PROBLEM_TYPES: dict[str, tuple[str, str]] = {
+    "bad-request": (
+        "Bad request",
+        "A parameter is out of its range.",
+    ),
+    "unauthenticated": (
+        "No valid API key",
+        "Send `Authorization: Bearer <key>` with a key the gateway knows.",
+    ),
+    "forbidden": (
+        "Not allowed",
+        "The API key may not do this: another tenant, actor or role.",
+    ),
+    "browser-refused": (
+        "Refused a web page's request",
+        "A gateway without API keys answers no web page but its own.",
+    ),
+    "not-found": (
+        "Not found",
+        "No route serves this path.",
+    ),
+    "run-not-found": (
+        "No such run",
+        "No run of this id, or none the API key may see.",
+    ),
+    "method-not-allowed": (
+        "Method not allowed",
+        "The path is served, not with this method (see `Allow`).",
+    ),
+    "conflict": (
+        "Conflicts with the run's state",
+        "The run cannot do this now (nothing awaits a decision, or it refused it).",
+    ),
+    "run-ended": (
+        "The run has ended",
+        "The run is no longer running.",
+    ),
+    "body-too-large": (
+        "Request body too large",
+        "A request body is at most 64 KiB.",
+    ),
+    "unsupported-media-type": (
+        "Unsupported media type",
+        "A request body must be application/json.",
+    ),
+    "misdirected-request": (
+        "Not served for this host",
+        "A gateway without API keys answers loopback names only.",
+    ),
+    "invalid-request": (
+        "Invalid request",
+        "The request does not match its schema; `errors` lists where.",
+    ),
+    "quota-full": (
+        "Quota full",
+        "A quota of runs, watches or streams is full; try again after `Retry-After`.",
+    ),
+    "temporal-unavailable": (
+        "Temporal is unavailable",
+        "The gateway cannot reach the Temporal service.",
+    ),
+    "unavailable": (
+        "Unavailable",
+        "A service the gateway needs is unavailable.",
+    ),
+    "internal-error": (
+        "Internal error",
+        "The gateway failed; its log says why.",
+    ),
+}
+"""Each error's stable `type` name (the URI is `/problems/<name>`): its title and meaning."""
+
+
+def problem_type(name: str) -> str:
+    """The `type` URI of the problem `name` (a key of `PROBLEM_TYPES`)."""
+    return f"/problems/{name}"
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details: the body of every 4xx and 5xx answer
+    (`application/problem+json`)."""
+
+    type: str
+    """The kind of error, stable (`/problems/<name>`, relative to the gateway, which serves
+    a description there): what a client branches on."""
+    title: str
+    """The kind's summary; the same for every occurrence."""
+    status: int
+    """The HTTP status of this answer."""
     detail: str
+    """What went wrong this time, for a person."""
+    instance: str | None = None
+
+
+class ValidationProblem(Problem):
+    """Body of a `422`: the request does not match its schema."""
+
+    errors: list[dict[str, Any]]
+    """Each mismatch: `loc` (where, e.g. `["body", "question"]`), `msg`, `type`."""
 
 
 class QuotaKind(StrEnum):
@@ -100,6 +199,10 @@ class QuotaScope(StrEnum):
 
 class QuotaProblem(Problem):
     """Body of a `429`: a quota is full. Sent with `Retry-After` (seconds)."""
+
+    type: str = problem_type("quota-full")
+    title: str = PROBLEM_TYPES["quota-full"][0]
+    status: int = 429
 
     quota: QuotaKind
     scope: QuotaScope

@@ -48,6 +48,10 @@ class RouteInput(ModelCallInput):
     plan_ahead: bool = True
     """The run may take a plan made beside the router (`RouteResult.planned`): false for
     a run with a deadline, whose tier is chosen before it plans."""
+    stream_steps: bool = False
+    """Signal the run each read its planners write as soon as it is written (a plan made
+    beside the router, a draft plan), so it starts before the plan is whole
+    (`workflows.plan_stream`); false where the run would not take them."""
 
 
 class RouteResult(BaseModel):
@@ -75,6 +79,9 @@ class PlanInput(ModelCallInput):
     previous_steps: list[StepOutcome] = Field(default_factory=list)
     plan_error: StepError | None = None
     """Why the previous plan was rejected, so the planner can correct it."""
+    stream_steps: bool = False
+    """Signal the run each read the planner writes as soon as it is written
+    (`workflows.plan_stream`); false where the run would not take them."""
 
 
 class PlanResult(BaseModel):

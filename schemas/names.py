@@ -22,6 +22,9 @@ SLOT_WAIT_SIGNAL: Final = "slot_wait"
 """A tool call waits for (or got) a slot of its downstream: the run shows it."""
 TOOL_PROGRESS_SIGNAL: Final = "tool_progress"
 """A tool call reports how far it is (an MCP progress notification): the step shows it."""
+PLAN_STEP_SIGNAL: Final = "plan_step"
+"""The planner has written a complete step that is a read with its inputs ready: the run
+may start it before the plan is whole (`workflows.plan_stream`)."""
 
 # Activities of the CPU worker (besides the tools).
 LOOKUP_CACHE: Final = "lookup_cache"

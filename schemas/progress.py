@@ -50,12 +50,11 @@ class RunProgress(BaseModel):
         message), or None when it is the approval the run waits for. The message says what
         to send instead."""
         pending = self.awaiting
+        if approval_id is None and pending is None:
+            return errors.NO_APPROVAL_PENDING, "this run is not waiting for an approval"
         if approval_id is None:
-            now = (
-                f"approval {pending.approval_id} ({pending.tool} {pending.call_id}) is pending"
-                if pending is not None
-                else "none is pending"
-            )
+            assert pending is not None
+            now = f"approval {pending.approval_id} ({pending.tool} {pending.call_id}) is pending"
             return errors.APPROVAL_ID_REQUIRED, (
                 "a decision must name the approval it decides: send approval_id, the "
                 f"approval_id of the run's progress.awaiting ({now})"
@@ -80,9 +79,9 @@ class RunProgress(BaseModel):
         asked = pending.approval_id if pending is not None else len(self.approvals)
         if approval_id < 1 or approval_id > asked:
             return errors.UNKNOWN_APPROVAL, f"this run never asked for approval {approval_id}"
-        now = (
-            f"approval {pending.approval_id} ({pending.tool} {pending.call_id}) is"
-            if pending is not None
-            else "this run waits for no approval"
-        )
+        if pending is None:
+            return errors.NO_APPROVAL_PENDING, (
+                f"approval {approval_id} is not pending: this run waits for no approval"
+            )
+        now = f"approval {pending.approval_id} ({pending.tool} {pending.call_id}) is"
         return errors.APPROVAL_NOT_PENDING, f"approval {approval_id} is not pending; {now}"

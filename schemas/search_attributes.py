@@ -20,7 +20,15 @@ AGENT_WAITING = SearchAttributeKey.for_bool("AgentWaiting")
 otherwise."""
 AGENT_TENANT = SearchAttributeKey.for_keyword("AgentTenant")
 """The request's tenant, from the run's first workflow task: `AgentTenant = "acme"`."""
-ALL_KEYS = (AGENT_INTENT, AGENT_TIER, AGENT_CACHE, AGENT_AWAITING, AGENT_WAITING, AGENT_TENANT)
+AGENT_QUESTION = SearchAttributeKey.for_text("AgentQuestion")
+"""The request's question, its first `QUESTION_SHOWN` characters, from the run's first
+workflow task: a column of the Web UI's run list (docs/operations.md), and searchable by
+its words (`AgentQuestion = "refund"`)."""
+QUESTION_SHOWN = 200
+ALL_KEYS = (
+    AGENT_INTENT, AGENT_TIER, AGENT_CACHE, AGENT_AWAITING, AGENT_WAITING, AGENT_TENANT,
+    AGENT_QUESTION,
+)  # fmt: skip
 
 TEMPORAL_SCHEDULED_BY_ID = SearchAttributeKey.for_keyword("TemporalScheduledById")
 """Set by Temporal on every run a Schedule starts (not one of ours: never registered)."""

@@ -25,10 +25,23 @@ Reading = dict[str, list[str | int]]
 
 
 class PredictedCall(BaseModel):
-    """One read the router's reading predicts the plan will make."""
+    """One read the router's reading predicts the plan will make, or a planner has
+    written before its plan is whole."""
 
     tool: str
     args: dict[str, Any] = Field(default_factory=dict)
+    step: str | None = Field(default=None, max_length=8)
+    """The plan step that makes it (`s3`), for a call a planner streamed."""
+    after: list[str] = Field(default_factory=list, max_length=MAX_SPECULATIVE_CALLS)
+    """Streamed steps it waits for: those its `$` references read (and its `after`). Its
+    arguments are resolved against their results once they return."""
+
+
+class PlanSteps(BaseModel):
+    """The `plan_step` signal: reads a planner has written, in the order it wrote them,
+    before its plan is whole (`workflows.plan_stream`)."""
+
+    calls: list[PredictedCall] = Field(min_length=1, max_length=MAX_SPECULATIVE_CALLS)
 
 
 class SpeculationOutcome(StrEnum):
@@ -67,14 +80,17 @@ class SpeculationReport(BaseModel):
         return len(self.calls) - self.hits
 
 
+def may_run_ahead(spec: ToolSpec) -> bool:
+    """A tool safe to run before the plan that makes the call is whole and checked: a
+    cached, idempotent read run as an activity, never a side effect. The test for a step
+    a planner has written but not finished (`workflows.plan_stream`)."""
+    return spec.idempotent and spec.cache_ttl is not None and not spec.runs_in_workflow
+
+
 def may_speculate(spec: ToolSpec) -> bool:
-    """A tool safe to run before any plan asked for it: a cached read, never an effect."""
-    return (
-        spec.idempotent
-        and spec.cache_ttl is not None
-        and not spec.runs_in_workflow
-        and spec.speculate_arg is not None
-    )
+    """A tool safe to run before any plan asked for it: a cached read, never an effect,
+    named by one argument a reading of the request can fill."""
+    return may_run_ahead(spec) and spec.speculate_arg is not None
 
 
 def predicted_calls(

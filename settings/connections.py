@@ -7,7 +7,7 @@ Nothing here imports LangGraph, policies or activities, so the client side can u
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
@@ -24,6 +24,15 @@ from temporalio.service import RPCError
 
 from agentkeel.settings.model import Settings, StartupError
 
+_announce: Callable[[Settings], None] | None = None
+
+
+def announce_connections(callback: Callable[[Settings], None] | None) -> None:
+    """Have `callback(settings)` told before each Temporal connection this process makes
+    (the command line says then which Temporal it acts on, and why); None: stop."""
+    global _announce
+    _announce = callback
+
 
 async def connect_temporal(settings: Settings, plugins: Sequence[Plugin]) -> Client:
     """A Temporal client, or a `StartupError` that says where Temporal was expected.
@@ -31,6 +40,9 @@ async def connect_temporal(settings: Settings, plugins: Sequence[Plugin]) -> Cli
     TLS, an API key and gRPC metadata come from the Temporal client profile the settings
     were read with (`settings.temporal_profile`), as the Temporal CLI takes them."""
     from agentkeel.settings.tracing import tracing_plugins
+
+    if _announce is not None:
+        _announce(settings)
 
     try:
         return await Client.connect(

@@ -1,5 +1,6 @@
 """The settings that give a run a head start: speculative reads from the run's first moment,
-fast reads as local activities, and planning beside the router.
+fast reads as local activities, planning beside the router, and reads started as the
+planner writes them.
 
 A base of `settings.model.Settings` (each field is `AGENTKEEL_<FIELD>`), kept apart because
 each trades a little work that may be wasted for a run that ends sooner; with what the
@@ -36,6 +37,11 @@ class HeadStartSettings(BaseModel):
     """When the planner starts beside the router instead of after it (one model stage
     less for an unsure route): `auto`, for a tenant whose recent routes were mostly
     unsure (above `AGENTKEEL_PLAN_AHEAD_ABOVE`); `always`; `off`."""
+    plan_stream: OnOff = "on"
+    """`on`: the inference worker signals a run each step its planner writes that is a
+    cached, idempotent read needing no other step's output, as soon as the step is
+    written, and the run starts it before the plan is whole (side effects still wait for
+    the whole plan and its checks); `off`: every step waits for the whole plan."""
     plan_ahead_above: Fraction = 0.5
     """The share of a tenant's last 20 routes that were unsure above which `auto` plans
     ahead."""

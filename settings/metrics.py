@@ -7,7 +7,16 @@ and the policies, so there is one scrape target per worker and no second HTTP se
 
 from __future__ import annotations
 
-from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+import logging
+
+from temporalio.runtime import (
+    LogForwardingConfig,
+    LoggingConfig,
+    PrometheusConfig,
+    Runtime,
+    TelemetryConfig,
+    TelemetryFilter,
+)
 
 from agentkeel.schemas import metrics
 from agentkeel.settings.model import (
@@ -19,6 +28,8 @@ from agentkeel.settings.model import (
 )
 
 DEFAULT_ADDRESSES = {"cpu": "127.0.0.1:9464", "inference": "127.0.0.1:9465"}
+CORE_LOGGER = "temporalio.core"
+"""The Python logger Temporal Core's own (Rust) log lines are forwarded to."""
 OFF = "off"
 
 
@@ -39,12 +50,13 @@ def metrics_runtime(address: str) -> Runtime:
     try:
         runtime = Runtime(
             telemetry=TelemetryConfig(
+                logging=core_logging(),
                 metrics=PrometheusConfig(
                     bind_address=address,
                     counters_total_suffix=True,
                     durations_as_seconds=True,
                     histogram_bucket_overrides={metrics.LAYER_DURATION: metrics.LAYER_BUCKETS_S},
-                )
+                ),
             )
         )
     except Exception as exc:  # the core reports a taken port as a plain error
@@ -54,6 +66,24 @@ def metrics_runtime(address: str) -> Runtime:
         ) from None
     Runtime.set_default(runtime, error_if_already_set=False)
     return runtime
+
+
+def core_logging(level: str = "WARN") -> LoggingConfig:
+    """Temporal Core's log lines at `level` and above, forwarded to the `temporalio.core`
+    Python logger: they join the process's own log stream (JSON where it is JSON,
+    `settings.logging`) instead of Core's ANSI-coloured text on stderr."""
+    return LoggingConfig(
+        filter=TelemetryFilter(core_level=level, other_level="ERROR"),
+        forwarding=LogForwardingConfig(logger=logging.getLogger(CORE_LOGGER)),
+    )
+
+
+def forward_core_logs(level: str = "WARN") -> None:
+    """Make the process's default Temporal runtime one that forwards Core's logs (before
+    any client is made: clients take the default runtime as they connect). agentkeel's own
+    processes call it; a service embedding `AgentClient` keeps its runtime as it is."""
+    runtime = Runtime(telemetry=TelemetryConfig(logging=core_logging(level)))
+    Runtime.set_default(runtime, error_if_already_set=False)
 
 
 def stack_metrics_addresses(settings: Settings) -> dict[str, str | None]:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from agentkeel.settings.errors import SettingsError, StartupError
 from agentkeel.settings.logging import configure_logging
+from agentkeel.settings.metrics import forward_core_logs
 from agentkeel.settings.model import Settings
 
 
@@ -20,6 +21,7 @@ def run_program(name: str, serve: Callable[[Settings], None]) -> int:
     try:
         settings = Settings.from_env()
         configure_logging(settings.log_level, settings.log_format)
+        forward_core_logs()  # before any client: Temporal Core's lines join these logs
         serve(settings)
     except (SettingsError, StartupError) as exc:
         print(f"agentkeel {name}: {exc}", file=sys.stderr)

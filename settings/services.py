@@ -78,6 +78,12 @@ class ServiceSettings(BaseModel):
             **profile.connect_options(),
         }
 
+    @property
+    def temporal_from_profile(self) -> bool:
+        """Whether the address is the Temporal client profile's (agentkeel's own variable
+        unset)."""
+        return self._temporal_named
+
     def temporal_is_named(self) -> bool:
         """Whether Temporal is a server of the operator's, named by the Temporal profile
         (`TEMPORAL_ADDRESS`, a profile file) or reached with TLS or an API key: `agentkeel

@@ -6,14 +6,21 @@ to the CPU worker and the inference worker in Temporal headers; the graph's node
 and model activities and the cache lookups add spans and attributes of their own; asyncpg,
 Redis and HTTP calls appear as child spans through the maintained instrumentations.
 
-With no exporter configured (neither `OTEL_EXPORTER_OTLP_ENDPOINT`,
-`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` nor `OTEL_TRACES_EXPORTER`), or with
-`OTEL_SDK_DISABLED=true`, nothing is set up: no plugin, no provider, no cost.
+A provider is installed, and libraries instrumented, only in agentkeel's own processes
+(`configure_tracing`: the workers and the CLI's commands, the gateway among them), and only
+when an exporter is configured (`OTEL_EXPORTER_OTLP_ENDPOINT`,
+`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_TRACES_EXPORTER`, and not
+`OTEL_SDK_DISABLED=true`). A service that embeds `AgentClient` keeps its own provider: the
+client's spans go to whichever provider the host set, so a run's trace continues the host's
+request, and nothing of the host's (its Redis, asyncpg or httpx) is instrumented by agentkeel.
+The instrumentations are the `tracing` extra; without it a process traces its own spans only.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+from typing import Any
 
 import structlog
 from opentelemetry import trace
@@ -73,23 +80,25 @@ def configure_tracing(service_name: str, *, processor: SpanProcessor | None = No
 
 
 def tracing_plugins() -> list[SimplePlugin]:
-    """The Temporal plugin that carries and records spans, when tracing is configured (by
-    this process's entry point, or here, for a service embedding `AgentClient` with the
-    `OTEL_*` variables set)."""
-    if not _configured and tracing_requested():
-        configure_tracing(os.environ.get("OTEL_SERVICE_NAME") or "agentkeel-client")
-    return [OpenTelemetryPlugin(add_temporal_spans=True)] if _configured else []
+    """The Temporal plugin that carries and records spans: when this process's entry point
+    configured tracing, or when the host service set a tracer provider of its own (then its
+    client calls join the host's traces; nothing is installed)."""
+    if _configured or host_has_provider():
+        return [OpenTelemetryPlugin(add_temporal_spans=True)]
+    return []
+
+
+def host_has_provider() -> bool:
+    """Whether a real tracer provider is set globally (not the API's proxy or no-op one)."""
+    provider = trace.get_tracer_provider()
+    return not isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
 
 
 def stop_tracing() -> None:
     """Stop tracing new clients and library calls (the provider stays: OpenTelemetry allows
     one per process). For tests that trace one scenario."""
     global _configured
-    from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
-    from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
-    from opentelemetry.instrumentation.redis import RedisInstrumentor
-
-    for instrumentor in (AsyncPGInstrumentor(), RedisInstrumentor(), HTTPXClientInstrumentor()):
+    for instrumentor in _instrumentors():
         if instrumentor.is_instrumented_by_opentelemetry:
             instrumentor.uninstrument()
     _configured = False
@@ -128,11 +137,29 @@ def _exporter() -> SpanExporter:
     return OTLPSpanExporter()  # endpoint, headers and timeout from OTEL_EXPORTER_OTLP_*
 
 
-def _instrument_libraries() -> None:
-    from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
-    from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
-    from opentelemetry.instrumentation.redis import RedisInstrumentor
+def _instrumentors() -> list[Any]:
+    """The instrumentations of the `tracing` extra that are installed."""
+    found: list[Any] = []
+    for module, name in _INSTRUMENTATIONS:
+        try:
+            found.append(getattr(importlib.import_module(module), name)())
+        except ImportError:
+            continue
+    return found
 
-    for instrumentor in (AsyncPGInstrumentor(), RedisInstrumentor(), HTTPXClientInstrumentor()):
+
+_INSTRUMENTATIONS = (
+    ("opentelemetry.instrumentation.asyncpg", "AsyncPGInstrumentor"),
+    ("opentelemetry.instrumentation.redis", "RedisInstrumentor"),
+    ("opentelemetry.instrumentation.httpx", "HTTPXClientInstrumentor"),
+)
+
+
+def _instrument_libraries() -> None:
+    # Process-wide patches, so only ever called in agentkeel's own processes.
+    instrumentors = _instrumentors()
+    if len(instrumentors) < len(_INSTRUMENTATIONS):
+        log.info("tracing_libraries", note="agentkeel[tracing] adds asyncpg, Redis, httpx spans")
+    for instrumentor in instrumentors:
         if not instrumentor.is_instrumented_by_opentelemetry:
             instrumentor.instrument()

@@ -196,6 +196,7 @@ def _local_policy_activities(
             outputs=OutputStore(pool),
             speculate_calls=speculative_calls(settings),
             forecast=unsure_forecast(settings),
+            stream_plans=settings.plan_stream == "on",
         )
     return LocalPolicyActivities(served, tools_here=settings.local_tools == "on").all()
 

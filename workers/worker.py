@@ -237,6 +237,7 @@ async def _inference_worker(settings: Settings, readiness: Readiness) -> None:
                 outputs=resources.outputs,
                 speculate_calls=speculative_calls(settings),
                 forecast=unsure_forecast(settings),
+                stream_plans=settings.plan_stream == "on",
                 model_slots=ModelSlots(
                     resources.redis,
                     settings.model_concurrency,

@@ -15,6 +15,7 @@ from agentkeel.schemas.errors import describe_validation
 from agentkeel.schemas.names import (
     AGENT_WORKFLOW,
     APPROVE_UPDATE,
+    PLAN_STEP_SIGNAL,
     PROGRESS_QUERY,
     SLOT_WAIT_SIGNAL,
     TOOL_PROGRESS_SIGNAL,
@@ -23,7 +24,8 @@ from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.queues import inference_queue
 from agentkeel.schemas.request import AgentRequest, LegacyAgentRequest
 from agentkeel.schemas.result import AgentResult, CacheStatus, Timings
-from agentkeel.schemas.search_attributes import AGENT_TENANT, TEMPORAL_SCHEDULED_BY_ID
+from agentkeel.schemas.search_attributes import TEMPORAL_SCHEDULED_BY_ID
+from agentkeel.schemas.speculation import PlanSteps
 from agentkeel.schemas.tools.downstreams import SlotWait, ToolProgress
 from agentkeel.workflows.approvals import ApprovalGate
 from agentkeel.workflows.cancellation import announce_cancellation
@@ -32,9 +34,11 @@ from agentkeel.workflows.dag.run_context import RunContext
 from agentkeel.workflows.graph import AGENT_GRAPH, compiled_graph
 from agentkeel.workflows.inputs import invalid, one_input
 from agentkeel.workflows.nodes.run_record import record_cancelled_run
+from agentkeel.workflows.plan_stream import take
 from agentkeel.workflows.release import RELEASE_PATCH, since
 from agentkeel.workflows.request_checks import check_request
 from agentkeel.workflows.state import AgentState
+from agentkeel.workflows.visibility import start_attributes
 from agentkeel.workflows.waiting import WaitBoard
 
 WORKFLOW_NAME = AGENT_WORKFLOW
@@ -105,6 +109,7 @@ class AgentWorkflow:
         self._progress = RunProgress()
         self._gate = ApprovalGate(self._progress)
         self._waits = WaitBoard(self._progress)
+        self._context: RunContext | None = None
 
     @workflow.query(name=PROGRESS_QUERY)
     def progress(self) -> RunProgress:
@@ -139,6 +144,19 @@ class AgentWorkflow:
             if step.id == step_id and step.attempt == self._progress.replans:
                 step.reported = note.describe()
 
+    @workflow.signal(name=PLAN_STEP_SIGNAL)
+    def plan_step(self, *inputs: Any) -> None:
+        """One input, `PlanSteps`: reads the planner has written, which the run may start
+        before the plan is whole (`workflows.plan_stream` decides; any other shape is
+        dropped, as `slot_wait`'s)."""
+        try:
+            steps = one_input(inputs, PlanSteps, PLAN_STEP_SIGNAL)
+        except ApplicationError as exc:
+            workflow.logger.warning("%s signal dropped: %s", PLAN_STEP_SIGNAL, exc.message)
+            return
+        for call in steps.calls:
+            take(self._context, call)
+
     @workflow.update(name=APPROVE_UPDATE)
     async def approve(self, *inputs: Any) -> ApprovalAnswer:
         """One input, `ApprovalDecision`: approve or reject the side effect this run waits
@@ -161,7 +179,7 @@ class AgentWorkflow:
         check_request(request, subject_patterns=workflow.patched(RELEASE_PATCH))
         carried = parse_continuation(inputs)
         if since(TENANT_ATTRIBUTE_PATCH):
-            workflow.upsert_search_attributes([AGENT_TENANT.value_set(request.tenant)])
+            workflow.upsert_search_attributes(start_attributes(request))
         queue = workflow.info().task_queue
         state: AgentState = {
             "request": request,
@@ -181,6 +199,7 @@ class AgentWorkflow:
                 local_policy=None if since(LOCAL_POLICY_PATCH) else False,
             ),
         }
+        self._context = state["context"]
         if authority and since(EFFECT_RULES_PATCH):
             self._effect_rules(state["context"])
         if carried is not None:

@@ -14,13 +14,16 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from agentkeel.schemas import errors
 from agentkeel.schemas.actor import SYSTEM_ROLE, name_skeleton, same_person
 from agentkeel.schemas.approvals import (
     ApprovalAnswer,
     ApprovalDecision,
     ApprovalRecord,
     ApprovalRequest,
+)
+from agentkeel.schemas.errors import (
+    APPROVAL_ALREADY_DECIDED,
+    APPROVER_NOT_ALLOWED,
 )
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.search_attributes import AGENT_AWAITING
@@ -29,6 +32,12 @@ from agentkeel.sdk.serving import active_domain
 from agentkeel.workflows.metrics import observe_approval
 
 AWAITING_APPROVAL = "approval"
+
+
+def refused(error_type: str, message: str) -> ApplicationError:
+    """A decision the run cannot take: the update fails with this type, never retried (the
+    same decision would be refused again)."""
+    return ApplicationError(message, type=error_type, non_retryable=True)
 
 
 class ApprovalGate:
@@ -53,15 +62,11 @@ class ApprovalGate:
         approval_id = decision.approval_id
         if approval_id is None and not named and self._progress.awaiting is not None:
             approval_id = self._progress.awaiting.approval_id
-        refused = self._progress.refuse_decision(approval_id)
-        if refused is None and self._decision is not None:
-            refused = (
-                errors.APPROVAL_ALREADY_DECIDED,
-                f"approval {decision.approval_id} has already been decided",
-            )
-        if refused is not None:
-            error_type, message = refused
-            raise ApplicationError(message, type=error_type, non_retryable=True)
+        problem = self._progress.refuse_decision(approval_id)
+        if problem is None and self._decision is not None:
+            problem = (APPROVAL_ALREADY_DECIDED, f"approval {approval_id} has already been decided")
+        if problem is not None:
+            raise refused(*problem)
         pending = self._progress.awaiting
         assert pending is not None
         if self.identities:
@@ -69,7 +74,9 @@ class ApprovalGate:
             return
         requester = pending.actor.name
         if requester and decision.approver.casefold() == requester.casefold():
-            raise ValueError(f"{decision.approver} asked for this and may not approve it")
+            raise refused(
+                APPROVER_NOT_ALLOWED, f"{decision.approver} asked for this and may not approve it"
+            )
 
     def decide(self, decision: ApprovalDecision) -> ApprovalAnswer:
         self.check(decision, named=False)
@@ -107,7 +114,13 @@ class ApprovalGate:
             observe_approval(None)
             try:
                 await workflow.wait_condition(
-                    lambda: self._decision is not None, timeout=decide_within
+                    lambda: self._decision is not None,
+                    timeout=decide_within,
+                    # The timer's name in the Web UI's history: what it bounds.
+                    timeout_summary=(
+                        f"approval {request.approval_id} deadline: {request.tool} "
+                        f"{request.call_id} ({request.approver_role})"
+                    ),
                 )
             except TimeoutError:
                 pass
@@ -167,13 +180,18 @@ def check_approver(pending: ApprovalRequest, decision: ApprovalDecision) -> None
     if decision.by is not None:
         allowed = {SYSTEM_ROLE, *active_domain().approver_roles}
         if decision.by.role not in allowed:
-            raise ValueError(
+            raise refused(
+                APPROVER_NOT_ALLOWED,
                 f"{decision.by.describe()} may not approve: approvers are "
-                f"{', '.join(sorted(allowed))}"
+                f"{', '.join(sorted(allowed))}",
             )
         approver = decision.by.model_copy(update={"name": decision.by.name or decision.approver})
         if same_person(requester, approver):
-            raise ValueError(f"{approver.describe()} asked for this and may not approve it")
+            raise refused(
+                APPROVER_NOT_ALLOWED, f"{approver.describe()} asked for this and may not approve it"
+            )
         return
     if requester.name and name_skeleton(requester.name) == name_skeleton(decision.approver):
-        raise ValueError(f"{decision.approver} asked for this and may not approve it")
+        raise refused(
+            APPROVER_NOT_ALLOWED, f"{decision.approver} asked for this and may not approve it"
+        )

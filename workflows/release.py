@@ -28,7 +28,10 @@ __all__ = ["RELEASE_PATCH", "since"]
 
 RELEASE_PATCH = "release-2026-12"
 """Stands for: authority-v1, tenant-attribute-v1, local-policy-v1, effect-rules-v1,
-tool-tenant-v1, fan-out-children-v1, outputs-by-reference-v1, deadline-v1, speculation-v1."""
+tool-tenant-v1, fan-out-children-v1, outputs-by-reference-v1, deadline-v1, speculation-v1.
+
+Changes gated after it, each asking its own id where a run takes its branch:
+early-speculation-v1 (`workflows.speculation`), plan-stream-v1 (`workflows.plan_stream`)."""
 
 
 def since(change: str) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -33,7 +34,7 @@ from agentkeel.schemas.speculation import (
     SpeculativeCall,
     may_speculate,
 )
-from agentkeel.schemas.tools import TOOLS
+from agentkeel.schemas.tools import TOOLS, ToolSpec
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.tool_activity import execute_tool, with_tenant
 
@@ -72,14 +73,38 @@ class Speculation:
         self.saved_ms = 0.0
         self._dropped: list[_Running] = []
         self._started = 0
+        self.streamed = 0
+        """Calls taken from a planner's stream this round (`workflows.plan_stream`)."""
+        self.by_step: dict[str, tuple[str, asyncio.Task[Any]]] = {}
+        """A streamed step's id -> what it was (tool, arguments, inputs) and what gives its
+        result: its call, or (for a step that reads earlier ones) the wait for them and
+        then its call."""
+        self.waiting: list[asyncio.Task[Any]] = []
+        """The waits of streamed steps that read earlier ones (ended with the round)."""
+
+    def holds(self, tool: str, args: dict[str, Any]) -> bool:
+        """Whether the call is open here (started, not yet claimed by a step)."""
+        return _key(tool, args) in self._open
+
+    def task_of(self, tool: str, args: dict[str, Any]) -> asyncio.Task[Any] | None:
+        """The task of an open call (its result is the tool's output)."""
+        running = self._open.get(_key(tool, args))
+        return None if running is None else running.task
 
     def start(
-        self, predicted: list[PredictedCall], tool_queue: str, actor: Any, tenant: str
+        self,
+        predicted: list[PredictedCall],
+        tool_queue: str,
+        actor: Any,
+        tenant: str,
+        *,
+        allowed: Callable[[ToolSpec], bool] = may_speculate,
     ) -> int:
-        """Start the calls the catalog allows, as `actor` of `tenant`; how many started."""
+        """Start the calls the catalog allows (`allowed`), as `actor` of `tenant`; how many
+        are open (started and not yet claimed)."""
         for call in predicted[:MAX_SPECULATIVE_CALLS]:
             spec = TOOLS.get(call.tool)
-            if spec is None or not may_speculate(spec):
+            if spec is None or not allowed(spec):
                 continue  # never a side effect, whatever a reading proposes
             try:  # in the form a step's resolved arguments take, so they compare equal
                 args = spec.args_model.model_validate(call.args).model_dump(
@@ -165,8 +190,11 @@ class Speculation:
 
     async def finish(self) -> SpeculationReport:
         """Cancel what no step used (and wait for it); the report of every call."""
+        for waiting in self.waiting:
+            waiting.cancel()  # a read still waiting for its inputs never starts now
         for running in list(self._open.values()):
             self._cancel(running)
         self._open = {}
+        await asyncio.gather(*self.waiting, return_exceptions=True)
         await asyncio.gather(*(r.task for r in self._dropped), return_exceptions=True)
         return self.report

@@ -3,13 +3,36 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from temporalio import workflow
+from temporalio.common import SearchAttributeUpdate
 
+from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import CacheStatus, Timings
 from agentkeel.schemas.route import Route
-from agentkeel.schemas.search_attributes import AGENT_CACHE, AGENT_INTENT, AGENT_TIER
+from agentkeel.schemas.search_attributes import (
+    AGENT_CACHE,
+    AGENT_INTENT,
+    AGENT_QUESTION,
+    AGENT_TENANT,
+    AGENT_TIER,
+    QUESTION_SHOWN,
+)
 from agentkeel.workflows.state import AgentState
+
+QUESTION_ATTRIBUTE_PATCH = "question-attribute-v1"
+"""The run's question as the `AgentQuestion` search attribute, set with its tenant at its
+start (a change after `RELEASE_PATCH`: its own marker)."""
+
+
+def start_attributes(request: AgentRequest) -> list[SearchAttributeUpdate[Any]]:
+    """The search attributes a run sets at its start: its tenant, and (on this code) the
+    beginning of its question, so the Web UI's run list can say what each run was asked."""
+    updates: list[SearchAttributeUpdate[Any]] = [AGENT_TENANT.value_set(request.tenant)]
+    if workflow.patched(QUESTION_ATTRIBUTE_PATCH):
+        updates.append(AGENT_QUESTION.value_set(request.question[:QUESTION_SHOWN]))
+    return updates
 
 
 def stage(state: AgentState, text: str) -> None:

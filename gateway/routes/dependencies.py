@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Request
 
 from agentkeel.client.agent_client import AgentClient
 from agentkeel.gateway.audit import AuditReader
@@ -58,9 +58,11 @@ class GatewayParts:
             await self.quotas.release(lease)
 
 
-def _caller(request: Request, authorization: Annotated[str | None, Header()] = None) -> Caller:
+def _caller(request: Request) -> Caller:
+    # Read from the request, not declared as a header parameter: the OpenAPI document
+    # states the keys as its bearer security scheme (gateway/openapi.py).
     keys: ApiKeys = request.app.state.keys
-    return keys.caller(authorization)
+    return keys.caller(request.headers.get("authorization"))
 
 
 def _parts(request: Request) -> GatewayParts:

@@ -90,9 +90,17 @@ async def get_run(workflow_id: str, who: CallerDep, gw: GatewayDep) -> RunView:
 
 @router.get(
     "/v1/runs/{workflow_id}/events",
-    responses={200: {"content": {"text/event-stream": {}}}, **PROBLEMS},
+    response_class=EventSourceResponse,
+    responses={
+        200: {
+            "description": "`event:` `progress`, `token`, `reset`, then `result` or `error`; "
+            "`data:` JSON (see `RunEventType`)",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+        **PROBLEMS,
+    },
 )
-async def run_event_stream(
+async def stream_run_events(
     workflow_id: str,
     who: CallerDep,
     gw: GatewayDep,
@@ -132,6 +140,6 @@ async def cancel_run(workflow_id: str, who: CallerDep, gw: GatewayDep) -> RunVie
     status = described.status
     if status is not WorkflowExecutionStatus.RUNNING:
         ended = status.name.lower() if status else "unknown"
-        raise Refused(409, f"run {workflow_id!r} has ended ({ended})")
+        raise Refused(409, f"run {workflow_id!r} has ended ({ended})", "run-ended")
     await gw.runs.handle(workflow_id).cancel()
     return await gw.runs.view(workflow_id, described)

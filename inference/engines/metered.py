@@ -24,6 +24,10 @@ class MeteredEngine:
         self.max_in_flight = 0
         self.tokens = 0
 
+    @property
+    def streams_json(self) -> bool:
+        return bool(getattr(self.engine, "streams_json", False))
+
     async def start(self) -> None:
         await self.engine.start()
 

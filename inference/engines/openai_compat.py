@@ -73,6 +73,10 @@ log = structlog.get_logger(__name__)
 class OpenAICompatEngine:
     """`Engine` over an OpenAI-compatible chat or completions endpoint."""
 
+    streams_json = True
+    """`stream` sends the request's constraint too (`stream=True` with the structured
+    output of the mode in use): a plan streams, checked whole after its last piece."""
+
     def __init__(
         self,
         *,

@@ -42,6 +42,9 @@ __all__ = ["SpeculativeSettings", "VllmEngine", "VllmSettings"]
 class VllmEngine:
     """`Engine` over an in-process `AsyncLLM`."""
 
+    streams_json = True
+    """`stream` decodes under the request's constraint too (delta outputs): a plan streams."""
+
     def __init__(self, *, settings: VllmSettings) -> None:
         self.name = settings.served_model_name or settings.model
         self.settings = settings

@@ -8,17 +8,22 @@ engine sends the same bytes as before, head first (the prefix cache sees no chan
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from typing import Any
 
+from agentkeel.inference.engines.constraints import check_output
 from agentkeel.inference.engines.protocol import (
     ChoiceConstraint,
     Engine,
+    FinishReason,
     GenerateRequest,
     GenerateResult,
 )
 from agentkeel.inference.llm.confidence import label_confidence
-from agentkeel.inference.llm.model_events import model_event
+from agentkeel.inference.llm.model_events import model_event, model_span, record_usage
+from agentkeel.inference.llm.plan_stream import STEP_SINK, StepReader
 from agentkeel.inference.llm.prompts import system_prefix
+from agentkeel.inference.policy import TokenSink
 from agentkeel.schemas.route import Tier
 
 LABEL_LOGPROBS = 20
@@ -35,9 +40,13 @@ def request_of(prompt: str, **fields: Any) -> GenerateRequest:
 
 
 async def generate(engine: Engine, tier: Tier, request: GenerateRequest) -> GenerateResult:
-    """`engine.generate`, and on the activity's span an event with what it cost."""
+    """`engine.generate` as a GenAI span, and on the activity's span an event with what it
+    cost."""
     started = time.perf_counter()
-    result = await engine.generate(request)
+    with model_span(engine, tier) as span:
+        result = await engine.generate(request)
+        usage = result.usage
+        record_usage(span, usage.prompt_tokens, usage.completion_tokens, result.finish_reason)
     model_event(
         engine.name,
         tier,
@@ -47,6 +56,71 @@ async def generate(engine: Engine, tier: Tier, request: GenerateRequest) -> Gene
         ms=(time.perf_counter() - started) * 1000,
     )
     return result
+
+
+async def stream(
+    engine: Engine, tier: Tier, request: GenerateRequest, sink: TokenSink | None
+) -> tuple[list[str], datetime | None]:
+    """`engine.stream` as a GenAI span, each piece passed to `sink`: the pieces (one per
+    decoded token, as engines stream them) and when the first came."""
+    parts: list[str] = []
+    first_at: datetime | None = None
+    asked_at = datetime.now(UTC)
+    with model_span(engine, tier) as span:
+        async for delta in engine.stream(request):
+            if not delta.text:
+                continue
+            if first_at is None:
+                first_at = datetime.now(UTC)
+            parts.append(delta.text)
+            if sink is not None:
+                await sink(delta.text)
+        record_usage(span, None, len(parts), None)
+    model_event(
+        engine.name,
+        tier,
+        output_tokens=len(parts),
+        ttft_ms=(first_at - asked_at).total_seconds() * 1000 if first_at else None,
+    )
+    return parts, first_at
+
+
+def streams_json(engine: Engine) -> bool:
+    """Whether `engine` streams a constrained JSON document (`streams_json = True`: the
+    OpenAI-compatible and vLLM engines); an engine that does not says nothing, and its
+    plans are decoded whole, as always."""
+    return bool(getattr(engine, "streams_json", False))
+
+
+async def generate_plan(engine: Engine, tier: Tier, request: GenerateRequest) -> GenerateResult:
+    """A plan document: decoded whole, or, where the calling activity takes early reads
+    (`inference.llm.plan_stream.STEP_SINK`) and the engine can, streamed, each complete read
+    handed to the sink as soon as the model has written it. The same checked result."""
+    sink = STEP_SINK.get()
+    if sink is None or not streams_json(engine):
+        return await generate(engine, tier, request)
+    started = time.perf_counter()
+    reader = StepReader()
+    parts: list[str] = []
+    finish: FinishReason | None = None
+    with model_span(engine, tier) as span:
+        async for delta in engine.stream(request):  # checks the whole text after the last piece
+            parts.append(delta.text)
+            finish = delta.finish_reason or finish
+            for call in reader.feed(delta.text):
+                await sink(call)
+        record_usage(span, None, len(parts), finish)
+    text = "".join(parts)
+    model_event(
+        engine.name,
+        tier,
+        output_tokens=len(parts),  # one piece per decoded token, as engines stream them
+        finish_reason=finish,
+        ms=(time.perf_counter() - started) * 1000,
+    )
+    return GenerateResult(
+        text=text, finish_reason=finish, parsed=check_output(request.constraint, text, finish)
+    )
 
 
 async def choose(

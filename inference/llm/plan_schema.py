@@ -1,10 +1,12 @@
 """The JSON Schema a model's plan is decoded against: valid by construction.
 
 Built from the tool catalog, so the grammar admits only known tools, each with its own
-argument names and types. Any argument may instead be a reference to an earlier step
-(`"$s1.account_id"`), in the exact shape `schemas.plan.model.REFERENCE` accepts. What a
-grammar cannot express (that a referenced step exists, that the types line up, that the
-graph has no cycle) the scheduler's validation checks afterwards.
+argument names and types, in the compact form a model writes (`plan_document`: a step is
+`{"get_order": {"order_id": 1001}}`, its id its position). Any argument may instead be
+a reference to an earlier step (`"$s1.account_id"`), in the exact shape
+`schemas.plan.model.REFERENCE` accepts. What a grammar cannot express (that a
+referenced step exists, that the types line up, that the graph has no cycle) the
+scheduler's validation checks afterwards.
 """
 
 from __future__ import annotations
@@ -114,20 +116,20 @@ def _plan_schema(intents: tuple[str, ...]) -> dict[str, Any]:
 
 
 def step_schema(spec: ToolSpec) -> dict[str, Any]:
-    """One step calling `spec`: its arguments typed, or references, or `$item` in a for_each."""
+    """One step calling `spec`, as a model writes it (`plan_document`): the tool's name as
+    the key of its arguments (typed, or references, or `$item` in a for_each), then its
+    options; its id is its position."""
     return {
         "type": "object",
         "properties": {
-            "id": {"type": "string", "pattern": STEP_ID_PATTERN},
-            "tool": {"type": "string", "enum": [spec.name]},
-            "args": _args_schema(spec),
+            spec.name: _args_schema(spec),
             "after": {"type": "array", "items": {"type": "string", "pattern": STEP_ID_PATTERN}},
             "for_each": _REFERENCE,
             "when": _CONDITION,
             "optional": {"type": "boolean"},
             **({"repeat": _REPEAT} if spec.idempotent and not spec.runs_in_workflow else {}),
         },
-        "required": ["id", "tool", "args"],
+        "required": [spec.name],
         "additionalProperties": False,
     }
 

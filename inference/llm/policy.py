@@ -10,7 +10,6 @@ error in the prompt; the workflow's replanning loop covers what remains.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import structlog
@@ -23,8 +22,8 @@ from agentkeel.inference.engines.protocol import (
 )
 from agentkeel.inference.llm.confidence import UnmeasuredRoute
 from agentkeel.inference.llm.context import ContextBuilder
-from agentkeel.inference.llm.decoding import choose, generate, request_of
-from agentkeel.inference.llm.model_events import model_event
+from agentkeel.inference.llm.decoding import choose, generate_plan, request_of, stream
+from agentkeel.inference.llm.plan_document import PlanDocumentError, plan_fields
 from agentkeel.inference.llm.plan_schema import plan_json_schema
 from agentkeel.inference.llm.prompts import (
     JOIN_LABELS,
@@ -154,7 +153,6 @@ class LlmPolicy:
         rerouting = self.tier == Tier.HEAVY or request.route.intent not in intents()
         schema = plan_json_schema(intents() if rerouting else None)
         known = "" if rerouting else f"Intent: {request.route.intent}\n"
-        error = request.plan_error
         last_error: StepError | None = None
         for attempt in range(attempts):
             prompt = self.context.build(
@@ -162,10 +160,10 @@ class LlmPolicy:
                 f"User: {request.question}\n{known}Plan JSON:",
                 history=request.history,
                 steps=request.previous_steps,
-                plan_error=last_error or error,
+                plan_error=last_error or request.plan_error,
             )
             try:
-                result = await generate(
+                result = await generate_plan(
                     self.engine,
                     self.tier,
                     request_of(
@@ -174,11 +172,11 @@ class LlmPolicy:
                         constraint=JsonSchemaConstraint(json_schema=schema),
                     ),
                 )
-                document = dict(result.parsed)
+                document = plan_fields(result.parsed)
                 intent = document.pop("intent", None)
                 plan = _without_bad_answer(Plan.model_validate(document))
                 validate_plan(plan, TOOLS)
-            except ConstraintViolationError as exc:
+            except (ConstraintViolationError, PlanDocumentError) as exc:
                 last_error = StepError(type=INVALID_MODEL_OUTPUT, message=str(exc))
             except ValidationError as exc:
                 last_error = StepError(type=INVALID_MODEL_OUTPUT, message=_first_error(exc))
@@ -259,24 +257,8 @@ class LlmPolicy:
             history=request.history,
             steps=request.steps,
         )
-        parts: list[str] = []
-        first_at: datetime | None = None
-        asked_at = datetime.now(UTC)
         answer = request_of(prompt, max_tokens=self.answer_max_tokens, stop=ANSWER_STOPS)
-        async for delta in self.engine.stream(answer):
-            if not delta.text:
-                continue
-            if first_at is None:
-                first_at = datetime.now(UTC)
-            parts.append(delta.text)
-            if sink is not None:
-                await sink(delta.text)
-        model_event(
-            self.engine.name,
-            self.tier,
-            output_tokens=len(parts),  # one piece per decoded token, as engines stream them
-            ttft_ms=(first_at - asked_at).total_seconds() * 1000 if first_at else None,
-        )
+        parts, first_at = await stream(self.engine, self.tier, answer, sink)
         return calls.RespondResult(answer="".join(parts).strip(), first_token_at=first_at)
 
 

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from functools import cache
 
+from agentkeel.inference.llm.plan_document import model_document
 from agentkeel.schemas.tools import TOOLS
 from agentkeel.sdk.serving import active_domain
 
@@ -75,12 +76,18 @@ def system_prefix() -> str:
     listed = "\n".join(
         f"- {name}: uses {', '.join(tools_)}" for name, tools_ in intent_tools().items()
     )
-    example = f"Example plan: {json.dumps(domain.example_plan)}\n" if domain.example_plan else ""
+    example = (
+        f"Example plan: {json.dumps(model_document(domain.example_plan))}\n"
+        if domain.example_plan
+        else ""
+    )
     return (
         f"{domain.persona}\n\n"
         f"Intents:\n{listed}\n- {UNCERTAIN}: none of these, or you cannot tell\n\n"
         f"Tools (name(arguments): what it does):\n{tools}\n\n"
-        "A plan is JSON: a list of steps, each calling one tool. An argument may be a "
+        "A plan is JSON: a list of steps, each calling one tool, written as the tool's name "
+        'with its arguments: {"steps": [{"TOOL": {"ARGUMENT": VALUE}}, ...]}. The steps are s1, '
+        "s2, ... in the order written. An argument may be a "
         'reference to an earlier step\'s output, like "$s1.id". Independent '
         'steps run in parallel. A step with "when" runs only if an earlier output passes '
         'its test ({"ref": "$s1.status", "in": ["done"]} or {"ref": ..., "is": '

@@ -14,6 +14,7 @@ from datetime import timedelta
 import asyncpg
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from agentkeel.schemas import errors, names
@@ -91,12 +92,21 @@ async def test_a_large_refund_waits_for_approval_then_is_made(
         result_type=ApprovalAnswer,
     )
     assert (answer.approved, answer.approver, answer.tool) == (True, "bob", "create_refund")
-    with pytest.raises(WorkflowUpdateFailedError):  # a second decision is refused
+    with pytest.raises(WorkflowUpdateFailedError) as second:  # a second decision is refused
         await handle.execute_update(
             names.APPROVE_UPDATE, ApprovalDecision(approved=False, approver="eve", approval_id=1)
         )
+    cause = second.value.cause  # typed, and not worth retrying
+    assert isinstance(cause, ApplicationError) and cause.non_retryable
+    assert cause.type in (errors.APPROVAL_ALREADY_DECIDED, errors.NO_APPROVAL_PENDING)
 
     result = await handle.result()
+    # Every timer says what it is in the Web UI's history: here, the approval's deadline.
+    history = await handle.fetch_history()
+    timers = [e for e in history.events if e.HasField("timer_started_event_attributes")]
+    summaries = [json.loads(e.user_metadata.summary.data) for e in timers]
+    assert summaries and all(summaries), summaries
+    assert any(s.startswith("approval 1 deadline: create_refund") for s in summaries), summaries
     refund = step_of(result, "create_refund")
     assert refund.status == StepStatus.SUCCEEDED and refund.output["created"] is True
     [record] = result.approvals

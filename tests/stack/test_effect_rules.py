@@ -9,10 +9,12 @@ from typing import Any
 import asyncpg
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
 
 from agentkeel.schemas import names
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.approvals import ApprovalDecision
+from agentkeel.schemas.errors import APPROVER_NOT_ALLOWED
 from agentkeel.schemas.model_calls import (
     JoinDecision,
     JoinInput,
@@ -123,11 +125,14 @@ async def test_the_workflow_checks_who_approves(make_stack: StackFactory, db: as
         Actor(role="customer", subject=str(owner), name="pat"),  # not a role that approves
     ]
     for by in refused:
-        with pytest.raises(WorkflowUpdateFailedError):
+        with pytest.raises(WorkflowUpdateFailedError) as rejected:
             await handle.execute_update(
                 names.APPROVE_UPDATE,
                 ApprovalDecision(approved=True, approver="x", by=by, approval_id=1),
             )
+        cause = rejected.value.cause
+        assert isinstance(cause, ApplicationError), cause
+        assert (cause.type, cause.non_retryable) == (APPROVER_NOT_ALLOWED, True)
     assert await refunds_of(db, order_id) == []
     bob = Actor(role="staff", name="bob")
     await handle.execute_update(

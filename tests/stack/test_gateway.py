@@ -153,10 +153,12 @@ async def test_bad_bodies_and_unknown_runs_get_clear_errors(stack: AgentStack) -
     async with gateway(stack) as http:
         blank = await http.post("/v1/runs", json={"question": "  "})
         assert blank.status_code == 422
-        assert ["body", "question"] == blank.json()["detail"][0]["loc"]
+        assert blank.headers["content-type"] == "application/problem+json"
+        assert blank.json()["type"] == "/problems/invalid-request"
+        assert ["body", "question"] == blank.json()["errors"][0]["loc"]
         unknown_field = await http.post("/v1/runs", json={"question": "hi", "colour": "red"})
         assert unknown_field.status_code == 422
-        assert "colour" in unknown_field.json()["detail"][0]["loc"]
+        assert "colour" in unknown_field.json()["errors"][0]["loc"]
         bad_tenant = await http.post("/v1/runs", json={"question": "hi", "tenant": "a b"})
         assert bad_tenant.status_code == 422 and "tenant" in str(bad_tenant.json())
         not_json = await http.post(
@@ -186,6 +188,7 @@ async def test_bad_bodies_and_unknown_runs_get_clear_errors(stack: AgentStack) -
         for path in ("/v1/runs/no-such-run", "/v1/runs/no-such-run/events"):
             missing = await http.get(path)
             assert missing.status_code == 404 and "no-such-run" in missing.json()["detail"]
+            assert missing.json()["type"] == "/problems/run-not-found"
         assert (await http.post("/v1/runs/no-such-run/cancel")).status_code == 404
         schema = (await http.get("/openapi.json")).json()
         assert {"/v1/runs", "/v1/runs/{workflow_id}/events"} <= set(schema["paths"])

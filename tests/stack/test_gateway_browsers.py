@@ -97,7 +97,12 @@ async def test_a_run_the_gateway_cannot_read_is_not_found_for_a_key(stack: Agent
                     method, f"/v1/runs/{workflow_id}{path}", headers=bearer(STAFF_TOKEN)
                 )
                 assert answer.status_code == 404, (workflow_id, path, answer.text)
-                assert answer.json() == {"detail": f"no run {workflow_id!r}"}
+                assert answer.json() == {  # the same answer, whether or not the run exists
+                    "type": "/problems/run-not-found",
+                    "title": "No such run",
+                    "status": 404,
+                    "detail": f"no run {workflow_id!r}",
+                }
 
 
 async def awaiting(http: httpx.AsyncClient, workflow_id: str, token: str) -> dict[str, Any]:

@@ -1,15 +1,30 @@
-"""`bench.peers` runs every system for real: each makes exactly the tool calls of its shape.
+"""`bench.peers`' peers run for real against the token-timed model server, each with its
+framework's own levers: every run makes exactly the tool calls of its question, with one
+model request per level of its plan (none after the tools), and its tools where the
+variant puts them (activities on the task queue, or local activities).
 
-Speed is not asserted here (that is the benchmark's job); what is, is that the peers are
-not short-cut: a peer whose fake model skipped a tool, or called one with unresolved
-arguments, would make the benchmark's figures meaningless.
+Speed is not asserted here (that is the benchmark's job); what is, is that no peer is
+short-cut or handicapped: a peer that skipped a tool, called one with unresolved
+arguments or paid a model turn after its tools would make the benchmark's figures
+meaningless.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import uuid
+from collections import Counter
 from collections.abc import Iterator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
 
 import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
 
 pytest.importorskip("pydantic_ai", reason="the bench extra is not installed (pydantic-ai-slim)")
 pytest.importorskip("agents", reason="the bench extra is not installed (openai-agents)")
@@ -17,37 +32,98 @@ pytest.importorskip(
     "temporalio.openai_agents", reason="the bench extra is not installed (temporalio-openai-agents)"
 )
 
-from bench import peer_fakes as fakes
-from bench.dag_shapes import SHAPES
-from bench.peer_report import SYSTEMS, history_stats
-from bench.peers import peer_stack, run_once
-from bench.stack import StackConfig
+from bench import peer_bare, peer_fakes, peer_openai_agents, peer_pydantic_ai
+from bench.ideal_model import IdealShapeModel
+from bench.peer_cases import SHAPE_NAMES, Case, case_in, plan_of
+from bench.token_server import SPEEDS, serving
+from bench.token_text import Reply
+
+SYSTEMS = {
+    "openai-agents": peer_openai_agents,
+    "pydantic-ai": peer_pydantic_ai,
+    "bare": peer_bare,
+}
+LEVELS = {"chain": 4, "diamond": 3, "4-wide": 1, "8-wide": 1}
+"""A tool-calling peer's model requests per run: one per level of the plan, none after."""
+MODEL_ACTIVITY_TASKS = {"openai-agents": 0, "bare": 1}
+"""Model calls that are activities on a task queue (OpenAI Agents' are local activities;
+Pydantic AI's are one per request, `LEVELS`)."""
+
+RUN_TIMEOUT = timedelta(seconds=30)
+"""A broken peer fails its run instead of hanging the test."""
+
+
+@dataclass
+class CountingModel:
+    """The ideal model, counting the requests of each bench question."""
+
+    inner: IdealShapeModel = field(default_factory=IdealShapeModel)
+    requests: Counter[Case] = field(default_factory=Counter)
+
+    def reply(self, body: dict[str, Any]) -> Reply:
+        self.requests[case_in(json.dumps(body.get("messages", [])))] += 1
+        return self.inner.reply(body)
 
 
 @pytest.fixture
-def quick_fakes() -> Iterator[None]:
-    """Tools of 10 ms and no model time: the calls matter here, not the time."""
-    before = (fakes.KNOBS.tool_s, fakes.KNOBS.model_s)
-    fakes.KNOBS.tool_s, fakes.KNOBS.model_s = 0.01, 0.0
+def quick_tools() -> Iterator[None]:
+    """Tools of 10 ms: the calls matter here, not the time."""
+    before = peer_fakes.KNOBS.tool_s
+    peer_fakes.KNOBS.tool_s = 0.01
     yield
-    fakes.KNOBS.tool_s, fakes.KNOBS.model_s = before
+    peer_fakes.KNOBS.tool_s = before
 
 
-@pytest.mark.usefixtures("quick_fakes")
-async def test_every_system_runs_the_diamond_with_its_tool_calls(
-    admin_dsn: str, redis_url: str
-) -> None:
-    diamond = SHAPES["diamond"]
-    config = StackConfig(admin_dsn=admin_dsn, redis_url=redis_url)
-    async with peer_stack(config, sandbox_modes=[False, True]) as variants:
-        assert {v.system for v in variants} == set(SYSTEMS)
-        assert len(variants) == 7  # agentkeel, and each peer sandboxed and not
-        for variant in variants:
-            _, handle = await run_once(variant, diamond, 1)  # raises on wrong calls
-            made = fakes.TOOL_LOG.of(handle.id)
-            assert fakes.canonical(made) == fakes.expected_calls(diamond), variant.label
-            assert ("search_kb", {"query": "Widget"}) in made  # d read b's output
-            history = await history_stats(handle)
-            # Every tool call is an activity of the run: on a queue, or a local one.
-            tool_calls = history.activity_tasks + history.local_activities
-            assert tool_calls >= diamond.steps, variant.label
+async def _run_checked(client: Client, system: str, queue: str, case: Case, local: bool) -> None:
+    """One run of `case`, checked for its calls and for where its activities ran."""
+    workflow_id = f"{queue}-{case.shape}-{'named' if case.named else 'cold'}"
+    module = SYSTEMS[system]
+    handle = await client.start_workflow(
+        module.RUN, case.question, id=workflow_id, task_queue=queue, execution_timeout=RUN_TIMEOUT
+    )
+    answer = await handle.result()
+    assert isinstance(answer, str) and answer, workflow_id
+    peer_fakes.check_calls(case.question, workflow_id)  # raises on a wrong or missing call
+    history = await handle.fetch_history()
+    queued = sum(
+        e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED for e in history.events
+    )
+    model_tasks = MODEL_ACTIVITY_TASKS.get(system, LEVELS[case.shape])
+    tool_tasks = 0 if local else len(plan_of(case))
+    assert queued == model_tasks + tool_tasks, (workflow_id, queued)
+
+
+@pytest.mark.usefixtures("quick_tools")
+async def test_every_peer_runs_each_shape_at_its_best(temporal_env: WorkflowEnvironment) -> None:
+    target = temporal_env.client.service_client.config.target_host
+    model = CountingModel()
+    runs: list[tuple[str, Case, Client, str, bool]] = []
+    async with serving(model, SPEEDS["fast"]) as (url, _), AsyncExitStack() as workers:
+        for index, (system, module) in enumerate(SYSTEMS.items()):
+            client = await module.client_for(target, temporal_env.client.namespace, url)
+            forms = (False, True) if module.LOCAL_TOOLS_SUPPORTED else (False,)
+            for local in forms:
+                queue = f"peers-{system}-{'local' if local else 'queue'}-{uuid.uuid4().hex[:6]}"
+                for worker in module.workers(client, queue, local_tools=local):
+                    await workers.enter_async_context(worker)
+                n = 1 + 2 * index + local  # a question of its own per variant
+                for shape in SHAPE_NAMES:
+                    runs += [
+                        (system, Case(shape, n, named), client, queue, local)
+                        for named in (True, False)
+                    ]
+        # Every run to its end, failed or not: a worker shut down under a model call in
+        # flight would leave the HTTP client's task behind.
+        outcomes = await asyncio.gather(
+            *(
+                _run_checked(client, system, queue, case, local)
+                for system, case, client, queue, local in runs
+            ),
+            return_exceptions=True,
+        )
+    failures = [o for o in outcomes if isinstance(o, BaseException)]
+    if failures:
+        raise failures[0]
+    for system, case, *_ in runs:
+        expected = 1 if system == "bare" else LEVELS[case.shape]
+        assert model.requests[case] == expected, (system, case)

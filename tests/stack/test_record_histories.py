@@ -24,12 +24,15 @@ from agentkeel.schemas import names
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.approvals import ApprovalDecision
 from agentkeel.schemas.progress import RunProgress
+from agentkeel.schemas.search_attributes import AGENT_QUESTION
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
 from agentkeel.workflows.dag.fan_out import child_workflow_id
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
+from agentkeel.workflows.plan_stream import PLAN_STREAM_PATCH
 from agentkeel.workflows.release import RELEASE_PATCH
 from agentkeel.workflows.speculation import EARLY_SPECULATION_PATCH
+from agentkeel.workflows.visibility import QUESTION_ATTRIBUTE_PATCH
 from tests.support.agent_stack import AgentStack, StackFactory
 from tests.support.fakes import FakeScriptedPolicy
 from tests.support.history import _marked
@@ -191,6 +194,18 @@ async def test_record_early_speculation_histories(make_stack: StackFactory) -> N
         await _save(name, await handle.fetch_history(), folder=EARLY_SPECULATION_PATCH)
 
 
+@pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
+async def test_record_plan_stream_histories(make_stack: StackFactory) -> None:
+    """A run under `plan-stream-v1`: reads started as the planner wrote them, the one the
+    final plan makes adopted, the one only a rejected decode made cancelled."""
+    from tests.support.speculation import streaming_cascade
+
+    stack = await make_stack(policy=streaming_cascade())
+    handle = await stack.start("my parcel has not come, what now", options={"use_cache": False})
+    await handle.result()
+    await _save("plan_stream_adopted", await handle.fetch_history(), folder=PLAN_STREAM_PATCH)
+
+
 async def _save(name: str, history: WorkflowHistory, *, folder: str = RELEASE_PATCH) -> None:
     # A change gated after the release records into a folder of its own patch id.
     into = HISTORIES / folder
@@ -205,7 +220,8 @@ async def test_a_held_release_patch_records_what_the_previous_release_recorded(
     per-change markers the previous release's code asks for (so its workers can replay it),
     and replays on this code too; without, it records the release's one marker."""
     question = "Where is order 1001?"
-    held = await make_stack(held_patches=RELEASE_PATCH)
+    # The release's id, and the changes gated after it, held together.
+    held = await make_stack(held_patches=f"{RELEASE_PATCH},{QUESTION_ATTRIBUTE_PATCH}")
     handle = await held.start(question, options={"use_cache": False})
     await handle.result()
     history = await handle.fetch_history()
@@ -218,4 +234,9 @@ async def test_a_held_release_patch_records_what_the_previous_release_recorded(
     plain = await make_stack()
     handle = await plain.start(question, options={"use_cache": False})
     await handle.result()
-    assert _marked(await handle.fetch_history()) == [RELEASE_PATCH]
+    fresh = await handle.fetch_history()
+    assert _marked(fresh) == [RELEASE_PATCH, QUESTION_ATTRIBUTE_PATCH]
+    replayed = await replayer.replay_workflow(fresh, raise_on_replay_failure=False)
+    assert replayed.replay_failure is None, replayed.replay_failure
+    described = await handle.describe()
+    assert described.typed_search_attributes.get(AGENT_QUESTION) == question

@@ -43,6 +43,7 @@ async def test_the_cli_adds_lists_pauses_and_deletes(
     # In-process, `main` must return instead of leaving the process, and leave logging be.
     monkeypatch.setattr(agentkeel.cli.main, "_exit_skipping_teardown", lambda code: code)
     monkeypatch.setattr(agentkeel.cli.main, "configure_logging", lambda *_: None)
+    monkeypatch.setattr(agentkeel.cli.main, "forward_core_logs", lambda *_: None)
 
     async def cli(*argv: str) -> tuple[int, str, str]:
         capsys.readouterr()
@@ -102,7 +103,11 @@ async def test_the_cli_adds_lists_pauses_and_deletes(
     for argv, message in refusals.items():
         code, out, err = await cli(*argv)
         assert (code, out) == (2, ""), argv
-        assert err.count("\n") == 1 and message in err, err
+        # The refusal in one line; one that came after connecting (from Temporal) follows
+        # the line saying which Temporal the command acted on, and why.
+        *said, refusal = err.splitlines()
+        assert message in refusal and len(said) <= 1, err
+        assert all(line.endswith("(from AGENTKEEL_TEMPORAL_ADDRESS)") for line in said), err
 
 
 async def test_the_cli_process_exits_2_with_one_line(client: Client, tmp_path: Path) -> None:
@@ -116,4 +121,7 @@ async def test_the_cli_process_exits_2_with_one_line(client: Client, tmp_path: P
     out, err = await asyncio.wait_for(proc.communicate(), timeout=30)
     assert proc.returncode == 2
     assert out == b""
-    assert err.decode() == "agentkeel schedule pause: no schedule 'no-such-schedule'\n"
+    # The Temporal it acted on, and why (said as it connected); then the refusal.
+    target, refusal = err.decode().splitlines()
+    assert target.endswith("(from AGENTKEEL_TEMPORAL_ADDRESS)")
+    assert refusal == "agentkeel schedule pause: no schedule 'no-such-schedule'"

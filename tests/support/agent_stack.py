@@ -188,6 +188,7 @@ def _workers(
                 outputs=resources.outputs,
                 speculate_calls=speculative_calls(settings),
                 forecast=unsure_forecast(settings),
+                stream_plans=settings.plan_stream == "on",
             ),
             max_concurrent=inference_concurrency,
         ),

@@ -19,6 +19,7 @@ from agentkeel.inference.engines.protocol import (
     TokenLogprob,
 )
 from agentkeel.inference.llm.cascade import CascadePolicy
+from agentkeel.inference.llm.plan_document import model_document
 from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.inference.policy import TokenSink
 from agentkeel.schemas.model_calls import (
@@ -65,8 +66,9 @@ class FakeEngine:
     returns the scripted label with per-token logprobs built from `label_probs`; a JSON
     request returns the next scripted document, checked against the schema with the
     same `check_output` the real engines use (so a scripted off-schema document fails
-    like a cut generation); `stream` yields the scripted answer word by word. Every
-    prompt is recorded, and the most requests in flight at once.
+    like a cut generation; a plan scripted in the `Plan` form is written in the model's
+    compact form first, `inference.llm.plan_document`); `stream` yields the scripted
+    answer word by word. Every prompt is recorded, and the most requests in flight at once.
     """
 
     def __init__(
@@ -78,8 +80,12 @@ class FakeEngine:
         answer: str = "Here is what I found.",
         delay_s: float = 0.0,
         returns_logprobs: bool = True,
+        streams_json: bool = False,
     ) -> None:
+        """`streams_json`: say so, and `stream` a JSON request's document in pieces of a
+        few characters spread over `delay_s`, as a constrained server streams a plan."""
         self.name = name
+        self.streams_json = streams_json
         self.returns_logprobs = returns_logprobs
         self.label_probs = dict(label_probs or {})
         self.documents = list(documents)
@@ -106,17 +112,27 @@ class FakeEngine:
             if isinstance(constraint, ChoiceConstraint):
                 return self._label(request, constraint)
             if isinstance(constraint, JsonSchemaConstraint):
-                index = min(self._json_calls, len(self.documents) - 1)
-                self._json_calls += 1
-                document = self.documents[index]
-                text = document if isinstance(document, str) else json.dumps(document)
+                text = self._next_document()
                 parsed = check_output(constraint, text, "stop")
                 return GenerateResult(text=text, finish_reason="stop", parsed=parsed)
             return GenerateResult(text=self.answer, finish_reason="stop")
         finally:
             self.in_flight -= 1
 
+    def _next_document(self) -> str:
+        index = min(self._json_calls, len(self.documents) - 1)
+        self._json_calls += 1
+        document = self.documents[index]
+        if isinstance(document, Mapping) and "steps" in document:
+            # Scripted in the Plan form for readability; written as a model writes it.
+            document = model_document(document)
+        return document if isinstance(document, str) else json.dumps(document)
+
     async def stream(self, request: GenerateRequest) -> AsyncIterator[TokenDelta]:
+        if isinstance(request.constraint, JsonSchemaConstraint):
+            async for delta in self._stream_document(request, request.constraint):
+                yield delta
+            return
         self._enter(request)
         try:
             words = self.answer.split(" ")
@@ -129,6 +145,22 @@ class FakeEngine:
                 )
         finally:
             self.in_flight -= 1
+
+    async def _stream_document(
+        self, request: GenerateRequest, constraint: JsonSchemaConstraint
+    ) -> AsyncIterator[TokenDelta]:
+        self._enter(request)
+        try:
+            text = self._next_document()
+            pieces = [text[i : i + 6] for i in range(0, len(text), 6)]
+            for i, piece in enumerate(pieces):
+                if self.delay_s:
+                    await asyncio.sleep(self.delay_s / len(pieces))
+                last = i == len(pieces) - 1
+                yield TokenDelta(text=piece, finish_reason="stop" if last else None)
+        finally:
+            self.in_flight -= 1
+        check_output(constraint, text, "stop")  # as the real engines check a streamed document
 
     def _enter(self, request: GenerateRequest) -> None:
         self.prompts.append(request.system + request.prompt)  # the whole text the model reads

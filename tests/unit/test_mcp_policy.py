@@ -88,7 +88,7 @@ def test_the_servers_schema_checks_arguments_and_reaches_the_plan_schema() -> No
     for bad in ({"city": "O"}, {"city": "Oslo", "units": "kelvin"}, {"days": 2}, {"x": 1}):
         with pytest.raises(ValidationError):
             spec.args_model.model_validate(bad)
-    args = step_schema(spec)["properties"]["args"]
+    args = step_schema(spec)["properties"][spec.name]
     assert set(args["properties"]) == {"city", "days", "units"} and args["required"] == ["city"]
     assert spec.description == "The forecast tool."
 

@@ -13,8 +13,9 @@ from openai import AsyncOpenAI
 from agentkeel.inference.engines.openai_output import logprobs_of
 from agentkeel.inference.llm.confidence import label_confidence
 from agentkeel.inference.llm.plan_schema import plan_json_schema
-from bench.fakes import stand_in_result
 from bench.ideal_model import IdealShapeModel
+from bench.peer_cases import result_of
+from bench.peer_fakes import ANSWER
 from bench.token_server import Speed, serving
 from bench.token_text import split_tokens
 
@@ -36,7 +37,8 @@ async def test_tool_rounds_resolve_references_and_the_answer_tool_rides_the_last
         model: Any = AsyncOpenAI(
             base_url=url, api_key="bench", max_retries=0
         )  # loosely typed calls
-        messages: list[dict[str, Any]] = [{"role": "user", "content": "bench diamond #1"}]
+        question = "bench diamond #1 of aa: order 70008"
+        messages: list[dict[str, Any]] = [{"role": "user", "content": question}]
         rounds = []
         while True:
             reply = await model.chat.completions.create(
@@ -48,19 +50,15 @@ async def test_tool_rounds_resolve_references_and_the_answer_tool_rides_the_last
                 break
             messages.append({"role": "assistant", "tool_calls": [c.model_dump() for c in calls]})
             for c in calls:
-                result = stand_in_result(c.function.name, json.loads(c.function.arguments))
-                content = json.dumps(result.model_dump(mode="json"))
+                content = json.dumps(result_of(c.function.name, json.loads(c.function.arguments)))
                 messages.append({"role": "tool", "tool_call_id": c.id, "content": content})
     assert rounds == [
-        [("get_order", {"order_id": 1001})],
+        [("get_order", {"order_id": 70008})],
         [
-            ("check_inventory", {"sku": "SKU-00001"}),
-            ("track_shipment", {"tracking_number": "TRK0000001001"}),
+            ("check_inventory", {"sku": "SKU-70008"}),
+            ("track_shipment", {"tracking_number": "TRK0000070008"}),
         ],
-        [
-            ("search_kb", {"query": "Widget"}),
-            ("final_result", {"response": "Here is what the tools found."}),
-        ],
+        [("search_kb", {"query": "Widget SKU-70008"}), ("final_result", {"response": ANSWER})],
     ]
     assert server.log.requests == 3
 
@@ -103,7 +101,7 @@ async def test_a_route_reports_its_certainty_and_a_plan_fits_agentkeels_schema()
         choice = {"type": "string", "enum": LABELS}
         routed = await model.chat.completions.create(
             model="ideal",
-            messages=[{"role": "user", "content": "User: bench chain #2\nIntent:"}],
+            messages=[{"role": "user", "content": "User: bench chain #2 of aa\nIntent:"}],
             response_format={
                 "type": "json_schema",
                 "json_schema": {"name": "output", "schema": choice, "strict": True},
@@ -113,7 +111,9 @@ async def test_a_route_reports_its_certainty_and_a_plan_fits_agentkeels_schema()
         )
         planned = await model.chat.completions.create(
             model="ideal",
-            messages=[{"role": "user", "content": "User: bench diamond #2\nPlan JSON:"}],
+            messages=[
+                {"role": "user", "content": "User: bench diamond #2 of aa: order 70016\nPlan JSON:"}
+            ],
             response_format={
                 "type": "json_schema",
                 "json_schema": {"name": "output", "schema": schema, "strict": True},
@@ -125,10 +125,11 @@ async def test_a_route_reports_its_certainty_and_a_plan_fits_agentkeels_schema()
     document = json.loads(planned.choices[0].message.content or "")
     jsonschema.validate(document, schema)
     assert list(document) == ["intent", "rationale", "steps", "answer"]
-    assert [s["tool"] for s in document["steps"]] == [
+    # Each step as a model writes it: its tool as the key of its arguments, its id its place.
+    assert [next(iter(s)) for s in document["steps"]] == [
         "get_order",
         "check_inventory",
         "track_shipment",
         "search_kb",
     ]
-    assert document["steps"][1]["args"] == {"sku": "$s1.items.0.sku"}
+    assert document["steps"][1] == {"check_inventory": {"sku": "$s1.items.0.sku"}}

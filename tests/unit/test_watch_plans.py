@@ -100,10 +100,7 @@ async def test_a_question_about_now_plans_no_watch() -> None:
 
 def test_the_llm_plan_schema_lets_reads_repeat_and_nothing_else() -> None:
     schema = plan_json_schema()
-    steps = {
-        s["properties"]["tool"]["enum"][0]: s
-        for s in schema["properties"]["steps"]["items"]["anyOf"]
-    }
+    steps = {s["required"][0]: s for s in schema["properties"]["steps"]["items"]["anyOf"]}
     assert "repeat" in steps["get_order"]["properties"]
     assert "repeat" not in steps["create_refund"]["properties"]
     assert "repeat" not in steps["wait"]["properties"]

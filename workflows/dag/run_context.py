@@ -55,6 +55,9 @@ class RunContext:
     `LOCAL_POLICY_PATCH` (every step on the inference queue, as it was recorded)."""
     speculation: Speculation | None = None
     """Reads started while the heavy model planned this round (`workflows.speculation`)."""
+    planning: bool = False
+    """A planning activity of this run is writing a plan that takes early reads now
+    (`workflows.plan_stream`): `plan_step` signals are taken only while this holds."""
     deadline: Deadline | None = None
     """The request's deadline and the trades made for it (`workflows.deadline`)."""
     concurrency: int | None = None

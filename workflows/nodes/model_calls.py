@@ -35,6 +35,7 @@ from agentkeel.schemas.tools.catalog import requested_side_effects
 from agentkeel.workflows import timeouts
 from agentkeel.workflows.nodes.ahead import before_planning, refused
 from agentkeel.workflows.nodes.templated import templated_answer
+from agentkeel.workflows.plan_stream import PlanWindow, wanted
 from agentkeel.workflows.state import AgentState
 from agentkeel.workflows.visibility import add_timing, elapsed_ms, publish_route, stage
 
@@ -114,17 +115,17 @@ def _allow_effects_of(state: AgentState, route: Route) -> None:
 async def route(state: AgentState) -> dict[str, Any]:
     stage(state, "routing")
     started = workflow.now()
-    routed: RouteResult = await _call_model(
-        state,
-        names.ROUTE,
-        RouteInput(
-            **_asked(state),
-            plan_ahead=state["request"].options.deadline_ms is None,
-        ),
-        RouteResult,
-        timeouts.ROUTE_TIMEOUT,
-        summary="route",
-    )
+    ahead = state["request"].options.deadline_ms is None
+    stream = ahead and wanted(state)  # a plan made beside the router streams its reads too
+    async with PlanWindow(state["context"], open_=stream):
+        routed: RouteResult = await _call_model(
+            state,
+            names.ROUTE,
+            RouteInput(**_asked(state), plan_ahead=ahead, stream_steps=stream),
+            RouteResult,
+            timeouts.ROUTE_TIMEOUT,
+            summary="route",
+        )
     publish_route(state, routed.route)
     _allow_effects_of(state, routed.route)
     update: dict[str, Any] = {
@@ -178,20 +179,23 @@ async def plan(state: AgentState) -> dict[str, Any]:
             "planner_error": None,
             "timings": add_timing(state, "plan", started),
         }
-    planned: PlanResult = await _call_model(
-        state,
-        names.PLAN,
-        PlanInput(
-            **_asked(state),
-            route=state["route"],
-            attempt=attempt,
-            previous_steps=[s for s in state.get("steps", []) if s.attempt == attempt - 1],
-            plan_error=state.get("plan_error"),
-        ),
-        PlanResult,
-        timeouts.PLAN_TIMEOUT,
-        summary=f"plan round {attempt}",
-    )
+    stream = wanted(state)  # reads start as the planner writes them (`workflows.plan_stream`)
+    async with PlanWindow(state["context"], open_=stream):
+        planned: PlanResult = await _call_model(
+            state,
+            names.PLAN,
+            PlanInput(
+                **_asked(state),
+                route=state["route"],
+                attempt=attempt,
+                previous_steps=[s for s in state.get("steps", []) if s.attempt == attempt - 1],
+                plan_error=state.get("plan_error"),
+                stream_steps=stream,
+            ),
+            PlanResult,
+            timeouts.PLAN_TIMEOUT,
+            summary=f"plan round {attempt}",
+        )
     return {**_with_plan(state, planned, retiered), "timings": add_timing(state, "plan", started)}
 
 
