@@ -29,7 +29,7 @@ from typing import Any
 from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
     from openai import AsyncOpenAI
@@ -38,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from agentkeel.inference.llm.plan_schema import plan_json_schema
     from agentkeel.schemas.plan.answer_template import fill
     from agentkeel.workflows.dag.resolve import resolve
-    from bench.peer_fakes import ANSWER, run_tool
+    from bench.peer_fakes import ANSWER, inline_worker, run_tool
 
 WORKFLOW = "BenchBarePlanWorkflow"
 LOCAL_TOOLS_SUPPORTED = True
@@ -142,13 +142,4 @@ async def client_for(target: str, namespace: str, model_url: str) -> Client:
 def workers(client: Client, task_queue: str, *, local_tools: bool) -> list[Worker]:
     """One worker: the workflow of the tool form, its tool activity and the model one."""
     flow = BenchBareLocalToolsWorkflow if local_tools else BenchBarePlanWorkflow
-    return [
-        Worker(
-            client,
-            task_queue=task_queue,
-            workflows=[flow],
-            activities=[bare_tool],
-            workflow_runner=UnsandboxedWorkflowRunner(),
-            debug_mode=True,
-        )
-    ]
+    return [inline_worker(client, task_queue, flow, [bare_tool])]

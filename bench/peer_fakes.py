@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio import activity
-from temporalio.worker import UnsandboxedWorkflowRunner, WorkflowRunner
+from temporalio.client import Client
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from bench.peer_cases import TOOL_ARGS, canonical, expected_calls, result_of
@@ -73,6 +74,21 @@ async def run_tool(tool: str, args: Mapping[str, Any]) -> dict[str, Any]:
     TOOL_LOG.record(tool, args)
     await asyncio.sleep(KNOBS.tool_s)
     return result_of(tool, args)
+
+
+def inline_worker(
+    client: Client, task_queue: str, workflow: type, activities: Sequence[Callable[..., Any]]
+) -> Worker:
+    """A peer's worker as every system of the benchmark runs one: unsandboxed, its
+    activations inline on the event loop (`debug_mode`), as agentkeel's worker runs them."""
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[workflow],
+        activities=list(activities),
+        workflow_runner=UnsandboxedWorkflowRunner(),
+        debug_mode=True,
+    )
 
 
 def workflow_runner(sandboxed: bool) -> WorkflowRunner:

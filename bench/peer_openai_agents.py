@@ -33,7 +33,7 @@ from typing import Any
 
 from temporalio import activity, workflow
 from temporalio.client import Client
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
     from agents import (
@@ -52,7 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.openai_agents import ModelActivityParameters, OpenAIAgentsPlugin
     from temporalio.openai_agents.workflow import activity_as_tool
 
-    from bench.peer_fakes import run_tool
+    from bench.peer_fakes import inline_worker, run_tool
 
 WORKFLOW = "BenchOpenAiAgentsWorkflow"
 LOCAL_TOOLS_SUPPORTED = True
@@ -185,13 +185,4 @@ def workers(client: Client, task_queue: str, *, local_tools: bool) -> list[Worke
     local activity runs on the worker that schedules it) and, from the plugin, the model
     activity."""
     flow = BenchOpenAiAgentsLocalToolsWorkflow if local_tools else BenchOpenAiAgentsWorkflow
-    return [
-        Worker(
-            client,
-            task_queue=task_queue,
-            workflows=[flow],
-            activities=TOOLS,
-            workflow_runner=UnsandboxedWorkflowRunner(),
-            debug_mode=True,
-        )
-    ]
+    return [inline_worker(client, task_queue, flow, TOOLS)]

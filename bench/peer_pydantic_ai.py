@@ -31,7 +31,7 @@ from typing import Any
 
 from temporalio import activity, workflow
 from temporalio.client import Client
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+from temporalio.worker import Worker
 from temporalio.workflow import ActivityConfig
 
 with workflow.unsafe.imports_passed_through():
@@ -40,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    from bench.peer_fakes import run_tool
+    from bench.peer_fakes import inline_worker, run_tool
 
 WORKFLOW = "BenchPydanticAiWorkflow"
 LOCAL_TOOLS_SUPPORTED = True
@@ -186,13 +186,4 @@ def workers(client: Client, task_queue: str, *, local_tools: bool) -> list[Worke
         flow = BenchPydanticAiWorkflow
     if not flow.__pydantic_ai_agents__:
         raise RuntimeError("no agent built: make the client with client_for first")
-    return [
-        Worker(
-            client,
-            task_queue=task_queue,
-            workflows=[flow],
-            activities=activities,
-            workflow_runner=UnsandboxedWorkflowRunner(),
-            debug_mode=True,
-        )
-    ]
+    return [inline_worker(client, task_queue, flow, activities)]

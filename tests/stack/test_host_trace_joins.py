@@ -45,6 +45,11 @@ async def main():
     }))
 
 asyncio.run(main())
+sys.stdout.flush()
+# Leave without the interpreter's teardown: the SDK's Rust runtime thread may still call
+# into Python while it tears down, which can abort the process after the probe is done.
+import os
+os._exit(0)
 """
 
 
