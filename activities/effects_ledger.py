@@ -46,6 +46,7 @@ _MOVED_ON_TARGET = """
 SELECT coalesce(sum(amount_cents), 0) FROM agent_effects
 WHERE tenant = $1 AND target = $2 AND status = ANY($3::text[])
   AND created_at > now() - make_interval(secs => $4) AND effect_key IS DISTINCT FROM $5
+  AND NOT (status = 'claimed' AND actor_role = ANY($6::text[]) AND actor_identity <> $7)
 """
 
 _INSERT = """
@@ -96,7 +97,13 @@ class EffectLedger:
             on_target = 0
             if claim.target:
                 on_target = await conn.fetchval(
-                    _MOVED_ON_TARGET, claim.tenant, claim.target, _COUNTED, *window
+                    _MOVED_ON_TARGET,
+                    claim.tenant,
+                    claim.target,
+                    _COUNTED,
+                    *window,
+                    claim.scoped_roles,
+                    identity,
                 )
             if live is None:
                 await conn.execute(*_insert(claim, EffectStatus.CLAIMED))

@@ -12,7 +12,7 @@ import json
 import asyncpg
 
 from agentkeel.activities.effects_ledger import EffectLedger
-from agentkeel.schemas.effects import AuditEntry, AuditQuery
+from agentkeel.schemas.effects import AuditEntry, AuditQuery, EffectStatus
 
 
 async def audit_entries(database_url: str, query: AuditQuery) -> list[AuditEntry]:
@@ -42,6 +42,10 @@ def format_audit(entries: list[AuditEntry]) -> str:
             line += f"  request {e.request_id}"
         if e.approver:
             line += f"  decided by {e.approver}"
+        if e.settled_at is not None:  # how the claim ended, and when
+            line += f"  ended {e.settled_at:%Y-%m-%d %H:%M:%S}"
+        elif e.status is EffectStatus.CLAIMED:
+            line += "  still claimed"
         if e.error_type:
             line += f"  {e.error_type}: {e.reason}"
         untrusted = [name for name, origin in e.provenance.items() if not origin.trusted]

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import ValidationError
-from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from agentkeel.cli.ask import ask
@@ -36,9 +35,10 @@ from agentkeel.cli.stack.supervisor import (
 )
 from agentkeel.cli.target import profile_environ, resolve_target, say_target
 from agentkeel.client.agent_client import connect_client
-from agentkeel.client.approvals import NothingAwaiting, decide_approval
+from agentkeel.client.approvals import ApprovalRefused, decide_approval
 from agentkeel.client.status_line import StatusLine, stack_starting
 from agentkeel.client.watches import format_waiting, waiting_runs
+from agentkeel.schemas import errors
 from agentkeel.schemas.approvals import ApprovalDecision
 from agentkeel.settings.connections import announce_connections
 from agentkeel.settings.domain_assembly import check_domain, serve_domain
@@ -81,11 +81,10 @@ async def _approve(settings: Settings, args: argparse.Namespace) -> int:
     temporal = await connect_client(settings)
     try:
         answer = await decide_approval(temporal, args.workflow_id, decision)
-    except WorkflowUpdateFailedError as exc:
-        print(f"agentkeel approve: refused: {exc.cause}", file=sys.stderr)
-        return 1
-    except NothingAwaiting as exc:
-        print(f"agentkeel approve: {exc}", file=sys.stderr)
+    except ApprovalRefused as exc:
+        print(f"agentkeel approve: refused: {exc}", file=sys.stderr)
+        if exc.type == errors.APPROVAL_ID_REQUIRED:
+            print("agentkeel approve: name it with --approval N", file=sys.stderr)
         return 1
     except RPCError as exc:
         print(f"agentkeel approve: {args.workflow_id}: {exc.message}", file=sys.stderr)

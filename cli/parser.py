@@ -63,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--approval",
         type=int,
         metavar="N",
-        help="decide only if request N is the one pending (see the progress query)",
+        help="the approval decided (required): the run's pending approval_id, which "
+        "`agentkeel approve WORKFLOW_ID --as NAME` alone names",
     )
     approve.add_argument("--json", action="store_true", help="print the decision JSON")
     add_migrate_parser(sub)

@@ -104,9 +104,15 @@ def format_result(result: AgentResult, *, answer_shown: bool = False) -> str:
         verdict = (
             "declined: nobody decided in time"
             if record.timed_out
+            else "cancelled while it waited"
+            if record.cancelled
             else f"{'approved' if record.approved else 'rejected'} by {record.approver}"
         )
-        why = f" ({record.reason})" if record.reason and not record.timed_out else ""
+        why = (
+            f" ({record.reason})"
+            if record.reason and not (record.timed_out or record.cancelled)
+            else ""
+        )
         lines.append(f"  approval: {asked.tool} {asked.call_id} {verdict}{why}")
     for warning in result.warnings:
         lines.append(f"  warning: {warning}")

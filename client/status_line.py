@@ -76,7 +76,8 @@ def describe_progress(progress: RunProgress) -> str:
         if running:
             parts.append(", ".join(running[:3]) + (" ..." if len(running) > 3 else "") + " running")
     if progress.awaiting is not None:
-        parts.append(f"waiting for approval of {progress.awaiting.tool}")
+        pending = progress.awaiting
+        parts.append(f"waiting for approval {pending.approval_id} of {pending.tool}")
     elif progress.waiting:
         parts.append(f"waiting: {progress.waiting[0].what}")
     return " · ".join(parts)

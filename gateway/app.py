@@ -89,7 +89,7 @@ def create_app(client: AgentClient, keys: ApiKeys, settings: Settings | None = N
     app.state.keys = keys
     app.state.gateway = parts
     # agentkeel's own tools for MCP clients, at `/mcp`, behind the same keys.
-    mcp_sessions = mount_mcp(app, client, keys, max_wait_s=parts.max_wait_s)
+    mcp_sessions = mount_mcp(app, client, keys, max_wait_s=parts.max_wait_s, quotas=parts.quotas)
     answer_problems(app)
     serve_openapi(app)
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)

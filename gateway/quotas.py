@@ -26,6 +26,8 @@ from temporalio.service import RPCError, RPCStatusCode
 from agentkeel.activities.redis_errors import REDIS_ERRORS
 from agentkeel.gateway.leases import Leases, Slot
 from agentkeel.schemas.gateway import QuotaKind, QuotaProblem, QuotaScope
+from agentkeel.schemas.request import AgentRequest
+from agentkeel.schemas.search_attributes import AGENT_WAITING
 from agentkeel.settings.model import Settings
 
 RESERVED = "starting:"
@@ -37,6 +39,15 @@ HELD = {
     QuotaKind.STREAMS: "open event streams",
 }
 log = structlog.get_logger(__name__)
+
+
+def watches(request: AgentRequest) -> bool:
+    """Whether the request asks for a watch (a run that may last days): by its options, or
+    by a plan of its own with a repeated step. A watch asked for in words ("tell me when it
+    ships") is known once its run waits on it: the sweep counts it then (`Quotas.sweep`)."""
+    if request.options.watch_every_s is not None:
+        return True
+    return request.plan is not None and any(s.repeat is not None for s in request.plan.steps)
 
 
 class OverQuota(Exception):
@@ -113,6 +124,13 @@ class Quotas:
         kinds = RUN_KINDS if watching else RUN_KINDS[:1]
         slots = self._slots(kinds, caller, tenant)
         member = RESERVED + uuid.uuid4().hex
+        watch_limits = (
+            self.limits.per_key[QuotaKind.WATCHES],
+            self.limits.per_tenant[QuotaKind.WATCHES],
+        )
+        if watching and any(watch_limits):
+            # Watches asked for in words among its runs count before it is let in.
+            await self.sweep([slot.key for slot in self._slots(RUN_KINDS[:1], caller, tenant)])
         full = await self.leases.take(slots, member, self.limits.lease_s)
         if full is not None:
             await self.sweep([slot.key for slot in slots])
@@ -151,14 +169,22 @@ class Quotas:
                 for key in await self.leases.scopes(f"{self.prefix}{kind}:*")
             ]
         running: dict[str, bool | None] = {}
+        waiting: set[str] = set()
+        runs_scope = f"{self.prefix}{QuotaKind.RUNS}:"
         for key in keys:
             for member in await self.leases.held(key):
                 if member.startswith(RESERVED):
                     continue
                 if member not in running:
-                    running[member] = await self._running(member)
+                    running[member], waits = await self._state(member)
+                    if waits:
+                        waiting.add(member)
                 if running[member] is True:
                     await self.leases.renew([key], member, self.limits.lease_s)
+                    if member in waiting and key.startswith(runs_scope):
+                        # A watch asked for in words counts as a watch from now on.
+                        watch_key = f"{self.prefix}{QuotaKind.WATCHES}:{key[len(runs_scope) :]}"
+                        await self.leases.take([Slot(watch_key, 0)], member, self.limits.lease_s)
                 elif running[member] is False:
                     await self.leases.release([key], member)
 
@@ -171,14 +197,16 @@ class Quotas:
                 log.warning("gateway_quota_sweep_failed", error=repr(exc))
             await asyncio.sleep(self.limits.sweep_every_s)
 
-    async def _running(self, workflow_id: str) -> bool | None:
-        """Whether the run is running; None when Temporal cannot say (its lease is left
-        to expire unless a later sweep can tell)."""
+    async def _state(self, workflow_id: str) -> tuple[bool | None, bool]:
+        """Whether the run is running (None when Temporal cannot say: its lease is left to
+        expire unless a later sweep can tell), and whether it waits on a watch or a timer
+        (`AgentWaiting`)."""
         try:
             described = await self.temporal.get_workflow_handle(workflow_id).describe()
         except RPCError as exc:
-            return False if exc.status == RPCStatusCode.NOT_FOUND else None
-        return described.status == WorkflowExecutionStatus.RUNNING
+            return (False if exc.status == RPCStatusCode.NOT_FOUND else None), False
+        running = described.status == WorkflowExecutionStatus.RUNNING
+        return running, running and described.typed_search_attributes.get(AGENT_WAITING) is True
 
     def _problem(self, full: Slot) -> QuotaProblem:
         kind, scope = full.key[len(self.prefix) :].split(":")[:2]

@@ -86,9 +86,11 @@ class ApprovalDecision(BaseModel):
     """Who decides: role and subject; the gateway sets it from the key; a Temporal client
     that leaves it out is a trusted service."""
     approval_id: int | None = None
-    """The request the approver saw (`progress.awaiting.approval_id`): when given, a
-    decision for any other request is refused, so it never lands on one it was not made for
-    (a later request of the same step, in another planning round, say)."""
+    """Required: the request the approver saw (`progress.awaiting.approval_id`). The update's
+    validator refuses a decision without it (`ApprovalIdRequired`) and one for another, a
+    decided or an unknown request, so it never lands on one it was not made for (a later
+    request of the same step, in another planning round, say). It defaults to None only so
+    that decisions recorded before it was required still decode."""
 
 
 class ApprovalRecord(BaseModel):
@@ -101,6 +103,9 @@ class ApprovalRecord(BaseModel):
     """The deciding actor, where the decision named one (`ApprovalDecision.by`)."""
     reason: str = ""
     timed_out: bool = False
+    cancelled: bool = False
+    """The wait ended without a decision because its step or run was cancelled: its id is
+    never asked again, so no later decision for it lands on another request."""
     decided_at: datetime
 
 

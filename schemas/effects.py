@@ -10,13 +10,14 @@ too. The same rows are the audit trail (`agentkeel audit`, `GET /v1/audit`).
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentkeel.schemas.actor import Actor, name_skeleton
 from agentkeel.schemas.origin import ArgumentOrigin
+from agentkeel.schemas.text import FreeText
 
 
 class EffectStatus(StrEnum):
@@ -32,6 +33,9 @@ class EffectStatus(StrEnum):
     """An approver rejected it, or no decision came in time."""
     REFUSED = "refused"
     """The workflow refused it before any approval (an untrusted target or amount)."""
+    CANCELLED = "cancelled"
+    """Its run (or step) was cancelled while it waited for approval: nothing moved, and
+    its claim no longer counts."""
 
 
 COUNTED = (EffectStatus.CLAIMED, EffectStatus.MADE, EffectStatus.UNKNOWN)
@@ -69,6 +73,11 @@ class EffectClaim(BaseModel):
     step_id: str
     call_id: str
     window_s: int = Field(gt=0)
+    scoped_roles: list[str] = Field(default_factory=list)
+    """The domain's roles that act for one subject (a customer). Their claims still waiting
+    (not yet made) count toward their own actor, never toward a target for anyone else:
+    the tool checks that the row is theirs only when it runs, so a customer's claim on
+    another's order must not hold back the effects others make there."""
 
 
 class EffectClaimed(BaseModel):
@@ -115,14 +124,27 @@ class EffectRefusal(BaseModel):
 class AuditQuery(BaseModel):
     """Which ledger rows to list, newest first."""
 
-    tenant: str = "default"
-    actor: str | None = None
+    tenant: FreeText = Field(default="default", max_length=200)
+    actor: FreeText | None = Field(default=None, max_length=500)
     """An actor's identity (`customer:5`, `staff~ann`) or a role."""
-    target: str | None = None
+    target: FreeText | None = Field(default=None, max_length=2000)
     """A target as recorded (`account_id=7`)."""
     since: datetime | None = None
     until: datetime | None = None
     limit: int = Field(default=100, ge=1, le=1000)
+
+    @field_validator("since", "until")
+    @classmethod
+    def _a_time_the_database_holds(cls, value: datetime | None) -> datetime | None:
+        # A NUL or a date past the ends of the calendar is the caller's mistake (a 422),
+        # not the database's error (a 500): the time must read in UTC.
+        if value is None:
+            return None
+        try:
+            value.astimezone(UTC) if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        except (OverflowError, ValueError):
+            raise ValueError(f"{value.isoformat()} is out of range in UTC") from None
+        return value
 
 
 class AuditEntry(BaseModel):

@@ -92,9 +92,15 @@ the tool's policy, on a fresh connection (a stdio server restarted, an HTTP sess
 NO_APPROVAL_PENDING: Final = "NoApprovalPending"
 """The run waits for no approval now."""
 APPROVAL_ALREADY_DECIDED: Final = "ApprovalAlreadyDecided"
-"""The pending approval has its decision already."""
+"""The approval the decision names has its decision already (or ran out of time, or its
+wait was cancelled)."""
 APPROVAL_NOT_PENDING: Final = "ApprovalNotPending"
 """The decision names an `approval_id` other than the pending one."""
+APPROVAL_ID_REQUIRED: Final = "ApprovalIdRequired"
+"""The decision names no approval (`approval_id`): it could land on a request its approver
+never saw."""
+UNKNOWN_APPROVAL: Final = "UnknownApproval"
+"""The decision names an approval id the run never asked."""
 APPROVER_NOT_ALLOWED: Final = "ApproverNotAllowed"
 """The approver may not decide: the requester itself, or a role that does not approve."""
 

@@ -67,7 +67,9 @@ class GatewayApproval(BaseModel):
     approved: bool
     reason: FreeText = Field(default="", max_length=1000)
     approval_id: int | None = None
-    """The request the approver saw (`progress.awaiting.approval_id`); any other is refused."""
+    """Required: the approval decided, as the approver saw it (`progress.awaiting.approval_id`
+    of `GET /v1/runs/{id}`). A body without it is refused (`ApprovalIdRequired`, 422), one
+    for another, a decided or an unknown approval too (409)."""
     approver: SafeName | None = None
     """Who decides. With API keys it is the key's actor; only a key that may act for others
     (or the keyless loopback gateway) names someone else."""

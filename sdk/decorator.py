@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -47,6 +47,8 @@ def tool(
     needs_approval: bool = False,
     identity_args: Sequence[str] = (),
     trusted_fields: Sequence[str] = (),
+    asked_by: Sequence[str] = (),
+    authorize: Callable[..., Awaitable[None]] | None = None,
     downstream: Downstream | None = None,
     max_concurrency: int | None = None,
     expected_ms: int = 20,
@@ -65,18 +67,19 @@ def tool(
         retries: Attempts in all (1: never retried).
         side_effect: It changes something: never cached or speculated, given an
             idempotency key (`ctx.idempotency_key`, which it must enforce), allowed only
-            when the request asks for it, and put through approval by `amount_arg`. It
-            heartbeats while the function runs, so a cancel reaches it before its commit:
-            return as soon as the effect has committed (do slow follow-ups elsewhere).
+            when asked, put through approval by `amount_arg`. It heartbeats, so a cancel
+            reaches it before its commit: return once the effect has committed.
         cache_ttl: For a read: how long its results are reused (None: never cached).
-        amount_arg: The argument holding the money it moves, in cents (approvals read it).
+        amount_arg: The argument holding the money it moves, in cents (for approvals).
         needs_approval: For a side effect: every call waits for an approver.
-        identity_args: For a side effect: the arguments naming the row it changes; with a
-            request id, its idempotency key names them instead of the step's place.
+        identity_args: For a side effect: the arguments naming the row it changes (its
+            key and approval name them; none: every argument does).
         trusted_fields: Result fields (dotted paths, `*` for any list index) as trustworthy
             as the call's arguments: what a row looked up by its id says of itself (its
-            owner, its total). A side effect may take its target or amount from these;
-            everything else a tool returns is untrusted content.
+            owner, its total); all else a tool returns is untrusted content.
+        asked_by: Words a request asks for this side effect with ("refund", `asked.py`).
+        authorize: For a side effect: `async (args, ctx)` raising `NotAuthorized` or
+            `NotFound`, run before anything is claimed or asked (ownership, tenant).
         downstream: The service each call loads (capped across all runs and workers).
         max_concurrency: Calls of this tool in flight at once within one run.
         expected_ms: Typical latency, to weigh the critical path and deadlines.
@@ -94,26 +97,10 @@ def tool(
         raise ToolDefinitionError("retries counts attempts in all: at least 1")
     if side_effect and cache_ttl is not None:
         raise ToolDefinitionError("a side effect is never cached: drop cache_ttl")
-    return _Declared(
-        name=name,
-        description=description,
-        timeout=timeout,
-        retries=retries,
-        side_effect=side_effect,
-        cache_ttl=cache_ttl,
-        amount_arg=amount_arg,
-        needs_approval=needs_approval,
-        identity_args=tuple(identity_args),
-        trusted_fields=tuple(trusted_fields),
-        downstream=downstream,
-        max_concurrency=max_concurrency,
-        expected_ms=expected_ms,
-        many=many,
-        speculate_arg=speculate_arg,
-        non_retryable_errors=tuple(non_retryable_errors),
-        render=render,
-        local=local,
-    )
+    declared = dict(locals())  # the parameters, as given: `_Declared` has one field each
+    for listed in ("identity_args", "trusted_fields", "asked_by", "non_retryable_errors"):
+        declared[listed] = tuple(declared[listed])
+    return _Declared(**declared)
 
 
 @dataclass(frozen=True)
@@ -131,6 +118,8 @@ class _Declared:
     needs_approval: bool
     identity_args: tuple[str, ...]
     trusted_fields: tuple[str, ...]
+    asked_by: tuple[str, ...]
+    authorize: Callable[..., Awaitable[None]] | None
     downstream: Downstream | None
     max_concurrency: int | None
     expected_ms: int
@@ -160,6 +149,8 @@ class _Declared:
             input_model=activity_input,
             identity_args=self.identity_args,
             trusted_fields=self.trusted_fields,
+            asked_by=self.asked_by,
+            authorize=self.authorize,
             amount_arg=self.amount_arg,
             needs_approval=self.needs_approval,
             non_retryable_errors=self.non_retryable_errors,

@@ -107,6 +107,9 @@ class Domain:
     mcp_servers: Sequence[McpServer] = ()
     """MCP servers whose tools join `tools` when a worker starts (`docs/mcp.md`); a
     deployment may add more (`AGENTKEEL_MCP_SERVERS`)."""
+    withdrawn_tools: Mapping[str, str] = field(default_factory=dict)
+    """Set by the worker, not by a domain: MCP tools (a name, or `server_*`) left out of the
+    catalog at start, with why (a server unreachable, a tool that cannot be served)."""
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):

@@ -43,7 +43,10 @@ class McpToolPolicy(BaseModel):
     needs_approval: bool | None = None
     """For a side effect: every call waits for an approver (over the server's `approval`)."""
     identity_args: tuple[str, ...] = ()
-    """For a side effect: the arguments naming what it changes (idempotency keys name them)."""
+    """For a side effect: the arguments naming what it changes (idempotency keys name them,
+    and provenance checks them); none: every argument does."""
+    asked_by: tuple[str, ...] = ()
+    """For a side effect: the words with which a request asks for it (`ToolSpec.asked_by`)."""
     timeout_s: float | None = Field(default=None, gt=0)
     retries: int | None = Field(default=None, ge=1)
     description: str | None = None

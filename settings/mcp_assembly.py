@@ -5,8 +5,9 @@ A domain's MCP servers (`Domain.mcp_servers`) and the deployment's
 their tools are catalog entries like any other from the first run on: plans are checked
 against their schemas, prompts and the plan schema describe them, the catalog version
 covers them, and the CPU worker serves them as activities (the connections stay open
-for its life). A server that cannot be reached at start stops the process with its name:
-a worker never serves half a catalog.
+for its life). A server that cannot be reached or listed at start, or a tool that cannot
+be served as listed, is left out with its reason (`Domain.withdrawn_tools`): a plan naming
+one is refused saying why, and the worker serves everything else.
 
 A client needs none of them: its exact-tier fast path reads under the version the
 workers publish (`activities.cache.served_version`).
@@ -74,6 +75,7 @@ async def serve_domain_with_mcp(
                 intents=joined_intents(domain, specs, source.intents),
                 downstreams=(*domain.downstreams, *downstreams),
                 mcp_servers=tuple(servers),
+                withdrawn_tools=dict(source.withdrawn),
             )
         except DomainError as exc:
             raise SettingsError(str(exc)) from None

@@ -23,9 +23,7 @@ from agentkeel.schemas.approvals import (
 )
 from agentkeel.schemas.errors import (
     APPROVAL_ALREADY_DECIDED,
-    APPROVAL_NOT_PENDING,
     APPROVER_NOT_ALLOWED,
-    NO_APPROVAL_PENDING,
 )
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.search_attributes import AGENT_AWAITING
@@ -52,19 +50,25 @@ class ApprovalGate:
         self._lock = asyncio.Lock()
         """One request at a time: a decision always answers the request it was made for."""
 
-    def check(self, decision: ApprovalDecision) -> None:
-        """The `approve` update's validator: reject what cannot be applied, before history."""
+    def check(self, decision: ApprovalDecision, *, named: bool = True) -> None:
+        """The `approve` update's validator: reject what cannot be applied, before history.
+
+        A decision names the approval it decides (`approval_id`): one for another, an
+        unknown or a decided approval, or one naming none, is refused with a named error
+        (`ApprovalIdRequired`, `ApprovalNotPending`, `UnknownApproval`,
+        `ApprovalAlreadyDecided`), so it never lands on a request its approver did not see.
+        `named=False` (the update's handler, which also runs on replay): a decision
+        recorded before `approval_id` was required still applies to what was pending."""
+        approval_id = decision.approval_id
+        if approval_id is None and not named and self._progress.awaiting is not None:
+            approval_id = self._progress.awaiting.approval_id
+        problem = self._progress.refuse_decision(approval_id)
+        if problem is None and self._decision is not None:
+            problem = (APPROVAL_ALREADY_DECIDED, f"approval {approval_id} has already been decided")
+        if problem is not None:
+            raise refused(*problem)
         pending = self._progress.awaiting
-        if pending is None:
-            raise refused(NO_APPROVAL_PENDING, "this run is not waiting for an approval")
-        if self._decision is not None:
-            raise refused(APPROVAL_ALREADY_DECIDED, "the pending approval has already been decided")
-        if decision.approval_id is not None and decision.approval_id != pending.approval_id:
-            raise refused(
-                APPROVAL_NOT_PENDING,
-                f"approval {decision.approval_id} is not pending; approval "
-                f"{pending.approval_id} ({pending.tool} {pending.call_id}) is",
-            )
+        assert pending is not None
         if self.identities:
             check_approver(pending, decision)
             return
@@ -75,7 +79,7 @@ class ApprovalGate:
             )
 
     def decide(self, decision: ApprovalDecision) -> ApprovalAnswer:
-        self.check(decision)
+        self.check(decision, named=False)
         pending = self._progress.awaiting
         assert pending is not None
         self._decision = decision
@@ -122,6 +126,15 @@ class ApprovalGate:
                 pass
             except BaseException:  # cancelled while waiting: the wait ends without a decision
                 observe_approval("abandoned")
+                self._progress.approvals.append(
+                    ApprovalRecord(
+                        request=request,
+                        approved=False,
+                        cancelled=True,
+                        reason="cancelled while it waited",
+                        decided_at=workflow.now(),
+                    )
+                )
                 raise
             finally:
                 self._progress.awaiting = None

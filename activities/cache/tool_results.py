@@ -181,6 +181,8 @@ def invalidating_tool(
     @functools.wraps(method, updated=())  # not __dict__: it holds the activity definition
     async def run(args: Any) -> M:
         result = await method(args)
+        if getattr(args, "authorize_only", False):
+            return result  # only checked, nothing changed
         # Also when the effect was already there (a retry after a crash between the effect
         # and this line): invalidating twice is harmless, not invalidating is not.
         changed = entities_in(args.model_dump(mode="json"), result.model_dump(mode="json"))

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 import structlog
 
 from agentkeel.activities.mcp.connection import McpConnection, McpUnreachable
-from agentkeel.activities.mcp.specs import mcp_downstream, tool_specs
+from agentkeel.activities.mcp.specs import mcp_downstream, served_specs
 from agentkeel.schemas.tools.downstreams import Downstream
 from agentkeel.schemas.tools.spec import ToolSpec
 from agentkeel.sdk.mcp import McpServer, mcp_tool_name
@@ -62,6 +62,10 @@ class McpToolSource:
         ]
         self._listed: dict[str, list[str]] = {}
         self._checks: set[asyncio.Task[None]] = set()
+        self.withdrawn: dict[str, str] = {}
+        """Catalog name (or `server_*` for all of a server's) -> why it is not served: a
+        server that could not be reached or listed at start, a tool that cannot be served
+        as listed. Plans naming them are refused with the reason; the rest is served."""
         self.intents: dict[str, list[str]] = {}
         """Intent -> the catalog names of the listed tools the configuration puts in it
         (`McpServer.intents`, `McpToolPolicy.intents`); filled by `start`."""
@@ -69,29 +73,41 @@ class McpToolSource:
     async def start(self) -> tuple[list[ToolSpec], list[Downstream]]:
         """Connect to every server and list its tools, all at once.
 
-        Raises:
-            McpUnreachable: a server could not be started, reached or listed (named).
-            ToolDefinitionError: a tool cannot be served as listed.
-        """
-        listed = await asyncio.gather(*(c.list_tools() for c in self.connections))
+        A server that cannot be started, reached or listed in time, and a tool that cannot
+        be served as listed, is left out (logged, and in `withdrawn`): one misbehaving
+        server degrades its own tools only, never the worker or the other tools."""
+        listed = await asyncio.gather(
+            *(c.list_tools() for c in self.connections), return_exceptions=True
+        )
         specs: list[ToolSpec] = []
         downstreams: list[Downstream] = []
         for connection, tools in zip(self.connections, listed, strict=True):
-            downstream = mcp_downstream(connection.server)
-            served = tool_specs(connection, tools, downstream)
-            self._listed[connection.server.name] = sorted(_fingerprint(t) for t in tools)
+            server = connection.server
+            if isinstance(tools, BaseException):
+                if not isinstance(tools, Exception):
+                    raise tools
+                self.withdrawn[f"{server.tool_prefix}*"] = str(tools)
+                self._listed[server.name] = ["unavailable"]
+                log.warning("mcp_server_unavailable", server=server.name, error=str(tools))
+                continue
+            downstream = mcp_downstream(server)
+            served, refused = served_specs(connection, tools, downstream)
+            for name, reason in refused.items():
+                log.warning("mcp_tool_refused", server=server.name, tool=name, error=reason)
+            self.withdrawn.update(refused)
+            self._listed[server.name] = sorted(_fingerprint(t) for t in tools)
             specs.extend(served)
             downstreams.append(downstream)
             served_names = {s.name for s in served}
             for tool in tools:
-                name = mcp_tool_name(connection.server, tool.name)
+                name = mcp_tool_name(server, tool.name)
                 if name in served_names:
-                    for intent in connection.server.intents_of(tool.name):
+                    for intent in server.intents_of(tool.name):
                         self.intents.setdefault(intent, []).append(name)
             log.info(
                 "mcp_tools_listed",
-                server=connection.server.name,
-                transport=connection.server.transport,
+                server=server.name,
+                transport=server.transport,
                 tools=[s.name for s in served],
             )
         return specs, downstreams

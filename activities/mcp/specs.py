@@ -27,7 +27,7 @@ from agentkeel.schemas.tools.spec import RESERVED_ARGUMENTS, ToolSpec
 from agentkeel.sdk.decorator import ToolDefinitionError, input_model
 from agentkeel.sdk.mcp import McpServer, McpToolPolicy, mcp_tool_name
 
-__all__ = ["McpPolicy", "mcp_downstream", "policy", "tool_specs"]
+__all__ = ["McpPolicy", "mcp_downstream", "policy", "served_specs", "tool_specs"]
 
 NON_RETRYABLE = (NOT_FOUND, NOT_AUTHORIZED, MCP_TOOL_ERROR, MCP_INVALID_RESULT)
 
@@ -91,6 +91,30 @@ def tool_specs(
     return specs
 
 
+def served_specs(
+    connection: McpConnection, tools: Sequence[types.Tool], downstream: Downstream
+) -> tuple[list[ToolSpec], dict[str, str]]:
+    """The catalog entries of `tools` that can be served, and why each other one cannot
+    (catalog name -> reason): a tool with an argument the workflow sets itself, a schema
+    that does not load, or two tools mapping to one name is left out on its own, so one
+    bad tool of a server takes nothing else down."""
+    server = connection.server
+    wanted = set(server.include) if server.include is not None else None
+    specs: list[ToolSpec] = []
+    refused: dict[str, str] = {}
+    for tool in tools:
+        if wanted is not None and tool.name not in wanted:
+            continue
+        try:
+            specs.append(_spec(connection, tool, downstream))
+        except ToolDefinitionError as exc:
+            refused[mcp_tool_name(server, tool.name)] = str(exc)
+    names = [s.name for s in specs]
+    for twice in sorted({n for n in names if names.count(n) > 1}):
+        refused[twice] = f"MCP server {server.name}: tools named twice as {twice!r}"
+    return [s for s in specs if s.name not in refused], refused
+
+
 def _spec(connection: McpConnection, tool: types.Tool, downstream: Downstream) -> ToolSpec:
     server = connection.server
     name = mcp_tool_name(server, tool.name)
@@ -134,6 +158,7 @@ def _spec(connection: McpConnection, tool: types.Tool, downstream: Downstream) -
         expected_ms=override.expected_ms or 50,
         input_model=input_model(name, args, side_effect=decided.side_effect),
         identity_args=tuple(override.identity_args),
+        asked_by=tuple(override.asked_by),
         needs_approval=decided.needs_approval,
         non_retryable_errors=NON_RETRYABLE,
         downstream=downstream,

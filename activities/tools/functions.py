@@ -78,7 +78,14 @@ class FunctionTools:
         takes_context = spec.takes_context
         side_effect = not spec.idempotent
 
+        authorize = spec.authorize
+
         async def call(args: Any) -> Any:
+            if getattr(args, "authorize_only", False):
+                # Only the authority check: the workflow claims and asks after it passes.
+                if authorize is not None:
+                    await authorize(args, self.context(args))
+                return {"authorized": True}
             arguments = (args, self.context(args)) if takes_context else (args,)
             if side_effect:
                 async with heartbeating(SIDE_EFFECT_HEARTBEAT_EVERY_S):

@@ -99,6 +99,10 @@ JOIN orders o USING (order_id)
 WHERE s.tracking_number = $1 AND s.tenant = $2 AND o.tenant = $2
 """
 
+ORDER_OWNER = """
+SELECT customer_id FROM orders WHERE order_id = $1 AND tenant = $2
+"""
+
 LOCK_ORDER = """
 SELECT order_id, customer_id, status, total_cents
 FROM orders

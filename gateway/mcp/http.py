@@ -26,6 +26,7 @@ from agentkeel.client.agent_client import AgentClient
 from agentkeel.gateway.keys import ApiKeys, Caller, Refused
 from agentkeel.gateway.mcp.operations import Operations
 from agentkeel.gateway.mcp.tools import build_mcp_server
+from agentkeel.gateway.quotas import Quotas
 
 __all__ = ["MCP_PATH", "mount_mcp"]
 
@@ -50,7 +51,12 @@ class _KeyChecked:
 
 
 def mount_mcp(
-    app: FastAPI, client: AgentClient, keys: ApiKeys, *, max_wait_s: float
+    app: FastAPI,
+    client: AgentClient,
+    keys: ApiKeys,
+    *,
+    max_wait_s: float,
+    quotas: Quotas | None = None,
 ) -> Callable[[], AbstractAsyncContextManager[Any]]:
     """Serve agentkeel's MCP tools at `/mcp` of `app`; returns what the app's lifespan
     must run (the MCP sessions' manager)."""
@@ -60,7 +66,9 @@ def mount_mcp(
         headers = getattr(request, "headers", None)
         return keys.caller(headers.get("authorization") if headers is not None else None)
 
-    server = build_mcp_server(Operations(client, max_wait_s=max_wait_s), caller_of)
+    # The same quotas as the HTTP routes: `/mcp` is no side door.
+    operations = Operations(client, max_wait_s=max_wait_s, quotas=quotas)
+    server = build_mcp_server(operations, caller_of)
     starlette = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),

@@ -12,11 +12,12 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
+from temporalio.client import WorkflowExecutionStatus
 
 from agentkeel.client.agent_client import AgentClient
-from agentkeel.client.approvals import NothingAwaiting, decide_approval
+from agentkeel.client.approvals import ApprovalRefused, decide_approval
 from agentkeel.gateway.keys import Caller, Refused
+from agentkeel.gateway.quotas import Quotas, watches
 from agentkeel.gateway.runs import Runs
 from agentkeel.schemas.approvals import ApprovalDecision
 from agentkeel.schemas.gateway import RunState, RunView
@@ -47,10 +48,15 @@ def _said(progress: RunProgress) -> tuple[float, float | None, str]:
 class Operations:
     """agentkeel's runs as MCP tools see them, on `client`'s deployment."""
 
-    def __init__(self, client: AgentClient, *, max_wait_s: float) -> None:
+    def __init__(
+        self, client: AgentClient, *, max_wait_s: float, quotas: Quotas | None = None
+    ) -> None:
         self.client = client
         self.runs = Runs(client)
         self.max_wait_s = max_wait_s
+        self.quotas = quotas
+        """The gateway's quotas (None: none kept): a run started here takes a slot of its
+        caller's runs (and watches) in flight, as one started by `POST /v1/runs` does."""
 
     async def start_and_wait(
         self, who: Caller, request: AgentRequest, wait_s: float, progress: Progress
@@ -58,7 +64,20 @@ class Operations:
         """Start a run and answer with its result; still running after `wait_s`, its view
         (the run goes on: read it with `get_run`)."""
         admitted = who.admit(request)
-        handle = await self.client.start(admitted)
+        quotas = self.quotas
+        lease = None
+        if quotas is not None:
+            lease = await quotas.reserve_run(
+                who.quota_id, admitted.tenant, watching=watches(admitted)
+            )
+        try:
+            handle = await self.client.start(admitted)
+        except BaseException:
+            if quotas is not None and lease is not None:
+                await quotas.release(lease)
+            raise
+        if quotas is not None and lease is not None:
+            lease = await quotas.started(lease, handle.id)
         run_id = handle.result_run_id or ""
         outcome = asyncio.ensure_future(self.runs.outcome(handle))
         last: tuple[float, float | None, str] | None = None
@@ -81,6 +100,8 @@ class Operations:
             )
             return view_json(view)
         result, _ = outcome.result()
+        if quotas is not None and lease is not None:
+            await quotas.release(lease)  # ended: the slot is free now, not at the next sweep
         if result is None:
             return view_json(
                 await self.runs.view(handle.id, await self.runs.checked(who, handle.id))
@@ -125,7 +146,7 @@ class Operations:
         approved: bool,
         reason: str,
         approver: str | None,
-        approval_id: int | None,
+        approval_id: int,
     ) -> dict[str, Any]:
         by = who.approver(approver)
         await self.runs.checked(who, workflow_id)
@@ -139,10 +160,8 @@ class Operations:
         )
         try:
             answer = await decide_approval(self.client.temporal, workflow_id, decision)
-        except NothingAwaiting as exc:
+        except ApprovalRefused as exc:
             raise Refused(409, str(exc)) from None
-        except WorkflowUpdateFailedError as exc:
-            raise Refused(409, f"refused: {exc.cause}") from None
         return answer.model_dump(mode="json")
 
     async def cancel(self, who: Caller, workflow_id: str) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from agentkeel.gateway.keys import Caller, Refused
 from agentkeel.gateway.mcp.operations import Operations
+from agentkeel.gateway.quotas import OverQuota
 from agentkeel.schemas.errors import describe_validation
 from agentkeel.schemas.request import AgentRequest
 
@@ -40,6 +41,12 @@ async def _answer(call: Awaitable[T]) -> T:
         return await call
     except Refused as exc:
         raise ToolError(f"{exc.status}: {exc.detail}") from None
+    except OverQuota as exc:
+        problem = exc.problem
+        raise ToolError(
+            f"429: {problem.detail} ({problem.quota} per {problem.scope}; retry after "
+            f"{problem.retry_after_s} s)"
+        ) from None
     except ValidationError as exc:
         raise ToolError(f"invalid request: {describe_validation(exc)}") from None
 
@@ -76,15 +83,16 @@ def build_mcp_server(ops: Operations, caller_of: CallerOf) -> MCPServer:
     @server.tool(annotations=DECIDE)
     async def decide_approval(
         workflow_id: str,
+        approval_id: int,
         approved: bool,
         ctx: Context,
         reason: str = "",
         approver: str | None = None,
-        approval_id: int | None = None,
     ) -> dict[str, Any]:
-        """Approve (`approved: true`) or reject the side effect a run waits for. With an
-        API key the approver is the key's actor; give `approval_id` (from
-        list_awaiting_approval) to decide that request and no later one."""
+        """Approve (`approved: true`) or reject the side effect a run waits for, named by
+        its `approval_id` (from list_awaiting_approval: `awaiting.approval_id`); a decision
+        for another, a decided or an unknown approval is refused. With an API key the
+        approver is the key's actor."""
         decided = ops.decide(
             who(ctx),
             workflow_id,

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from temporalio.client import WorkflowUpdateFailedError
 
-from agentkeel.client.approvals import NothingAwaiting, decide_approval
+from agentkeel.client.approvals import ApprovalRefused, decide_approval
 from agentkeel.gateway.keys import Refused
 from agentkeel.gateway.routes.dependencies import PROBLEMS, CallerDep, GatewayDep
+from agentkeel.schemas import errors
 from agentkeel.schemas.approvals import ApprovalAnswer, ApprovalDecision
 from agentkeel.schemas.gateway import GatewayApproval
 
@@ -39,7 +39,11 @@ async def approve_run(
     )
     try:
         return await decide_approval(gw.client.temporal, workflow_id, decision)
-    except NothingAwaiting as exc:
-        raise Refused(409, str(exc)) from None
-    except WorkflowUpdateFailedError as exc:
-        raise Refused(409, f"refused: {exc.cause}") from None
+    except ApprovalRefused as exc:
+        raise Refused(_status(exc), str(exc)) from None
+
+
+def _status(refused: ApprovalRefused) -> int:
+    """422 for a decision that names no approval (the body lacks what it must send), 409
+    for one the run's state refuses (another, a decided or an unknown approval)."""
+    return 422 if refused.type == errors.APPROVAL_ID_REQUIRED else 409

@@ -17,7 +17,7 @@ from fastapi import Depends, Request
 from agentkeel.client.agent_client import AgentClient
 from agentkeel.gateway.audit import AuditReader
 from agentkeel.gateway.keys import ApiKeys, Caller
-from agentkeel.gateway.quotas import Lease, Quotas
+from agentkeel.gateway.quotas import Lease, Quotas, watches
 from agentkeel.gateway.run_poller import RunPollers
 from agentkeel.gateway.runs import Runs
 from agentkeel.schemas.gateway import Problem, QuotaProblem
@@ -30,14 +30,6 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
     429: {"model": QuotaProblem, "description": "a quota is full (see `Retry-After`)"},
 }
 """The error answers every route may give, as the OpenAPI document lists them."""
-
-
-def watches(request: AgentRequest) -> bool:
-    """Whether the request asks for a watch (a run that may last days): by its options, or
-    by a plan of its own with a repeated step."""
-    if request.options.watch_every_s is not None:
-        return True
-    return request.plan is not None and any(s.repeat is not None for s in request.plan.steps)
 
 
 @dataclass(frozen=True)

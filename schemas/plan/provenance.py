@@ -20,6 +20,7 @@ values, policies on tool calls, control flow from the trusted query alone.)
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,21 +28,20 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, get_args
 
 from agentkeel.schemas.origin import ArgumentOrigin
+from agentkeel.schemas.plan.asked import mentions, spelled_out
+from agentkeel.schemas.plan.binding import bind_to_asked
 from agentkeel.schemas.plan.model import PlanStep
 from agentkeel.schemas.plan.references import Reference
 from agentkeel.schemas.tools.spec import ToolSpec
 
-_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
-"""A number as people write it: `1002`, `19.50`, `1,250.00`."""
-_CURRENCY_BEFORE = re.compile(r"(?:[$€£¥]|\b(?:usd|eur|gbp|chf|cad|aud|jpy))\s*$", re.IGNORECASE)
-_CURRENCY_AFTER = re.compile(
-    r"^\s*(?:dollars?|usd|euros?|eur|pounds?|gbp|bucks|chf|cad|aud|yen|jpy)\b", re.IGNORECASE
-)
-_CENTS_AFTER = re.compile(r"^\s*(?:cents?\b|¢)", re.IGNORECASE)
-
 Role = Literal["amount", "identity", "any"]
 """What an argument is to the side effect: its amount (money, in cents), its target (an
 identity argument), or anything else."""
+
+READS_AS_ASKED = 2
+"""`TrustedFacts.rules` from which requests are read as `schemas.plan.asked` reads them
+(amounts in words and with the symbol after, targets and amounts bound to what is asked,
+every argument of a side effect without identity arguments checked); 1: as before."""
 
 
 @dataclass(frozen=True)
@@ -52,42 +52,26 @@ class TrustedFacts:
     text: str
     subject: str | None = None
     caller_plan: bool = False
+    rules: int = 1
+    """Which reading the run was recorded with (`READS_AS_ASKED`)."""
 
     def numbers(self, role: Role = "any") -> frozenset[int]:
         """Integers the words name, as `role` may use them.
 
-        A number written as money (`$19.50`, `19.50`, `15 euros`, `500 cents`) is an amount,
-        in cents; any other (`ticket 1002`) names something. So an amount cannot be taken
-        from an id the request named, nor a target from the money it named."""
-        amounts: set[int] = set()
-        names: set[int] = set()
-        for match in _NUMBER.finditer(self.text):
-            try:
-                value = Decimal(match.group().replace(",", ""))
-            except InvalidOperation:
-                continue
-            before = self.text[max(0, match.start() - 5) : match.start()]
-            after = self.text[match.end() : match.end() + 12]
-            if _CENTS_AFTER.match(after):
-                _add_whole(amounts, value)
-            elif (
-                _CURRENCY_BEFORE.search(before)
-                or _CURRENCY_AFTER.match(after)
-                or value != value.to_integral_value()
-            ):
-                _add_whole(amounts, value * 100)
-            else:
-                _add_whole(names, value)
+        A number written as money (`$19.50`, `19.50`, `15 euros`, `500 cents`; from
+        `READS_AS_ASKED` also `five dollars`, `5$`, `5€`) is an amount, in cents; any other
+        (`ticket 1002`) names something. So an amount cannot be taken from an id the request
+        named, nor a target from the money it named."""
+        asked = self.rules >= READS_AS_ASKED
+        text = spelled_out(self.text) if asked else self.text
+        found = mentions(text, symbol_after=asked)
+        amounts = {m.value for m in found if m.kind == "amount"}
+        names = {m.value for m in found if m.kind == "name"}
         if role == "amount":
             return frozenset(amounts)
         if role == "identity":
             return frozenset(names)
         return frozenset(amounts | names)
-
-
-def _add_whole(found: set[int], value: Decimal) -> None:
-    if value == value.to_integral_value():
-        found.add(int(value))
 
 
 class Provenance:
@@ -102,14 +86,35 @@ class Provenance:
         self._numbers = {role: facts.numbers(role) for role in get_args(Role)}
         self._words = facts.text.casefold()
         self._step_trust: dict[str, ArgumentOrigin] = {}
+        self._under: dict[int, Provenance] = {}
+
+    def under(self, rules: int) -> Provenance:
+        """This plan's provenance as a run recorded with `rules` reads it
+        (`TrustedFacts.rules`): asked per side effect, so a run without one records no
+        marker for it."""
+        if rules == self._facts.rules:
+            return self
+        known = self._under.get(rules)
+        if known is None:
+            facts = dataclasses.replace(self._facts, rules=rules)
+            known = self._under[rules] = Provenance(self._steps, self._tools, facts)
+        return known
 
     def step(self, step_id: str) -> PlanStep | None:
         return self._steps.get(step_id)
 
     def of_effect(self, step: PlanStep) -> dict[str, ArgumentOrigin]:
-        """The origin of each argument that says what a side effect changes and by how much."""
+        """The origin of each argument that says what a side effect changes and by how much:
+        its identity arguments and amount, or (from `READS_AS_ASKED`) every argument of one
+        that declares no identity arguments (an MCP tool's, say)."""
         spec = self._tools[step.tool]
         roles: dict[str, Role] = {name: "identity" for name in spec.identity_args}
+        facts = self._facts
+        if not roles and not spec.idempotent and facts.rules >= READS_AS_ASKED:
+            # A trusted caller's plan wires its own data flow: only a planner's is checked
+            # argument by argument (a note to delete that the request never named).
+            if not facts.caller_plan:
+                roles = {name: "identity" for name in step.args}
         if spec.amount_arg:
             roles[spec.amount_arg] = "amount"
         return {
@@ -123,11 +128,19 @@ class Provenance:
         arguments with their references filled in).
 
         A request that names its amounts names all of them: a trusted lookup (an invoice's
-        total) may not stand in for the "$5" the user asked."""
+        total) may not stand in for the "$5" the user asked. From `READS_AS_ASKED`, a
+        request that names no amount names none for a lookup to fill in either, and the
+        target and amount named in the request must be a pair it asks for
+        (`schemas.plan.asked`), not numbers it mentions."""
         origins = self.of_effect(step)
+        if self._facts.caller_plan:
+            return origins
+        if self._facts.rules >= READS_AS_ASKED:
+            spec = self._tools[step.tool]
+            return bind_to_asked(spec, step.args, resolved, origins, self._facts.text)
         amount_arg = self._tools[step.tool].amount_arg
         named = self._numbers["amount"]
-        if amount_arg not in origins or not named or self._facts.caller_plan:
+        if amount_arg not in origins or not named:
             return origins
         amount = resolved.get(amount_arg)
         if amount not in named and origins[amount_arg].trusted:

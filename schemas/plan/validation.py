@@ -22,6 +22,7 @@ from agentkeel.schemas.plan.arguments import check_arguments
 from agentkeel.schemas.plan.model import Plan, PlanStep
 from agentkeel.schemas.plan.references import PlanValidationError, Reference, iter_references
 from agentkeel.schemas.tools import ToolSpec
+from agentkeel.schemas.tools.catalog import withdrawn_reason
 
 __all__ = [
     "PlanValidationError",
@@ -64,6 +65,11 @@ def validate_plan(plan: Plan, tools: Mapping[str, ToolSpec]) -> dict[str, list[s
         by_id[step.id] = step
     for step in plan.steps:
         if step.tool not in tools:
+            withdrawn = withdrawn_reason(step.tool)
+            if withdrawn is not None:
+                raise PlanValidationError(
+                    UNKNOWN_TOOL, f"step {step.id}: tool {step.tool!r} is not served: {withdrawn}"
+                )
             known = ", ".join(sorted(tools))
             raise PlanValidationError(
                 UNKNOWN_TOOL, f"step {step.id}: unknown tool {step.tool!r} (known: {known})"

@@ -156,6 +156,18 @@ def has_side_effect(tool: str) -> bool:
     return tool in SIDE_EFFECT_TOOLS or tool not in TOOLS
 
 
+def withdrawn_reason(tool: str) -> str | None:
+    """Why `tool` is not in the catalog although it would be: its MCP server could not be
+    reached or listed at start, or it cannot be served as listed; None if not so."""
+    withdrawn = _withdrawn(_catalog().domain)
+    if tool in withdrawn:
+        return withdrawn[tool]
+    for name, reason in withdrawn.items():
+        if name.endswith("*") and tool.startswith(name[:-1]):
+            return reason
+    return None
+
+
 def catalog_version() -> str:
     """A short digest of everything about the served domain's tools that changes what a
     cached result means: part of every cache key, so another domain or a changed tool
@@ -189,4 +201,13 @@ def _digest(domain: ServedDomain, tools: Mapping[str, ToolSpec]) -> str:
             for spec in tools.values()
         ],
     }
+    withdrawn = _withdrawn(domain)
+    if withdrawn:  # a server left out at start, and back, is another catalog
+        described["withdrawn"] = sorted(withdrawn)
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _withdrawn(domain: ServedDomain) -> Mapping[str, str]:
+    """`Domain.withdrawn_tools` (a served domain of another kind withdraws nothing)."""
+    withdrawn: Mapping[str, str] = getattr(domain, "withdrawn_tools", {})
+    return withdrawn

@@ -44,6 +44,10 @@ class ActorScoped(BaseModel):
     set by a run that traded for it to meet its deadline. Counts only where the workers
     serve stale results to deadline runs alone (`AGENTKEEL_TOOL_CACHE_STALE=deadline`);
     by default every run may be served them."""
+    authorize_only: bool = False
+    """Set by the workflow for a side effect whose tool declares `authorize`: run only that
+    check of the call's authority (ownership, tenant), before anything is claimed or asked;
+    the effect is made by a call of its own, later."""
 
 
 RESERVED_ARGUMENTS = frozenset({*ActorScoped.model_fields, "idempotency_key"})
@@ -92,6 +96,11 @@ class ToolSpec:
     untrusted content."""
     needs_approval: bool = False
     """A side effect every call of which waits for an approver, whatever it moves."""
+    asked_by: tuple[str, ...] = ()
+    """For a side effect: the words (or starts of words) with which a request asks for it
+    ("refund", "money back", "reimburs"). Its target and amount must be what a request
+    asks with one of them, not numbers it merely mentions elsewhere
+    (`schemas.plan.asked`); none: any sentence of the request may ask for it."""
     amount_arg: str | None = None
     """The argument holding money this tool moves, in cents: above the approval thresholds
     the run waits for an approver before the call."""
@@ -115,6 +124,10 @@ class ToolSpec:
     plans (`schemas.speculation`)."""
     render: Render | None = field(default=None, compare=False)
     """How answers describe one result of this tool; None: its JSON as it is."""
+    authorize: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
+    """For a side effect: `async (args, ctx) -> None`, raising `NotAuthorized` or
+    `NotFound` where the actor may not make it (a row of another owner or tenant); run
+    by the workflow before it claims the effect or asks an approver."""
     fn: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
     """The tool's own function (`agentkeel.tool`): `async (args[, ctx]) -> result`."""
     many: Callable[..., Any] | None = field(default=None, compare=False, repr=False)

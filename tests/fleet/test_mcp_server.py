@@ -130,7 +130,7 @@ async def _a_customer_runs_then_waits(customer: Client, stack: AgentStack, order
     workflow_id = waiting["workflow_id"]
     stack.started.append(stack.client.get_workflow_handle(workflow_id))
     refused = await customer.call_tool(
-        "decide_approval", {"workflow_id": workflow_id, "approved": True}
+        "decide_approval", {"workflow_id": workflow_id, "approved": True, "approval_id": 1}
     )
     assert refused.is_error, "a customer's key approves nothing"
     return workflow_id

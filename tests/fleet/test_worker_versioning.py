@@ -190,7 +190,9 @@ async def test_a_run_in_flight_moves_to_the_next_version_and_completes_there(
         assert all(w.process.poll() is None for w in versioned.workers), "release-1 still up"
         answer = await handle.execute_update(
             names.APPROVE_UPDATE,
-            ApprovalDecision(approved=True, approver="bob", reason="damage confirmed"),
+            ApprovalDecision(
+                approved=True, approver="bob", reason="damage confirmed", approval_id=1
+            ),
             result_type=ApprovalAnswer,
         )
         assert answer.approved

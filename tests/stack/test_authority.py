@@ -88,13 +88,13 @@ async def test_a_large_refund_waits_for_approval_then_is_made(
 
     answer = await handle.execute_update(
         names.APPROVE_UPDATE,
-        ApprovalDecision(approved=True, approver="bob", reason="damage confirmed"),
+        ApprovalDecision(approved=True, approver="bob", reason="damage confirmed", approval_id=1),
         result_type=ApprovalAnswer,
     )
     assert (answer.approved, answer.approver, answer.tool) == (True, "bob", "create_refund")
     with pytest.raises(WorkflowUpdateFailedError) as second:  # a second decision is refused
         await handle.execute_update(
-            names.APPROVE_UPDATE, ApprovalDecision(approved=False, approver="eve")
+            names.APPROVE_UPDATE, ApprovalDecision(approved=False, approver="eve", approval_id=1)
         )
     cause = second.value.cause  # typed, and not worth retrying
     assert isinstance(cause, ApplicationError) and cause.non_retryable
@@ -134,7 +134,9 @@ async def test_a_rejected_refund_is_not_made_and_the_answer_says_so(
     await until_awaiting(handle)
     await handle.execute_update(
         names.APPROVE_UPDATE,
-        ApprovalDecision(approved=False, approver="bob", reason="no damage on the photos"),
+        ApprovalDecision(
+            approved=False, approver="bob", reason="no damage on the photos", approval_id=1
+        ),
     )
     result = await handle.result()
     refund = step_of(result, "create_refund")
@@ -199,7 +201,7 @@ async def test_a_customers_refund_above_self_service_waits_below_does_not(
     with pytest.raises(WorkflowUpdateFailedError):  # the update's input is validated
         await handle.execute_update(names.APPROVE_UPDATE, {"approved": "maybe"})
     await handle.execute_update(
-        names.APPROVE_UPDATE, ApprovalDecision(approved=True, approver="bob")
+        names.APPROVE_UPDATE, ApprovalDecision(approved=True, approver="bob", approval_id=1)
     )
     assert step_of(await handle.result(), "create_refund").status == StepStatus.SUCCEEDED
 
@@ -211,7 +213,7 @@ async def test_an_approval_for_a_run_that_waits_for_nothing_is_refused(
     await handle.result()
     with pytest.raises((WorkflowUpdateFailedError, Exception)):
         await handle.execute_update(
-            names.APPROVE_UPDATE, ApprovalDecision(approved=True, approver="bob")
+            names.APPROVE_UPDATE, ApprovalDecision(approved=True, approver="bob", approval_id=1)
         )
 
 

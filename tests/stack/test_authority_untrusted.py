@@ -205,7 +205,8 @@ async def test_a_refund_split_into_parts_waits_like_the_whole(
         awaiting = await until_awaiting(handle)
         assert awaiting.call_id == call_id and "cents moved earlier" in awaiting.why
         await handle.execute_update(
-            names.APPROVE_UPDATE, ApprovalDecision(approved=False, approver="bob")
+            names.APPROVE_UPDATE,
+            ApprovalDecision(approved=False, approver="bob", approval_id=awaiting.approval_id),
         )
     result = await asyncio.wait_for(handle.result(), timeout=60)
     statuses = {s.id: s.status for s in result.steps}
@@ -224,7 +225,8 @@ async def test_an_amount_written_as_text_is_checked_as_the_number_it_is(
     assert awaiting.amount_cents == 15_000
     with pytest.raises(WorkflowUpdateFailedError):  # who asked may not approve
         await handle.execute_update(
-            names.APPROVE_UPDATE, ApprovalDecision(approved=True, approver="ANN")
+            names.APPROVE_UPDATE,
+            ApprovalDecision(approved=True, approver="ANN", approval_id=awaiting.approval_id),
         )
     with pytest.raises(WorkflowUpdateFailedError):  # a decision for another call
         await handle.execute_update(

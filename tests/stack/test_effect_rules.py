@@ -127,7 +127,8 @@ async def test_the_workflow_checks_who_approves(make_stack: StackFactory, db: as
     for by in refused:
         with pytest.raises(WorkflowUpdateFailedError) as rejected:
             await handle.execute_update(
-                names.APPROVE_UPDATE, ApprovalDecision(approved=True, approver="x", by=by)
+                names.APPROVE_UPDATE,
+                ApprovalDecision(approved=True, approver="x", by=by, approval_id=1),
             )
         cause = rejected.value.cause
         assert isinstance(cause, ApplicationError), cause
@@ -135,7 +136,7 @@ async def test_the_workflow_checks_who_approves(make_stack: StackFactory, db: as
     assert await refunds_of(db, order_id) == []
     bob = Actor(role="staff", name="bob")
     await handle.execute_update(
-        names.APPROVE_UPDATE, ApprovalDecision(approved=True, approver="bob", by=bob)
+        names.APPROVE_UPDATE, ApprovalDecision(approved=True, approver="bob", by=bob, approval_id=1)
     )
     result: AgentResult = await asyncio.wait_for(handle.result(), 60)
     assert result.approvals[0].approved_by == bob

@@ -56,7 +56,9 @@ async def test_small_refunds_in_separate_runs_count_toward_one_self_service_limi
     assert "self-service limit" in awaiting.why and "1900 cents moved earlier" in awaiting.why
     await second.execute_update(
         names.APPROVE_UPDATE,
-        ApprovalDecision(approved=False, approver="bob", by=Actor(role="staff", name="bob")),
+        ApprovalDecision(
+            approved=False, approver="bob", by=Actor(role="staff", name="bob"), approval_id=1
+        ),
     )
     declined: AgentResult = await second.result()
     assert declined.steps[0].error is not None
@@ -144,7 +146,8 @@ async def test_the_audit_lists_effects_refusals_and_decisions(
     await until_awaiting(big)
     approver = Actor(role="staff", name="Lee")
     await big.execute_update(
-        names.APPROVE_UPDATE, ApprovalDecision(approved=True, approver="lee", by=approver)
+        names.APPROVE_UPDATE,
+        ApprovalDecision(approved=True, approver="lee", by=approver, approval_id=1),
     )
     await big.result()
 

@@ -253,7 +253,7 @@ async def test_api_keys_bind_tenant_and_actor(stack: AgentStack, database_url: s
         assert awaiting is not None, "a customer's large refund waits for staff"
         assert awaiting["actor"] == {"role": "customer", "subject": str(owner), "name": None}
 
-        decision = {"approved": True, "reason": "damage confirmed"}
+        decision = {"approved": True, "reason": "ok", "approval_id": awaiting["approval_id"]}
         refused = await http.post(
             f"/v1/runs/{workflow_id}/approve", json=decision, headers=customer
         )

@@ -132,7 +132,7 @@ async def test_approvals_are_made_as_the_key_and_never_by_the_requester(
         ]
     )
     refund = {"question": f"Please refund $150.00 for order {order_id}, it arrived damaged"}
-    decision = {"approved": True, "reason": "damage confirmed"}
+    decision = {"approved": True, "reason": "damage confirmed", "approval_id": 1}
     async with gateway(stack, keys) as http:
         # Staff asking for a large refund: bob may not approve his own request.
         asked = await http.post("/v1/runs", json=refund, headers=bearer(STAFF_TOKEN))
@@ -149,7 +149,7 @@ async def test_approvals_are_made_as_the_key_and_never_by_the_requester(
         by_body = await http.post(approve, json=claimed, headers=bearer(STAFF_TOKEN))
         assert by_body.status_code == 422, by_body.text
         rejected = await http.post(
-            approve, json={"approved": False}, headers=bearer(OTHER_STAFF_TOKEN)
+            approve, json={"approved": False, "approval_id": 1}, headers=bearer(OTHER_STAFF_TOKEN)
         )
         assert rejected.status_code == 200, rejected.text
 

@@ -166,7 +166,8 @@ async def test_hostile_signals_and_updates_leave_a_waiting_run_working(
 
     assert (await until_awaiting(handle, timeout_s=5)).tool == "create_refund"
     await handle.execute_update(
-        names.APPROVE_UPDATE, ApprovalDecision(approved=False, approver="bob", reason="no")
+        names.APPROVE_UPDATE,
+        ApprovalDecision(approved=False, approver="bob", reason="no", approval_id=1),
     )
     result = await asyncio.wait_for(handle.result(), UNREADABLE_DEADLINE_S)
     refund = next(s for s in result.steps if s.tool == "create_refund")

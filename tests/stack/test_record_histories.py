@@ -85,7 +85,8 @@ async def test_record_authority_histories(stack: AgentStack) -> None:
     )
     await until_awaiting(handle)
     await handle.execute_update(
-        names.APPROVE_UPDATE, ApprovalDecision(approved=True, approver="bob", reason="ok")
+        names.APPROVE_UPDATE,
+        ApprovalDecision(approved=True, approver="bob", reason="ok", approval_id=1),
     )
     await handle.result()
     await _save("approved_refund", await handle.fetch_history())

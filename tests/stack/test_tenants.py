@@ -170,3 +170,24 @@ async def test_a_merged_tracking_request_gives_each_tenant_its_own_parcels(
     async with httpx.AsyncClient() as http:
         stats = (await http.get(f"{slow_carrier}/stats")).json()
     assert stats["requests"] <= 2  # merged: one request per tenant at most
+
+
+async def test_another_tenants_staff_cannot_track_a_parcel_by_a_guessed_number(
+    stack: AgentStack, orders_db: asyncpg.Pool
+) -> None:
+    """A tracking number is the order id padded: staff of another tenant can guess it, and
+    find nothing there; the carrier is never asked."""
+    number = await orders_db.fetchval("SELECT tracking_number FROM shipments LIMIT 1")
+    plan = Plan.model_validate(
+        {"steps": [{"id": "s1", "tool": "track_shipment", "args": {"tracking_number": number}}]}
+    )
+    options = {"max_replans": 0, "use_cache": False}
+    question = f"where is parcel {number}?"
+    theirs = await stack.ask(
+        question, tenant=other_tenant(stack), actor=STAFF, plan=plan, options=options
+    )
+    step = step_of(theirs, "track_shipment")
+    assert step.status is StepStatus.FAILED and step.error is not None
+    assert step.error.type == errors.NOT_FOUND and step.output is None
+    mine = await stack.ask(question, actor=STAFF, plan=plan, options=options)
+    assert step_of(mine, "track_shipment").output["tracking_number"] == number

@@ -12,6 +12,8 @@ cancellation, an effect made once per idempotency key.
 - `crash_once()`: the process exits mid-call the first time, answers the next.
 - `append(text, delay_s)`: a side effect (destructive) made at most once per idempotency key.
 - `grow()`: adds the tool `grown` and says the tool list changed.
+- `grow_bad()`: adds `bad(tenant)`, whose argument takes a name the workflow sets itself.
+- `forget(name)`: a side effect with no identity arguments configured (each call an event).
 - `whoami()`: the `_meta` agentkeel sent.
 - `lookup(key)`: an idempotent read that counts the calls reaching the server.
 """
@@ -134,6 +136,31 @@ async def grow(ctx: Context) -> str:
     return "grew"
 
 
+@server.tool(annotations=EFFECT)
+async def forget(name: str) -> dict[str, Any]:
+    """Forget the note `name`."""
+    _event("forgotten", name=name)
+    return {"forgotten": name}
+
+
+async def bad(tenant: str) -> str:
+    """A tool whose argument takes a reserved name: it cannot be served."""
+    return tenant
+
+
+@server.tool(annotations=EFFECT)
+async def grow_bad(ctx: Context) -> str:
+    """Add the tool `bad` and announce that the tool list changed."""
+    server.add_tool(bad, annotations=READ)
+    (STATE / "bad").write_text("1")
+    await ctx.notify_tools_changed()
+    try:
+        await ctx.request_context.session.send_tool_list_changed()
+    except Exception:
+        pass
+    return "grew a bad tool"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, default=0)
@@ -141,6 +168,8 @@ def main() -> None:
     _event("server_started")
     if (STATE / "grown").exists():
         server.add_tool(grown, annotations=READ)
+    if (STATE / "bad").exists():
+        server.add_tool(bad, annotations=READ)
     if args.http:
         server.run("streamable-http", port=args.http)
     else:

@@ -167,7 +167,7 @@ async def _dispatch(call: ToolCall, ctx: RunContext, effects: EffectRoles) -> An
     options: dict[str, Any] = {}
     cleared = None
     if not spec.idempotent and ctx.effect_rules:
-        cleared = await clear_effect(call, spec, ctx)
+        cleared = await clear_effect(call, spec, ctx, payload)
         payload["idempotency_key"] = cleared.key
     elif not spec.idempotent:
         role = effects.role(spec, call.args)

@@ -18,6 +18,9 @@ Refusals, decisions and how each call ended are recorded in the ledger (the audi
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -28,10 +31,12 @@ from agentkeel.schemas.actor import SYSTEM_ROLE
 from agentkeel.schemas.approvals import ApprovalRecord, ApprovalRequest
 from agentkeel.schemas.effects import EffectStatus
 from agentkeel.schemas.origin import ArgumentOrigin
+from agentkeel.schemas.plan.provenance import READS_AS_ASKED
 from agentkeel.schemas.result import StepError
 from agentkeel.schemas.tools import ToolSpec
 from agentkeel.sdk.serving import active_domain
 from agentkeel.workflows.dag import effect_ledger as ledger
+from agentkeel.workflows.dag.authority_check import authority_refusal
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.effect_ledger import ClearedEffect
 from agentkeel.workflows.dag.run_context import RunContext
@@ -43,19 +48,56 @@ plan, the planner's intent allowing effects, approvers compared by name, limits 
 without the ledger)."""
 
 
-def effect_identity(spec: ToolSpec, args: dict[str, Any]) -> str:
-    """What the effect changes, as its key names it: `issue_credit:account_id=7:amount_cents=5`."""
-    named = [*spec.identity_args, *([spec.amount_arg] if spec.amount_arg else [])]
-    parts = [f"{name}={args.get(name)}" for name in named]
-    return ":".join([spec.name, *parts])
+EFFECT_IDENTITY_PATCH = "effect-identity-v1"
+"""Runs started before it name a tool that declares no identity arguments by the tool (and
+amount) alone: a second call with other arguments counted as the first, made already."""
+
+PROVENANCE_PATCH = "provenance-asked-v1"
+"""Runs started before it read requests as they were recorded (`TrustedFacts.rules` 1):
+no amounts in words, every number of the request trusted, a lookup's amount trusted where
+the request named none, and only declared identity arguments checked."""
+
+CLAIM_RELEASE_PATCH = "claim-release-v1"
+"""Runs started before it left the claim of an effect cancelled while it waited open."""
+
+_LONGEST_IDENTITY = 200
+"""Past this, the arguments are named by their digest (a note's text, say), not spelled out."""
 
 
-async def clear_effect(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> ClearedEffect:
-    """The effect `call` may start as, once it has passed provenance, the ledger's limits
-    and approval; raises `StepRefused` (recorded in the ledger) when it may not run."""
+def effect_identity(spec: ToolSpec, args: dict[str, Any], *, every_argument: bool = True) -> str:
+    """What the effect changes, as its key names it: `issue_credit:account_id=7:amount_cents=5`.
+
+    A tool that declares its identity arguments is named by those and its amount, so a
+    replan that rewords a `reason` finds the same effect. One that declares none is named by
+    every argument: two calls that differ in anything are two effects, each approved and
+    made on its own (`every_argument=False`: runs recorded before, by the tool alone)."""
+    if spec.identity_args or not every_argument:
+        named = [*spec.identity_args, *([spec.amount_arg] if spec.amount_arg else [])]
+        parts = [f"{name}={args.get(name)}" for name in named]
+        return ":".join([spec.name, *parts])
+    spelled = ":".join([spec.name, *(f"{k}={_plain(args[k])}" for k in sorted(args))])
+    if len(spelled) <= _LONGEST_IDENTITY:
+        return spelled
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
+    return f"{spec.name}:args#{hashlib.sha256(canonical.encode()).hexdigest()[:32]}"
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return str(value)
+
+
+async def clear_effect(
+    call: ToolCall, spec: ToolSpec, ctx: RunContext, payload: dict[str, Any] | None = None
+) -> ClearedEffect:
+    """The effect `call` may start as, once it has passed provenance, the tool's authority
+    check (`payload`: the call's activity input), the ledger's limits and approval; raises
+    `StepRefused` (recorded in the ledger) when it may not run."""
     origins = _origins(call, ctx)
     ctx.effect_origins[call.step_id] = origins
-    key = ctx.effect_key(effect_identity(spec, call.args))
+    every_argument = workflow.patched(EFFECT_IDENTITY_PATCH)
+    key = ctx.effect_key(effect_identity(spec, call.args, every_argument=every_argument))
     request = ledger.claim_of(call, spec, ctx, key, origins)
     untrusted = {name: o for name, o in origins.items() if not o.trusted}
     if untrusted and active_domain().untrusted_effects == "refuse":
@@ -67,6 +109,11 @@ async def clear_effect(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> Clear
         )
         await ledger.record_refusal(request, error)
         raise StepRefused(error)
+    if payload is not None:  # ownership and tenant, before anything is claimed or asked
+        refused = await authority_refusal(call, spec, payload, key, ctx.tool_queue)
+        if refused is not None:
+            await ledger.record_refusal(request, refused)
+            raise StepRefused(refused)
     # Claimed before any approval: a concurrent run of the same actor or on the same
     # target counts this amount from now on, approved or still waiting.
     async with ctx.effect_claims:
@@ -88,14 +135,27 @@ async def clear_effect(call: ToolCall, spec: ToolSpec, ctx: RunContext) -> Clear
             cleared, EffectStatus.DECLINED, approval=refused.approval, error=refused.error
         )
         raise
+    except asyncio.CancelledError:
+        # Cancelled while it waited: nothing moved, so its claim ends here rather than
+        # counting against the actor and the target for the rest of the window.
+        if workflow.patched(CLAIM_RELEASE_PATCH):
+            ended = StepError(
+                type=errors.CANCELLED,
+                message=f"{call.tool} {call.call_id}: cancelled while it waited for approval",
+            )
+            await ledger.settle(cleared, EffectStatus.CANCELLED, error=ended)
+        raise
     return cleared
 
 
 def _origins(call: ToolCall, ctx: RunContext) -> dict[str, ArgumentOrigin]:
     if ctx.provenance is None:
         return {}
-    step = ctx.provenance.step(call.step_id)
-    return ctx.provenance.of_call(step, call.args) if step is not None else {}
+    # Asked here, per side effect, so a run that makes none records no marker for it.
+    rules = READS_AS_ASKED if workflow.patched(PROVENANCE_PATCH) else 1
+    provenance = ctx.provenance.under(rules)
+    step = provenance.step(call.step_id)
+    return provenance.of_call(step, call.args) if step is not None else {}
 
 
 async def await_approval(

@@ -57,6 +57,7 @@ def claim_of(
 ) -> EffectClaim:
     amount = call.args.get(spec.amount_arg) if spec.amount_arg is not None else 0
     info = workflow.info()
+    domain = active_domain()
     return EffectClaim(
         tenant=ctx.request.tenant,
         effect_key=key,
@@ -71,7 +72,8 @@ def claim_of(
         request_id=ctx.request.request_id,
         step_id=call.step_id,
         call_id=call.call_id,
-        window_s=active_domain().effect_window_s,
+        window_s=domain.effect_window_s,
+        scoped_roles=[role.name for role in domain.roles if domain.is_scoped(role.name)],
     )
 
 

@@ -64,6 +64,15 @@ def _refund(out: dict[str, Any]) -> str:
     )
 
 
+async def _may_refund(args: CreateRefundArgs, ctx: ToolContext) -> None:
+    """The order is of the caller's tenant, and a customer's own: checked before the run
+    claims the refund or asks an approver (the refund checks it again, under its lock)."""
+    owner = await shop(ctx).pool.fetchval(q.ORDER_OWNER, args.order_id, ctx.tenant)
+    ctx.require_owner(owner, f"order {args.order_id}")
+    if owner is None:
+        raise not_found(f"order {args.order_id}")
+
+
 @tool(
     description="Refund part or all of an order. Side-effecting: at most once per step.",
     downstream=ORDERS_DB,
@@ -72,6 +81,10 @@ def _refund(out: dict[str, Any]) -> str:
     non_retryable_errors=(NOT_FOUND, NOT_AUTHORIZED, REFUND_REJECTED),
     amount_arg="amount_cents",
     identity_args=("order_id",),
+    # What a request asks with: "my order 4774 cost $26.97 ... refund $5 on 5903" asks
+    # $5 on order 5903, and mentions the rest.
+    asked_by=("refund", "money back", "reimburs"),
+    authorize=_may_refund,
     render=_refund,
 )
 async def create_refund(args: CreateRefundArgs, ctx: ToolContext) -> Refund:

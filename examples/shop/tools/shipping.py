@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field
 from temporalio.exceptions import ApplicationError
 
-from agentkeel import ActorScoped, ToolArgs, ToolCall, ToolContext, tool
+from agentkeel import ActorScoped, ToolArgs, ToolCall, ToolContext, not_found, tool
 from agentkeel.examples.shop import queries as q
 from agentkeel.examples.shop.carrier_api import Tracking, TrackingEvent
 from agentkeel.examples.shop.downstreams import CARRIER
@@ -70,6 +70,10 @@ async def track_shipment(args: TrackShipmentArgs, ctx: ToolContext) -> Tracking:
 
 
 async def _check_owner(ctx: ToolContext, number: str) -> None:
-    if ctx.scoped:
-        owner = await shop(ctx).pool.fetchval(q.SHIPMENT_OWNER, number, ctx.tenant)
-        ctx.require_owner(owner, f"shipment {number!r}")
+    """The shipment must be one of the caller's tenant, whatever the role (a tracking
+    number is the order id padded: staff of another tenant could guess it), and a
+    customer's own. The carrier knows no tenants: nothing is asked of it before this."""
+    owner = await shop(ctx).pool.fetchval(q.SHIPMENT_OWNER, number, ctx.tenant)
+    ctx.require_owner(owner, f"shipment {number!r}")
+    if owner is None:
+        raise not_found(f"shipment {number!r}")

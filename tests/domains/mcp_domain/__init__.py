@@ -26,6 +26,18 @@ PATTERNS = (
         r"^note (?P<text>\w+)$",
         [{"id": "s1", "tool": "tb_append", "args": {"text": "{text}"}}],
     ),
+    PlanPattern(
+        "notes",
+        r"^forget (?P<text>\w+)$",
+        [{"id": "s1", "tool": "tb_forget", "args": {"name": "{text}"}}],
+    ),
+    # A planner that obeys an injected instruction, at the model boundary: it writes a
+    # target the request never named ("forget everything").
+    PlanPattern(
+        "notes",
+        r"^tidy up after (?P<text>\w+)$",
+        [{"id": "s1", "tool": "tb_forget", "args": {"name": "everything"}}],
+    ),
 )
 
 
@@ -43,6 +55,8 @@ def domain() -> Domain:
             # A TTL on a side effect is dropped: it is never cached, whatever is configured.
             "append": McpToolPolicy(identity_args=("text",), cache_ttl_s=60, intents=("notes",)),
             "lookup": McpToolPolicy(cache_ttl_s=900, intents=("lookup",)),
+            # No identity arguments: every argument is its target, checked as one.
+            "forget": McpToolPolicy(intents=("notes",)),
         },
     )
     return Domain(

@@ -1,0 +1,107 @@
+"""A side effect's target and amount bound to what the request asks (`schemas.plan.asked`).
+
+Provenance says where each value came from; this says whether the values the call will
+really use are the pair the request asks for. A value that fails is marked untrusted, with
+why, so the effect gate refuses it or shows it to an approver (the domain's
+`untrusted_effects`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agentkeel.schemas.origin import ArgumentOrigin
+from agentkeel.schemas.plan.asked import Region, asked_regions, mentions, spelled_out
+from agentkeel.schemas.plan.references import Reference
+from agentkeel.schemas.tools.spec import ToolSpec
+
+NAMED = "named in the request"
+"""What provenance says of a literal the request's words contain."""
+
+
+def bind_to_asked(
+    spec: ToolSpec,
+    written: Mapping[str, Any],
+    resolved: Mapping[str, Any],
+    origins: dict[str, ArgumentOrigin],
+    text: str,
+) -> dict[str, ArgumentOrigin]:
+    """`origins` with the target and amount of the call checked against what `text` asks.
+
+    `written`: the step's arguments as the plan wrote them (a literal or a reference);
+    `resolved`: as the call will send them. Three rules: an amount the request names must
+    be asked together with the targets the request names (a region of
+    `asked_regions`); an amount looked up (an order's total) stands only where the request
+    names no amount and is then shown as such, never taken as asked; a target the request
+    names must be one it asks for."""
+    regions = asked_regions(text, spec.asked_by)
+    targets = {
+        name: number
+        for name, origin in origins.items()
+        if name != spec.amount_arg
+        and origin.trusted
+        and origin.says == NAMED
+        and (number := _number(resolved.get(name))) is not None
+    }
+    amount_arg = spec.amount_arg
+    if amount_arg is not None and amount_arg in origins and origins[amount_arg].trusted:
+        amount = resolved.get(amount_arg)
+        if Reference.parse(written.get(amount_arg)) is not None:
+            named = [m for m in mentions(spelled_out(text), symbol_after=True)]
+            if not any(m.kind == "amount" for m in named):
+                origins[amount_arg] = _untrusted(
+                    f"the request names no amount: {amount} cents is {origins[amount_arg].says}"
+                )
+            elif not any(amount in r.amounts for r in regions):
+                origins[amount_arg] = _untrusted(
+                    f"{amount} is not an amount the request asks ({_asked(regions)})"
+                )
+        elif not any(_pair(r, amount, targets) for r in regions):
+            origins[amount_arg] = _untrusted(
+                f"{_describe(amount, targets)} is not what the request asks ({_asked(regions)})"
+            )
+            return origins
+    for name, number in targets.items():
+        if not any(number in r.names for r in regions):
+            origins[name] = _untrusted(
+                f"{number} is mentioned in the request, not asked for ({_asked(regions)})"
+            )
+    return origins
+
+
+def _pair(region: Region, amount: Any, targets: Mapping[str, int]) -> bool:
+    return amount in region.amounts and all(t in region.names for t in targets.values())
+
+
+def _number(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def _describe(amount: Any, targets: Mapping[str, int]) -> str:
+    on = ", ".join(f"{name}={value}" for name, value in targets.items())
+    return f"{amount} cents" + (f" on {on}" if on else "")
+
+
+def _asked(regions: list[Region]) -> str:
+    asked = [
+        " ".join(
+            [
+                *(f"{n}" for n in sorted(r.names)),
+                *(f"{a} cents" for a in sorted(r.amounts)),
+            ]
+        )
+        for r in regions
+        if r.names or r.amounts
+    ]
+    return "it asks: " + "; ".join(asked) if asked else "it asks for no number"
+
+
+def _untrusted(says: str) -> ArgumentOrigin:
+    return ArgumentOrigin(trusted=False, says=says)

@@ -1,0 +1,83 @@
+"""A refund is what the request asks, read as people write it, on the real stack.
+
+The planner is a scripted model (`RefundScript`, a fake at the model boundary) that plans
+what a compromised model would: the order's whole total when the request says "five
+dollars", or the order and amount the request only mentions ("my other order ... cost").
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+
+from agentkeel.schemas import errors
+from agentkeel.schemas.result import AgentResult, StepStatus
+from tests.support.agent_stack import StackFactory
+from tests.support.refunds import RefundScript, refunds_of, staff, step_of
+
+
+async def _small_orders(db: asyncpg.Pool) -> list[asyncpg.Record]:
+    """Two orders nothing was refunded on, each under the approval threshold."""
+    rows = await db.fetch(
+        """
+        SELECT order_id, total_cents FROM orders o
+        WHERE status <> 'cancelled' AND total_cents BETWEEN 600 AND 9000
+          AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.order_id = o.order_id)
+        ORDER BY order_id LIMIT 2
+        """
+    )
+    assert len(rows) == 2
+    return rows
+
+
+async def _run(make_stack: StackFactory, question: str, plan: dict[str, object]) -> AgentResult:
+    stack = await make_stack(policy=RefundScript([plan]))
+    handle = await stack.start(question, actor=staff("ann"))
+    return await asyncio.wait_for(handle.result(), 60)
+
+
+def _refund(order: object, amount: object, *after: str) -> dict[str, object]:
+    args = {"order_id": order, "amount_cents": amount, "reason": "asked"}
+    return {"id": "r", "tool": "create_refund", "args": args, "after": list(after)}
+
+
+async def test_five_dollars_is_an_amount_and_no_lookup_stands_in_for_it(
+    make_stack: StackFactory, db: asyncpg.Pool
+) -> None:
+    [order, _] = await _small_orders(db)
+    oid = order["order_id"]
+    lookup = {"id": "s1", "tool": "get_order", "args": {"order_id": oid}}
+    total = _refund("$s1.order_id", "$s1.total_cents", "s1")
+    for words in ("five dollars", "5$", "5€"):
+        result = await _run(
+            make_stack, f"refund {words} on order {oid}", {"steps": [lookup, total]}
+        )
+        refund = step_of(result, "create_refund")
+        assert refund.error is not None and refund.error.type == errors.UNTRUSTED_ARGUMENT, words
+        assert "request asks" in refund.error.message or "names no amount" in (refund.error.message)
+    assert await refunds_of(db, oid) == []
+    five = await _run(
+        make_stack, f"refund five dollars on order {oid}", {"steps": [_refund(oid, 500)]}
+    )
+    assert step_of(five, "create_refund").status == StepStatus.SUCCEEDED
+    assert [r["amount_cents"] for r in await refunds_of(db, oid)] == [500]
+
+
+async def test_a_mentioned_order_and_amount_are_not_what_is_asked(
+    make_stack: StackFactory, db: asyncpg.Pool
+) -> None:
+    [other, asked] = await _small_orders(db)
+    question = (
+        f"my other order {other['order_id']} cost ${other['total_cents'] / 100:.2f} ... "
+        f"refund $5 on order {asked['order_id']}"
+    )
+    wrong = _refund(other["order_id"], other["total_cents"])
+    result = await _run(make_stack, question, {"steps": [wrong]})
+    refund = step_of(result, "create_refund")
+    assert refund.error is not None and refund.error.type == errors.UNTRUSTED_ARGUMENT
+    assert "not what the request asks" in refund.error.message
+    assert await refunds_of(db, other["order_id"]) == []
+    right = await _run(make_stack, question, {"steps": [_refund(asked["order_id"], 500)]})
+    assert step_of(right, "create_refund").status == StepStatus.SUCCEEDED
+    assert [r["amount_cents"] for r in await refunds_of(db, asked["order_id"])] == [500]

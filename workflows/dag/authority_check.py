@@ -1,0 +1,55 @@
+"""A side effect's authority, checked before anything is claimed or asked.
+
+A tool may declare `authorize` (`agentkeel.tool`): the checks it makes of the actor's
+authority over the row (its owner, its tenant), without changing anything. The workflow
+runs them as the tool's own activity, marked `authorize_only`, before the effect is claimed
+in the ledger or put to an approver: a customer's claim on another's order is refused
+there, and never counts against that order, nor waits for a person to decide on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from agentkeel.schemas import errors
+from agentkeel.schemas.result import StepError
+from agentkeel.schemas.tools import ToolSpec
+from agentkeel.workflows.dag.calls import ToolCall
+
+AUTHORIZE_PATCH = "authorize-before-claim-v1"
+"""Runs started before it claimed first; the tool checked its authority when it ran."""
+
+REFUSED_BY_AUTHORITY = (errors.NOT_AUTHORIZED, errors.NOT_FOUND)
+
+
+async def authority_refusal(
+    call: ToolCall, spec: ToolSpec, payload: dict[str, Any], key: str, task_queue: str
+) -> StepError | None:
+    """Why the actor may not make this effect (`NotAuthorized`, `NotFound`), or None when
+    the tool's own check passes or it declares none. Other failures of the check fail the
+    step as a failed call would."""
+    if spec.authorize is None or not workflow.patched(AUTHORIZE_PATCH):
+        return None
+    checked = {**payload, "idempotency_key": key, "authorize_only": True}
+    try:
+        await workflow.execute_activity(
+            spec.name,
+            checked,
+            task_queue=task_queue,
+            start_to_close_timeout=spec.timeout,
+            retry_policy=RetryPolicy(
+                maximum_attempts=spec.max_attempts,
+                non_retryable_error_types=list(spec.non_retryable_errors),
+            ),
+            summary=f"authorize {call.tool} {call.call_id}",
+        )
+    except ActivityError as failure:
+        cause = failure.cause
+        if isinstance(cause, ApplicationError) and cause.type in REFUSED_BY_AUTHORITY:
+            return StepError(type=cause.type, message=cause.message, non_retryable=True)
+        raise
+    return None
