@@ -69,9 +69,14 @@ class GatewayMetrics:
             if streaming:
                 self.streams.dec()
             route = getattr(scope.get("route"), "path", None) or "unmatched"
-            method = scope["method"]
+            # A client may send any method token: the label keeps to the known ones, so no
+            # request can add series without bound.
+            method = scope["method"] if scope["method"] in _METHODS else "other"
             self.requests.labels(method, route, str(status)).inc()
             self.duration.labels(method, route).observe(time.perf_counter() - started)
+
+
+_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
 
 
 def serve_metrics(app: FastAPI) -> None:

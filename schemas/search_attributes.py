@@ -40,6 +40,7 @@ def shown_question(question: str) -> str:
         shown = shown[: len(shown) * 3 // 4]
     return shown
 
+
 ALL_KEYS = (
     AGENT_INTENT, AGENT_TIER, AGENT_CACHE, AGENT_AWAITING, AGENT_WAITING, AGENT_TENANT,
     AGENT_QUESTION,

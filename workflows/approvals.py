@@ -40,6 +40,11 @@ def refused(error_type: str, message: str) -> ApplicationError:
     return ApplicationError(message, type=error_type, non_retryable=True)
 
 
+CANCELLED_RECORD_PATCH = "approval-cancel-record-v1"
+"""A wait cancelled while the run goes on is recorded `cancelled`, so its id is never
+given to the next request (runs recorded before it numbered the next request the same)."""
+
+
 class ApprovalGate:
     def __init__(self, progress: RunProgress) -> None:
         self._progress = progress
@@ -126,6 +131,8 @@ class ApprovalGate:
                 pass
             except BaseException:  # cancelled while waiting: the wait ends without a decision
                 observe_approval("abandoned")
+                if not workflow.patched(CANCELLED_RECORD_PATCH):
+                    raise  # recorded before: the next request took this id again
                 self._progress.approvals.append(
                     ApprovalRecord(
                         request=request,

@@ -147,6 +147,8 @@ def _take_after(context: RunContext, spec: ToolSpec, call: PredictedCall) -> boo
     if any(wait is None for wait in waits) or not _room(context):
         pool.by_step.pop(call.step, None)
         return False
+    if not workflow.patched(PLAN_STREAM_PATCH):
+        return False
     ready = [wait[1] for wait in waits if wait is not None]
     task = asyncio.ensure_future(_when_ready(context, pool, spec, call, ready))
     pool.by_step[call.step] = (_signature(call), task)

@@ -31,7 +31,10 @@ RELEASE_PATCH = "release-2026-12"
 tool-tenant-v1, fan-out-children-v1, outputs-by-reference-v1, deadline-v1, speculation-v1.
 
 Changes gated after it, each asking its own id where a run takes its branch:
-early-speculation-v1 (`workflows.speculation`), plan-stream-v1 (`workflows.plan_stream`)."""
+early-speculation-v1 (`workflows.speculation`), plan-stream-v1 (`workflows.plan_stream`),
+question-attribute-v1 (`workflows.visibility`), effect-identity-v1, provenance-asked-v1,
+claim-release-v1, authorize-before-claim-v1 (`workflows.dag.effect_gate` and the plan
+checks), approval-cancel-record-v1 (`workflows.approvals`)."""
 
 
 def since(change: str) -> bool:

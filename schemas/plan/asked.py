@@ -49,7 +49,7 @@ _CUTS = re.compile(
 """Where what a request asks stops: "refund $5 on order 5903, my other order cost $26.97",
 "... and my other order cost ..." (a comma or an "and" that goes on with a number lists
 more: "$19.99, $19.98 and $19.97")."""
-_SENTENCES = re.compile(r"\.{2,}|…|[.!?](?=\s|$)|\n")
+_SENTENCES = re.compile(r"\.{2,}|…|(?<!\bno)(?<!\bNo)(?<!\bnr)[.!?](?=\s|$)(?!\s*#?\d)|\n")
 
 Kind = Literal["amount", "name"]
 

@@ -61,6 +61,11 @@ def test_what_is_asked_is_not_what_is_mentioned() -> None:
         assert (cut.names, cut.amounts) == ({5903}, {500}), tail
     [both] = asked_regions("refund $5 and $3 on order 5903", REFUND_WORDS)
     assert (both.names, both.amounts) == ({5903}, {500, 300})
+    for numbered in ("refund $5 on order no. 5903", "refund $5 on order No. 5903"):
+        [region] = asked_regions(numbered, REFUND_WORDS)  # "no." ends no sentence
+        assert (region.names, region.amounts) == ({5903}, {500}), numbered
+    [two] = asked_regions("Order 4774 arrived. Refund $5 on order 5903.", REFUND_WORDS)
+    assert (two.names, two.amounts) == ({5903}, {500})
 
 
 def test_a_mentioned_pair_is_not_trusted_and_the_asked_pair_is() -> None:
