@@ -21,14 +21,17 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC
 from typing import Any
+
+from temporalio.api.enums.v1 import EventType
 
 from agentkeel import AgentClient, AgentRequest, AgentResult, RunOptions
 from agentkeel.sdk.loading import load_domain
 from agentkeel.sdk.serving import install_domain
 from agentkeel.settings.model import Settings
 from agentkeel.workers.policy_assembly import build_policy
-from bench.peer_cases import Case
+from bench.peer_cases import TOOL_ARGS, Case
 from bench.stack import BenchStack, StackConfig, bench_stack
 
 DOMAIN = "bench.peer_domain:domain"
@@ -70,15 +73,23 @@ class AgentkeelPeer:
         return result
 
     async def first_tool_ms(self, workflow_id: str, result: Any) -> float | None:
-        """When the run's first tool started, in ms after the run did (None: no agentkeel
-        run, or no step ran)."""
+        """When the run's first tool started, in ms after the run did: its first tool
+        activity scheduled (an early read, on the task queue), else its first step's start
+        (reads as local activities leave only a marker when done). None: no agentkeel run,
+        or no tool ran."""
         if not isinstance(result, AgentResult):
             return None
-        starts = [s.started_at for s in result.steps if s.started_at is not None]
-        if not starts:
-            return None
-        described = await self.stack.client.get_workflow_handle(workflow_id).describe()
-        return (min(starts) - described.start_time).total_seconds() * 1000
+        history = await self.stack.client.get_workflow_handle(workflow_id).fetch_history()
+        started = history.events[0].event_time.ToDatetime(tzinfo=UTC)
+        scheduled = [
+            e.event_time.ToDatetime(tzinfo=UTC)
+            for e in history.events
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+            and e.activity_task_scheduled_event_attributes.activity_type.name in TOOL_ARGS
+        ]
+        steps = [s.started_at for s in result.steps if s.started_at is not None]
+        first = min(scheduled or steps, default=None)
+        return None if first is None else (first - started).total_seconds() * 1000
 
 
 @asynccontextmanager
