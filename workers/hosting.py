@@ -24,12 +24,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import Worker
+from temporalio.worker import Worker, WorkerConfig
 
 from agentkeel.settings.model import Settings
 from agentkeel.settings.namespace_setup import ensure_search_attributes
 from agentkeel.workers.resources import cpu_activities
 from agentkeel.workers.temporal_client import agentkeel_plugins as client_plugins
+from agentkeel.workers.worker import holding
 from agentkeel.workflows.agent import AgentWorkflow
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
 from agentkeel.workflows.warmer import CacheWarmerWorkflow
@@ -42,6 +43,16 @@ cache warmer its schedule starts)."""
 
 
 class _Hosting(SimplePlugin):
+    def __init__(self, *args: Any, held_patches: frozenset[str] = frozenset(), **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self._held = held_patches
+
+    def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
+        config = super().configure_worker(config)
+        if self._held:  # a rollout holds these changes back (AGENTKEEL_HELD_PATCHES)
+            config["patch_activation_callback"] = holding(self._held)
+        return config
+
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
         # AgentWorkflow upserts these search attributes: registered before any task runs.
         client = worker.client
@@ -49,13 +60,17 @@ class _Hosting(SimplePlugin):
         await super().run_worker(worker, next)
 
 
-def hosting_plugin(activities: Sequence[Callable[..., Any]]) -> SimplePlugin:
+def hosting_plugin(
+    activities: Sequence[Callable[..., Any]], held_patches: frozenset[str] = frozenset()
+) -> SimplePlugin:
     """A worker plugin adding agentkeel's workflows and `activities` to the worker's own,
-    and registering the search attributes the agent sets before the worker runs."""
+    registering the search attributes the agent sets before the worker runs, and holding
+    back the changes a rollout holds (`held_patches`, `AGENTKEEL_HELD_PATCHES`)."""
     return _Hosting(
         "agentkeel.AgentWorker",
         workflows=list(AGENT_WORKFLOWS),
         activities=list(activities),
+        held_patches=held_patches,
     )
 
 
@@ -70,4 +85,4 @@ async def agentkeel_plugins(
     `domain_environ`). The served domain is the one `AGENTKEEL_DOMAIN` names."""
     settings = settings or Settings.from_env()
     async with cpu_activities(settings, **options) as activities:
-        yield [*client_plugins(), hosting_plugin(activities)]
+        yield [*client_plugins(), hosting_plugin(activities, settings.held_patch_ids())]

@@ -110,11 +110,11 @@ def cpu_worker(
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
         graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
         deployment_config=deployment,
-        patch_activation_callback=_holding(frozenset(held_patches)) if held_patches else None,
+        patch_activation_callback=holding(frozenset(held_patches)) if held_patches else None,
     )
 
 
-def _holding(held: frozenset[str]) -> Callable[[PatchActivationInput], bool]:
+def holding(held: frozenset[str]) -> Callable[[PatchActivationInput], bool]:
     def activate(patch: PatchActivationInput) -> bool:
         return patch.patch_id not in held
 
