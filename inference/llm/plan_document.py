@@ -73,9 +73,10 @@ def model_document(plan: Mapping[str, Any]) -> dict[str, Any]:
                 entry[option] = _renamed(step[option], renamed)
         written.append(entry)
     # In the plan's own order: the answer names steps, so it is written after them.
-    document = {k: (written if k == "steps" else v) for k, v in plan.items()}
-    if isinstance(document.get("answer"), str):
-        document["answer"] = _renamed_text(document["answer"], renamed)
+    document: dict[str, Any] = {k: (written if k == "steps" else v) for k, v in plan.items()}
+    answer = document.get("answer")
+    if isinstance(answer, str):
+        document["answer"] = _renamed_text(answer, renamed)
     return document
 
 
