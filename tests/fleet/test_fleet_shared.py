@@ -88,7 +88,7 @@ async def two_cpu_workers(
 
 
 async def test_a_downstream_cap_holds_across_two_worker_processes(
-    two_cpu_workers: FleetFactory, slow_carrier: str
+    two_cpu_workers: FleetFactory, slow_carrier: str, database_url: str
 ) -> None:
     fleet, start = await two_cpu_workers(
         semantic_cache="off",
@@ -98,7 +98,18 @@ async def test_a_downstream_cap_holds_across_two_worker_processes(
         share_reads="off",
         local_tools="off",  # tool calls as activity tasks, so the history says who ran each
     )
-    handles = [await start(f"where is parcel TRK{n:010d}?") for n in range(7000, 7012)]
+    # Parcels of the fleet's tenant: the shop tracks no other tenant's (nor unknown ones).
+    db = await asyncpg.connect(database_url)
+    try:
+        parcels = await db.fetch(
+            "SELECT tracking_number FROM shipments WHERE tenant = $1"
+            " ORDER BY tracking_number LIMIT 12",
+            f"tenant-{fleet.settings.task_queue}",
+        )
+    finally:
+        await db.close()
+    assert len(parcels) == 12
+    handles = [await start(f"where is parcel {p['tracking_number']}?") for p in parcels]
     await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), timeout=120)
     callers = {fleet.owner(i) for h in handles for i in await identities(h, "track_shipment")}
     assert callers == set(fleet.workers), "both processes called the carrier"

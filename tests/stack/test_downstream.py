@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
@@ -48,8 +49,18 @@ async def shown_waiting_for_a_slot(handles: list[Any]) -> bool:
     return False
 
 
+async def parcels_of(db: asyncpg.Pool, tenant: str, count: int) -> list[str]:
+    rows = await db.fetch(
+        "SELECT tracking_number FROM shipments WHERE tenant = $1 ORDER BY tracking_number LIMIT $2",
+        tenant,
+        count,
+    )
+    assert len(rows) == count, f"the seed has {len(rows)} parcels for {tenant}"
+    return [r["tracking_number"] for r in rows]
+
+
 async def test_twenty_runs_never_put_more_than_the_cap_on_the_carrier(
-    make_stack: StackFactory, slow_carrier: str
+    make_stack: StackFactory, slow_carrier: str, db: asyncpg.Pool
 ) -> None:
     stack = await make_stack(
         carrier_url=slow_carrier,
@@ -60,7 +71,8 @@ async def test_twenty_runs_never_put_more_than_the_cap_on_the_carrier(
         # workflow task that awaits it completes, which is after the wait.
         local_tools="off",
     )
-    numbers = [f"TRK{n:010d}" for n in range(5000, 5020)]
+    # Parcels of this stack's tenant: the shop tracks no other tenant's (nor unknown ones).
+    numbers = await parcels_of(db, stack.tenant, 20)
     handles = [await stack.start(f"where is parcel {n}?") for n in numbers]
     seen_waiting = await shown_waiting_for_a_slot(handles)
     results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 60)
