@@ -1,9 +1,9 @@
 """The plan as a model writes it: each step keyed by its tool, its id its position.
 
 A model pays for every token it decodes, and a plan's tokens are most of a run's model
-time: at 5 ms a token, the 30 tokens of `{"id": "s1", "tool": "get_order", "args":
-{"order_id": 1001}}` cost 150 ms, the 14 of `{"get_order": {"order_id": 1001}}` 70 ms,
-about what a tool-calling model spends on the same call (`get_order{"order_id": 1001}`).
+time: at 5 ms a token, the 31 tokens of `{"id": "s1", "tool": "get_item", "args":
+{"item_id": 1001}}` cost 155 ms, the 14 of `{"get_item": {"item_id": 1001}}` 70 ms, less
+than the same call as a tool call (`{"name": "get_item", "arguments": {...}}`).
 So the document a model decodes (`plan_schema`) names each step's tool as the key of its
 arguments, and the steps are `s1`, `s2`, ... in the order written; references (`"$s1.x"`),
 `after` and the other options read as in `schemas.plan.model.Plan`, which this module

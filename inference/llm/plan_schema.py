@@ -2,7 +2,7 @@
 
 Built from the tool catalog, so the grammar admits only known tools, each with its own
 argument names and types, in the compact form a model writes (`plan_document`: a step is
-`{"get_order": {"order_id": 1001}}`, its id its position). Any argument may instead be
+`{"get_item": {"item_id": 1001}}`, its id its position). Any argument may instead be
 a reference to an earlier step (`"$s1.account_id"`), in the exact shape
 `schemas.plan.model.REFERENCE` accepts. What a grammar cannot express (that a
 referenced step exists, that the types line up, that the graph has no cycle) the

@@ -1,7 +1,7 @@
 """Steps of a plan as the planner writes them: the reads that may start before it ends.
 
 A plan is a JSON document decoded token by token (`{"rationale": .., "steps": [{..}, ..]}`,
-each step as a model writes it: `{"get_order": {"order_id": 1001}}`, `inference.llm.plan_document`).
+each step as a model writes it: `{"get_item": {"item_id": 1001}}`, `inference.llm.plan_document`).
 `StepReader` is fed the text as it arrives and hands out each step the moment its
 object closes, when the step is a read that may start now: a known tool that may run
 ahead (`schemas.speculation.may_run_ahead`: cached, idempotent, never a side effect), no
