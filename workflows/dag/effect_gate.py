@@ -59,6 +59,8 @@ the request named none, and only declared identity arguments checked."""
 
 CLAIM_RELEASE_PATCH = "claim-release-v1"
 """Runs started before it left the claim of an effect cancelled while it waited open."""
+CLAIM_CANCEL_PATCH = "claim-cancel-v1"
+"""Runs started before it left open a claim written while the run was being cancelled."""
 
 _LONGEST_IDENTITY = 200
 """Past this, the arguments are named by their digest (a note's text, say), not spelled out."""
@@ -116,8 +118,15 @@ async def clear_effect(
             raise StepRefused(refused)
     # Claimed before any approval: a concurrent run of the same actor or on the same
     # target counts this amount from now on, approved or still waiting.
-    async with ctx.effect_claims:
-        claimed = await ledger.claim(request)
+    try:
+        async with ctx.effect_claims:
+            claimed = await ledger.claim(request)
+    except asyncio.CancelledError:
+        # Cancelled while the claim was being written: it may have been, so it is ended
+        # (a no-op where it was not, or where it is another attempt's effect, made).
+        if workflow.patched(CLAIM_CANCEL_PATCH):
+            await _end_cancelled(ClearedEffect(key=key, claimed=True), call, "being claimed")
+        raise
     cleared = ClearedEffect(key=key, claimed=True, already_made=claimed.already_made)
     if claimed.already_made:  # the tool answers with the effect it made; nothing moves again
         return cleared
@@ -139,13 +148,16 @@ async def clear_effect(
         # Cancelled while it waited: nothing moved, so its claim ends here rather than
         # counting against the actor and the target for the rest of the window.
         if workflow.patched(CLAIM_RELEASE_PATCH):
-            ended = StepError(
-                type=errors.CANCELLED,
-                message=f"{call.tool} {call.call_id}: cancelled while it waited for approval",
-            )
-            await ledger.settle(cleared, EffectStatus.CANCELLED, error=ended)
+            await _end_cancelled(cleared, call, "it waited for approval")
         raise
     return cleared
+
+
+async def _end_cancelled(cleared: ClearedEffect, call: ToolCall, during: str) -> None:
+    ended = StepError(
+        type=errors.CANCELLED, message=f"{call.tool} {call.call_id}: cancelled while {during}"
+    )
+    await ledger.settle(cleared, EffectStatus.CANCELLED, error=ended)
 
 
 def _origins(call: ToolCall, ctx: RunContext) -> dict[str, ArgumentOrigin]:
