@@ -36,9 +36,15 @@ async def pool(database_url: str) -> AsyncIterator[asyncpg.Pool]:
 
 
 async def new_cache(
-    pool: asyncpg.Pool, embedder: MiniLmEmbedder, *, threshold: float = LENIENT, **index: float
+    pool: asyncpg.Pool,
+    embedder: MiniLmEmbedder,
+    *,
+    threshold: float = LENIENT,
+    sync_interval_s: float = 1.0,
 ) -> SemanticCache:
-    semantic = SemanticIndex(pool, embedder.dim, embedder=embedder.identity, **index)
+    semantic = SemanticIndex(
+        pool, embedder.dim, embedder=embedder.identity, sync_interval_s=sync_interval_s
+    )
     await semantic.load()
     return SemanticCache(embedder, semantic, threshold=threshold)
 
