@@ -99,6 +99,9 @@ class TokenDelta(BaseModel):
     logprobs: list[TokenLogprob] = Field(default_factory=list)
     finish_reason: FinishReason | None = None
     """Set on the last delta only."""
+    usage: Usage | None = None
+    """The whole completion's token counts, on a closing delta (empty text) where the
+    server reports them; None on every other delta."""
 
 
 class EngineError(Exception):
