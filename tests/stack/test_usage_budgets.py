@@ -9,18 +9,25 @@ gateway.
 
 from __future__ import annotations
 
+import uuid
+
 import asyncpg
+import httpx
 import pytest
+import redis.asyncio as aioredis
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
-from agentkeel.client.budgets import BudgetExhaustedError
+from agentkeel.activities.usage_ledger import UsageLedger
+from agentkeel.client.budgets import BudgetExhaustedError, WindowBudgets, WindowLimits
 from agentkeel.gateway.keys import ApiKeys
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult, CacheStatus, StepStatus
 from agentkeel.schemas.route import Tier
-from agentkeel.schemas.usage import RunUsage
+from agentkeel.schemas.usage import ModelUsage, RunUsage, parse_prices
+from agentkeel.settings.ports import free_port
 from tests.support.agent_stack import StackFactory
 from tests.support.gateway_http import OTHER_STAFF_TOKEN, STAFF_TOKEN, bearer, gateway, key
 from tests.support.shop_model import ORDER_QUESTION, POLICY_QUESTION, shop_cascade
@@ -158,3 +165,72 @@ async def test_a_key_past_its_window_budget_is_refused_new_runs(
             await client.close()
     assert named.value.type == "BudgetExhausted"
     assert named.value.scope == "key" and named.value.retry_after_s >= 1
+
+
+async def test_usage_is_counted_per_tenant_and_key_in_windows_and_bounded_metrics(
+    redis_url: str,
+) -> None:
+    deployment = f"t-{uuid.uuid4().hex[:8]}"
+    redis = aioredis.from_url(redis_url)
+    port = free_port()
+    runtime = Runtime(
+        telemetry=TelemetryConfig(
+            metrics=PrometheusConfig(bind_address=f"127.0.0.1:{port}", counters_total_suffix=True)
+        )
+    )
+    ledger = UsageLedger(redis, deployment, window_s=3600, max_labels=2)
+    used = parse_prices("m=1000:1000").priced(
+        RunUsage.of(
+            [ModelUsage(tier=Tier.LIGHT, model="m", calls=1, prompt_tokens=40, completion_tokens=2)]
+        )
+    )
+    try:
+        for tenant, key in (("a", "k1"), ("a", "k2"), ("b", None), ("c", "k3")):
+            await ledger.charge(used, tenant, key, meter=runtime.metric_meter)
+        budgets = WindowBudgets(
+            redis, deployment, WindowLimits(window_s=3600, tokens_per_key=42, usd_per_tenant=0.1)
+        )
+        # Key k1 has used 42 tokens of 42; tenant a $0.084 of $0.1: the key refuses first.
+        with pytest.raises(BudgetExhaustedError) as key_spent:
+            await budgets.check(AgentRequest(question="q", tenant="a", usage_key="k1"))
+        assert (key_spent.value.scope, key_spent.value.spent) == ("key", "42 tokens")
+        assert 1 <= key_spent.value.retry_after_s <= 3600
+        await budgets.check(AgentRequest(question="q", tenant="b"))  # no key: its tenant only
+        await ledger.charge(used, "a", "k9", meter=None)  # tenant a: $0.126 now
+        with pytest.raises(BudgetExhaustedError) as tenant_spent:
+            await budgets.check(AgentRequest(question="q", tenant="a"))
+        assert (tenant_spent.value.scope, tenant_spent.value.limit) == ("tenant", "$0.100000")
+        # Redis out of reach refuses nothing (the workers' counts cannot be read).
+        gone = aioredis.from_url("redis://127.0.0.1:1/0", socket_connect_timeout=0.5)
+        await WindowBudgets(gone, deployment, budgets.limits).check(
+            AgentRequest(question="q", tenant="a", usage_key="k1")
+        )
+        await gone.aclose()
+
+        async with httpx.AsyncClient(trust_env=False) as http:
+            text = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
+        tokens = {
+            line.split("{", 1)[1].split("}", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("agentkeel_model_tokens_total{") and 'kind="prompt"' in line
+        }
+        by_owner = {
+            (_label(labels, "tenant"), _label(labels, "key")): value
+            for labels, value in tokens.items()
+        }
+        # Two distinct tenants and keys per process: the third of each counts as `other`.
+        assert by_owner == {
+            ("a", "k1"): 40,
+            ("a", "k2"): 40,
+            ("b", "other"): 40,  # `none` would be a third key
+            ("other", "other"): 40,
+        }
+    finally:
+        keys = [k async for k in redis.scan_iter(match=f"agentkeel:usage:{{{deployment}}}:*")]
+        if keys:
+            await redis.delete(*keys)
+        await redis.aclose()
+
+
+def _label(labels: str, name: str) -> str:
+    return labels.split(f'{name}="', 1)[1].split('"', 1)[0]
