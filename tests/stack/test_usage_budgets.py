@@ -209,6 +209,10 @@ async def test_usage_is_counted_per_tenant_and_key_in_windows_and_bounded_metric
 
         async with httpx.AsyncClient(trust_env=False) as http:
             text = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
+        assert (
+            'agentkeel_model_cost_micro_usd_total{key="k1",model="m",service_name='
+            '"temporal-core-sdk",tenant="a",tier="light"} 42000' in text
+        )  # (40 + 2) tokens at $1000 per million
         tokens = {
             line.split("{", 1)[1].split("}", 1)[0]: float(line.rsplit(" ", 1)[1])
             for line in text.splitlines()
