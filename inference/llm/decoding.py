@@ -11,6 +11,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from opentelemetry import trace
+
 from agentkeel.inference.engines.constraints import check_output
 from agentkeel.inference.engines.protocol import (
     ChoiceConstraint,
@@ -48,7 +50,7 @@ async def generate(engine: Engine, tier: Tier, request: GenerateRequest) -> Gene
     with model_span(engine, tier) as span:
         result = await engine.generate(request)
         usage = result.usage
-        prompt, output = _counted(engine, tier, request, usage, result.text)
+        prompt, output = _counted(engine, tier, request, usage, result.text, span)
         record_usage(span, prompt, output, result.finish_reason)
     model_event(
         engine.name,
@@ -62,11 +64,16 @@ async def generate(engine: Engine, tier: Tier, request: GenerateRequest) -> Gene
 
 
 def _counted(
-    engine: Engine, tier: Tier, request: GenerateRequest, usage: Usage | None, text: str
+    engine: Engine,
+    tier: Tier,
+    request: GenerateRequest,
+    usage: Usage | None,
+    text: str,
+    span: trace.Span,
 ) -> tuple[int, int]:
     """The call entered in the activity's usage book (`inference.usage`): the server's
-    counts, estimated where it gave none."""
-    prompt, output, _ = count_call(
+    counts, estimated where it gave none (and the span says so)."""
+    prompt, output, estimated = count_call(
         tier,
         engine.name,
         prompt_tokens=usage.prompt_tokens if usage else None,
@@ -74,6 +81,8 @@ def _counted(
         prompt_text=request.system + request.prompt,
         completion_text=text,
     )
+    if estimated and span.is_recording():
+        span.set_attribute("agentkeel.usage.estimated", True)
     return prompt, output
 
 
@@ -98,7 +107,7 @@ async def stream(
                 await sink(delta.text)
         if usage is None:  # one piece per decoded token, as engines stream them
             usage = Usage(completion_tokens=len(parts))
-        prompt, output = _counted(engine, tier, request, usage, "".join(parts))
+        prompt, output = _counted(engine, tier, request, usage, "".join(parts), span)
         record_usage(span, prompt, output, None)
     model_event(
         engine.name,
@@ -140,7 +149,7 @@ async def generate_plan(engine: Engine, tier: Tier, request: GenerateRequest) ->
         text = "".join(parts)
         # Without the server's counts: one piece per decoded token, as engines stream them.
         counted = usage or Usage(completion_tokens=len(parts))
-        prompt, output = _counted(engine, tier, request, counted, text)
+        prompt, output = _counted(engine, tier, request, counted, text, span)
         record_usage(span, prompt, output, finish)
     model_event(
         engine.name,
