@@ -30,7 +30,12 @@ from agentkeel.schemas.usage import ModelUsage, RunUsage, parse_prices
 from agentkeel.settings.ports import free_port
 from tests.support.agent_stack import StackFactory
 from tests.support.gateway_http import OTHER_STAFF_TOKEN, STAFF_TOKEN, bearer, gateway, key
-from tests.support.shop_model import ORDER_QUESTION, POLICY_QUESTION, shop_cascade
+from tests.support.shop_model import (
+    ORDER_QUESTION,
+    POLICY_QUESTION,
+    budget_past_the_route,
+    shop_cascade,
+)
 
 NO_CACHE = {"use_cache": False}
 
@@ -91,10 +96,8 @@ async def test_a_spent_run_budget_degrades_to_the_light_tier_then_stops_by_name(
     async with shop_cascade() as (policy, server):
         stack = await make_stack(policy=policy, plan_ahead="off")
         probe = await stack.ask(ORDER_QUESTION, options=NO_CACHE)
-        assert probe.usage is not None
-        routed = next(m for m in probe.usage.by_model if m.tier is Tier.LIGHT).total_tokens
-        # Past `degrade_at` once routed, spent by any call after that.
-        budget = {"tokens": routed + 1, "degrade_at": routed / (routed + 1)}
+        budget = budget_past_the_route(probe)  # past `degrade_at` once routed
+        routed = budget["tokens"] - 1
         before = server.log.requests
         handle = await stack.start(ORDER_QUESTION, options={**NO_CACHE, "budget": budget})
         with pytest.raises(WorkflowFailureError) as failed:

@@ -15,6 +15,7 @@ from typing import Any
 from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
 from agentkeel.inference.llm.cascade import CascadePolicy
 from agentkeel.inference.llm.policy import LlmPolicy
+from agentkeel.schemas.result import AgentResult
 from agentkeel.schemas.route import Tier
 from bench.ideal_model import IdealShapeModel, _plan_document, _response_schema
 from bench.peer_cases import Step
@@ -73,3 +74,11 @@ async def shop_cascade(
         finally:
             await light.close()
             await heavy.close()
+
+
+def budget_past_the_route(probe: AgentResult) -> dict[str, Any]:
+    """A run budget by what an unbudgeted run of the order question (`probe`) used: its
+    route alone reaches `degrade_at`, and any call after that spends it."""
+    assert probe.usage is not None
+    routed = next(m for m in probe.usage.by_model if m.tier is Tier.LIGHT).total_tokens
+    return {"tokens": routed + 1, "degrade_at": routed / (routed + 1)}
