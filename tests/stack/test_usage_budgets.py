@@ -182,6 +182,9 @@ async def test_usage_is_counted_per_tenant_and_key_in_windows_and_bounded_metric
         )
     )
     ledger = UsageLedger(redis, deployment, window_s=3600, max_labels=2)
+    # Another inference worker of the same deployment: its own client, the same windows.
+    other_redis = aioredis.from_url(redis_url)
+    other_worker = UsageLedger(other_redis, deployment, window_s=3600)
     used = parse_prices("m=1000:1000").priced(
         RunUsage.of(
             [ModelUsage(tier=Tier.LIGHT, model="m", calls=1, prompt_tokens=40, completion_tokens=2)]
@@ -190,6 +193,7 @@ async def test_usage_is_counted_per_tenant_and_key_in_windows_and_bounded_metric
     try:
         for tenant, key in (("a", "k1"), ("a", "k2"), ("b", None), ("c", "k3")):
             await ledger.charge(used, tenant, key, meter=runtime.metric_meter)
+        await other_worker.charge(used, "b", None, meter=None)
         budgets = WindowBudgets(
             redis, deployment, WindowLimits(window_s=3600, tokens_per_key=42, usd_per_tenant=0.1)
         )
@@ -198,7 +202,11 @@ async def test_usage_is_counted_per_tenant_and_key_in_windows_and_bounded_metric
             await budgets.check(AgentRequest(question="q", tenant="a", usage_key="k1"))
         assert (key_spent.value.scope, key_spent.value.spent) == ("key", "42 tokens")
         assert 1 <= key_spent.value.retry_after_s <= 3600
-        await budgets.check(AgentRequest(question="q", tenant="b"))  # no key: its tenant only
+        # No key: its tenant only ($0.084 of $0.1, counted by both workers).
+        await budgets.check(AgentRequest(question="q", tenant="b"))
+        await other_worker.charge(used, "b", None, meter=None)
+        with pytest.raises(BudgetExhaustedError, match=r"tenant 'b' has used \$0.126000"):
+            await budgets.check(AgentRequest(question="q", tenant="b"))
         await ledger.charge(used, "a", "k9", meter=None)  # tenant a: $0.126 now
         with pytest.raises(BudgetExhaustedError) as tenant_spent:
             await budgets.check(AgentRequest(question="q", tenant="a"))
@@ -237,6 +245,7 @@ async def test_usage_is_counted_per_tenant_and_key_in_windows_and_bounded_metric
         if keys:
             await redis.delete(*keys)
         await redis.aclose()
+        await other_redis.aclose()
 
 
 def _label(labels: str, name: str) -> str:
