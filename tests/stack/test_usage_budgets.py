@@ -103,6 +103,13 @@ async def test_a_spent_run_budget_degrades_to_the_light_tier_then_stops_by_name(
         with pytest.raises(WorkflowFailureError) as failed:
             await handle.result()
         asked = server.log.requests - before
+        # With room left after its degrade point, the run finishes on the light tier.
+        roomy = {"tokens": 100 * routed, "degrade_at": routed / (100 * routed)}
+        degraded = await stack.ask(ORDER_QUESTION, options={**NO_CACHE, "budget": roomy})
+
+    assert degraded.answer and degraded.usage is not None
+    assert [(m.tier, m.calls) for m in degraded.usage.by_model] == [(Tier.LIGHT, 3)]
+    assert any("light tier" in w for w in degraded.warnings)
 
     cause = failed.value.cause
     assert isinstance(cause, ApplicationError)
