@@ -22,6 +22,7 @@ import redis.asyncio as aioredis
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
+from agentkeel.client.budgets import BudgetExhaustedError, WindowBudgets, WindowLimits
 from agentkeel.client.fast_path import AnswerCache, OutputReader
 from agentkeel.client.readers import ExactAnswers, PostgresOutputs
 from agentkeel.client.token_follow import OnEvent, TokenReader, relay_until
@@ -33,11 +34,18 @@ from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult, CacheStatus, Timings
 from agentkeel.schemas.tokens import token_stream_key
 from agentkeel.schemas.tools.catalog import catalog_version
+from agentkeel.schemas.usage import RunBudget, RunUsage
 from agentkeel.sdk.serving import active_domain
 from agentkeel.settings.connections import connect_temporal, redis_client
 from agentkeel.settings.model import Settings
 
-__all__ = ["AgentClient", "OnStarted", "coalesced_workflow_id", "connect_client"]
+__all__ = [
+    "AgentClient",
+    "BudgetExhaustedError",
+    "OnStarted",
+    "coalesced_workflow_id",
+    "connect_client",
+]
 
 
 async def connect_client(settings: Settings) -> Client:
@@ -59,16 +67,22 @@ class AgentClient:
         answers: AnswerCache | None = None,
         outputs: OutputReader | None = None,
         redis: aioredis.Redis | None = None,
+        budgets: WindowBudgets | None = None,
+        run_budget: RunBudget | None = None,
     ) -> None:
         """`answers`: the exact tier the fast path reads (None: every ask starts a run).
         `outputs`: where outputs kept by reference are read back, so results come back
-        complete (None leaves them as `output_ref`). `redis`: token streams."""
+        complete (None leaves them as `output_ref`). `redis`: token streams.
+        `budgets`: the budgets per key and tenant checked before a run starts (None: none).
+        `run_budget`: the budget of a run whose request sets none (`options.budget`)."""
         self.temporal = temporal
         self._task_queue = task_queue
         self._version = version
         self._answers = answers
         self._outputs = outputs
         self._redis = redis
+        self._budgets = budgets
+        self._run_budget = run_budget
 
     @classmethod
     def from_settings(
@@ -96,6 +110,10 @@ class AgentClient:
             answers=answers,
             outputs=outputs,
             redis=redis,
+            budgets=None
+            if redis is None
+            else WindowBudgets(redis, settings.task_queue, WindowLimits.from_settings(settings)),
+            run_budget=settings.run_budget(),
         )
 
     @classmethod
@@ -195,13 +213,24 @@ class AgentClient:
                 "workflow_id": "",  # answered before any workflow: nothing to look up in the UI
                 "run_id": "",
                 "warnings": [],
+                "usage": RunUsage(cached=True),  # no model was called for it
             }
         )
 
     async def start(
         self, request: AgentRequest, *, coalesce: bool = True, workflow_id: str | None = None
     ) -> WorkflowHandle[Any, AgentResult]:
-        """Start `AgentWorkflow` by its public name (this side never imports the workflow)."""
+        """Start `AgentWorkflow` by its public name (this side never imports the workflow).
+
+        Raises:
+            BudgetExhaustedError: the request's key or tenant has spent its model budget
+                for this window (`client.budgets`).
+        """
+        if self._run_budget is not None and request.options.budget is None:
+            options = request.options.model_copy(update={"budget": self._run_budget})
+            request = request.model_copy(update={"options": options})
+        if self._budgets is not None:
+            await self._budgets.check(request)
         if workflow_id is not None:
             # The caller's own id: Temporal's defaults apply (a duplicate start fails).
             return await self._start(request, workflow_id)
