@@ -247,10 +247,10 @@ async def test_a_question_whose_facts_no_entry_shares_is_a_miss_without_an_embed
     await cache.remember(TENANT, "Where is order 1001?", "path:1001")
     counting.embedded.clear()
     # No entry names order 1002: the guard would turn every candidate down, so the lookup
-    # answers a miss before the embedder runs; the vector is made behind it, for `remember`.
+    # answers a miss before the embedder runs; the vector is made when the entry is stored.
     assert await cache.lookup(TENANT, "where's order 1002") is None
     await cache.remember(TENANT, "where's order 1002", "path:1002")
-    assert counting.embedded == ["where's order 1002"], "embedded once, ahead of remember"
+    assert counting.embedded == ["where's order 1002"], "embedded once, by remember"
     # A paraphrase with the same facts still embeds and hits, here and after a removal.
     match = await cache.lookup(TENANT, "where is my order 1002?")
     assert match is not None and match.path_key == "path:1002"
