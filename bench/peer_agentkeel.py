@@ -2,7 +2,10 @@
 
 - **Models**: the light and the heavy tier are the token-timed server (`bench.token_server`)
   through agentkeel's OpenAI-compatible engine, so every prompt, schema, parse and
-  cascade decision is the shipped one. The ideal model routes unsure (below the 0.7
+  cascade decision is the shipped one. The model activities run on `agentkeel worker
+  inference`, a process of its own beside the CPU worker, as agentkeel is deployed (a
+  dedicated inference pool): a plan written while tools run shares the machine's cores
+  with them, not the CPU worker's event loop. The ideal model routes unsure (below the 0.7
   threshold), so the heavy tier plans: the cascade's own path.
 - **Tools**: the four `agentkeel.tool` functions of `bench.peer_domain` (its whole tool
   layer), as local activities or through the task queue (`AGENTKEEL_LOCAL_TOOLS`, one row
@@ -108,6 +111,7 @@ async def agentkeel_peer(config: StackConfig, model_url: str) -> AsyncIterator[A
                 stand_ins=[],
                 domain=DOMAIN,
                 speculation_max_calls=WIDEST,
+                inference_process=True,  # its own process, as deployed (a dedicated pool)
                 **tiers,
             )
         )

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import inspect
 import os
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -24,6 +26,7 @@ from agentkeel.activities.local_policy import LocalPolicyActivities
 from agentkeel.activities.model_calls import InferenceActivities
 from agentkeel.activities.plan_ahead import UnsureForecast
 from agentkeel.cli.stack.databases import throwaway_database
+from agentkeel.cli.stack.fleet import WorkerFleet
 from agentkeel.cli.stack.procs import find_temporal_binary
 from agentkeel.cli.stack.temporal import queue_poll_flags
 from agentkeel.examples.shop import domain as shop
@@ -31,7 +34,7 @@ from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.examples.shop.seed import seed_demo_data
 from agentkeel.inference.policy import Policy
 from agentkeel.settings.connections import redis_client
-from agentkeel.settings.model import Settings
+from agentkeel.settings.model import ENV_PREFIX, Settings
 from agentkeel.settings.namespace_setup import ensure_search_attributes
 from agentkeel.settings.tracing import tracing_plugins
 from agentkeel.workers.resources import cpu_activities, unsure_forecast
@@ -96,11 +99,14 @@ async def bench_stack(
     dev_server_args: list[str] | None = None,
     policy_on_cpu_worker: bool = False,
     token_streams: bool = False,
+    inference_process: bool = False,
     **settings_overrides: Any,
 ) -> AsyncIterator[BenchStack]:
     """A dev server and workers on a fresh task queue, with `stand_ins` replacing real tools
     (and `settings_overrides` on top of the defaults). `token_streams`: the inference worker
-    publishes answers to Redis as they are written, as in production."""
+    publishes answers to Redis as they are written, as in production. `inference_process`:
+    the inference worker is `agentkeel worker inference`, a process of its own as deployed
+    (its policy built from the settings; `policy` then serves no step)."""
     async with AsyncExitStack() as stack:
         database_url = await _database(stack, config, seed_orders)
         env = await _dev_server(stack, dev_server_args)
@@ -129,7 +135,7 @@ async def bench_stack(
         if token_streams:
             streams = redis_client(config.redis_url)
             stack.push_async_callback(streams.aclose)
-        for worker in (
+        workers = [
             cpu_worker(
                 env.client,
                 settings.task_queue,
@@ -137,19 +143,25 @@ async def bench_stack(
                 extra_workflows=[BenchReactWorkflow],
                 sandboxed=settings.sandboxed_workflows(),
                 inline_activations=settings.inline_activations(),
-            ),
-            inference_worker(
-                env.client,
-                settings.inference_task_queue,
-                InferenceActivities(
-                    policy,
-                    redis=streams,
-                    forecast=forecast,
-                    stream_plans=settings.plan_stream == "on",
-                ),
-                max_concurrent=INFERENCE_CONCURRENCY,
-            ),
-        ):
+            )
+        ]
+        if inference_process:
+            await stack.enter_async_context(inference_child(env.client, settings))
+        else:
+            workers.append(
+                inference_worker(
+                    env.client,
+                    settings.inference_task_queue,
+                    InferenceActivities(
+                        policy,
+                        redis=streams,
+                        forecast=forecast,
+                        stream_plans=settings.plan_stream == "on",
+                    ),
+                    max_concurrent=INFERENCE_CONCURRENCY,
+                )
+            )
+        for worker in workers:
             await stack.enter_async_context(worker)
         yield BenchStack(
             client=env.client,
@@ -200,3 +212,20 @@ def _local_offers(activities: list[Callable[..., Any]]) -> LocalPolicyActivities
         if isinstance(owner, LocalPolicyActivities):
             return owner
     raise RuntimeError("the CPU worker serves no local policy offers")
+
+
+@asynccontextmanager
+async def inference_child(client: Client, settings: Settings) -> AsyncIterator[None]:
+    """`agentkeel worker inference` in a process of its own, with the stack's settings,
+    polling before the block starts and stopped (drained) after it."""
+    env = {k: v for k, v in settings.to_env().items() if v is not None}
+    env[f"{ENV_PREFIX}TEMPORAL_ADDRESS"] = client.service_client.config.target_host
+    env[f"{ENV_PREFIX}METRICS_ADDRESS"] = "off"
+    with tempfile.TemporaryDirectory(prefix="agentkeel-bench-") as folder:
+        fleet = WorkerFleet(settings, {**os.environ, **env}, Path(folder))
+        fleet.start("inference", 1)
+        try:
+            await fleet.wait_polling(client)
+            yield
+        finally:
+            fleet.stop()
