@@ -3,9 +3,13 @@ exist, and one tool of a listing cannot be served)."""
 
 from __future__ import annotations
 
-import mcp.types as types
+import sys
+from pathlib import Path
 
-from agentkeel.activities.mcp.connection import McpConnection
+import mcp.types as types
+import pytest
+
+from agentkeel.activities.mcp.connection import McpConnection, resolve_command
 from agentkeel.activities.mcp.source import McpToolSource
 from agentkeel.activities.mcp.specs import mcp_downstream, served_specs
 from agentkeel.sdk.mcp import McpServer
@@ -31,3 +35,43 @@ def test_a_tool_with_a_reserved_argument_is_left_out_alone() -> None:
     specs, refused = served_specs(McpConnection(server), tools, mcp_downstream(server))
     assert [s.name for s in specs] == ["w_good"]
     assert list(refused) == ["w_bad"] and "tenant" in refused["w_bad"]
+
+
+def _program(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_a_bare_command_is_found_in_the_interpreters_environment_before_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As the README runs agentkeel: `.venv/bin/agentkeel up`, the venv not activated, so
+    # the server `pip install`ed into it is not on PATH.
+    venv_server = _program(tmp_path / "venv" / "bin" / "my-server")
+    path_server = _program(tmp_path / "elsewhere" / "my-server")
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "venv" / "bin" / "python"))
+    server = McpServer(name="mine", command="my-server")
+    environ = {"PATH": str(path_server.parent)}
+    assert resolve_command(server, environ) == str(venv_server)
+    venv_server.unlink()
+    assert resolve_command(server, environ) == str(path_server)
+
+
+async def test_a_command_found_nowhere_is_withdrawn_naming_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python"))
+    source = McpToolSource(
+        [McpServer(name="time", command="mcp-server-time")], environ={"PATH": str(tmp_path)}
+    )
+    try:
+        specs, _ = await source.start()
+    finally:
+        await source.close()
+    assert specs == []
+    reason = source.withdrawn["time_*"]
+    assert "'mcp-server-time' was found neither in this Python environment" in reason
+    assert f"`{tmp_path / 'bin' / 'pip'} install ...`" in reason
+    assert "full path" in reason
