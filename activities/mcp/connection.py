@@ -99,7 +99,10 @@ class McpConnection:
         server = self.server
         if server.command is not None:
             return StdioServerParameters(
-                command=resolve_command(server, self._environ), args=list(server.args), env=server.env, cwd=server.cwd
+                command=resolve_command(server, self._environ),
+                args=list(server.args),
+                env=server.env,
+                cwd=server.cwd,
             )
         assert server.url is not None
         headers = dict(server.headers)
