@@ -17,6 +17,7 @@ import redis.asyncio as aioredis
 import structlog
 from pydantic import ValidationError
 
+from agentkeel.client.fast_hits import count_fast_hit
 from agentkeel.client.served_version import REDIS_ERRORS, ServedVersion
 from agentkeel.schemas.outputs import output_ref, resolve_refs
 from agentkeel.schemas.path_cache import PathEntry, path_key
@@ -33,6 +34,7 @@ class ExactAnswers:
     def __init__(self, redis: aioredis.Redis, *, task_queue: str, namespace: str) -> None:
         self._redis = redis
         self._served = ServedVersion(redis, task_queue, namespace)
+        self._where = {"namespace": namespace, "task_queue": task_queue}
 
     async def exact_answer(self, request: AgentRequest) -> AgentResult | None:
         # No worker published a version (a release before publication): serve nothing.
@@ -58,7 +60,11 @@ class ExactAnswers:
         except ValidationError:
             return None  # another release's entry: the run's lookup replaces it
         fresh = entry.answer_fresh_until is not None and time.time() < entry.answer_fresh_until
-        return entry.result if fresh else None
+        if not fresh:
+            return None
+        # No run will record this answer: counted for `agentkeel stats` (`client.fast_hits`).
+        await count_fast_hit(self._redis, tenant=request.tenant, **self._where)
+        return entry.result
 
     async def close(self) -> None:
         await self._redis.aclose()

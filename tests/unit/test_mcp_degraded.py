@@ -75,3 +75,21 @@ async def test_a_command_found_nowhere_is_withdrawn_naming_the_fix(
     assert "'mcp-server-time' was found neither in this Python environment" in reason
     assert f"`{tmp_path / 'bin' / 'pip'} install ...`" in reason
     assert "full path" in reason
+
+
+def test_an_mcp_tools_answer_is_readable_text_not_a_python_repr() -> None:
+    server = McpServer(name="time", command="x")
+    tool = types.Tool(name="get_current_time", input_schema={"type": "object", "properties": {}})
+    (spec,), _ = served_specs(McpConnection(server), [tool], mcp_downstream(server))
+    assert spec.render is not None
+    # mcp-server-time's answer: JSON as text content, as the reference server sends it.
+    text = '{"timezone": "Europe/Warsaw", "datetime": "2026-12-06T01:00:00+01:00", "is_dst": false}'
+    assert spec.render({"text": text}) == (
+        "time_get_current_time: timezone: Europe/Warsaw; "
+        "datetime: 2026-12-06T01:00:00+01:00; is_dst: no."
+    )
+    structured = {"total": 3, "items": [{"id": 1}, {"id": 2}], "next": None}
+    assert spec.render(structured) == (
+        "time_get_current_time: total: 3; items: ((id: 1), (id: 2)); next: none."
+    )
+    assert spec.render({"text": "It is noon."}) == "time_get_current_time: It is noon."
