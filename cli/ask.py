@@ -96,6 +96,8 @@ async def ask(settings: Settings, args: argparse.Namespace) -> int:
     else:
         shown = streamed.close(result.answer)
         print(format_result(result, answer_shown=shown, run_started=run_started))
+        # What `agentkeel result`, `trace` and `approve` take, as `demo` prints it.
+        print(f"  workflow {result.workflow_id or 'none: answered by the client from the cache'}")
     return EXIT_FAILED if went_wrong(result) else EXIT_ANSWERED
 
 
