@@ -8,6 +8,7 @@ long-lived client stops serving paths of a changed catalog within a second.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Sequence
@@ -35,6 +36,7 @@ class ExactAnswers:
         self._redis = redis
         self._served = ServedVersion(redis, task_queue, namespace)
         self._where = {"namespace": namespace, "task_queue": task_queue}
+        self._counting: set[asyncio.Task[None]] = set()
 
     async def exact_answer(self, request: AgentRequest) -> AgentResult | None:
         # No worker published a version (a release before publication): serve nothing.
@@ -62,11 +64,17 @@ class ExactAnswers:
         fresh = entry.answer_fresh_until is not None and time.time() < entry.answer_fresh_until
         if not fresh:
             return None
-        # No run will record this answer: counted for `agentkeel stats` (`client.fast_hits`).
-        await count_fast_hit(self._redis, tenant=request.tenant, **self._where)
+        # No run will record this answer: counted for `agentkeel stats` (`client.fast_hits`),
+        # beside the answer rather than before it (a hit costs no extra round trip).
+        counting = asyncio.create_task(
+            count_fast_hit(self._redis, tenant=request.tenant, **self._where)
+        )
+        self._counting.add(counting)
+        counting.add_done_callback(self._counting.discard)
         return entry.result
 
     async def close(self) -> None:
+        await asyncio.gather(*self._counting, return_exceptions=True)  # counts not lost
         await self._redis.aclose()
 
 
