@@ -1,19 +1,21 @@
 """Where the local stack listens: the addresses it was told, or free ones for taken defaults.
 
 On a shared machine something else may already listen on a default port: another team's
-Temporal on 7233, another gateway on 8080. `agentkeel up` never joins a Temporal it did
-not start and was not told about: an address is *told* when a setting names it
-(`AGENTKEEL_TEMPORAL_ADDRESS`, the Temporal client profile's `TEMPORAL_ADDRESS` or profile
-file), and only a told address that answers is joined. A default that is taken is moved
-to a free port and said so (`StackEndpoints.notes`, printed by `up`); a told port that is
-taken stops `up` naming the setting that moves it (`stack.local._check_ports`).
+Temporal on 7233, another gateway on 8080, another stack's worker metrics on 9464.
+`agentkeel up` never joins a Temporal it did not start and was not told about: an address
+is *told* when a setting names it (`AGENTKEEL_TEMPORAL_ADDRESS`, the Temporal client
+profile's `TEMPORAL_ADDRESS` or profile file), and only a told address that answers is
+joined. A default that is taken is moved to a free port and said so
+(`StackEndpoints.notes`, printed by `up`); a told port that is taken stops `up` naming the
+setting that moves it (`stack.local._check_ports`).
 """
 
 from __future__ import annotations
 
 from agentkeel.cli.stack.procs import split_host_port
+from agentkeel.settings.metrics import stack_metrics_addresses
 from agentkeel.settings.model import ENV_PREFIX, Settings
-from agentkeel.settings.ports import free_port, port_answers
+from agentkeel.settings.ports import free_port, free_port_pair, port_answers
 
 __all__ = ["PLACED", "place", "told", "untold_environ"]
 
@@ -21,6 +23,7 @@ PLACED = {
     "temporal_address": ENV_PREFIX + "TEMPORAL_ADDRESS",
     "temporal_ui_port": ENV_PREFIX + "TEMPORAL_UI_PORT",
     "gateway_address": ENV_PREFIX + "GATEWAY_ADDRESS",
+    "metrics_address": ENV_PREFIX + "METRICS_ADDRESS",
 }
 """The settings `place` may move when not told, by the variable that tells them."""
 
@@ -65,7 +68,21 @@ def place(settings: Settings, *, workers: bool) -> tuple[Settings, list[str]]:
             f"gateway: {gateway_host}:{gateway_port} is taken, so it listens on "
             f"{gateway_host}:{moved}; {PLACED['gateway_address']} sets it"
         )
+    if workers and not told(s, "metrics_address"):
+        taken = [a for a in stack_metrics_addresses(s).values() if a and _answers(a)]
+        if taken:
+            update["metrics_address"] = moved_metrics = f"127.0.0.1:{free_port_pair()}"
+            notes.append(
+                f"worker metrics: {', '.join(taken)} taken, so the CPU worker's are at "
+                f"{moved_metrics} and the inference worker's at the next port; "
+                f"{PLACED['metrics_address']} sets them"
+            )
     return (s.model_copy(update=update) if update else s), notes
+
+
+def _answers(address: str) -> bool:
+    host, port = split_host_port(address, 0)
+    return port_answers(host, port)
 
 
 def untold_environ(settings: Settings, env: dict[str, str]) -> dict[str, str]:

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from agentkeel.cli.stack.local import child_env
 from agentkeel.cli.stack.placement import place, told, untold_environ
 from agentkeel.settings.model import Settings
-from agentkeel.settings.ports import free_port, port_answers
+from agentkeel.settings.ports import free_port, free_port_pair, port_answers
 
 
 @contextmanager
@@ -63,7 +63,9 @@ def test_a_told_temporal_that_answers_is_joined() -> None:
 def test_a_taken_default_gateway_port_is_moved_a_told_one_kept() -> None:
     with _listening() as temporal, _listening() as gateway:
         base = Settings(
-            temporal_address=f"127.0.0.1:{temporal}", gateway_address=f"127.0.0.1:{gateway}"
+            temporal_address=f"127.0.0.1:{temporal}",
+            gateway_address=f"127.0.0.1:{gateway}",
+            metrics_address=f"127.0.0.1:{free_port_pair()}",  # told: only the gateway here
         )
         kept, kept_notes = place(base, workers=True)
         moved, notes = place(_untold(base.model_copy(), "gateway_address"), workers=True)
@@ -81,3 +83,21 @@ def test_a_background_up_is_not_told_what_it_was_not_told() -> None:
     assert env["AGENTKEEL_GATEWAY_ADDRESS"] == "127.0.0.1:9999"
     assert "AGENTKEEL_TEMPORAL_ADDRESS" not in env
     assert "AGENTKEEL_TEMPORAL_UI_PORT" not in env
+
+
+def test_taken_default_metrics_ports_are_moved_as_a_pair() -> None:
+    with _listening() as temporal, _listening() as metrics:
+        base = Settings(
+            temporal_address=f"127.0.0.1:{temporal}",
+            gateway_address=f"127.0.0.1:{free_port()}",
+            metrics_address=f"127.0.0.1:{metrics}",
+        )
+        kept, kept_notes = place(base, workers=True)
+        moved, notes = place(_untold(base.model_copy(), "metrics_address"), workers=True)
+    assert kept.metrics_address == f"127.0.0.1:{metrics}" and kept_notes == []
+    assert moved.metrics_address != f"127.0.0.1:{metrics}"
+    assert notes == [
+        f"worker metrics: 127.0.0.1:{metrics} taken, so the CPU worker's are at "
+        f"{moved.metrics_address} and the inference worker's at the next port; "
+        "AGENTKEEL_METRICS_ADDRESS sets them"
+    ]
