@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from datetime import datetime
 
 from temporalio.client import WorkflowFailureError
+from temporalio.service import RPCError
 
 from agentkeel.cli.options import actor_of
 from agentkeel.client.agent_client import AgentClient
@@ -14,6 +16,7 @@ from agentkeel.client.budgets import BudgetExhaustedError
 from agentkeel.client.report import StreamedAnswer, format_result, went_wrong
 from agentkeel.client.status_line import StatusLine, follow_progress
 from agentkeel.schemas.request import AgentRequest, RunOptions
+from agentkeel.schemas.result import AgentResult
 from agentkeel.schemas.tokens import TokenEvent
 from agentkeel.settings.model import Settings
 
@@ -58,6 +61,7 @@ async def ask(settings: Settings, args: argparse.Namespace) -> int:
                 result = await client.ask_streaming(
                     request, on_event=on_event, coalesce=coalesce, on_started=started
                 )
+        run_started = await _run_started(client, result) if streamed is not None else None
     except WorkflowFailureError as exc:
         if streamed is not None:
             streamed.close(None)
@@ -95,5 +99,20 @@ async def ask(settings: Settings, args: argparse.Namespace) -> int:
     if streamed is None:
         print(result.model_dump_json(indent=2))
     else:
-        print(format_result(result, answer_shown=streamed.close(result.answer)))
+        shown = streamed.close(result.answer)
+        print(format_result(result, answer_shown=shown, run_started=run_started))
+        # What `agentkeel result`, `trace` and `approve` take, as `demo` prints it.
+        print(f"  workflow {result.workflow_id or 'none: answered by the client from the cache'}")
     return EXIT_FAILED if went_wrong(result) else EXIT_ANSWERED
+
+
+async def _run_started(client: AgentClient, result: AgentResult) -> datetime | None:
+    """When the run started (its steps' offsets count from it); None for a fast-path
+    answer (no run) or when Temporal cannot say."""
+    if not result.workflow_id or not any(s.started_at for s in result.steps):
+        return None
+    handle = client.temporal.get_workflow_handle(result.workflow_id, run_id=result.run_id or None)
+    try:
+        return (await handle.describe()).start_time
+    except RPCError:
+        return None

@@ -23,6 +23,7 @@ from agentkeel.cli.migrate import run_migrate
 from agentkeel.cli.operate import OPERATOR_COMMANDS, run_operator
 from agentkeel.cli.options import InvalidActor
 from agentkeel.cli.parser import build_parser
+from agentkeel.cli.result import show_result
 from agentkeel.cli.scaffold import scaffold_domain
 from agentkeel.cli.schedule import run_schedule
 from agentkeel.cli.stack.demo import run_demo
@@ -224,6 +225,7 @@ COMMANDS: dict[str, Command] = {
     "migrate": Command(_migrate, domain="check", traced=False),
     "demo": Command(_demo, domain="check", traced=False),
     "ask": Command(_client(ask), domain="check"),
+    "result": Command(_client(show_result), domain="check"),
     "approve": Command(_client(_approve)),
     "watches": Command(_client(_watches)),
     "schedule": Command(_client(run_schedule)),

@@ -31,6 +31,9 @@ def add_operator_parsers(sub: Any) -> None:
     trace = sub.add_parser("trace", help="a run's waterfall from its Temporal history")
     trace.add_argument("workflow_id")
     trace.add_argument("--run-id", help="that run of the workflow id (default: the latest)")
+    trace.add_argument(
+        "--all", action="store_true", help="every run of the workflow id, oldest first"
+    )
     trace.add_argument("--width", type=int, default=60, help="columns of the time axis")
     trace.add_argument("--json", action="store_true", help="print the spans as JSON")
     logs = sub.add_parser("logs", help="the local stack's logs (all, or one process's)")
@@ -60,11 +63,25 @@ async def run_operator(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _stats(settings: Settings, args: argparse.Namespace) -> int:
     from agentkeel.client.stats import format_stats, run_stats
+    from agentkeel.settings.connections import redis_client
 
     if not settings.database_url:
         raise SettingsError("no run records to read: set AGENTKEEL_DATABASE_URL or start the stack")
     since = timedelta(seconds=parse_duration(args.since, "--since"))
-    stats = await run_stats(settings.database_url, since=since, tenant=args.tenant)
+    # The Redis the client fast path counts its hits in, if this deployment has one.
+    redis = redis_client(settings.redis_url) if settings.redis_url else None
+    try:
+        stats = await run_stats(
+            settings.database_url,
+            since=since,
+            tenant=args.tenant,
+            redis=redis,
+            namespace=settings.temporal_namespace,
+            task_queue=settings.task_queue,
+        )
+    finally:
+        if redis is not None:
+            await redis.aclose()
     print(stats.to_json() if args.json else format_stats(stats))
     return 0
 
@@ -94,21 +111,55 @@ async def _audit(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _trace(settings: Settings, args: argparse.Namespace) -> int:
+    """A reused workflow id (a coalesced question asked again, a schedule) has several runs:
+    the latest is drawn and the others named; `--all` draws every one, `--run-id` one."""
     from agentkeel.client.trace import format_waterfall, run_waterfall
 
     client = await connect_client(settings)
-    handle = client.get_workflow_handle(args.workflow_id, run_id=args.run_id)
-    try:
-        history = await handle.fetch_history()
-    except RPCError as exc:
-        print(f"agentkeel trace: {args.workflow_id}: {exc.message}", file=sys.stderr)
-        return 1
-    waterfall = run_waterfall(history)
+    every = args.all and not args.run_id
+    runs = [] if args.run_id else await _runs_of(client, args.workflow_id)
+    chosen = [r.run_id for r in runs] if every and runs else [args.run_id]
+    if not every and len(runs) > 1:
+        others = ", ".join(f"{r.run_id} ({_when(r)})" for r in runs[:-1])
+        print(
+            f"agentkeel trace: {args.workflow_id} has {len(runs)} runs; this is the latest, "
+            f"{runs[-1].run_id} ({_when(runs[-1])}); the others: {others}; "
+            "`--run-id RUN` draws one, `--all` every one",
+            file=sys.stderr,
+        )
+    waterfalls = []
+    for run_id in chosen:
+        handle = client.get_workflow_handle(args.workflow_id, run_id=run_id)
+        try:
+            history = await handle.fetch_history()
+        except RPCError as exc:
+            print(f"agentkeel trace: {args.workflow_id}: {exc.message}", file=sys.stderr)
+            return 1
+        waterfalls.append((run_id, run_waterfall(history)))
     if args.json:
-        print(json.dumps(dataclasses.asdict(waterfall), indent=2))
+        shapes = [dataclasses.asdict(w) | ({"run_id": r} if r else {}) for r, w in waterfalls]
+        print(json.dumps(shapes if every else shapes[0], indent=2))
         return 0
-    print(format_waterfall(waterfall, width=args.width))
+    for run_id, waterfall in waterfalls:
+        if every:
+            print(f"run {run_id}:")
+        print(format_waterfall(waterfall, width=args.width))
     return 0
+
+
+async def _runs_of(client: Any, workflow_id: str) -> list[Any]:
+    """Every run of `workflow_id` the server's visibility lists, oldest first."""
+    quoted = workflow_id.replace("\\", "\\\\").replace("'", "\\'")
+    try:
+        runs = [r async for r in client.list_workflows(f"WorkflowId = '{quoted}'")]
+    except RPCError:
+        return []  # a server without visibility: the latest run alone, as before
+    return sorted(runs, key=lambda r: r.start_time)
+
+
+def _when(run: Any) -> str:
+    status = run.status.name.lower() if run.status is not None else "unknown"
+    return f"started {run.start_time:%Y-%m-%d %H:%M:%S}, {status}"
 
 
 async def _status(settings: Settings, args: argparse.Namespace) -> int:

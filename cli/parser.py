@@ -9,6 +9,7 @@ from typing import Any
 from agentkeel.cli.migrate import add_migrate_parser
 from agentkeel.cli.operate import add_operator_parsers
 from agentkeel.cli.options import add_actor_options
+from agentkeel.cli.result import add_result_parser
 from agentkeel.cli.schedule import add_schedule_parser
 from agentkeel.cli.target import add_target_options
 
@@ -67,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         "`agentkeel approve WORKFLOW_ID --as NAME` alone names",
     )
     approve.add_argument("--json", action="store_true", help="print the decision JSON")
+    add_result_parser(sub)
     add_migrate_parser(sub)
     add_operator_parsers(sub)
     add_schedule_parser(sub)

@@ -5,5 +5,6 @@ it needs to talk to Temporal and Redis.
 """
 
 from agentkeel.client.agent_client import AgentClient
+from agentkeel.client.program import run_program
 
-__all__ = ["AgentClient"]
+__all__ = ["AgentClient", "run_program"]

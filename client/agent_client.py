@@ -22,11 +22,13 @@ import redis.asyncio as aioredis
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
+from agentkeel.client.approvals import decide_approval
 from agentkeel.client.budgets import BudgetExhaustedError, WindowBudgets, WindowLimits
 from agentkeel.client.fast_path import AnswerCache, OutputReader
 from agentkeel.client.readers import ExactAnswers, PostgresOutputs
 from agentkeel.client.token_follow import OnEvent, TokenReader, relay_until
 from agentkeel.client.workflow_ids import coalesced_workflow_id, new_workflow_id, ui_summary
+from agentkeel.schemas.approvals import ApprovalAnswer, ApprovalDecision
 from agentkeel.schemas.names import AGENT_WORKFLOW, PROGRESS_QUERY
 from agentkeel.schemas.plugin import agentkeel_plugin
 from agentkeel.schemas.progress import RunProgress
@@ -245,6 +247,15 @@ class AgentClient:
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
         )
+
+    async def approve(self, workflow_id: str, decision: ApprovalDecision) -> ApprovalAnswer:
+        """Decide the run's pending approval `decision.approval_id` (the `approve` update;
+        `ApprovalRefused` says why one is refused: `client.approvals.decide_approval`)."""
+        return await decide_approval(self.temporal, workflow_id, decision)
+
+    async def cancel(self, workflow_id: str) -> None:
+        """Ask the run to stop; its result then raises `WorkflowFailureError` (cancelled)."""
+        await self.temporal.get_workflow_handle(workflow_id).cancel()
 
     async def progress(self, workflow_id: str) -> RunProgress:
         """The run's `progress` query: stage, steps, approvals, what it waits on."""

@@ -8,6 +8,7 @@ long-lived client stops serving paths of a changed catalog within a second.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ import redis.asyncio as aioredis
 import structlog
 from pydantic import ValidationError
 
+from agentkeel.client.fast_hits import count_fast_hit
 from agentkeel.client.served_version import REDIS_ERRORS, ServedVersion
 from agentkeel.schemas.outputs import output_ref, resolve_refs
 from agentkeel.schemas.path_cache import PathEntry, path_key
@@ -33,6 +35,8 @@ class ExactAnswers:
     def __init__(self, redis: aioredis.Redis, *, task_queue: str, namespace: str) -> None:
         self._redis = redis
         self._served = ServedVersion(redis, task_queue, namespace)
+        self._where = {"namespace": namespace, "task_queue": task_queue}
+        self._counting: set[asyncio.Task[None]] = set()
 
     async def exact_answer(self, request: AgentRequest) -> AgentResult | None:
         # No worker published a version (a release before publication): serve nothing.
@@ -58,9 +62,19 @@ class ExactAnswers:
         except ValidationError:
             return None  # another release's entry: the run's lookup replaces it
         fresh = entry.answer_fresh_until is not None and time.time() < entry.answer_fresh_until
-        return entry.result if fresh else None
+        if not fresh:
+            return None
+        # No run will record this answer: counted for `agentkeel stats` (`client.fast_hits`),
+        # beside the answer rather than before it (a hit costs no extra round trip).
+        counting = asyncio.create_task(
+            count_fast_hit(self._redis, tenant=request.tenant, **self._where)
+        )
+        self._counting.add(counting)
+        counting.add_done_callback(self._counting.discard)
+        return entry.result
 
     async def close(self) -> None:
+        await asyncio.gather(*self._counting, return_exceptions=True)  # counts not lost
         await self._redis.aclose()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TextIO
 
 from agentkeel.client.token_follow import AnswerView, ViewChange
@@ -74,8 +75,14 @@ def _confidence(route: Route) -> str:
     return f"confidence: {route.basis.value if route.basis else 'unstated'}"
 
 
-def format_result(result: AgentResult, *, answer_shown: bool = False) -> str:
-    """The result for a terminal; `answer_shown`: it was streamed already, so leave it out."""
+def format_result(
+    result: AgentResult, *, answer_shown: bool = False, run_started: datetime | None = None
+) -> str:
+    """The result for a terminal; `answer_shown`: it was streamed already, so leave it out.
+
+    Each step that ran now shows how long it took and when it started, in ms after
+    `run_started` (the run's start; None: after the first step's), so steps that ran in
+    parallel show the same start."""
     route = result.route
     lines = [] if answer_shown else [f"  {result.answer}"]
     lines.append(
@@ -91,10 +98,14 @@ def format_result(result: AgentResult, *, answer_shown: bool = False) -> str:
         lines.append(f"  cached from: {result.cache_match.question!r}{score}")
     if cached:
         lines.append("    (steps of the cached run; no tool ran now)")
+    starts = [s.started_at for s in result.steps if s.started_at is not None]
+    base = run_started or (min(starts) if starts else None)
     for step in result.steps:
         took = ""
         if step.started_at and step.finished_at and not cached:
             took = f" {(step.finished_at - step.started_at).total_seconds() * 1000:.0f} ms"
+            if base is not None:
+                took += f", started at +{(step.started_at - base).total_seconds() * 1000:.0f} ms"
         width = f" x{len(step.args)}" if isinstance(step.args, list) else ""
         lines.append(f"    {step.id:<4} {step.tool}{width:<4} {_MARK[step.status]}{took}")
     if result.plan_error:

@@ -13,6 +13,11 @@ from datetime import timedelta
 from typing import Any
 
 import asyncpg
+import redis.asyncio as aioredis
+
+from agentkeel.client.fast_hits import fast_hits
+from agentkeel.client.served_version import REDIS_ERRORS
+from agentkeel.schemas.queues import TASK_QUEUE
 
 LAYERS = ("cache", "route", "plan", "tools", "respond")
 """The layers that add up to a run's total; what is left is orchestration."""
@@ -44,7 +49,9 @@ class RunStats:
     layers: list[LayerStats] = field(default_factory=list)
     ttft: LayerStats | None = None
     cache: dict[str, int] = field(default_factory=dict)
-    """Runs by cache status (miss, exact, semantic, plan, bypass)."""
+    """Runs by cache status (miss, exact, semantic, plan, bypass), and `fast_path`: exact
+    hits the client answered from Redis with no run (`client.fast_hits`; counted where
+    `stats` is given the Redis)."""
     heavy_share: float = 0.0
     """Of the routed runs (not answered from the cache), those the heavy model planned."""
     override_rate: float = 0.0
@@ -69,12 +76,36 @@ zero is not a fast route), as the layer histogram of the metrics records them.""
 _WHERE = "created_at >= now() - make_interval(secs => $1) AND ($2::text IS NULL OR tenant = $2)"
 
 
-async def run_stats(database_url: str, *, since: timedelta, tenant: str | None) -> RunStats:
+async def run_stats(
+    database_url: str,
+    *,
+    since: timedelta,
+    tenant: str | None,
+    redis: aioredis.Redis | None = None,
+    namespace: str = "default",
+    task_queue: str = TASK_QUEUE,
+) -> RunStats:
+    """The figures of the runs recorded in `since`; with `redis`, the client fast path's
+    hits too (of `namespace` and `task_queue`'s deployment)."""
     conn = await asyncpg.connect(database_url, timeout=10)
     try:
-        return await _stats(conn, since.total_seconds(), tenant)
+        stats = await _stats(conn, since.total_seconds(), tenant)
     finally:
         await conn.close()
+    if redis is not None:
+        try:
+            hits = await fast_hits(
+                redis,
+                namespace=namespace,
+                task_queue=task_queue,
+                since_s=since.total_seconds(),
+                tenant=tenant,
+            )
+        except REDIS_ERRORS:
+            hits = 0  # the run records alone, as before there was a count
+        if hits:
+            stats.cache["fast_path"] = hits
+    return stats
 
 
 async def _stats(conn: Any, since_s: float, tenant: str | None) -> RunStats:
@@ -82,6 +113,12 @@ async def _stats(conn: Any, since_s: float, tenant: str | None) -> RunStats:
     stats = RunStats(since_s=since_s, tenant=tenant, runs=runs)
     if not runs:
         return stats
+    await _figures(conn, stats)
+    return stats
+
+
+async def _figures(conn: Any, stats: RunStats) -> None:
+    since_s, tenant = stats.since_s, stats.tenant
     measured = {}
     for layer in (*LAYERS, "total", "ttft"):
         row = await conn.fetchrow(_LAYER_SQL, since_s, tenant, layer)
@@ -121,15 +158,16 @@ async def _stats(conn: Any, since_s: float, tenant: str | None) -> RunStats:
     stats.slowest = [
         SlowRun(r["workflow_id"], r["total"] or 0.0, r["question"] or "") for r in slow
     ]
-    return stats
 
 
 def format_stats(stats: RunStats) -> str:
     scope = f"tenant {stats.tenant}" if stats.tenant else "all tenants"
     since = _human(stats.since_s)
+    fast = stats.cache.get("fast_path", 0)
+    answered = f"; {fast} answered by the client fast path, with no run" if fast else ""
     if not stats.runs:
-        return f"no runs recorded in the last {since} ({scope})"
-    lines = [f"{stats.runs} runs in the last {since} ({scope})", ""]
+        return f"no runs recorded in the last {since} ({scope}){answered}"
+    lines = [f"{stats.runs} runs in the last {since} ({scope}){answered}", ""]
     lines.append(f"  {'layer':<14}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'share':>8}")
     for row in stats.layers:
         if row.layer == "orchestration":
@@ -143,10 +181,13 @@ def format_stats(stats: RunStats) -> str:
         t = stats.ttft
         lines.append(f"  {'first token':<14}{t.p50_ms:>9.1f}{t.p95_ms:>9.1f}{t.p99_ms:>9.1f}")
     lines.append("")
-    hits = {k: v for k, v in stats.cache.items() if k in ("exact", "canonical", "semantic", "plan")}
+    tiers = ("exact", "canonical", "semantic", "plan", "fast_path")
+    hits = {k: v for k, v in stats.cache.items() if k in tiers}
     looked = sum(v for k, v in stats.cache.items() if k != "bypass")
     ratio = sum(hits.values()) / looked if looked else 0.0
-    by_tier = ", ".join(f"{k} {v / looked:.0%}" for k, v in sorted(hits.items())) if looked else ""
+    by_tier = ", ".join(
+        f"{k.replace('_', ' ')} {v / looked:.0%}" for k, v in sorted(hits.items()) if looked
+    )
     lines.append(f"  cache hit ratio {ratio:.0%}" + (f" ({by_tier})" if by_tier else ""))
     lines.append(
         f"  heavy model: {stats.heavy_share:.0%} of routed runs; "

@@ -20,7 +20,8 @@ class GatewaySettings(BaseModel):
     model_config = MODEL_CONFIG
 
     gateway_address: HostPort = "127.0.0.1:8080"
-    """Where the HTTP gateway (`agentkeel gateway`, and `up`) listens, `host:port`."""
+    """Where the HTTP gateway (`agentkeel gateway`, and `up`) listens, `host:port`. Unset
+    and taken, `up` picks a free port and says so (its `Gateway` line shows the URL)."""
     api_keys_file: str = ""
     """JSON file of the gateway's API keys (`gateway.keys`). Empty: no keys, and
     the gateway serves the loopback address only."""

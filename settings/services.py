@@ -35,12 +35,14 @@ class ServiceSettings(BaseModel):
     (`TEMPORAL_ADDRESS`, or the profile `TEMPORAL_PROFILE` names in `TEMPORAL_CONFIG_FILE`,
     as the Temporal CLI reads them; its TLS and API key apply too), else this default.
     `up` starts a dev server here when nothing listens, but never for the profile's address
-    or a profile with TLS or an API key: it connects to that server."""
+    or a profile with TLS or an API key: it connects to that server. Unset, `up` never
+    joins a server already at the default: it starts its own on a free port and says so."""
     temporal_namespace: str = Field(default="default", min_length=1)
     """The Temporal namespace runs, schedules and downstream caps live in. Unset: the
     profile's (`TEMPORAL_NAMESPACE`), else `default`."""
     temporal_ui_port: Port = 8233
-    """Port of the Temporal Web UI that `up` starts with the dev server."""
+    """Port of the Temporal Web UI that `up` starts with the dev server. Unset and taken,
+    `up` picks a free one and says so."""
     task_queue: str = Field(default=TASK_QUEUE, min_length=1)
     """Queue of `AgentWorkflow`, tools, cache and persistence (CPU worker)."""
     state_dir: Path = Field(default_factory=lambda: Path.cwd() / ".agentkeel")

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -24,13 +26,46 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from agentkeel.sdk.mcp import McpServer
 
-__all__ = ["McpConnection", "McpUnreachable"]
+__all__ = ["McpConnection", "McpUnreachable", "resolve_command"]
 
 log = structlog.get_logger(__name__)
 
 
 class McpUnreachable(ConnectionError):
     """The server could not be started or reached; the message says which and why."""
+
+
+def resolve_command(server: McpServer, environ: Mapping[str, str]) -> str:
+    """The program a stdio server's `command` names: a path as given; a bare name from the
+    running interpreter's environment first (the directory of `sys.executable`: a venv's
+    `bin`, where `pip install` put the server, whether or not the venv is activated), then
+    `PATH` (the server's `env` may set its own).
+
+    Raises:
+        McpUnreachable: no such program, naming where it was looked for and the fix."""
+    command = server.command
+    assert command is not None
+    if os.sep in command or (os.altsep and os.altsep in command):
+        if not os.path.exists(command):
+            raise McpUnreachable(
+                f"MCP server {server.name}: command {command!r} does not exist; "
+                "set `command` to the server program's path"
+            )
+        return command
+    own_bin = os.path.dirname(sys.executable)
+    beside = os.path.join(own_bin, command)
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return beside
+    path = server.env.get("PATH") or environ.get("PATH") or os.defpath
+    found = shutil.which(command, path=path)
+    if found is not None:
+        return found
+    raise McpUnreachable(
+        f"MCP server {server.name}: command {command!r} was found neither in this Python "
+        f"environment ({own_bin}) nor on PATH; install the server into the environment "
+        f"agentkeel runs in (`{os.path.join(own_bin, 'pip')} install ...`) or set `command` "
+        "to its full path"
+    )
 
 
 class McpConnection:
@@ -64,7 +99,10 @@ class McpConnection:
         server = self.server
         if server.command is not None:
             return StdioServerParameters(
-                command=server.command, args=list(server.args), env=server.env, cwd=server.cwd
+                command=resolve_command(server, self._environ),
+                args=list(server.args),
+                env=server.env,
+                cwd=server.cwd,
             )
         assert server.url is not None
         headers = dict(server.headers)
@@ -140,6 +178,8 @@ class McpConnection:
             except Exception as exc:
                 stop.set()
                 holder.cancel()
+                if isinstance(exc, McpUnreachable):
+                    raise  # says which server and why already
                 raise McpUnreachable(
                     f"MCP server {self.server.name} ({self.server.transport}): "
                     f"{type(exc).__name__}: {exc}"

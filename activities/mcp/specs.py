@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
+from functools import partial
 
 import mcp.types as types
 
 from agentkeel.activities.mcp.calls import McpCall
 from agentkeel.activities.mcp.connection import McpConnection
+from agentkeel.activities.mcp.rendering import mcp_render
 from agentkeel.schemas.errors import MCP_INVALID_RESULT, MCP_TOOL_ERROR, NOT_AUTHORIZED, NOT_FOUND
 from agentkeel.schemas.mcp_models import arguments_model, result_model
 from agentkeel.schemas.tools.downstreams import Downstream
@@ -164,4 +166,5 @@ def _spec(connection: McpConnection, tool: types.Tool, downstream: Downstream) -
         downstream=downstream,
         fn=call,
         takes_context=True,
+        render=partial(mcp_render, name),
     )

@@ -22,6 +22,7 @@ from agentkeel.cli.stack.pids import (
     record_children,
     write_pid_file,
 )
+from agentkeel.cli.stack.placement import place
 from agentkeel.cli.stack.procs import Child, StackError, find_temporal_binary, split_host_port
 from agentkeel.cli.stack.watchdog import Watchdog
 from agentkeel.settings.domain_assembly import serve_domain
@@ -50,6 +51,8 @@ class StackEndpoints:
     temporal_named: str = ""
     """How the Temporal profile's server is reached (`Settings.temporal_described`), when
     the stack connects to one instead of starting a dev server; empty otherwise."""
+    notes: list[str] = field(default_factory=list)
+    """What `up` chose for the user: a taken default port moved to a free one (`placement`)."""
     pids: dict[str, int] = field(default_factory=dict)
     """Child processes by name (`temporal`, `redis`, a domain's stand-ins, `worker cpu`, ...), plus
     `supervisor`, the process that owns them."""
@@ -100,6 +103,10 @@ class LocalStack:
             ended = await asyncio.to_thread(kill_orphans, children_path)
             if ended:
                 log.warning("stack.orphans_stopped", children=ended)
+            s, notes = place(s, workers=self.start_workers)
+            self.settings = launch.settings = s
+            for note in notes:
+                log.warning("stack.port_moved", note=note)
             _check_ports(s, workers=self.start_workers)
             # The profile's server is only connected to: checked before anything starts.
             named = await stack_temporal.temporal(launch) if s.temporal_is_named() else None
@@ -127,6 +134,7 @@ class LocalStack:
                 services=dict(task.result() for task in stand_ins),
                 log_dir=str(launch.log_dir),
                 temporal_named=s.temporal_described() if s.temporal_is_named() else "",
+                notes=notes,
             )
             if self.start_workers:
                 await stack_temporal.workers(launch, child_env(s, endpoints))

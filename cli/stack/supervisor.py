@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from agentkeel.cli.stack.local import LocalStack, StackEndpoints, child_env
 from agentkeel.cli.stack.pids import pid_alive, read_pid_file, started_children, write_pid_file
+from agentkeel.cli.stack.placement import untold_environ
 from agentkeel.cli.stack.procs import StackError, log_tail
 from agentkeel.settings.connections import redact
 from agentkeel.settings.event_loop import run as run_loop
@@ -44,9 +45,14 @@ DETACHED_STOP_S = 120.0
 
 def describe(endpoints: StackEndpoints) -> str:
     """A short table of what runs where, for the terminal."""
+    started = endpoints.ui_url is not None
     temporal = [
-        ("Temporal gRPC", endpoints.temporal_address),
-        ("Temporal Web UI", endpoints.ui_url or "(server not started here)"),
+        (
+            "Temporal gRPC",
+            f"{endpoints.temporal_address}  "
+            + ("(started here)" if started else "(AGENTKEEL_TEMPORAL_ADDRESS's, not started here)"),
+        ),
+        ("Temporal Web UI", endpoints.ui_url or "(none: the server was not started here)"),
     ]
     if endpoints.temporal_named:  # the operator's server: say so, and how it is reached
         named = f"{endpoints.temporal_named}: the profile's server, not started here"
@@ -63,7 +69,8 @@ def describe(endpoints: StackEndpoints) -> str:
     rows += [(name, f"pid {pid}") for name, pid in endpoints.pids.items()]
     rows.append(("logs", endpoints.log_dir))
     width = max(len(name) for name, _ in rows)
-    return "\n".join(f"  {name:<{width}}  {value}" for name, value in rows)
+    notes = [f"  note: {note}" for note in endpoints.notes]
+    return "\n".join([*notes, *(f"  {name:<{width}}  {value}" for name, value in rows)])
 
 
 def run_foreground(settings: Settings) -> int:
@@ -132,7 +139,7 @@ def start_detached(
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
-            env=child_env(settings),
+            env=untold_environ(settings, child_env(settings)),
             start_new_session=True,
         )
     deadline = time.monotonic() + DETACHED_READY_S

@@ -14,6 +14,7 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, DescribeTaskQueueRequest
 from temporalio.client import Client
 
+from agentkeel.cli.stack.placement import told
 from agentkeel.cli.stack.procs import (
     Child,
     StackError,
@@ -71,6 +72,11 @@ async def temporal(launch: Launch) -> tuple[str, str | None]:
         log.info("stack.temporal_named", temporal=s.temporal_described())
         return s.temporal_address, None
     if port_answers(host, port):
+        if not told(s, "temporal_address"):  # `placement.place` moved a taken default
+            raise StackError(
+                f"{s.temporal_address} answers, a Temporal this stack did not start; set "
+                "AGENTKEEL_TEMPORAL_ADDRESS to use it, or to a free port to start one there"
+            )
         client = await _temporal_client(s)
         await _ensure_search_attributes(client, s.temporal_namespace)
         log.info("stack.temporal_reused", address=s.temporal_address)

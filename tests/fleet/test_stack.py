@@ -15,7 +15,7 @@ from temporalio.client import Client
 
 from agentkeel.cli.stack.local import embedded_settings
 from agentkeel.cli.stack.pids import pid_alive
-from agentkeel.cli.stack.supervisor import LocalStack, read_endpoints
+from agentkeel.cli.stack.supervisor import LocalStack, describe, read_endpoints
 from agentkeel.settings.model import Settings
 from agentkeel.settings.ports import PortTaken
 
@@ -97,3 +97,26 @@ async def test_port_in_use_is_named_and_nothing_is_started(
             await stack.start()
     assert not (settings.state_dir / "stack.pid").exists()
     assert not (settings.state_dir / "logs").exists()  # ports are checked before any start
+
+
+async def test_a_temporal_it_was_not_told_about_is_never_joined(settings: Settings) -> None:
+    """Another team's server on the default address (a plain listener stands in): `up`
+    starts its own on a free port and says so, where it used to join it without a word."""
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        taken = f"127.0.0.1:{other.getsockname()[1]}"
+        untold = settings.model_copy(update={"temporal_address": taken})
+        untold.__pydantic_fields_set__.discard("temporal_address")  # as the default is
+        async with LocalStack(untold, start_workers=False) as endpoints:
+            assert endpoints.temporal_address != taken
+            assert endpoints.ui_url is not None  # its own dev server, started here
+            client = await Client.connect(endpoints.temporal_address)
+            assert (await client.count_workflows()).count == 0
+            assert endpoints.notes == [
+                f"Temporal: {taken} already answers, a server this stack did not start "
+                "(agentkeel up joins only one it is told about), so it starts its own at "
+                f"{endpoints.temporal_address}; AGENTKEEL_TEMPORAL_ADDRESS names the one to use"
+            ]
+            assert describe(endpoints).startswith(f"  note: {endpoints.notes[0]}\n")
+            assert f"{endpoints.temporal_address}  (started here)" in describe(endpoints)

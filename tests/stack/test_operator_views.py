@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
 from datetime import timedelta
+from typing import Any
 
-from agentkeel.client.stats import format_stats, run_stats
+import pytest
+import redis.asyncio as aioredis
+
+from agentkeel.cli.operate import run_operator
+from agentkeel.client.stats import RunStats, format_stats, run_stats
 from agentkeel.client.trace import format_waterfall, run_waterfall
 from agentkeel.schemas.request import AgentRequest
+from agentkeel.schemas.result import CacheStatus
 from tests.support.agent_stack import AgentStack, StackFactory
+from tests.support.plans import KB_QUESTION
 
 
 async def test_stats_reads_layers_cache_and_slowest_runs_from_the_run_records(
@@ -38,6 +47,39 @@ async def test_stats_reads_layers_cache_and_slowest_runs_from_the_run_records(
     assert f"cache hit ratio 33% ({again.cache.value} 33%)" in text
     empty = await run_stats(database_url, since=timedelta(hours=1), tenant="nobody-here")
     assert empty.runs == 0 and "no runs recorded" in format_stats(empty)
+
+
+async def test_stats_counts_the_client_fast_paths_hits_which_leave_no_run(
+    stack: AgentStack,
+) -> None:
+    await stack.ask(KB_QUESTION)
+    agents = stack.agent_client()
+    try:
+        for _ in range(3):
+            hit = await agents.ask(AgentRequest(question=KB_QUESTION, tenant=stack.tenant))
+            assert hit.cache == CacheStatus.EXACT and hit.workflow_id == ""
+    finally:
+        await agents.close()
+    database_url, redis_url = stack.settings.database_url, stack.settings.redis_url
+    assert database_url is not None and redis_url is not None
+    redis = aioredis.from_url(redis_url)
+    try:
+        ns, queue, hour = stack.settings.temporal_namespace, stack.task_queue, timedelta(hours=1)
+
+        async def stats_of(tenant: str) -> RunStats:
+            return await run_stats(
+                database_url, since=hour, tenant=tenant, redis=redis, namespace=ns, task_queue=queue
+            )
+
+        stats, other = await stats_of(stack.tenant), await stats_of("nobody-here")
+    finally:
+        await redis.aclose()
+    assert stats.runs == 1 and stats.cache == {"miss": 1, "fast_path": 3}
+    text = format_stats(stats)
+    assert "1 runs in the last 1h (tenant " in text
+    assert "3 answered by the client fast path, with no run" in text
+    assert "cache hit ratio 75% (fast path 75%)" in text
+    assert other.cache == {}, "another tenant's hits are its own"
 
 
 async def test_trace_draws_the_run_with_queue_waits_apart_from_execution(
@@ -85,3 +127,46 @@ async def test_runs_are_listed_by_question_and_found_by_tenant_in_the_web_ui(
             break
         await asyncio.sleep(0.1)
     assert handle.id in found
+
+
+async def test_trace_names_every_run_of_a_reused_workflow_id_and_draws_them_all(
+    stack: AgentStack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A question asked twice, one run after the other, through the client's coalescing
+    # id: one workflow id, two runs (as `agentkeel ask` gets when asked again).
+    agents = stack.agent_client()
+    request = AgentRequest(question="Where is order 1001?", tenant=stack.tenant)
+    try:
+        first = await agents.start(request)
+        await first.result()
+        second = await agents.start(request)
+        await second.result()
+    finally:
+        await agents.close()
+    assert first.id == second.id and first.result_run_id != second.result_run_id
+    trace = {"workflow_id": first.id, "run_id": None, "width": 40, "json": False, "all": False}
+    address = stack.client.service_client.config.target_host
+    settings = stack.settings.model_copy(update={"temporal_address": address})
+    for _ in range(50):  # visibility lists a run a moment after it closes
+        assert await run_operator(settings, _args("trace", **trace)) == 0
+        latest = capsys.readouterr()
+        if "has 2 runs" in latest.err:
+            break
+        await asyncio.sleep(0.1)
+    assert f"{first.id} has 2 runs; this is the latest, {second.result_run_id}" in latest.err
+    assert f"the others: {first.result_run_id} (started " in latest.err
+    assert "`--run-id RUN` draws one, `--all` every one" in latest.err
+    assert latest.out.count(f"{first.id}: completed in") == 1
+
+    assert await run_operator(settings, _args("trace", **(trace | {"all": True}))) == 0
+    every = capsys.readouterr().out
+    assert every.index(f"run {first.result_run_id}:") < every.index(f"run {second.result_run_id}:")
+    assert every.count(f"{first.id}: completed in") == 2
+    shown = trace | {"all": True, "json": True}
+    assert await run_operator(settings, _args("trace", **shown)) == 0
+    spans = json.loads(capsys.readouterr().out)
+    assert [s["run_id"] for s in spans] == [first.result_run_id, second.result_run_id]
+
+
+def _args(command: str, **values: Any) -> argparse.Namespace:
+    return argparse.Namespace(command=command, **values)

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import mcp.types as types
+import pytest
 
-from agentkeel.activities.mcp.connection import McpConnection
+from agentkeel.activities.mcp.connection import McpConnection, resolve_command
 from agentkeel.activities.mcp.source import McpToolSource
 from agentkeel.activities.mcp.specs import mcp_downstream, served_specs
 from agentkeel.sdk.mcp import McpServer
@@ -66,3 +67,61 @@ async def test_a_server_unavailable_at_start_is_asked_again_and_its_return_resta
     finally:
         await source.close()
     assert changed == ["late"]
+
+
+def _program(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_a_bare_command_is_found_in_the_interpreters_environment_before_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As the README runs agentkeel: `.venv/bin/agentkeel up`, the venv not activated, so
+    # the server `pip install`ed into it is not on PATH.
+    venv_server = _program(tmp_path / "venv" / "bin" / "my-server")
+    path_server = _program(tmp_path / "elsewhere" / "my-server")
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "venv" / "bin" / "python"))
+    server = McpServer(name="mine", command="my-server")
+    environ = {"PATH": str(path_server.parent)}
+    assert resolve_command(server, environ) == str(venv_server)
+    venv_server.unlink()
+    assert resolve_command(server, environ) == str(path_server)
+
+
+async def test_a_command_found_nowhere_is_withdrawn_naming_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python"))
+    source = McpToolSource(
+        [McpServer(name="time", command="mcp-server-time")], environ={"PATH": str(tmp_path)}
+    )
+    try:
+        specs, _ = await source.start()
+    finally:
+        await source.close()
+    assert specs == []
+    reason = source.withdrawn["time_*"]
+    assert "'mcp-server-time' was found neither in this Python environment" in reason
+    assert f"`{tmp_path / 'bin' / 'pip'} install ...`" in reason
+    assert "full path" in reason
+
+
+def test_an_mcp_tools_answer_is_readable_text_not_a_python_repr() -> None:
+    server = McpServer(name="time", command="x")
+    tool = types.Tool(name="get_current_time", input_schema={"type": "object", "properties": {}})
+    (spec,), _ = served_specs(McpConnection(server), [tool], mcp_downstream(server))
+    assert spec.render is not None
+    # mcp-server-time's answer: JSON as text content, as the reference server sends it.
+    text = '{"timezone": "Europe/Warsaw", "datetime": "2026-12-06T01:00:00+01:00", "is_dst": false}'
+    assert spec.render({"text": text}) == (
+        "time_get_current_time: timezone: Europe/Warsaw; "
+        "datetime: 2026-12-06T01:00:00+01:00; is_dst: no."
+    )
+    structured = {"total": 3, "items": [{"id": 1}, {"id": 2}], "next": None}
+    assert spec.render(structured) == (
+        "time_get_current_time: total: 3; items: ((id: 1), (id: 2)); next: none."
+    )
+    assert spec.render({"text": "It is noon."}) == "time_get_current_time: It is noon."
