@@ -26,6 +26,7 @@ from agentkeel.client.fast_path import AnswerCache, OutputReader
 from agentkeel.client.readers import ExactAnswers, PostgresOutputs
 from agentkeel.client.token_follow import OnEvent, TokenReader, relay_until
 from agentkeel.client.workflow_ids import coalesced_workflow_id, new_workflow_id, ui_summary
+from agentkeel.schemas.lanes import Lane, lane_of, run_priority
 from agentkeel.schemas.names import AGENT_WORKFLOW, PROGRESS_QUERY
 from agentkeel.schemas.plugin import agentkeel_plugin
 from agentkeel.schemas.progress import RunProgress
@@ -59,16 +60,20 @@ class AgentClient:
         answers: AnswerCache | None = None,
         outputs: OutputReader | None = None,
         redis: aioredis.Redis | None = None,
+        lanes: bool = True,
     ) -> None:
         """`answers`: the exact tier the fast path reads (None: every ask starts a run).
         `outputs`: where outputs kept by reference are read back, so results come back
-        complete (None leaves them as `output_ref`). `redis`: token streams."""
+        complete (None leaves them as `output_ref`). `redis`: token streams. `lanes`:
+        runs start with their lane's priority and their tenant as fairness key
+        (`schemas.lanes`); False: Temporal's default priority for all."""
         self.temporal = temporal
         self._task_queue = task_queue
         self._version = version
         self._answers = answers
         self._outputs = outputs
         self._redis = redis
+        self._lanes = lanes
 
     @classmethod
     def from_settings(
@@ -96,6 +101,7 @@ class AgentClient:
             answers=answers,
             outputs=outputs,
             redis=redis,
+            lanes=settings.priority_lanes,
         )
 
     @classmethod
@@ -126,13 +132,14 @@ class AgentClient:
         coalesce: bool = True,
         workflow_id: str | None = None,
         on_started: OnStarted | None = None,
+        lane: Lane | None = None,
     ) -> AgentResult:
         """The run's result; `on_started` is told the workflow id once a run is started (a
         fast-path answer starts none)."""
         cached = await self.cached_answer(request)
         if cached is not None:
             return await self.resolve_outputs(cached)
-        handle = await self.start(request, coalesce=coalesce, workflow_id=workflow_id)
+        handle = await self.start(request, coalesce=coalesce, workflow_id=workflow_id, lane=lane)
         if on_started is not None:
             on_started(handle.id)
         return await self.resolve_outputs(await handle.result())
@@ -152,6 +159,7 @@ class AgentClient:
         coalesce: bool = True,
         workflow_id: str | None = None,
         on_started: OnStarted | None = None,
+        lane: Lane | None = None,
     ) -> AgentResult:
         """`ask`, handing the answer's token events to `on_event` as the model writes them.
 
@@ -161,7 +169,7 @@ class AgentClient:
         cached = await self.cached_answer(request)
         if cached is not None:
             return await self.resolve_outputs(cached)
-        handle = await self.start(request, coalesce=coalesce, workflow_id=workflow_id)
+        handle = await self.start(request, coalesce=coalesce, workflow_id=workflow_id, lane=lane)
         if on_started is not None:
             on_started(handle.id)
         # result_run_id is the run the start resolved to: with USE_EXISTING, the run this
@@ -199,17 +207,25 @@ class AgentClient:
         )
 
     async def start(
-        self, request: AgentRequest, *, coalesce: bool = True, workflow_id: str | None = None
+        self,
+        request: AgentRequest,
+        *,
+        coalesce: bool = True,
+        workflow_id: str | None = None,
+        lane: Lane | None = None,
     ) -> WorkflowHandle[Any, AgentResult]:
-        """Start `AgentWorkflow` by its public name (this side never imports the workflow)."""
+        """Start `AgentWorkflow` by its public name (this side never imports the workflow),
+        in `lane` (default: `schemas.lanes.lane_of(request)`, interactive unless a watch)."""
+        lane = lane or lane_of(request)
         if workflow_id is not None:
             # The caller's own id: Temporal's defaults apply (a duplicate start fails).
-            return await self._start(request, workflow_id)
+            return await self._start(request, workflow_id, lane)
         if not coalesce:
-            return await self._start(request, new_workflow_id())
+            return await self._start(request, new_workflow_id(), lane)
         return await self._start(
             request,
             coalesced_workflow_id(request, self._version),
+            lane,
             # A second identical request while the first runs attaches to it (two identical
             # refund requests in flight are one refund); once it has finished, the same id
             # may run again, so a later ask gets a fresh run.
@@ -223,9 +239,11 @@ class AgentClient:
         return await handle.query(PROGRESS_QUERY, result_type=RunProgress)
 
     async def _start(
-        self, request: AgentRequest, workflow_id: str, **policies: Any
+        self, request: AgentRequest, workflow_id: str, lane: Lane, **policies: Any
     ) -> WorkflowHandle[Any, AgentResult]:
         summary, details = ui_summary(request)
+        if self._lanes:
+            policies["priority"] = run_priority(lane, request.tenant)
         return await self.temporal.start_workflow(
             AGENT_WORKFLOW,
             request,
@@ -236,7 +254,8 @@ class AgentClient:
             static_details=details,
             # Where a CPU worker runs on this same `Client` (an application that builds
             # both on one connection), the server hands the run's first workflow task back
-            # in the start's reply (a dispatch fewer); elsewhere the SDK does not ask.
-            request_eager_start=True,
+            # in the start's reply (a dispatch fewer); elsewhere the SDK does not ask. Only
+            # for interactive runs: an eager task skips the queue, and with it the lanes.
+            request_eager_start=lane is Lane.INTERACTIVE or not self._lanes,
             **policies,
         )

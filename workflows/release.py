@@ -34,7 +34,8 @@ Changes gated after it, each asking its own id where a run takes its branch:
 early-speculation-v1 (`workflows.speculation`), plan-stream-v1 (`workflows.plan_stream`),
 question-attribute-v1 (`workflows.visibility`), effect-identity-v1, provenance-asked-v1,
 claim-release-v1, authorize-before-claim-v1 (`workflows.dag.effect_gate` and the plan
-checks), approval-cancel-record-v1 (`workflows.approvals`)."""
+checks), approval-cancel-record-v1 (`workflows.approvals`); in `CacheWarmerWorkflow`,
+warm-tenant-fairness-v1 (`workflows.warmer`)."""
 
 
 def since(change: str) -> bool:
