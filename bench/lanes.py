@@ -1,9 +1,13 @@
 """Interactive runs beside a background burst, with lanes on and off.
 
     python -m bench.lanes [--interactive-runs N] [--in-flight C] [--warm W] [--flood F]
+                          [--workflow-slots S] [--activity-slots A]
 
 A fresh dev server (with the lanes' dynamic config of `cli.stack.temporal`), in-process
-workers, the rules policy, the path cache off, a carrier with `--carrier-ms` latency.
+workers, the rules policy, the path cache off, a carrier with `--carrier-ms` latency, and
+a CPU worker taking S workflow tasks and A activities at once (8 and 16: what 2 cores
+serve promptly; priority orders only the backlog a worker has not taken; the worker's
+defaults are 100 and 200).
 Interactive runs of four tenants go C at a time until N have finished, three ways:
 
 - `alone`: nothing else runs (the baseline);
@@ -155,7 +159,8 @@ async def measure(args: argparse.Namespace) -> None:
         print(
             f"{args.interactive_runs} interactive runs, {args.in_flight} in flight, of "
             f"{len(TENANTS)} tenants; burst: {args.warm} warming runs + {args.flood} runs of "
-            f"{FLOOD_TENANT}; times in ms"
+            f"{FLOOD_TENANT}; CPU worker slots {args.workflow_slots} workflow tasks, "
+            f"{args.activity_slots} activities; times in ms"
         )
         print(f"{'row':<17} {'p50':>7} {'p99':>7} {'p99/alone':>9} {'worst/best':>11}   "
               "tenant medians")  # fmt: skip
@@ -172,10 +177,10 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=300, help="the warmer's runs")
     parser.add_argument("--flood", type=int, default=100, help="the flooding tenant's runs")
     parser.add_argument(
-        "--workflow-slots", type=int, default=100, help="AGENTKEEL_CPU_WORKFLOW_SLOTS"
+        "--workflow-slots", type=int, default=8, help="AGENTKEEL_CPU_WORKFLOW_SLOTS"
     )
     parser.add_argument(
-        "--activity-slots", type=int, default=200, help="AGENTKEEL_CPU_ACTIVITY_SLOTS"
+        "--activity-slots", type=int, default=16, help="AGENTKEEL_CPU_ACTIVITY_SLOTS"
     )
     parser.add_argument("--carrier-ms", type=int, default=40, help="carrier latency")
     asyncio.run(measure(parser.parse_args()))
