@@ -31,6 +31,7 @@ from agentkeel.activities.plan_signals import early_reads
 from agentkeel.activities.predictions import reading_of
 from agentkeel.activities.span_notes import note
 from agentkeel.activities.token_stream import TokenStream
+from agentkeel.activities.usage_ledger import UsageMetering, counted
 from agentkeel.inference.engines.protocol import ConstraintViolationError, EngineRequestError
 from agentkeel.inference.metering import meter
 from agentkeel.inference.policy import Policy
@@ -91,6 +92,7 @@ class InferenceActivities:
         forecast: UnsureForecast | None = None,
         model_slots: ModelSlots | None = None,
         stream_plans: bool = True,
+        usage: UsageMetering | None = None,
     ) -> None:
         """`redis`: where token streams go; None publishes nothing (answers still return).
         `conversations`: where earlier turns are read; None gives prompts no history.
@@ -101,7 +103,8 @@ class InferenceActivities:
         `forecast`: when to plan beside the router (`AGENTKEEL_PLAN_AHEAD`; default auto).
         `model_slots`: the fleet's cap on model calls in flight (default: none).
         `stream_plans`: signal a run each read its planner writes, as soon as it is written,
-        where the run asks (`AGENTKEEL_PLAN_STREAM`; `activities.plan_signals`)."""
+        where the run asks (`AGENTKEEL_PLAN_STREAM`; `activities.plan_signals`).
+        `usage`: the price table and where usage is counted (default: unpriced, uncounted)."""
         self._policy = policy
         self._redis = redis
         self._conversations = conversations
@@ -113,6 +116,7 @@ class InferenceActivities:
             self._forecast.store = ForecastStore(redis)  # the fleet's, not this worker's
         self._slots = model_slots
         self._stream_plans = stream_plans
+        self.usage_metering = usage or UsageMetering()
 
     async def _model(self, call: Awaitable[T]) -> T:
         """`model_call`, inside one of the fleet's model slots when there is a cap."""
@@ -122,6 +126,7 @@ class InferenceActivities:
             return await model_call(call)
 
     @activity.defn(name=names.ROUTE)
+    @counted
     async def route(self, request: calls.RouteInput) -> calls.RouteResult:
         request = await self._with_history(request)
         # The route decides which side effects the run may have: it reads the customer's
@@ -194,6 +199,7 @@ class InferenceActivities:
         return planned
 
     @activity.defn(name=names.PLAN)
+    @counted
     async def plan(self, request: calls.PlanInput) -> calls.PlanResult:
         request = await self._with_history(request)
         async with early_reads(request.stream_steps and self._stream_plans):
@@ -207,10 +213,12 @@ class InferenceActivities:
         return planned
 
     @activity.defn(name=names.JOIN)
+    @counted
     async def join(self, request: calls.JoinInput) -> calls.JoinResult:
         return await self._model(self._policy.join(request))
 
     @activity.defn(name=names.RESPOND)
+    @counted
     async def respond(self, request: calls.RespondInput) -> calls.RespondResult:
         request = await self._with_history(request)
         if self._outputs is not None and any(s.output_ref for s in request.steps):

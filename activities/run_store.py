@@ -21,9 +21,10 @@ INSERT_RUN = """
 INSERT INTO agent_runs (workflow_id, run_id, tenant, question, intent, tier, confidence,
                         cache_status, plan, steps, timings, answer, conversation_id,
                         route_reason, overridden_intent, actor_role, actor_subject,
-                        actor_name, audience, request_id, approvals, confidence_basis)
+                        actor_name, audience, request_id, approvals, confidence_basis,
+                        prompt_tokens, completion_tokens, cost_usd, usage)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11::jsonb, $12, $13, $14, $15,
-        $16, $17, $18, $19, $20, $21::jsonb, $22)
+        $16, $17, $18, $19, $20, $21::jsonb, $22, $23, $24, $25, $26::jsonb)
 ON CONFLICT (workflow_id, run_id) DO NOTHING
 """
 
@@ -50,6 +51,7 @@ class StoreActivities:
             request.request_id,
             json.dumps([a.model_dump(mode="json") for a in result.approvals]),
             result.route.basis.value if result.route.basis else None,
+            *usage_columns(result),
         )
         cached = False
         ttl_s = None
@@ -101,4 +103,18 @@ def run_record_row(tenant: str, question: str, result: AgentResult) -> tuple[obj
         json.dumps(dump["steps"]),
         json.dumps(dump["timings_ms"]),
         dump["answer"],
+    )
+
+
+def usage_columns(result: AgentResult) -> tuple[object, ...]:
+    """`prompt_tokens`, `completion_tokens`, `cost_usd` and `usage` of the run record (NULL
+    for a result that carries no usage)."""
+    usage = result.usage
+    if usage is None:
+        return (None, None, None, None)
+    return (
+        usage.prompt_tokens,
+        usage.completion_tokens,
+        usage.cost_usd,
+        json.dumps(usage.model_dump(mode="json")),
     )

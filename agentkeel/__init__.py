@@ -9,7 +9,9 @@ The public surface, all under this one namespace:
 - the request and result models: `AgentRequest`, `RunOptions`, `Actor`, `AgentResult`,
   `Plan`;
 - the client: `AgentClient` (cache fast path, coalescing, streaming) and its `Settings`;
-- the worker entry point: `run_worker(kind)` (`kind` "cpu" or "inference").
+- the worker entry point: `run_worker(kind)` (`kind` "cpu" or "inference");
+- checks for a domain's own tests: `agentkeel.testing` (`check_plan`: a question planned
+  and held to a run's rules, no stack).
 
 The repository's top-level folders are its sub-packages, one room per program or
 concern: the core (`agentkeel.schemas` the wire contracts, `agentkeel.sdk` the domain

@@ -10,6 +10,7 @@ from temporalio.client import WorkflowFailureError
 
 from agentkeel.cli.options import actor_of
 from agentkeel.client.agent_client import AgentClient
+from agentkeel.client.budgets import BudgetExhaustedError
 from agentkeel.client.report import StreamedAnswer, format_result, went_wrong
 from agentkeel.client.status_line import StatusLine, follow_progress
 from agentkeel.schemas.request import AgentRequest, RunOptions
@@ -61,6 +62,10 @@ async def ask(settings: Settings, args: argparse.Namespace) -> int:
         if streamed is not None:
             streamed.close(None)
         print(f"agentkeel ask: the run failed: {exc.cause}", file=sys.stderr)
+        return EXIT_FAILED
+    except BudgetExhaustedError as exc:
+        line.stop()
+        print(f"agentkeel ask: no run started: {exc.type}: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except TimeoutError:
         if streamed is not None:

@@ -22,6 +22,7 @@ import redis.asyncio as aioredis
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
+from agentkeel.client.budgets import BudgetExhaustedError, WindowBudgets, WindowLimits
 from agentkeel.client.fast_path import AnswerCache, OutputReader
 from agentkeel.client.readers import ExactAnswers, PostgresOutputs
 from agentkeel.client.token_follow import OnEvent, TokenReader, relay_until
@@ -34,11 +35,18 @@ from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult, CacheStatus, Timings
 from agentkeel.schemas.tokens import token_stream_key
 from agentkeel.schemas.tools.catalog import catalog_version
+from agentkeel.schemas.usage import RunBudget, RunUsage
 from agentkeel.sdk.serving import active_domain
 from agentkeel.settings.connections import connect_temporal, redis_client
 from agentkeel.settings.model import Settings
 
-__all__ = ["AgentClient", "OnStarted", "coalesced_workflow_id", "connect_client"]
+__all__ = [
+    "AgentClient",
+    "BudgetExhaustedError",
+    "OnStarted",
+    "coalesced_workflow_id",
+    "connect_client",
+]
 
 
 async def connect_client(settings: Settings) -> Client:
@@ -60,12 +68,16 @@ class AgentClient:
         answers: AnswerCache | None = None,
         outputs: OutputReader | None = None,
         redis: aioredis.Redis | None = None,
+        budgets: WindowBudgets | None = None,
+        run_budget: RunBudget | None = None,
         lanes: bool = True,
     ) -> None:
         """`answers`: the exact tier the fast path reads (None: every ask starts a run).
         `outputs`: where outputs kept by reference are read back, so results come back
-        complete (None leaves them as `output_ref`). `redis`: token streams. `lanes`:
-        runs start with their lane's priority and their tenant as fairness key
+        complete (None leaves them as `output_ref`). `redis`: token streams.
+        `budgets`: the budgets per key and tenant checked before a run starts (None: none).
+        `run_budget`: the budget of a run whose request sets none (`options.budget`).
+        `lanes`: runs start with their lane's priority and their tenant as fairness key
         (`schemas.lanes`); False: Temporal's default priority for all."""
         self.temporal = temporal
         self._task_queue = task_queue
@@ -73,6 +85,8 @@ class AgentClient:
         self._answers = answers
         self._outputs = outputs
         self._redis = redis
+        self._budgets = budgets
+        self._run_budget = run_budget
         self._lanes = lanes
 
     @classmethod
@@ -101,6 +115,10 @@ class AgentClient:
             answers=answers,
             outputs=outputs,
             redis=redis,
+            budgets=None
+            if redis is None
+            else WindowBudgets(redis, settings.task_queue, WindowLimits.from_settings(settings)),
+            run_budget=settings.run_budget(),
             lanes=settings.priority_lanes,
         )
 
@@ -203,6 +221,7 @@ class AgentClient:
                 "workflow_id": "",  # answered before any workflow: nothing to look up in the UI
                 "run_id": "",
                 "warnings": [],
+                "usage": RunUsage(cached=True),  # no model was called for it
             }
         )
 
@@ -215,8 +234,18 @@ class AgentClient:
         lane: Lane | None = None,
     ) -> WorkflowHandle[Any, AgentResult]:
         """Start `AgentWorkflow` by its public name (this side never imports the workflow),
-        in `lane` (default: `schemas.lanes.lane_of(request)`, interactive unless a watch)."""
+        in `lane` (default: `schemas.lanes.lane_of(request)`, interactive unless a watch).
+
+        Raises:
+            BudgetExhaustedError: the request's key or tenant has spent its model budget
+                for this window (`client.budgets`).
+        """
         lane = lane or lane_of(request)
+        if self._run_budget is not None and request.options.budget is None:
+            options = request.options.model_copy(update={"budget": self._run_budget})
+            request = request.model_copy(update={"options": options})
+        if self._budgets is not None:
+            await self._budgets.check(request)
         if workflow_id is not None:
             # The caller's own id: Temporal's defaults apply (a duplicate start fails).
             return await self._start(request, workflow_id, lane)

@@ -94,7 +94,7 @@ class Caller:
         """`request` with the key's tenant and actor, or `Refused` if it claims others."""
         key = self.key
         if key is None:
-            return request
+            return request.model_copy(update={"usage_key": request.usage_key or self.quota_id})
         sent = request.model_fields_set
         if "tenant" in sent and request.tenant != key.tenant:
             raise Refused(403, f"this API key is for tenant {key.tenant!r}, not {request.tenant!r}")
@@ -105,7 +105,10 @@ class Caller:
                     403, f"this API key acts as {key.actor.describe()}; it may not name another"
                 )
             actor = request.actor
-        return request.model_copy(update={"tenant": key.tenant, "actor": actor})
+        # Its usage counts as the key's (`usage_key`), whatever the request said.
+        return request.model_copy(
+            update={"tenant": key.tenant, "actor": actor, "usage_key": self.quota_id}
+        )
 
     def may_see(self, tenant: str, actor: Actor) -> bool:
         """Whether this caller may see (and cancel) a run of `tenant` acting for `actor`: its

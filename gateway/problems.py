@@ -20,9 +20,17 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from temporalio.service import RPCError
 
+from agentkeel.client.budgets import BudgetExhaustedError
 from agentkeel.gateway.keys import Refused
 from agentkeel.gateway.quotas import OverQuota
-from agentkeel.schemas.gateway import PROBLEM_MEDIA_TYPE, PROBLEM_TYPES, Problem, problem_type
+from agentkeel.schemas.gateway import (
+    PROBLEM_MEDIA_TYPE,
+    PROBLEM_TYPES,
+    BudgetProblem,
+    Problem,
+    QuotaScope,
+    problem_type,
+)
 
 __all__ = ["answer_problems", "problem_body", "problem_response", "problem_type"]
 
@@ -89,6 +97,20 @@ def answer_problems(app: FastAPI) -> None:
         detail = extensions.pop("detail")
         retry_after = {"Retry-After": str(exc.problem.retry_after_s)}
         return problem_response(429, detail, "quota-full", retry_after, **extensions)
+
+    @app.exception_handler(BudgetExhaustedError)
+    async def _budget_spent(_: Request, exc: BudgetExhaustedError) -> JSONResponse:
+        problem = BudgetProblem(
+            detail=str(exc),
+            scope=QuotaScope(exc.scope),
+            spent=exc.spent,
+            limit=exc.limit,
+            window_s=exc.window_s,
+            retry_after_s=exc.retry_after_s,
+        )
+        extensions = problem.model_dump(mode="json", exclude={"type", "title", "status", "detail"})
+        retry_after = {"Retry-After": str(exc.retry_after_s)}
+        return problem_response(429, str(exc), "budget-exhausted", retry_after, **extensions)
 
     @app.exception_handler(RPCError)
     async def _temporal_down(_: Request, exc: RPCError) -> JSONResponse:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 import uuid
 from collections.abc import Sequence
 from contextlib import suppress
@@ -39,6 +40,9 @@ HELD = {
     QuotaKind.WATCHES: "watching runs in flight",
     QuotaKind.STREAMS: "open event streams",
 }
+PRE_SWEEP_GAP_S = 1.0
+"""A watching start sweeps its caller's runs at most this often: a burst of watch starts
+by one key costs one sweep (a describe per run it holds), not one each."""
 log = structlog.get_logger(__name__)
 
 
@@ -103,6 +107,7 @@ class Quotas:
         self.leases = Leases(redis)
         self.temporal = temporal
         self.limits = limits
+        self._pre_swept: dict[str, float] = {}
         # One hash tag: a run's key and tenant scopes are taken in one script, which on a
         # Redis Cluster must name keys of one slot.
         self.prefix = f"agentkeel:gateway:{{{deployment}}}:"
@@ -129,7 +134,9 @@ class Quotas:
         )
         if watching and any(watch_limits):
             # Watches asked for in words among its runs count before it is let in.
-            await self.sweep([slot.key for slot in self._slots(RUN_KINDS[:1], caller, tenant)])
+            due = self._due([slot.key for slot in self._slots(RUN_KINDS[:1], caller, tenant)])
+            if due:
+                await self.sweep(due)
         full = await self.leases.take(slots, member, self.limits.lease_s)
         if full is not None:
             await self.sweep([slot.key for slot in slots])
@@ -137,6 +144,17 @@ class Quotas:
         if full is not None:
             raise OverQuota(self._problem(full))
         return Lease(member, tuple(slot.key for slot in slots))
+
+    def _due(self, keys: list[str]) -> list[str]:
+        """Those of `keys` not swept ahead of a start in the last `PRE_SWEEP_GAP_S`."""
+        now = time.monotonic()
+        if len(self._pre_swept) > 10_000:  # bounded: forget what is no longer recent
+            self._pre_swept = {
+                k: t for k, t in self._pre_swept.items() if now - t < PRE_SWEEP_GAP_S
+            }
+        due = [k for k in keys if now - self._pre_swept.get(k, -math.inf) >= PRE_SWEEP_GAP_S]
+        self._pre_swept.update(dict.fromkeys(due, now))
+        return due
 
     async def started(self, lease: Lease, workflow_id: str) -> Lease:
         """The reservation becomes the run's own (one lease for requests sharing a run)."""

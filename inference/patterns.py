@@ -16,14 +16,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentkeel.inference.answers import no_plan, rendered_response, unsure_route
-from agentkeel.inference.policy import TokenSink, join_rejected_plan
+from agentkeel.inference.policy import TokenSink
 from agentkeel.schemas import model_calls as calls
 from agentkeel.schemas.errors import NO_PLANNER
 from agentkeel.schemas.plan.model import Plan, PlanStep
 from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
 from agentkeel.sdk.patterns import PlanPattern
 
-__all__ = ["PatternPolicy", "PlanPattern", "pattern_policy"]
+__all__ = ["PatternPlanner", "PatternPolicy", "PlanPattern", "pattern_policy"]
 
 _GROUP = re.compile(r"\{(\w+)\}")
 _STEP_REF = re.compile(r"\$([A-Za-z][A-Za-z0-9_]*)")
@@ -56,14 +56,25 @@ class PatternPolicy:
         return calls.RouteResult(route=route, confident=True, draft_plan=plan)
 
     async def plan(self, request: calls.PlanInput) -> calls.PlanResult:
+        refused = request.plan_error
+        if refused is not None and refused.type != NO_PLANNER:
+            # A pattern planned and the run refused its plan: that is the answer's cause.
+            return calls.PlanResult(
+                plan=Plan(rationale="patterns: the matched pattern's plan was refused"),
+                tier=Tier.RULES,
+                error=refused,
+            )
         return no_plan(
             "no pattern of this domain matches the request, and no model plans it", "no pattern"
         )
 
     async def join(self, request: calls.JoinInput) -> calls.JoinResult:
-        rejected = join_rejected_plan(request)
-        if rejected is not None and request.plan_error and request.plan_error.type != NO_PLANNER:
-            return rejected
+        if request.plan_error is not None:
+            # The patterns would plan the same again: the refusal is the answer, as it is.
+            return calls.JoinResult(
+                decision=calls.JoinDecision.FINISH,
+                reason=f"the pattern's plan was refused ({request.plan_error.type})",
+            )
         return calls.JoinResult(decision=calls.JoinDecision.FINISH, reason="answered")
 
     async def respond(
@@ -72,9 +83,21 @@ class PatternPolicy:
         return await rendered_response(request, sink)
 
 
+class PatternPlanner:
+    """A `Domain.rules_policy` planning from `patterns`: called with the router threshold,
+    it makes the policy. Its `patterns` are what the domain checks against its catalog
+    when it is built (`sdk.pattern_check`)."""
+
+    def __init__(self, patterns: Sequence[PlanPattern]) -> None:
+        self.patterns = tuple(patterns)
+
+    def __call__(self, threshold: float) -> PatternPolicy:
+        return PatternPolicy(self.patterns, threshold=threshold)
+
+
 def pattern_policy(*patterns: PlanPattern) -> Callable[[float], PatternPolicy]:
     """A `Domain.rules_policy` planning from `patterns`."""
-    return lambda threshold: PatternPolicy(patterns, threshold=threshold)
+    return PatternPlanner(patterns)
 
 
 def _instantiate(pattern: PlanPattern, match: re.Match[str]) -> list[PlanStep]:

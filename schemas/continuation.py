@@ -17,6 +17,7 @@ from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.result import CacheMatch, CacheStatus, StepError, StepOutcome, Timings
 from agentkeel.schemas.route import Route
 from agentkeel.schemas.speculation import SpeculationReport
+from agentkeel.schemas.usage import RunUsage
 
 
 class Continuation(BaseModel):
@@ -48,3 +49,5 @@ class Continuation(BaseModel):
     """Whether the chain's policy steps are served by its CPU worker (asked once per chain)."""
     speculation: SpeculationReport | None = None
     """What the chain's speculative reads did (they run before its first plan only)."""
+    usage: RunUsage | None = None
+    """What the chain's model calls have used so far: its budget counts on from there."""

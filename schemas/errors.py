@@ -13,6 +13,10 @@ from pydantic import ValidationError
 # Requests.
 INVALID_REQUEST: Final = "InvalidRequest"
 """The workflow input failed validation: the run fails at once, never retried."""
+BUDGET_EXHAUSTED: Final = "BudgetExhausted"
+"""A run spent its model budget (`options.budget`): it stops, non-retryable, with what it
+did so far in the error's details; a front door refuses a new run for a key or tenant
+whose window budget is spent (`AGENTKEEL_BUDGET_*`), the gateway with a `429`."""
 UNDECODABLE_PAYLOAD: Final = "UndecodablePayload"
 """A payload that cannot be read at all (an unknown `encoding`, bytes that are not JSON,
 JSON nested too deep): whatever carried it (a run's input, an update) fails at once, since

@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from agentkeel.schemas.approvals import ApprovalAnswer, ApprovalDecision
-from agentkeel.schemas.gateway import GatewayApproval, QuotaProblem, RunView
+from agentkeel.schemas.gateway import BudgetProblem, GatewayApproval, QuotaProblem, RunView
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult
@@ -27,6 +27,7 @@ PUBLISHED: dict[str, tuple[type[BaseModel], str]] = {
     "gateway_run_view": (RunView, "serialization"),
     "gateway_approval": (GatewayApproval, "validation"),
     "gateway_quota_problem": (QuotaProblem, "serialization"),
+    "gateway_budget_problem": (BudgetProblem, "serialization"),
 }
 OUT_DIR = Path(__file__).parent / "json"
 

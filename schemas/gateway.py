@@ -135,6 +135,11 @@ PROBLEM_TYPES: dict[str, tuple[str, str]] = {
         "Quota full",
         "A quota of runs, watches or streams is full; try again after `Retry-After`.",
     ),
+    "budget-exhausted": (
+        "Model budget spent",
+        "The key's or tenant's model budget (tokens or cost) for this window is spent; "
+        "try again after `Retry-After`, when the window ends.",
+    ),
     "temporal-unavailable": (
         "Temporal is unavailable",
         "The gateway cannot reach the Temporal service.",
@@ -210,3 +215,21 @@ class QuotaProblem(Problem):
     """The most this scope may hold at once."""
     retry_after_s: int
     """When to try again, as `Retry-After` says: a slot may have freed by then."""
+
+
+class BudgetProblem(Problem):
+    """Body of a `429`: the model budget of the caller's key or tenant for this window is
+    spent (`AGENTKEEL_BUDGET_*`). Sent with `Retry-After` (seconds to the window's end)."""
+
+    type: str = problem_type("budget-exhausted")
+    title: str = PROBLEM_TYPES["budget-exhausted"][0]
+    status: int = 429
+
+    scope: QuotaScope
+    spent: str
+    """What the scope has used in this window (`1234 tokens`, `$0.012000`)."""
+    limit: str
+    """Its budget per window, in the same unit."""
+    window_s: int
+    retry_after_s: int
+    """When the window ends, as `Retry-After` says."""

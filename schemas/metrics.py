@@ -2,7 +2,8 @@
 
 Each worker serves them at `AGENTKEEL_METRICS_ADDRESS` beside the Temporal SDK's own
 (`settings.metrics`); counters carry the `_total` suffix there. Labels are low-cardinality
-on purpose: tool names, tiers, layers and outcomes, never tenants, ids or questions.
+on purpose: tool names, tiers, layers and outcomes, never ids or questions; tenants and
+keys only on the usage counters, bounded per process (`activities.usage_ledger`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,13 @@ APPROVALS_REQUESTED: Final = "agentkeel_approvals_requested"
 """Counter per side effect that waited for an approver; minus the decided ones: waiting."""
 APPROVALS_ENDED: Final = "agentkeel_approvals_ended"
 """Counter per approval wait that ended: `outcome` (approved, rejected, timed_out)."""
+MODEL_TOKENS: Final = "agentkeel_model_tokens"
+"""Counter of model tokens: `tenant`, `key` (bounded: `other` past
+`AGENTKEEL_USAGE_METRIC_LABELS` distinct values), `tier`, `model`, `kind` (prompt,
+completion)."""
+MODEL_COST: Final = "agentkeel_model_cost_micro_usd"
+"""Counter of model cost in millionths of a US dollar by the price table: `tenant`, `key`,
+`tier`, `model`."""
 
 LAYER_BUCKETS_S: Final = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 120.0,

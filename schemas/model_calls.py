@@ -17,6 +17,7 @@ from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.result import StepError, StepOutcome
 from agentkeel.schemas.route import Route, Tier
 from agentkeel.schemas.speculation import PredictedCall, Reading
+from agentkeel.schemas.usage import RunUsage
 
 
 class ConversationTurn(BaseModel):
@@ -37,6 +38,8 @@ class ModelCallInput(BaseModel):
     conversation_id: str | None = None
     audience: str = "all"
     """Whose conversation turns the model may read: only runs of the same audience."""
+    usage_key: str | None = None
+    """Whose use the call counts as besides the tenant's (`AgentRequest.usage_key`)."""
     history: list[ConversationTurn] = Field(default_factory=list)
     """Filled on the inference worker from the run records (never sent by the workflow:
     conversations stay out of workflow history)."""
@@ -63,6 +66,8 @@ class RouteResult(BaseModel):
     """What the run's result should say about how this step was served (a fallback)."""
     fallback: bool = False
     """Served by the rules because the model server was unavailable: the run is not cached."""
+    usage: RunUsage | None = None
+    """What the activity's model calls used (None: no model was called, the rules served)."""
     reading: Reading = Field(default_factory=dict)
     """The entities the router read in the request, by the argument they fill."""
     speculate: list[PredictedCall] = Field(default_factory=list)
@@ -96,6 +101,8 @@ class PlanResult(BaseModel):
     """What the run's result should say about how this step was served (a fallback)."""
     fallback: bool = False
     """Served by the rules because the model server was unavailable: the run is not cached."""
+    usage: RunUsage | None = None
+    """What the activity's model calls used (None: no model was called, the rules served)."""
 
 
 RouteResult.model_rebuild()
@@ -115,6 +122,9 @@ class JoinInput(BaseModel):
     max_replans: int = 2
     route: Route | None = None
     """The run's route: its tier decides which model judges."""
+    tenant: str = "default"
+    usage_key: str | None = None
+    """Whose use the call counts as (`ModelCallInput`)."""
 
 
 class JoinResult(BaseModel):
@@ -124,6 +134,8 @@ class JoinResult(BaseModel):
     """What the run's result should say about how this step was served (a fallback)."""
     fallback: bool = False
     """Served by the rules because the model server was unavailable: the run is not cached."""
+    usage: RunUsage | None = None
+    """What the activity's model calls used (None: no model was called, the rules served)."""
 
 
 class RespondInput(ModelCallInput):
@@ -146,6 +158,8 @@ class RespondResult(BaseModel):
     """What the run's result should say about how this step was served (a fallback)."""
     fallback: bool = False
     """Served by the rules because the model server was unavailable: the run is not cached."""
+    usage: RunUsage | None = None
+    """What the activity's model calls used (None: no model was called, the rules served)."""
 
 
 Answered = TypeVar("Answered", RouteResult, PlanResult, JoinResult, RespondResult)

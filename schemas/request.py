@@ -10,6 +10,7 @@ from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor
 from agentkeel.schemas.deadline import MAX_DEADLINE_MS
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.text import FreeText, Identifier
+from agentkeel.schemas.usage import RunBudget
 
 MAX_QUESTION_CHARS = 4000
 
@@ -62,6 +63,10 @@ class RunOptions(BaseModel):
     """How long the caller will wait for the answer, in ms. The run plans to meet it from
     measured latencies (a lighter tier, a higher concurrency cap, leaving out optional
     steps), lists its trades in `result.deadline`, and says at once when it cannot."""
+    budget: RunBudget | None = None
+    """What the run may spend on models (tokens, cost): past `degrade_at` of it the run uses
+    the light tier, once spent it stops with `BudgetExhausted`. None: the deployment's
+    `AGENTKEEL_RUN_BUDGET_*` where `AgentClient` or the gateway starts the run, else none."""
 
 
 class AgentRequest(BaseModel):
@@ -77,6 +82,10 @@ class AgentRequest(BaseModel):
     request_id: Identifier | None = None
     """The caller's id for this request: every side effect's idempotency key derives from
     it, so the same request sent again never repeats a side effect."""
+    usage_key: Identifier | None = None
+    """Whose use the run's model tokens count as besides its tenant's (metrics, the per-key
+    budget of `AGENTKEEL_BUDGET_*_PER_KEY`): the gateway sets its API key's id; a service
+    may name its own (a team, a product). None: the tenant's alone."""
     options: RunOptions = Field(default_factory=RunOptions)
     plan: Plan | None = None
     """The plan to run, as a planner would write it: no route or plan step is asked for

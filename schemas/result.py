@@ -14,6 +14,7 @@ from agentkeel.schemas.origin import ArgumentOrigin
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.route import Route
 from agentkeel.schemas.speculation import SpeculationReport
+from agentkeel.schemas.usage import RunUsage
 
 
 class StepStatus(StrEnum):
@@ -154,5 +155,9 @@ class AgentResult(BaseModel):
     """The reads started while the heavy model planned, used or not (None: none)."""
     deadline: DeadlineReport | None = None
     """With `options.deadline_ms`: the budget, whether it was met, every trade made."""
+    usage: RunUsage | None = None
+    """Tokens and cost of the run's model calls, by tier and model (`docs/usage.md`); zero
+    and `cached` for an answer from the cache. None only in results of runs recorded
+    before usage was counted."""
     workflow_id: str = ""
     run_id: str = ""

@@ -23,6 +23,7 @@ from agentkeel.schemas.actor import SYSTEM_ROLE
 from agentkeel.schemas.tools.downstreams import Downstream
 from agentkeel.schemas.tools.spec import ToolSpec
 from agentkeel.sdk.mcp import McpServer
+from agentkeel.sdk.pattern_check import pattern_problem, patterns_of
 from agentkeel.sdk.provisioning import DemoQuestion, LocalService, Migrations, ToolSetup
 from agentkeel.sdk.roles import Role
 from agentkeel.sdk.wording import EntityPattern, Vocabulary
@@ -154,6 +155,19 @@ class Domain:
                 raise DomainError(
                     f"domain {self.name}: tool {spec.name} has no function (use agentkeel.tool)"
                 )
+        # Its own MCP servers' tools are listed when a worker starts, which checks again.
+        self.check_patterns(pending=tuple(s.tool_prefix for s in self.mcp_servers))
+
+    def check_patterns(self, *, pending: tuple[str, ...] = ()) -> None:
+        """Raise `DomainError` naming the first pattern of `rules_policy` (made with
+        `agentkeel.pattern_policy`) that cannot plan a run this catalog admits: a tool,
+        an argument, an intent, a `{group}` or a `$ref` field that does not exist.
+        `pending`: prefixes of tool names not listed yet (MCP servers' `server_`)."""
+        problem = pattern_problem(
+            patterns_of(self.rules_policy), self.tools, self.intent_tools(), pending=pending
+        )
+        if problem is not None:
+            raise DomainError(f"domain {self.name}: {problem}")
 
     @property
     def env_prefix(self) -> str:

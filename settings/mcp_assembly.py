@@ -77,6 +77,8 @@ async def serve_domain_with_mcp(
                 mcp_servers=tuple(servers),
                 withdrawn_tools=dict(source.withdrawn),
             )
+            # Its patterns against the tools now listed (a withdrawn server's aside).
+            served.check_patterns(pending=tuple(n.rstrip("*") for n in source.withdrawn))
         except DomainError as exc:
             raise SettingsError(str(exc)) from None
         yield install_domain(served)

@@ -43,6 +43,7 @@ from agentkeel.settings.types import (
     metrics_ip_port,
     parse_duration,
 )
+from agentkeel.settings.usage import UsageSettings
 from agentkeel.settings.worker_process import WorkerProcessSettings
 
 __all__ = [
@@ -84,6 +85,7 @@ CI, the benchmarks, the compose file): `from_env` lets them pass, each with what
 # first, and that order is the reference's (`docs/settings.md`) and the order in which a
 # bad value is found.
 class Settings(
+    UsageSettings,
     GatewaySettings,
     HeadStartSettings,
     DownstreamSettings,

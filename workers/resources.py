@@ -30,6 +30,7 @@ from agentkeel.activities.run_control import RunControlActivities
 from agentkeel.activities.run_store import StoreActivities
 from agentkeel.activities.tools.door import EFFECT_CALLERS, door_activity
 from agentkeel.activities.tools.functions import FunctionTools
+from agentkeel.activities.usage_ledger import UsageLedger, UsageMetering
 from agentkeel.inference.policy import Policy
 from agentkeel.schemas.approvals import ApprovalPolicy
 from agentkeel.schemas.tools.catalog import ACTIVITY_TOOLS
@@ -197,6 +198,7 @@ def _local_policy_activities(
             speculate_calls=speculative_calls(settings),
             forecast=unsure_forecast(settings),
             stream_plans=settings.plan_stream == "on",
+            usage=usage_metering(settings, redis),
         )
     return LocalPolicyActivities(served, tools_here=settings.local_tools == "on").all()
 
@@ -257,3 +259,15 @@ def unsure_forecast(settings: Settings) -> UnsureForecast:
     """When the inference worker plans beside the router (`AGENTKEEL_PLAN_AHEAD*`); the
     forecast is shared through Redis once the worker has a Redis client."""
     return UnsureForecast(settings.plan_ahead, above=settings.plan_ahead_above)
+
+
+def usage_metering(settings: Settings, redis: aioredis.Redis | None) -> UsageMetering:
+    """How a model activity prices and counts its calls (`AGENTKEEL_MODEL_PRICES`,
+    `AGENTKEEL_BUDGET_WINDOW`): windows in `redis`, shared by the deployment's workers."""
+    ledger = UsageLedger(
+        redis,
+        settings.task_queue,
+        window_s=settings.budget_window_s,
+        max_labels=settings.usage_metric_labels,
+    )
+    return UsageMetering(settings.price_table(), ledger)

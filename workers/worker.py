@@ -33,7 +33,12 @@ from agentkeel.settings.namespace_setup import ensure_search_attributes
 from agentkeel.settings.tracing import configure_tracing
 from agentkeel.workers.policy_assembly import build_policy
 from agentkeel.workers.readiness import Readiness, health_endpoint
-from agentkeel.workers.resources import cpu_activities, inference_resources, unsure_forecast
+from agentkeel.workers.resources import (
+    cpu_activities,
+    inference_resources,
+    unsure_forecast,
+    usage_metering,
+)
 from agentkeel.workers.temporal_client import connect
 from agentkeel.workers.versioning import deployment_config
 from agentkeel.workers.warming_schedule import ensure_warming_schedule
@@ -248,6 +253,7 @@ async def _inference_worker(settings: Settings, readiness: Readiness) -> None:
                 speculate_calls=speculative_calls(settings),
                 forecast=unsure_forecast(settings),
                 stream_plans=settings.plan_stream == "on",
+                usage=usage_metering(settings, resources.redis),
                 model_slots=ModelSlots(
                     resources.redis,
                     settings.model_concurrency,

@@ -234,6 +234,7 @@ class AgentWorkflow:
         """Continue the run `carried` describes: its plan runs on from where it stopped."""
         context = state["context"]
         context.calls_used, context.moved_cents = carried.calls_used, carried.moved_cents
+        context.usage = carried.usage or context.usage
         context.allowed_effects = frozenset(carried.allowed_effects)
         if context.local_policy is None:  # (False: a chain that predates local-policy-v1)
             context.local_policy = carried.local_policy
@@ -281,6 +282,7 @@ class AgentWorkflow:
             continued=self._progress.continued + 1,
             local_policy=context.local_policy,
             speculation=final.get("speculation"),
+            usage=context.usage,
         )
         workflow.logger.info("continuing as new (%d)", carried.continued)
         workflow.continue_as_new(

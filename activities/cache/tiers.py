@@ -10,6 +10,7 @@ been invalidated there is a miss for every tier, never a stale answer.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Protocol
@@ -105,6 +106,8 @@ class SemanticTier:
     def __init__(self, index: SemanticIndex, *, deadline_s: float = 0.5) -> None:
         self._index = index
         self._deadline_s = deadline_s
+        self._remembering: dict[str, set[asyncio.Task[None]]] = {}
+        """Scope -> its entries being stored behind the runs that made them."""
 
     async def find(self, query: TierQuery, read: ReadEntry) -> TierMatch | None:
         if query.conversation_id:
@@ -112,6 +115,9 @@ class SemanticTier:
         try:
             # The semantic tier may never make a run slow: past its deadline it is a miss.
             async with asyncio.timeout(self._deadline_s):
+                pending = self._remembering.get(query.scope)
+                if pending:  # a run of this scope just ended here: its entry counts
+                    await asyncio.wait(list(pending))
                 for _ in range(SEMANTIC_CANDIDATES):
                     match = await self._index.lookup(query.scope, query.question)
                     if match is None:
@@ -128,5 +134,23 @@ class SemanticTier:
         return None
 
     async def remember(self, query: TierQuery) -> None:
-        if not query.conversation_id:
-            await self._index.remember(query.scope, query.question, query.key)
+        """Stored behind the run, which does not wait for it: the entry only speeds up
+        later paraphrases, and its embedding and index write are off the run's last
+        step. A lookup of the same scope on this worker waits for it (other workers
+        see it at their next sync, as before); a failure is logged and lost."""
+        if query.conversation_id:
+            return
+        work = self._index.remember(query.scope, query.question, query.key)
+        task = asyncio.get_running_loop().create_task(work)
+        pending = self._remembering.setdefault(query.scope, set())
+        pending.add(task)
+        task.add_done_callback(functools.partial(self._remembered, query.scope))
+
+    def _remembered(self, scope: str, task: asyncio.Task[None]) -> None:
+        pending = self._remembering.get(scope)
+        if pending is not None:
+            pending.discard(task)
+            if not pending:
+                del self._remembering[scope]
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("semantic_remember_failed", scope=scope, error=repr(task.exception()))

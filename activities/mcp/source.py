@@ -21,7 +21,8 @@ all of them anew at once (`docs/mcp.md`, "A changed tool list").
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any
 
 import structlog
 
@@ -35,6 +36,11 @@ __all__ = ["McpToolSource", "McpUnreachable"]
 
 log = structlog.get_logger(__name__)
 
+RETRY_FIRST_S = 5.0
+"""The first wait before a server unavailable at start is asked again."""
+RETRY_MAX_S = 120.0
+"""The longest wait between two asks of a server still unavailable."""
+
 
 class McpToolSource:
     """The connections to `servers` and the tools they listed.
@@ -42,7 +48,10 @@ class McpToolSource:
     Args:
         servers: The domain's and the deployment's MCP servers.
         environ: Where bearer tokens are read (default: the environment).
-        on_change: Called with the server's name when a server's tool list changed.
+        on_change: Called with the server's name when a server's tool list changed, or
+            when a server that was unavailable at start answers again.
+        retry_s: The first wait before an unavailable server is asked again; each wait
+            doubles, up to `RETRY_MAX_S`.
     """
 
     def __init__(
@@ -51,12 +60,14 @@ class McpToolSource:
         *,
         environ: Mapping[str, str] | None = None,
         on_change: Callable[[str], None] | None = None,
+        retry_s: float = RETRY_FIRST_S,
     ) -> None:
         names = [s.name for s in servers]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"MCP servers named twice: {', '.join(twice)}")
         self._on_change = on_change
+        self._retry_s = retry_s
         self.connections = [
             McpConnection(s, environ=environ, on_tools_changed=self._changed) for s in servers
         ]
@@ -89,6 +100,7 @@ class McpToolSource:
                 self.withdrawn[f"{server.tool_prefix}*"] = str(tools)
                 self._listed[server.name] = ["unavailable"]
                 log.warning("mcp_server_unavailable", server=server.name, error=str(tools))
+                self._spawn(self._await_return(connection))
                 continue
             downstream = mcp_downstream(server)
             served, refused = served_specs(connection, tools, downstream)
@@ -113,9 +125,38 @@ class McpToolSource:
         return specs, downstreams
 
     def _changed(self, connection: McpConnection) -> None:
-        task = asyncio.get_running_loop().create_task(self._check(connection))
+        self._spawn(self._check(connection))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
         self._checks.add(task)
         task.add_done_callback(self._checks.discard)
+
+    async def _await_return(self, connection: McpConnection) -> None:
+        """Ask a server that was unavailable at start again, backing off, until it lists.
+
+        Its tools are withdrawn only until then: when it answers, the worker is told as of
+        a changed list (`on_change`) and restarts serving them. Bounding how long workers
+        started during an outage differ from those started after it keeps their catalogs
+        apart for as short a time as the server allows (docs/mcp.md)."""
+        wait = self._retry_s
+        while True:
+            await asyncio.sleep(wait)
+            try:
+                await connection.list_tools()
+            except McpUnreachable as exc:
+                wait = min(wait * 2, RETRY_MAX_S)
+                log.info(
+                    "mcp_server_still_unavailable",
+                    server=connection.server.name,
+                    error=str(exc),
+                    retry_in_s=wait,
+                )
+                continue
+            log.warning("mcp_server_back", server=connection.server.name)
+            if self._on_change is not None:
+                self._on_change(connection.server.name)
+            return
 
     async def _check(self, connection: McpConnection) -> None:
         name = connection.server.name

@@ -19,10 +19,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import ValidationError
 
+from agentkeel.client.budgets import BudgetExhaustedError
 from agentkeel.gateway.keys import Caller, Refused
 from agentkeel.gateway.mcp.operations import Operations
 from agentkeel.gateway.quotas import OverQuota
-from agentkeel.schemas.errors import describe_validation
+from agentkeel.schemas.errors import BUDGET_EXHAUSTED, describe_validation
 from agentkeel.schemas.request import AgentRequest
 
 __all__ = ["CallerOf", "build_mcp_server"]
@@ -47,6 +48,8 @@ async def _answer(call: Awaitable[T]) -> T:
             f"429: {problem.detail} ({problem.quota} per {problem.scope}; retry after "
             f"{problem.retry_after_s} s)"
         ) from None
+    except BudgetExhaustedError as exc:
+        raise ToolError(f"429: {BUDGET_EXHAUSTED}: {exc}") from None
     except ValidationError as exc:
         raise ToolError(f"invalid request: {describe_validation(exc)}") from None
 

@@ -27,7 +27,11 @@ __all__ = ["PROBLEMS", "CallerDep", "GatewayDep", "GatewayParts", "watches"]
 
 PROBLEMS: dict[int | str, dict[str, Any]] = {
     **{code: {"model": Problem} for code in (400, 401, 403, 404, 409, 413, 415, 421, 503)},
-    429: {"model": QuotaProblem, "description": "a quota is full (see `Retry-After`)"},
+    429: {
+        "model": QuotaProblem,
+        "description": "a quota is full, or the key's or tenant's model budget is spent "
+        "(`type` `/problems/budget-exhausted`, `BudgetProblem`; see `Retry-After`)",
+    },
 }
 """The error answers every route may give, as the OpenAPI document lists them."""
 

@@ -199,10 +199,7 @@ class OpenAICompatEngine:
             text=text,
             finish_reason=finish,
             logprobs=logprobs_of(choice.logprobs) if request.logprobs is not None else None,
-            usage=Usage(
-                prompt_tokens=usage.prompt_tokens if usage else 0,
-                completion_tokens=usage.completion_tokens if usage else 0,
-            ),
+            usage=_usage_of(usage),
             parsed=parse_output(request.constraint, text, finish, mode),
         )
 
@@ -212,7 +209,9 @@ class OpenAICompatEngine:
         finish: FinishReason | None = None
         try:
             async for chunk in response:
-                if not chunk.choices:  # the closing usage chunk
+                if not chunk.choices:  # the closing usage chunk (`include_usage`)
+                    if chunk.usage is not None:
+                        yield TokenDelta(text="", usage=_usage_of(chunk.usage))
                     continue
                 choice = chunk.choices[0]
                 finish = as_finish_reason(choice.finish_reason)
@@ -284,3 +283,13 @@ class OpenAICompatEngine:
             prompt_prefix=self._prompt_prefix,
             stream=stream,
         )
+
+
+def _usage_of(usage: Any) -> Usage:
+    """A server's `usage` in the protocol's terms (zeros where it gave none: counted by an
+    estimate then, `inference.usage`)."""
+    if usage is None:
+        return Usage()
+    return Usage(
+        prompt_tokens=usage.prompt_tokens or 0, completion_tokens=usage.completion_tokens or 0
+    )

@@ -98,7 +98,11 @@ class TokenDelta(BaseModel):
     text: str
     logprobs: list[TokenLogprob] = Field(default_factory=list)
     finish_reason: FinishReason | None = None
-    """Set on the last delta only."""
+    """Set on the last delta of text only."""
+    usage: Usage | None = None
+    """The whole completion's token counts, on a closing delta after the last one of text
+    (its own `text` empty), as OpenAI's streams send them last; None on every other delta,
+    and no closing delta where the server reports no counts."""
 
 
 class EngineError(Exception):

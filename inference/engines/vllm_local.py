@@ -121,15 +121,22 @@ class VllmEngine:
 
         parts: list[str] = []
         finish: FinishReason | None = None
+        prompt_tokens = completion_tokens = 0
         async for output in self._run(request, RequestOutputKind.DELTA):
             completion = output.outputs[0]
             finish = as_finish_reason(completion.finish_reason)
             parts.append(completion.text)
+            prompt_tokens = prompt_tokens or len(output.prompt_token_ids or [])
+            completion_tokens += len(completion.token_ids)
             yield TokenDelta(
                 text=completion.text,
                 logprobs=_logprobs(completion) if request.logprobs is not None else [],
                 finish_reason=finish,
             )
+        yield TokenDelta(
+            text="",
+            usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens),
+        )
         check_output(request.constraint, "".join(parts), finish)
 
     async def _run(self, request: GenerateRequest, kind: Any) -> AsyncIterator[Any]:

@@ -11,6 +11,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from opentelemetry import trace
+
 from agentkeel.inference.engines.constraints import check_output
 from agentkeel.inference.engines.protocol import (
     ChoiceConstraint,
@@ -18,12 +20,14 @@ from agentkeel.inference.engines.protocol import (
     FinishReason,
     GenerateRequest,
     GenerateResult,
+    Usage,
 )
 from agentkeel.inference.llm.confidence import label_confidence
 from agentkeel.inference.llm.model_events import model_event, model_span, record_usage
 from agentkeel.inference.llm.plan_stream import STEP_SINK, StepReader
 from agentkeel.inference.llm.prompts import system_prefix
 from agentkeel.inference.policy import TokenSink
+from agentkeel.inference.usage import count_call
 from agentkeel.schemas.route import Tier
 
 LABEL_LOGPROBS = 20
@@ -46,16 +50,40 @@ async def generate(engine: Engine, tier: Tier, request: GenerateRequest) -> Gene
     with model_span(engine, tier) as span:
         result = await engine.generate(request)
         usage = result.usage
-        record_usage(span, usage.prompt_tokens, usage.completion_tokens, result.finish_reason)
+        prompt, output = _counted(engine, tier, request, usage, result.text, span)
+        record_usage(span, prompt, output, result.finish_reason)
     model_event(
         engine.name,
         tier,
-        prompt_tokens=result.usage.prompt_tokens,
-        output_tokens=result.usage.completion_tokens,
+        prompt_tokens=prompt,
+        output_tokens=output,
         finish_reason=result.finish_reason,
         ms=(time.perf_counter() - started) * 1000,
     )
     return result
+
+
+def _counted(
+    engine: Engine,
+    tier: Tier,
+    request: GenerateRequest,
+    usage: Usage | None,
+    text: str,
+    span: trace.Span,
+) -> tuple[int, int]:
+    """The call entered in the activity's usage book (`inference.usage`): the server's
+    counts, estimated where it gave none (and the span says so)."""
+    prompt, output, estimated = count_call(
+        tier,
+        engine.name,
+        prompt_tokens=usage.prompt_tokens if usage else None,
+        completion_tokens=usage.completion_tokens if usage else None,
+        prompt_text=request.system + request.prompt,
+        completion_text=text,
+    )
+    if estimated and span.is_recording():
+        span.set_attribute("agentkeel.usage.estimated", True)
+    return prompt, output
 
 
 async def stream(
@@ -66,8 +94,10 @@ async def stream(
     parts: list[str] = []
     first_at: datetime | None = None
     asked_at = datetime.now(UTC)
+    usage: Usage | None = None
     with model_span(engine, tier) as span:
         async for delta in engine.stream(request):
+            usage = delta.usage or usage
             if not delta.text:
                 continue
             if first_at is None:
@@ -75,11 +105,15 @@ async def stream(
             parts.append(delta.text)
             if sink is not None:
                 await sink(delta.text)
-        record_usage(span, None, len(parts), None)
+        if usage is None:  # one piece per decoded token, as engines stream them
+            usage = Usage(completion_tokens=len(parts))
+        prompt, output = _counted(engine, tier, request, usage, "".join(parts), span)
+        record_usage(span, prompt, output, None)
     model_event(
         engine.name,
         tier,
-        output_tokens=len(parts),
+        prompt_tokens=prompt,
+        output_tokens=output,
         ttft_ms=(first_at - asked_at).total_seconds() * 1000 if first_at else None,
     )
     return parts, first_at
@@ -103,18 +137,25 @@ async def generate_plan(engine: Engine, tier: Tier, request: GenerateRequest) ->
     reader = StepReader()
     parts: list[str] = []
     finish: FinishReason | None = None
+    usage: Usage | None = None
     with model_span(engine, tier) as span:
         async for delta in engine.stream(request):  # checks the whole text after the last piece
-            parts.append(delta.text)
+            usage = delta.usage or usage
+            if delta.text:
+                parts.append(delta.text)
             finish = delta.finish_reason or finish
             for call in reader.feed(delta.text):
                 await sink(call)
-        record_usage(span, None, len(parts), finish)
-    text = "".join(parts)
+        text = "".join(parts)
+        # Without the server's counts: one piece per decoded token, as engines stream them.
+        counted = usage or Usage(completion_tokens=len(parts))
+        prompt, output = _counted(engine, tier, request, counted, text, span)
+        record_usage(span, prompt, output, finish)
     model_event(
         engine.name,
         tier,
-        output_tokens=len(parts),  # one piece per decoded token, as engines stream them
+        prompt_tokens=prompt,
+        output_tokens=output,
         finish_reason=finish,
         ms=(time.perf_counter() - started) * 1000,
     )

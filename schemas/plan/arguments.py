@@ -84,6 +84,20 @@ def check_arguments(
         _check_literals_together(step, model)
 
 
+def reference_type(
+    ref: Reference, by_id: Mapping[str, PlanStep], tools: Mapping[str, ToolSpec], at: str
+) -> Any:
+    """The type `ref` (`$s1.a.b`) has in `by_id`'s steps; a `PlanValidationError` naming a
+    missing step or field otherwise. Used by the load-time check of a domain's patterns."""
+    return _type_at(ref, by_id, tools, at)
+
+
+def reference_fits(step: PlanStep, name: str, target: Any, source: Any, ref: Reference) -> None:
+    """Raise `PlanValidationError` when a value of type `source` can never fit argument
+    `name` (of type `target`)."""
+    _check_compatible(step, name, target, source, ref)
+
+
 def _check_repeat(
     step: PlanStep, by_id: Mapping[str, PlanStep], tools: Mapping[str, ToolSpec]
 ) -> None:

@@ -119,9 +119,10 @@ async def test_llama_cpp_chat_streams_a_constrained_answer(llama_chat: OpenAICom
         constraint=ChoiceConstraint(choices=["yes", "no"]),
         logprobs=2,
     )
-    deltas = [d async for d in llama_chat.stream(request)]
+    *deltas, closing = [d async for d in llama_chat.stream(request)]
     assert "".join(d.text for d in deltas).strip() in ("yes", "no")
     assert deltas[-1].finish_reason == "stop"
+    assert closing.usage is not None and closing.usage.completion_tokens >= 1
     assert any(d.logprobs for d in deltas), "chat streams carry their logprobs"
 
 

@@ -114,6 +114,18 @@ async def test_a_domain_of_its_own_runs_end_to_end(helpdesk: Helpdesk) -> None:
     again = await helpdesk.ask("What is the status of web and ticket 1?", AGENT)
     assert again["cache"] == "exact"
 
+    # A plan a pattern made that the catalog refuses at run time (the pattern takes a
+    # service name of any length, the tool at most 40 characters): answered as refused,
+    # naming why, at once, never as "no pattern matches".
+    long_name = "w" * 45
+    refused_plan = await helpdesk.ask(f"What is the status of {long_name} and ticket 1?", AGENT)
+    assert refused_plan["route"]["intent"] == "status"
+    assert refused_plan["plan_error"] is not None, refused_plan
+    assert refused_plan["plan_error"]["type"] == "InvalidArguments"
+    assert refused_plan["replans"] == 0 and refused_plan["steps"] == []
+    assert f"InvalidArguments: step s1: argument name='{long_name}'" in refused_plan["answer"]
+    assert "no pattern" not in refused_plan["answer"]
+
     # Its own authority rule: an employee reaches its own tickets only.
     own = await helpdesk.ask("Show ticket 3", {"role": "employee", "subject": "bob"})
     assert _steps(own)["get_ticket"]["status"] == "succeeded"

@@ -65,11 +65,13 @@ async def test_generates_text(engine: Engine) -> None:
 async def test_streams_the_same_text(engine: Engine) -> None:
     request = GenerateRequest(prompt=CAPITAL_PROMPT, max_tokens=16)
     whole = await engine.generate(request)
-    deltas = [delta async for delta in engine.stream(request)]
+    *deltas, closing = [delta async for delta in engine.stream(request)]
     assert len(deltas) > 1
     assert "".join(d.text for d in deltas) == whole.text
     assert deltas[-1].finish_reason == "length"
-    assert all(d.finish_reason is None for d in deltas[:-1])
+    assert all(d.finish_reason is None and d.usage is None for d in deltas[:-1])
+    # The stream closes with the whole completion's counts, the same as `generate`'s.
+    assert (closing.text, closing.usage) == ("", whole.usage)
 
 
 async def test_returns_token_logprobs(engine: Engine) -> None:

@@ -16,7 +16,7 @@ import os
 
 import asyncpg
 import pytest
-from temporalio.client import WorkflowHistory
+from temporalio.client import WorkflowFailureError, WorkflowHistory
 from temporalio.worker import Replayer
 
 from agentkeel.examples.shop.demo_watch import ship_order
@@ -27,6 +27,7 @@ from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.search_attributes import AGENT_QUESTION
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
+from agentkeel.workflows.budget import RUN_BUDGET_PATCH
 from agentkeel.workflows.dag.fan_out import child_workflow_id
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
 from agentkeel.workflows.plan_stream import PLAN_STREAM_PATCH
@@ -204,6 +205,22 @@ async def test_record_plan_stream_histories(make_stack: StackFactory) -> None:
     handle = await stack.start("my parcel has not come, what now", options={"use_cache": False})
     await handle.result()
     await _save("plan_stream_adopted", await handle.fetch_history(), folder=PLAN_STREAM_PATCH)
+
+
+@pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
+async def test_record_run_budget_history(make_stack: StackFactory) -> None:
+    """A run under `run-budget-v1`: past its degrade point once routed, it plans on the
+    light tier, then stops with `BudgetExhausted` before its answer."""
+    from tests.support.shop_model import ORDER_QUESTION, budget_past_the_route, shop_cascade
+
+    async with shop_cascade() as (policy, _):
+        stack = await make_stack(policy=policy, plan_ahead="off")
+        probe = await stack.ask(ORDER_QUESTION, options={"use_cache": False})
+        budget = budget_past_the_route(probe)
+        handle = await stack.start(ORDER_QUESTION, options={"use_cache": False, "budget": budget})
+        with pytest.raises(WorkflowFailureError):
+            await handle.result()
+    await _save("run_budget_stopped", await handle.fetch_history(), folder=RUN_BUDGET_PATCH)
 
 
 async def _save(name: str, history: WorkflowHistory, *, folder: str = RELEASE_PATCH) -> None:

@@ -36,9 +36,15 @@ async def pool(database_url: str) -> AsyncIterator[asyncpg.Pool]:
 
 
 async def new_cache(
-    pool: asyncpg.Pool, embedder: MiniLmEmbedder, *, threshold: float = LENIENT, **index: float
+    pool: asyncpg.Pool,
+    embedder: MiniLmEmbedder,
+    *,
+    threshold: float = LENIENT,
+    sync_interval_s: float = 1.0,
 ) -> SemanticCache:
-    semantic = SemanticIndex(pool, embedder.dim, embedder=embedder.identity, **index)
+    semantic = SemanticIndex(
+        pool, embedder.dim, embedder=embedder.identity, sync_interval_s=sync_interval_s
+    )
     await semantic.load()
     return SemanticCache(embedder, semantic, threshold=threshold)
 
@@ -121,7 +127,8 @@ async def test_guard_rejects_near_misses(
 ) -> None:
     cache = await new_cache(pool, embedder)
     await cache.remember(TENANT, stored, "path:stored")
-    result = await cache.explain(TENANT, asked)
+    assert await cache.lookup(TENANT, asked) is None  # by its facts, before any embedding
+    result = await cache.explain(TENANT, asked, facts_first=False)
     assert result.match is None
     assert [r.path_key for r in result.rejected] == ["path:stored"], (
         "close enough to be a candidate"
@@ -216,3 +223,38 @@ async def test_search_serves_memory_when_postgres_is_gone(
     assert match is not None and match.path_key == "path:returns"
     with pytest.raises(ValueError, match="dimensions"):
         await index.add(TENANT, "q", "k", embedder.embed(["q"])[0][:10])
+
+
+class CountingEmbedder:
+    """The real embedder, counting the questions it embeds."""
+
+    def __init__(self, inner: MiniLmEmbedder) -> None:
+        self.inner, self.dim, self.identity = inner, inner.dim, inner.identity
+        self.embedded: list[str] = []
+
+    def embed(self, texts: list[str]) -> object:
+        self.embedded.extend(texts)
+        return self.inner.embed(texts)
+
+
+async def test_a_question_whose_facts_no_entry_shares_is_a_miss_without_an_embedding(
+    pool: asyncpg.Pool, embedder: MiniLmEmbedder
+) -> None:
+    counting = CountingEmbedder(embedder)
+    index = SemanticIndex(pool, embedder.dim, embedder=embedder.identity, sync_interval_s=0)
+    await index.load()
+    cache = SemanticCache(counting, index, threshold=LENIENT)  # type: ignore[arg-type]
+    await cache.remember(TENANT, "Where is order 1001?", "path:1001")
+    counting.embedded.clear()
+    # No entry names order 1002: the guard would turn every candidate down, so the lookup
+    # answers a miss before the embedder runs; the vector is made behind it, for `remember`.
+    assert await cache.lookup(TENANT, "where's order 1002") is None
+    await cache.remember(TENANT, "where's order 1002", "path:1002")
+    assert counting.embedded == ["where's order 1002"], "embedded once, ahead of remember"
+    # A paraphrase with the same facts still embeds and hits, here and after a removal.
+    match = await cache.lookup(TENANT, "where is my order 1002?")
+    assert match is not None and match.path_key == "path:1002"
+    await cache.forget(["path:1002"])
+    counting.embedded.clear()
+    assert await cache.lookup(TENANT, "where is my order 1002?") is None
+    assert counting.embedded == [], "its facts left with the removed entry"

@@ -30,6 +30,7 @@ from agentkeel.workers.resources import (
     cpu_activities,
     inference_resources,
     unsure_forecast,
+    usage_metering,
 )
 from agentkeel.workers.stand_ins import with_stand_ins
 from agentkeel.workers.worker import cpu_worker, inference_worker
@@ -200,6 +201,7 @@ def _workers(
                 speculate_calls=speculative_calls(settings),
                 forecast=unsure_forecast(settings),
                 stream_plans=settings.plan_stream == "on",
+                usage=usage_metering(settings, resources.redis),
             ),
             max_concurrent=inference_concurrency,
         ),

@@ -16,10 +16,12 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
+from agentkeel.workflows.budget import RUN_BUDGET_PATCH
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
 from agentkeel.workflows.plan_stream import PLAN_STREAM_PATCH
 from agentkeel.workflows.release import RELEASE_PATCH
 from agentkeel.workflows.speculation import EARLY_SPECULATION_PATCH
+from agentkeel.workflows.visibility import QUESTION_ATTRIBUTE_PATCH
 from tests.support.history import _marked
 from tests.support.paths import HISTORIES
 
@@ -49,14 +51,20 @@ def test_runs_of_this_release_record_one_patch_marker() -> None:
 
 
 def test_runs_of_a_later_change_record_the_release_and_their_own_marker() -> None:
-    """A change gated after the release (`early-speculation-v1`, `plan-stream-v1`) asks its
-    own id, and only in runs that take its branch: its histories have the release's marker
-    and its own."""
-    for change, runs in ((EARLY_SPECULATION_PATCH, 2), (PLAN_STREAM_PATCH, 1)):
+    """A change gated after the release (`early-speculation-v1`, `plan-stream-v1`,
+    `run-budget-v1`) asks its own id, and only in runs that take its branch: its histories
+    have the release's marker and its own."""
+    # (Recorded after `question-attribute-v1`, which every run asks, a run has its marker too.)
+    later = (
+        (EARLY_SPECULATION_PATCH, 2, [RELEASE_PATCH]),
+        (PLAN_STREAM_PATCH, 1, [RELEASE_PATCH]),
+        (RUN_BUDGET_PATCH, 1, [RELEASE_PATCH, QUESTION_ATTRIBUTE_PATCH]),
+    )
+    for change, runs, before in later:
         recorded = sorted((HISTORIES / change).glob("*.json"))
         assert len(recorded) >= runs, change
         for path in recorded:
-            assert _patch_ids(path) == [RELEASE_PATCH, change], path.name
+            assert _patch_ids(path) == [*before, change], path.name
 
 
 @pytest.mark.parametrize(

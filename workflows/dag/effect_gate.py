@@ -27,8 +27,8 @@ from typing import Any
 from temporalio import workflow
 
 from agentkeel.schemas import errors
-from agentkeel.schemas.actor import SYSTEM_ROLE
-from agentkeel.schemas.approvals import ApprovalRecord, ApprovalRequest
+from agentkeel.schemas.actor import SYSTEM_ROLE, Actor
+from agentkeel.schemas.approvals import ApprovalPolicy, ApprovalRecord, ApprovalRequest
 from agentkeel.schemas.effects import EffectStatus
 from agentkeel.schemas.origin import ArgumentOrigin
 from agentkeel.schemas.plan.provenance import READS_AS_ASKED
@@ -59,6 +59,8 @@ the request named none, and only declared identity arguments checked."""
 
 CLAIM_RELEASE_PATCH = "claim-release-v1"
 """Runs started before it left the claim of an effect cancelled while it waited open."""
+CLAIM_CANCEL_PATCH = "claim-cancel-v1"
+"""Runs started before it left open a claim written while the run was being cancelled."""
 
 _LONGEST_IDENTITY = 200
 """Past this, the arguments are named by their digest (a note's text, say), not spelled out."""
@@ -100,13 +102,9 @@ async def clear_effect(
     key = ctx.effect_key(effect_identity(spec, call.args, every_argument=every_argument))
     request = ledger.claim_of(call, spec, ctx, key, origins)
     untrusted = {name: o for name, o in origins.items() if not o.trusted}
-    if untrusted and active_domain().untrusted_effects == "refuse":
-        said = "; ".join(f"{name}: {o.says}" for name, o in untrusted.items())
-        error = _error(
-            errors.UNTRUSTED_ARGUMENT,
-            f"{call.tool} {call.call_id} refused: its target or amount does not come "
-            f"from the request ({said})",
-        )
+    error = untrusted_refusal(call.tool, call.call_id, untrusted, active_domain().untrusted_effects)
+    if error is not None:
+        workflow.logger.info("side effect refused: %s %s", error.type, error.message)
         await ledger.record_refusal(request, error)
         raise StepRefused(error)
     if payload is not None:  # ownership and tenant, before anything is claimed or asked
@@ -116,8 +114,15 @@ async def clear_effect(
             raise StepRefused(refused)
     # Claimed before any approval: a concurrent run of the same actor or on the same
     # target counts this amount from now on, approved or still waiting.
-    async with ctx.effect_claims:
-        claimed = await ledger.claim(request)
+    try:
+        async with ctx.effect_claims:
+            claimed = await ledger.claim(request)
+    except asyncio.CancelledError:
+        # Cancelled while the claim was being written: it may have been, so it is ended
+        # (a no-op where it was not, or where it is another attempt's effect, made).
+        if workflow.patched(CLAIM_CANCEL_PATCH):
+            await _end_cancelled(ClearedEffect(key=key, claimed=True), call, "being claimed")
+        raise
     cleared = ClearedEffect(key=key, claimed=True, already_made=claimed.already_made)
     if claimed.already_made:  # the tool answers with the effect it made; nothing moves again
         return cleared
@@ -139,13 +144,53 @@ async def clear_effect(
         # Cancelled while it waited: nothing moved, so its claim ends here rather than
         # counting against the actor and the target for the rest of the window.
         if workflow.patched(CLAIM_RELEASE_PATCH):
-            ended = StepError(
-                type=errors.CANCELLED,
-                message=f"{call.tool} {call.call_id}: cancelled while it waited for approval",
-            )
-            await ledger.settle(cleared, EffectStatus.CANCELLED, error=ended)
+            await _end_cancelled(cleared, call, "it waited for approval")
         raise
     return cleared
+
+
+async def _end_cancelled(cleared: ClearedEffect, call: ToolCall, during: str) -> None:
+    ended = StepError(
+        type=errors.CANCELLED, message=f"{call.tool} {call.call_id}: cancelled while {during}"
+    )
+    await ledger.settle(cleared, EffectStatus.CANCELLED, error=ended)
+
+
+def untrusted_refusal(
+    tool: str, call_id: str, untrusted: dict[str, ArgumentOrigin], mode: str
+) -> StepError | None:
+    """The `UntrustedArgument` refusal of a side effect whose target or amount comes from
+    untrusted content, where the domain refuses such effects (`mode` "refuse"); None when
+    it may go on (all trusted, or sent to an approver instead)."""
+    if not untrusted or mode != "refuse":
+        return None
+    said = "; ".join(f"{name}: {o.says}" for name, o in untrusted.items())
+    return StepError(
+        type=errors.UNTRUSTED_ARGUMENT,
+        message=f"{tool} {call_id} refused: its target or amount does not come from the "
+        f"request ({said})",
+        non_retryable=True,
+    )
+
+
+def approval_reason(
+    spec: ToolSpec,
+    policy: ApprovalPolicy,
+    actor: Actor,
+    amount: int,
+    *,
+    already: int,
+    scoped: bool,
+    untrusted: bool,
+) -> str | None:
+    """Why a side effect waits for an approver (the thresholds, untrusted content, a tool
+    that always needs one), or None when it runs at once."""
+    why = policy.required_for(actor, amount, already=already, scoped=scoped)
+    if why is None and untrusted:
+        why = "its target or amount comes from untrusted content (see provenance)"
+    if why is None and spec.needs_approval:
+        why = f"{spec.name} always needs an approval"
+    return why
 
 
 def _origins(call: ToolCall, ctx: RunContext) -> dict[str, ArgumentOrigin]:
@@ -188,11 +233,9 @@ async def await_approval(
     domain = active_domain()
     scoped = domain.is_scoped(ctx.request.actor.role)
     before = ctx.moved_cents if already is None else already
-    why = policy.required_for(ctx.request.actor, amount, already=before, scoped=scoped)
-    if why is None and untrusted:
-        why = "its target or amount comes from untrusted content (see provenance)"
-    if why is None and spec.needs_approval:
-        why = f"{spec.name} always needs an approval"
+    why = approval_reason(
+        spec, policy, ctx.request.actor, amount, already=before, scoped=scoped, untrusted=untrusted
+    )
     if why is None:
         ctx.moved_cents += amount
         return None

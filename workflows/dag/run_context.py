@@ -19,6 +19,7 @@ from agentkeel.schemas.approvals import ApprovalPolicy, ApprovalPolicyInput
 from agentkeel.schemas.origin import ArgumentOrigin
 from agentkeel.schemas.plan.provenance import Provenance, TrustedFacts
 from agentkeel.schemas.request import AgentRequest
+from agentkeel.schemas.usage import RunUsage
 from agentkeel.workflows import timeouts
 from agentkeel.workflows.approvals import ApprovalGate
 from agentkeel.workflows.deadline import Deadline
@@ -81,6 +82,10 @@ class RunContext:
     effect_claims: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
     """Claims in the effects ledger one at a time, in dispatch order: each of a run's
     parallel side effects counts the ones before it, in the same order on every replay."""
+    usage: RunUsage = field(default_factory=RunUsage)
+    """What the run's model calls have used so far (`workflows.budget`)."""
+    budget_degraded: bool = False
+    """The run's budget sent its calls to the light tier (`workflows.budget`)."""
     _policy: ApprovalPolicy | None = field(default=None, repr=False)
 
     async def approval_policy(self) -> ApprovalPolicy:

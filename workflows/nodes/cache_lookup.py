@@ -12,6 +12,7 @@ from agentkeel.schemas.cache_lookup import LookupCacheInput, LookupCacheResult
 from agentkeel.schemas.result import CacheMatch, CacheStatus
 from agentkeel.schemas.route import Tier
 from agentkeel.schemas.tools import has_side_effect
+from agentkeel.schemas.usage import RunUsage
 from agentkeel.workflows import timeouts
 from agentkeel.workflows.cancellation import ends_the_run
 from agentkeel.workflows.nodes.ahead import speculate_at_once
@@ -91,6 +92,7 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
             "workflow_id": info.workflow_id,
             "run_id": info.run_id,
             "warnings": [],
+            "usage": RunUsage(cached=True),  # no model was called for it
         }
     )
     return {**update, "result": hit}

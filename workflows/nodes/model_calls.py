@@ -33,7 +33,9 @@ from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.route import Route
 from agentkeel.schemas.tools.catalog import requested_side_effects
 from agentkeel.workflows import timeouts
+from agentkeel.workflows.budget import BudgetDecision, add_usage, budget_gate
 from agentkeel.workflows.nodes.ahead import before_planning, refused
+from agentkeel.workflows.nodes.run_record import stop_for_budget
 from agentkeel.workflows.nodes.templated import templated_answer
 from agentkeel.workflows.plan_stream import PlanWindow, wanted
 from agentkeel.workflows.state import AgentState
@@ -54,6 +56,9 @@ async def _call_model(
     """One policy step: on this worker where its policy needs no model, else one model
     activity on the inference pool (heartbeating, retried as models are)."""
     context = state["context"]
+    decision, request = budget_gate(context, request)
+    if decision is BudgetDecision.STOP:
+        await stop_for_budget(state)  # raises `BudgetExhausted`
     if context.local_policy is not False:
         local: LocalPolicyResult[Any] = await workflow.execute_local_activity(
             names.LOCAL_POLICY_STEPS[activity],
@@ -68,6 +73,7 @@ async def _call_model(
         context.local_tools = local.tools_here
         if local.result is not None:
             answered: ResultT = local.result
+            add_usage(context, answered)
             return answered
     result: ResultT = await workflow.execute_activity(
         activity,
@@ -79,6 +85,7 @@ async def _call_model(
         retry_policy=timeouts.MODEL_RETRY,
         summary=summary,
     )
+    add_usage(context, result)
     return result
 
 
@@ -99,6 +106,7 @@ def _asked(state: AgentState) -> dict[str, Any]:
         "tenant": request.tenant,
         "conversation_id": request.conversation_id,
         "audience": request.actor.audience,
+        "usage_key": request.usage_key,
     }
 
 
@@ -221,6 +229,8 @@ async def join(state: AgentState) -> dict[str, Any]:
             replans=replans,
             max_replans=request.options.max_replans,
             route=state["route"],
+            tenant=request.tenant,
+            usage_key=request.usage_key,
         ),
         JoinResult,
         timeouts.JOIN_TIMEOUT,

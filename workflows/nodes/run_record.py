@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 from agentkeel.schemas import names
+from agentkeel.schemas.errors import BUDGET_EXHAUSTED
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.result import ANSWER_HITS, AgentResult, CacheStatus, StepError, Timings
@@ -15,6 +16,7 @@ from agentkeel.schemas.route import ConfidenceBasis, Route
 from agentkeel.schemas.run_record import StoreInput, StoreResult
 from agentkeel.schemas.tokens import CANCELLED_TEXT
 from agentkeel.workflows import timeouts
+from agentkeel.workflows.budget import DEGRADED_WARNING, exhausted_message
 from agentkeel.workflows.cancellation import ends_the_run
 from agentkeel.workflows.metrics import observe_run
 from agentkeel.workflows.state import AgentState
@@ -47,7 +49,10 @@ async def store(state: AgentState) -> dict[str, Any]:
         workflow_id=info.workflow_id,
         run_id=info.run_id,
         speculation=state.get("speculation"),
+        usage=state["context"].usage,
     )
+    if state["context"].budget_degraded:
+        result.warnings = [*result.warnings, DEGRADED_WARNING]
     deadline = state["context"].deadline
     if deadline is not None:
         result.deadline = deadline.report()
@@ -80,8 +85,40 @@ async def record_cancelled_run(state: AgentState, progress: RunProgress) -> None
         approvals=list(progress.approvals),
         workflow_id=info.workflow_id,
         run_id=info.run_id,
+        usage=state["context"].usage,
     )
     await _write_record(state, result, update_cache=False)
+
+
+async def stop_for_budget(state: AgentState) -> NoReturn:
+    """End the run whose model budget is spent: its record says what it did so far, and
+    so does the error it fails with (`BudgetExhausted`, non-retryable; its details are
+    that partial `AgentResult`)."""
+    context, progress = state["context"], state["progress"]
+    budget = context.request.options.budget
+    assert budget is not None  # (asked only of a run with a budget)
+    message = exhausted_message(budget, context.usage)
+    info = workflow.info()
+    partial = AgentResult(
+        answer="",
+        route=state.get("route")
+        or Route(intent="unknown", confidence=0.0, basis=ConfidenceBasis.UNMEASURED),
+        cache=state.get("cache", CacheStatus.MISS),
+        plan=state.get("plan") or Plan(),
+        steps=state.get("steps", []),
+        timings_ms=Timings(total=elapsed_ms(state["started_at"])),
+        replans=state.get("replans", 0),
+        warnings=[*state.get("warnings", []), message],
+        approvals=list(progress.approvals),
+        workflow_id=info.workflow_id,
+        run_id=info.run_id,
+        usage=context.usage,
+    )
+    progress.stage = "stopped: model budget spent"
+    await _write_record(state, partial, update_cache=False)
+    raise ApplicationError(
+        message, partial.model_dump(mode="json"), type=BUDGET_EXHAUSTED, non_retryable=True
+    )
 
 
 async def _record(state: AgentState, result: AgentResult, *, update_cache: bool) -> dict[str, Any]:

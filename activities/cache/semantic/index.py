@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import asyncpg
@@ -28,6 +28,7 @@ import numpy.typing as npt
 import structlog
 
 from agentkeel.activities.cache.semantic.cursor import IdCursor
+from agentkeel.activities.cache.semantic.guard import facts
 from agentkeel.activities.cache.semantic.tenant import THREADED_SEARCH_MIN, _mutate, _Tenant
 from agentkeel.activities.cache.semantic.vectors import Neighbour, VectorIndex
 
@@ -95,6 +96,9 @@ class SemanticIndex:
         embedder: The identity of the embedder whose vectors this index stores and
             searches (`Embedder.identity`); entries of any other are never loaded.
         sync_interval_s: Least time between two syncs triggered by `search`.
+        key_of: What two questions must share to match (default: their literal facts,
+            `guard.facts`), counted per tenant so that `may_match` answers without an
+            embedding; None: every question may match.
     """
 
     def __init__(
@@ -104,8 +108,10 @@ class SemanticIndex:
         *,
         embedder: str,
         sync_interval_s: float = SYNC_INTERVAL_S,
+        key_of: Callable[[str], Hashable] | None = facts,
     ) -> None:
         self._pool = pool
+        self.key_of = key_of
         self.dim = dim
         self.embedder = embedder
         self.sync_interval_s = sync_interval_s
@@ -119,7 +125,8 @@ class SemanticIndex:
 
     def _tenant(self, state: _State, tenant: str) -> _Tenant:
         if tenant not in state.tenants:
-            state.tenants[tenant] = _Tenant(VectorIndex(self.dim), asyncio.Lock())
+            index = VectorIndex(self.dim, key_of=self.key_of)
+            state.tenants[tenant] = _Tenant(index, asyncio.Lock())
         return state.tenants[tenant]
 
     async def load(self) -> int:
@@ -232,15 +239,7 @@ class SemanticIndex:
         when Postgres fails, searches what is already in memory (with a warning). From
         `THREADED_SEARCH_MIN` entries the search runs in a thread, one at a time per tenant.
         """
-        now = time.monotonic()
-        if now >= self._next_sync_at and not self._sync_lock.locked():
-            # Set before the attempt: a failing Postgres is retried after the interval,
-            # not by every search.
-            self._next_sync_at = now + self.sync_interval_s
-            try:
-                await self.sync()
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-                log.warning("semantic_sync_failed", error=str(exc))
+        await self._sync_if_due()
         target = self._state.tenants.get(tenant)
         if target is None:
             return []
@@ -250,6 +249,27 @@ class SemanticIndex:
             if len(target.index) < THREADED_SEARCH_MIN:
                 return target.index.search(vector, k)
             return await asyncio.to_thread(target.index.search, vector, k)
+
+    async def may_match(self, tenant: str, question: str) -> bool:
+        """Whether a stored question of `tenant` shares `question`'s key (its literal
+        facts): the guard turns down every other, so without one no embedding is needed.
+        Syncs first when due, as `search` does."""
+        if self.key_of is None:
+            return True
+        await self._sync_if_due()
+        target = self._state.tenants.get(tenant)
+        return target is not None and target.index.holds_key(self.key_of(question))
+
+    async def _sync_if_due(self) -> None:
+        now = time.monotonic()
+        if now >= self._next_sync_at and not self._sync_lock.locked():
+            # Set before the attempt: a failing Postgres is retried after the interval,
+            # not by every search.
+            self._next_sync_at = now + self.sync_interval_s
+            try:
+                await self.sync()
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                log.warning("semantic_sync_failed", error=str(exc))
 
     async def remove_path_keys(self, keys: Collection[str]) -> int:
         """Delete the entries of these path keys, here and (through the removal log) in

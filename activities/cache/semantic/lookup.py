@@ -19,6 +19,7 @@ above most true paraphrases.
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -106,24 +107,54 @@ class SemanticCache:
         self.neighbours = neighbours
         # The question looked up is usually remembered right after its run: embed it once.
         self._recent: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._embedding_now: dict[str, asyncio.Task[npt.NDArray[np.float32]]] = {}
 
     async def _embedding(self, question: str) -> npt.NDArray[np.float32]:
         vector = self._recent.get(question)
-        if vector is None:
-            vector = (await aembed(self._embedder, [question]))[0]
-            self._recent[question] = vector
-            if len(self._recent) > _EMBEDDINGS_KEPT:
-                self._recent.popitem(last=False)
-        else:
+        if vector is not None:
             self._recent.move_to_end(question)
+            return vector
+        running = self._embedding_now.get(question)
+        if running is not None:  # embedding ahead of `remember` (see `explain`)
+            return await asyncio.shield(running)
+        return await self._embed(question)
+
+    async def _embed(self, question: str) -> npt.NDArray[np.float32]:
+        vector = (await aembed(self._embedder, [question]))[0]
+        self._recent[question] = vector
+        if len(self._recent) > _EMBEDDINGS_KEPT:
+            self._recent.popitem(last=False)
         return vector
+
+    def _embed_ahead(self, question: str) -> None:
+        """Embed `question` in the background, for its `remember` after the run: the
+        lookup did not need its vector, and the run's end should not wait for it."""
+        if question in self._recent or question in self._embedding_now:
+            return
+        if len(self._embedding_now) >= _EMBEDDINGS_KEPT:
+            return  # a backlog: `remember` embeds for itself
+        task = asyncio.get_running_loop().create_task(self._embed(question))
+        self._embedding_now[question] = task
+        task.add_done_callback(lambda _: self._embedding_now.pop(question, None))
+        task.add_done_callback(_log_failure)
 
     async def lookup(self, tenant: str, question: str) -> SemanticMatch | None:
         """The path of a stored paraphrase of `question`, or None (see `explain`)."""
         return (await self.explain(tenant, question)).match
 
-    async def explain(self, tenant: str, question: str) -> SemanticLookup:
-        """`lookup`, with the rejected candidates and the best score."""
+    async def explain(
+        self, tenant: str, question: str, *, facts_first: bool = True
+    ) -> SemanticLookup:
+        """`lookup`, with the rejected candidates and the best score.
+
+        A question whose literal facts (ids, numbers, amounts, ...) no stored question of
+        the tenant shares cannot pass the guard: it is a miss without an embedding (one
+        forward pass of the embedder saved on the run's first step, which is most
+        questions that name an order or an email). `facts_first=False` embeds and searches
+        all the same, to show the candidates the guard turns down."""
+        if facts_first and not await self._index.may_match(tenant, question):
+            self._embed_ahead(question)
+            return SemanticLookup(None)
         vector = await self._embedding(question)
         neighbours = await self._index.search(tenant, vector, self.neighbours)
         result = self._choose(question, neighbours)
@@ -166,3 +197,8 @@ class SemanticCache:
     async def forget(self, path_keys: Collection[str]) -> int:
         """Drop the entries of invalidated paths; returns how many were dropped."""
         return await self._index.remove_path_keys(path_keys)
+
+
+def _log_failure(task: asyncio.Task[npt.NDArray[np.float32]]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("semantic_embed_ahead_failed", error=repr(task.exception()))

@@ -153,6 +153,11 @@ class PgVectorIndex:
             _INSERT.format(table=self.table), tenant, question, path_key, as_vector_text(flat)
         )
 
+    async def may_match(self, tenant: str, question: str) -> bool:
+        """Always True: this table keeps no facts to rule a question out without its
+        embedding (the in-memory `SemanticIndex` does)."""
+        return True
+
     async def search(
         self, tenant: str, vector: npt.NDArray[np.float32], k: int = 5
     ) -> list[Neighbour]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,8 +49,18 @@ class VectorIndex:
     serializes them with a lock.
     """
 
-    def __init__(self, dim: int, *, hnsw_from: int = HNSW_FROM) -> None:
+    def __init__(
+        self,
+        dim: int,
+        *,
+        hnsw_from: int = HNSW_FROM,
+        key_of: Callable[[str], Hashable] | None = None,
+    ) -> None:
+        """`key_of`: a key of a question that two questions must share to match (their
+        literal facts, `guard.facts`); the index counts its entries' keys (`holds_key`)."""
         self.dim = dim
+        self._key_of = key_of
+        self._keys: Counter[Hashable] = Counter()
         self.hnsw_from = hnsw_from
         self._faiss: Any = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
         self._approximate = False
@@ -85,6 +96,8 @@ class VectorIndex:
         )
         for i in keep:
             self._entries[ids[i]] = entries[i]
+            if self._key_of is not None:
+                self._keys[self._key_of(entries[i][0])] += 1
         if not self._approximate and len(self._entries) >= self.hnsw_from:
             self._rebuild(approximate=True)
 
@@ -93,7 +106,12 @@ class VectorIndex:
         if not present:
             return 0
         for i in present:
-            del self._entries[i]
+            question, _ = self._entries.pop(i)
+            if self._key_of is not None:
+                key = self._key_of(question)
+                self._keys[key] -= 1
+                if self._keys[key] <= 0:
+                    del self._keys[key]
         if not self._approximate:
             self._faiss.remove_ids(np.asarray(present, dtype=np.int64))
             return len(present)
@@ -106,6 +124,10 @@ class VectorIndex:
             # the next add.
             self._rebuild(approximate=len(self._entries) >= EXACT_BELOW * self.hnsw_from)
         return len(present)
+
+    def holds_key(self, key: Hashable) -> bool:
+        """Whether an entry's question has `key` (always True without a `key_of`)."""
+        return self._key_of is None or key in self._keys
 
     def search(self, vector: npt.NDArray[np.float32], k: int) -> list[Neighbour]:
         if not self._entries or k <= 0:
