@@ -10,7 +10,9 @@ for:
   output tool, an Agents `StopAtTools` tool), it is called *with* the last round of tools,
   so no model turn follows them: the framework's own lever.
 - **a JSON document for a schema** (agentkeel's LLM policy): a route label from the
-  schema's enum with the scenario's certainty, a plan with the question's steps (ids and
+  schema's enum (bare, or as strict mode's `{"choice": ...}`) with the scenario's
+  certainty in its logprobs, or in a reported route (`{"intent", "confidence"}`) on the
+  0-10 scale, a plan with the question's steps (ids and
   `$refs` in agentkeel's plan format, an `intent` and an `answer` template where the
   schema has them), a join's `finish`.
 - **plain text** (a respond call): a one-sentence answer.
@@ -50,18 +52,27 @@ class IdealShapeModel:
         schema = _response_schema(body)
         if schema is None:
             return Reply(text=ANSWER)
-        if "enum" in schema:
-            return self._choice(schema["enum"], _last_user_text(messages))
+        if "enum" in schema:  # a bare string enum, as agentkeel sent a choice before
+            return self._choice(schema["enum"], _last_user_text(messages), wrapped=False)
+        properties = schema.get("properties", {})
+        if set(properties) == {"choice"}:  # a choice as strict mode takes it
+            labels = properties["choice"]["enum"]
+            return self._choice(labels, _last_user_text(messages), wrapped=True)
+        if set(properties) == {"intent", "confidence"}:  # a route with its own confidence
+            said = round(self.route_confidence * (len(properties["confidence"]["enum"]) - 1))
+            intent = _intent(properties["intent"]["enum"])
+            return Reply(text=json.dumps({"intent": intent, "confidence": said}))
         return Reply(text=json.dumps(_plan_document(plan_of(case_in(conversation)), schema)))
 
-    def _choice(self, labels: list[str], prompt: str) -> Reply:
-        as_json = [json.dumps(label) for label in labels]
+    def _choice(self, labels: list[str], prompt: str, *, wrapped: bool) -> Reply:
+        def written(label: str) -> str:
+            return json.dumps({"choice": label} if wrapped else label)
+
+        as_json = [written(label) for label in labels]
         if prompt.rstrip().endswith("Decision:"):  # join: every step returned
-            return Reply(text=json.dumps("finish"), choices=tuple(as_json))
+            return Reply(text=written("finish"), choices=tuple(as_json))
         intent = _intent(labels)
-        return Reply(
-            text=json.dumps(intent), choices=tuple(as_json), confidence=self.route_confidence
-        )
+        return Reply(text=written(intent), choices=tuple(as_json), confidence=self.route_confidence)
 
 
 def _conversation_text(messages: list[dict[str, Any]]) -> str:

@@ -143,6 +143,8 @@ async def bench_stack(
                 extra_workflows=[BenchReactWorkflow],
                 sandboxed=settings.sandboxed_workflows(),
                 inline_activations=settings.inline_activations(),
+                max_workflow_tasks=settings.cpu_workflow_slots,
+                max_activities=settings.cpu_activity_slots,
             )
         ]
         if inference_process:

@@ -1,4 +1,5 @@
-"""The operators' commands: `agentkeel status`, `stats`, `trace`, `logs` and `audit`."""
+"""The operators' commands: `agentkeel status`, `stats`, `trace`, `logs`, `audit` and
+`calibrate`."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from temporalio.service import RPCError
 from agentkeel.client.agent_client import connect_client
 from agentkeel.settings.model import Settings, SettingsError, parse_duration
 
-OPERATOR_COMMANDS = ("status", "stats", "trace", "logs", "audit")
+OPERATOR_COMMANDS = ("status", "stats", "trace", "logs", "audit", "calibrate")
 
 
 def add_operator_parsers(sub: Any) -> None:
@@ -52,13 +53,53 @@ def add_operator_parsers(sub: Any) -> None:
     audit.add_argument("--since", help="how far back: 90s, 15m, 1h, 2d (default: all)")
     audit.add_argument("--limit", type=int, default=100, help="rows at most (1-1000)")
     audit.add_argument("--json", action="store_true", help="print JSON")
+    calibrate = sub.add_parser(
+        "calibrate", help="the router threshold for a heavy-model share or an error rate"
+    )
+    target = calibrate.add_mutually_exclusive_group(required=True)
+    target.add_argument("--heavy-share", type=float, help="the most routes the heavy model takes")
+    target.add_argument("--error-rate", type=float, help="the most routes kept light wrongly")
+    calibrate.add_argument("--since", default="7d", help="how far back (default 7d)")
+    calibrate.add_argument("--tenant", help="one tenant's runs only")
+    calibrate.add_argument(
+        "--basis",
+        choices=["reported", "logprobs"],
+        default="reported",
+        help="which confidence to calibrate (AGENTKEEL_ROUTE_CONFIDENCE; default reported)",
+    )
+    calibrate.add_argument("--json", action="store_true", help="print JSON")
 
 
 async def run_operator(settings: Settings, args: argparse.Namespace) -> int:
-    run = {"status": _status, "stats": _stats, "trace": _trace, "logs": _logs, "audit": _audit}[
-        args.command
-    ]
+    run = {
+        "status": _status,
+        "stats": _stats,
+        "trace": _trace,
+        "logs": _logs,
+        "audit": _audit,
+        "calibrate": _calibrate,
+    }[args.command]
     return await run(settings, args)
+
+
+async def _calibrate(settings: Settings, args: argparse.Namespace) -> int:
+    """0: a threshold meets the target; 1: none does, or nothing to calibrate from."""
+    from agentkeel.client.calibration import calibrate, format_calibration, recorded_routes
+
+    if not settings.database_url:
+        raise SettingsError("no run records to read: set AGENTKEEL_DATABASE_URL or start the stack")
+    for name in ("heavy_share", "error_rate"):
+        value = getattr(args, name)
+        if value is not None and not 0.0 <= value <= 1.0:
+            raise SettingsError(f"--{name.replace('_', '-')}: a fraction from 0 to 1, not {value}")
+    since = timedelta(seconds=parse_duration(args.since, "--since"))
+    routes, kept = await recorded_routes(
+        settings.database_url, since=since, tenant=args.tenant, basis=args.basis
+    )
+    result = calibrate(routes, heavy_share=args.heavy_share, error_rate=args.error_rate)
+    result.kept_uncounted = kept
+    print(result.to_json() if args.json else format_calibration(result))
+    return 0 if result.threshold is not None else 1
 
 
 async def _stats(settings: Settings, args: argparse.Namespace) -> int:

@@ -110,6 +110,7 @@ async def _add_schedule(settings: Settings, args: argparse.Namespace) -> None:
         task_queue=settings.task_queue,
         schedule_id=args.schedule_id,
         paused=args.paused,
+        lanes=settings.priority_lanes,
     )
     paused = ", paused" if args.paused else ""
     runs = f"{WORKFLOW_ID_PREFIX}{schedule_id}-<time>"

@@ -29,6 +29,7 @@ from agentkeel.client.readers import ExactAnswers, PostgresOutputs
 from agentkeel.client.token_follow import OnEvent, TokenReader, relay_until
 from agentkeel.client.workflow_ids import coalesced_workflow_id, new_workflow_id, ui_summary
 from agentkeel.schemas.approvals import ApprovalAnswer, ApprovalDecision
+from agentkeel.schemas.lanes import Lane, lane_of, run_priority
 from agentkeel.schemas.names import AGENT_WORKFLOW, PROGRESS_QUERY
 from agentkeel.schemas.plugin import agentkeel_plugin
 from agentkeel.schemas.progress import RunProgress
@@ -71,12 +72,15 @@ class AgentClient:
         redis: aioredis.Redis | None = None,
         budgets: WindowBudgets | None = None,
         run_budget: RunBudget | None = None,
+        lanes: bool = True,
     ) -> None:
         """`answers`: the exact tier the fast path reads (None: every ask starts a run).
         `outputs`: where outputs kept by reference are read back, so results come back
         complete (None leaves them as `output_ref`). `redis`: token streams.
         `budgets`: the budgets per key and tenant checked before a run starts (None: none).
-        `run_budget`: the budget of a run whose request sets none (`options.budget`)."""
+        `run_budget`: the budget of a run whose request sets none (`options.budget`).
+        `lanes`: runs start with their lane's priority and their tenant as fairness key
+        (`schemas.lanes`); False: Temporal's default priority for all."""
         self.temporal = temporal
         self._task_queue = task_queue
         self._version = version
@@ -85,6 +89,7 @@ class AgentClient:
         self._redis = redis
         self._budgets = budgets
         self._run_budget = run_budget
+        self._lanes = lanes
 
     @classmethod
     def from_settings(
@@ -116,6 +121,7 @@ class AgentClient:
             if redis is None
             else WindowBudgets(redis, settings.task_queue, WindowLimits.from_settings(settings)),
             run_budget=settings.run_budget(),
+            lanes=settings.priority_lanes,
         )
 
     @classmethod
@@ -146,13 +152,14 @@ class AgentClient:
         coalesce: bool = True,
         workflow_id: str | None = None,
         on_started: OnStarted | None = None,
+        lane: Lane | None = None,
     ) -> AgentResult:
         """The run's result; `on_started` is told the workflow id once a run is started (a
         fast-path answer starts none)."""
         cached = await self.cached_answer(request)
         if cached is not None:
             return await self.resolve_outputs(cached)
-        handle = await self.start(request, coalesce=coalesce, workflow_id=workflow_id)
+        handle = await self.start(request, coalesce=coalesce, workflow_id=workflow_id, lane=lane)
         if on_started is not None:
             on_started(handle.id)
         return await self.resolve_outputs(await handle.result())
@@ -172,6 +179,7 @@ class AgentClient:
         coalesce: bool = True,
         workflow_id: str | None = None,
         on_started: OnStarted | None = None,
+        lane: Lane | None = None,
     ) -> AgentResult:
         """`ask`, handing the answer's token events to `on_event` as the model writes them.
 
@@ -181,7 +189,7 @@ class AgentClient:
         cached = await self.cached_answer(request)
         if cached is not None:
             return await self.resolve_outputs(cached)
-        handle = await self.start(request, coalesce=coalesce, workflow_id=workflow_id)
+        handle = await self.start(request, coalesce=coalesce, workflow_id=workflow_id, lane=lane)
         if on_started is not None:
             on_started(handle.id)
         # result_run_id is the run the start resolved to: with USE_EXISTING, the run this
@@ -220,14 +228,21 @@ class AgentClient:
         )
 
     async def start(
-        self, request: AgentRequest, *, coalesce: bool = True, workflow_id: str | None = None
+        self,
+        request: AgentRequest,
+        *,
+        coalesce: bool = True,
+        workflow_id: str | None = None,
+        lane: Lane | None = None,
     ) -> WorkflowHandle[Any, AgentResult]:
-        """Start `AgentWorkflow` by its public name (this side never imports the workflow).
+        """Start `AgentWorkflow` by its public name (this side never imports the workflow),
+        in `lane` (default: `schemas.lanes.lane_of(request)`, interactive unless a watch).
 
         Raises:
             BudgetExhaustedError: the request's key or tenant has spent its model budget
                 for this window (`client.budgets`).
         """
+        lane = lane or lane_of(request)
         if self._run_budget is not None and request.options.budget is None:
             options = request.options.model_copy(update={"budget": self._run_budget})
             request = request.model_copy(update={"options": options})
@@ -235,12 +250,13 @@ class AgentClient:
             await self._budgets.check(request)
         if workflow_id is not None:
             # The caller's own id: Temporal's defaults apply (a duplicate start fails).
-            return await self._start(request, workflow_id)
+            return await self._start(request, workflow_id, lane)
         if not coalesce:
-            return await self._start(request, new_workflow_id())
+            return await self._start(request, new_workflow_id(), lane)
         return await self._start(
             request,
             coalesced_workflow_id(request, self._version),
+            lane,
             # A second identical request while the first runs attaches to it (two identical
             # refund requests in flight are one refund); once it has finished, the same id
             # may run again, so a later ask gets a fresh run.
@@ -263,9 +279,11 @@ class AgentClient:
         return await handle.query(PROGRESS_QUERY, result_type=RunProgress)
 
     async def _start(
-        self, request: AgentRequest, workflow_id: str, **policies: Any
+        self, request: AgentRequest, workflow_id: str, lane: Lane, **policies: Any
     ) -> WorkflowHandle[Any, AgentResult]:
         summary, details = ui_summary(request)
+        if self._lanes:
+            policies["priority"] = run_priority(lane, request.tenant)
         return await self.temporal.start_workflow(
             AGENT_WORKFLOW,
             request,
@@ -276,7 +294,8 @@ class AgentClient:
             static_details=details,
             # Where a CPU worker runs on this same `Client` (an application that builds
             # both on one connection), the server hands the run's first workflow task back
-            # in the start's reply (a dispatch fewer); elsewhere the SDK does not ask.
-            request_eager_start=True,
+            # in the start's reply (a dispatch fewer); elsewhere the SDK does not ask. Only
+            # for interactive runs: an eager task skips the queue, and with it the lanes.
+            request_eager_start=lane is Lane.INTERACTIVE or not self._lanes,
             **policies,
         )

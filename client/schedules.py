@@ -27,11 +27,13 @@ from temporalio.client import (
     SchedulePolicy,
     ScheduleState,
 )
+from temporalio.common import Priority
 from temporalio.service import RPCError, RPCStatusCode
 
 from agentkeel.client.schedule_timing import ScheduleError, Timing, format_every
 from agentkeel.schemas.actor import SYSTEM_ROLE, Actor
 from agentkeel.schemas.errors import describe_validation
+from agentkeel.schemas.lanes import Lane, run_priority
 from agentkeel.schemas.names import AGENT_WORKFLOW
 from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.sdk.serving import active_domain
@@ -89,7 +91,13 @@ def derived_schedule_id(request: AgentRequest) -> str:
 
 
 def agent_schedule(
-    schedule_id: str, request: AgentRequest, timing: Timing, *, task_queue: str, paused: bool
+    schedule_id: str,
+    request: AgentRequest,
+    timing: Timing,
+    *,
+    task_queue: str,
+    paused: bool,
+    lanes: bool = True,
 ) -> Schedule:
     return Schedule(
         action=ScheduleActionStartWorkflow(
@@ -98,6 +106,9 @@ def agent_schedule(
             request.model_dump(mode="json"),
             id=WORKFLOW_ID_PREFIX + schedule_id,
             task_queue=task_queue,
+            # Nobody waits on a scheduled question this second: behind interactive runs,
+            # ahead of the cache warmer, and its tenant's share of the queue.
+            priority=run_priority(Lane.AUTOMATION, request.tenant) if lanes else Priority.default,
         ),
         spec=timing.spec(),
         # Skip, not buffer: a recurring question must not pile up runs while one is still
@@ -131,10 +142,14 @@ async def create_schedule(
     task_queue: str,
     schedule_id: str | None = None,
     paused: bool = False,
+    lanes: bool = True,
 ) -> str:
-    """Create the schedule; its id. Nothing is created when anything is refused."""
+    """Create the schedule; its id. Nothing is created when anything is refused. `lanes`:
+    its runs start in the automation lane (`schemas.lanes`), else at the default priority."""
     sid = check_schedule_id(schedule_id) if schedule_id else derived_schedule_id(request)
-    schedule = agent_schedule(sid, request, timing, task_queue=task_queue, paused=paused)
+    schedule = agent_schedule(
+        sid, request, timing, task_queue=task_queue, paused=paused, lanes=lanes
+    )
     try:
         await client.create_schedule(sid, schedule, memo=_memo(request, timing))
     except ScheduleAlreadyRunningError:

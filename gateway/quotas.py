@@ -27,6 +27,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from agentkeel.activities.redis_errors import REDIS_ERRORS
 from agentkeel.gateway.leases import Leases, Slot
 from agentkeel.schemas.gateway import QuotaKind, QuotaProblem, QuotaScope
+from agentkeel.schemas.lanes import asks_watch
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.search_attributes import AGENT_WAITING
 from agentkeel.settings.model import Settings
@@ -46,12 +47,10 @@ log = structlog.get_logger(__name__)
 
 
 def watches(request: AgentRequest) -> bool:
-    """Whether the request asks for a watch (a run that may last days): by its options, or
-    by a plan of its own with a repeated step. A watch asked for in words ("tell me when it
-    ships") is known once its run waits on it: the sweep counts it then (`Quotas.sweep`)."""
-    if request.options.watch_every_s is not None:
-        return True
-    return request.plan is not None and any(s.repeat is not None for s in request.plan.steps)
+    """Whether the request asks for a watch (`schemas.lanes.asks_watch`). A watch asked for
+    in words ("tell me when it ships") is known once its run waits on it: the sweep counts
+    it then (`Quotas.sweep`)."""
+    return asks_watch(request)
 
 
 class OverQuota(Exception):

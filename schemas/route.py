@@ -21,6 +21,10 @@ class ConfidenceBasis(StrEnum):
 
     LOGPROBS = "logprobs"
     """The router model's own token probabilities (`inference.llm.confidence`)."""
+    REPORTED = "reported"
+    """The router model's own statement of how sure it is, in its structured output
+    (`AGENTKEEL_ROUTE_CONFIDENCE=reported`, `inference.llm.route_reading`): no probability,
+    but a number the model gave, recorded so the threshold can be calibrated against it."""
     RULES = "rules"
     """A rule's fixed level (the rules or patterns policy): compared with the threshold
     like a probability, but nobody measured it."""
@@ -55,14 +59,18 @@ class Route(BaseModel):
 
     @property
     def measured_confidence(self) -> float | None:
-        """`confidence` where it is a measured probability (or a route too old to say);
-        None where a rule, a missing logprob or the caller decided: the number to show,
-        record and trace, so that no constant passes for a measurement."""
-        measured = self.basis in (None, ConfidenceBasis.LOGPROBS)
+        """`confidence` where a model gave it: a measured probability (or a route too old
+        to say), or the router's reported confidence (`basis` tells which); None where a
+        rule, a missing logprob or the caller decided: the number to show, record and
+        trace, so that no constant passes for a measurement."""
+        measured = self.basis in (None, ConfidenceBasis.LOGPROBS, ConfidenceBasis.REPORTED)
         return self.confidence if measured else None
 
     @property
     def confidence_told(self) -> str:
-        """The confidence in words for a reason: `p=0.83` where measured, else its basis."""
+        """The confidence in words for a reason: `p=0.83` where measured, `reported=0.8`
+        where the model said it, else its basis."""
         measured = self.measured_confidence
-        return f"p={measured:.2f}" if measured is not None else f"{self.basis} confidence"
+        if measured is None:
+            return f"{self.basis} confidence"
+        return f"{'reported' if self.basis == ConfidenceBasis.REPORTED else 'p'}={measured:.2f}"

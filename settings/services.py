@@ -45,6 +45,10 @@ class ServiceSettings(BaseModel):
     `up` picks a free one and says so."""
     task_queue: str = Field(default=TASK_QUEUE, min_length=1)
     """Queue of `AgentWorkflow`, tools, cache and persistence (CPU worker)."""
+    priority_lanes: bool = True
+    """Start runs with a Temporal priority by lane (interactive before watches and
+    schedules before the cache warmer) and their tenant as the fairness key
+    (`schemas.lanes`); `false` starts every run with Temporal's default priority."""
     state_dir: Path = Field(default_factory=lambda: Path.cwd() / ".agentkeel")
     """Where `up` keeps the Temporal database, embedded Postgres/Redis data, logs and pid file."""
     domain: str = ""

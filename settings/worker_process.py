@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from agentkeel.settings.types import MODEL_CONFIG, MetricsAddress, OnOff
+from agentkeel.settings.types import MODEL_CONFIG, AtLeastOne, MetricsAddress, OnOff
 
 __all__ = ["WorkerProcessSettings"]
 
@@ -39,6 +39,13 @@ class WorkerProcessSettings(BaseModel):
     """`auto`: where no model is configured (the rules policy), the CPU worker routes,
     plans and answers itself as local activities, without a hop to the inference queue;
     `off`: every policy step goes to the inference pool."""
+
+    cpu_workflow_slots: AtLeastOne = 100
+    """Workflow tasks the CPU worker takes at once. Tasks it has not taken wait in
+    Temporal's backlog, where lanes order them (interactive first, `schemas.lanes`)."""
+    cpu_activity_slots: AtLeastOne = 200
+    """Activities (tools, cache, run records) the CPU worker takes at once; past it they
+    wait in Temporal's backlog, in lane order. The DB pool bounds the tools anyway."""
 
     def sandboxed_workflows(self) -> bool:
         """`workflow_sandbox` read: whether the CPU worker runs workflows in the sandbox."""

@@ -96,6 +96,7 @@ def build_policy(settings: Settings) -> PolicyAssembly:
             plan_max_tokens=settings.plan_max_tokens,
             answer_max_tokens=settings.answer_max_tokens,
             unmeasured_route=settings.unmeasured_route,
+            route_confidence=settings.route_confidence,
         )
 
     policy = tier_policy(light)

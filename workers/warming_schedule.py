@@ -17,7 +17,9 @@ from temporalio.client import (
     ScheduleUpdate,
     ScheduleUpdateInput,
 )
+from temporalio.common import Priority
 
+from agentkeel.schemas.lanes import LANE_PRIORITY_KEYS, WARMER_FAIRNESS_KEY, Lane
 from agentkeel.schemas.warming import WarmInput
 from agentkeel.settings.model import Settings
 from agentkeel.workflows.warmer import CacheWarmerWorkflow
@@ -25,6 +27,14 @@ from agentkeel.workflows.warmer import CacheWarmerWorkflow
 log = structlog.get_logger(__name__)
 
 SCHEDULE_ID = "agentkeel-cache-warmer"
+
+
+def warmer_priority(settings: Settings) -> Priority:
+    """The warmer's lane is the last: it renews answers while nobody waits, and its runs
+    (child workflows) carry each question's tenant (`workflows.warmer`)."""
+    if not settings.priority_lanes:
+        return Priority.default
+    return Priority(priority_key=LANE_PRIORITY_KEYS[Lane.WARMING], fairness_key=WARMER_FAIRNESS_KEY)
 
 
 def warming_schedule(settings: Settings) -> Schedule:
@@ -35,6 +45,7 @@ def warming_schedule(settings: Settings) -> Schedule:
             WarmInput(top_n=settings.warm_top_n, renew_below_s=max(60, settings.warm_every_s * 2)),
             id=f"{SCHEDULE_ID}-run",
             task_queue=settings.task_queue,
+            priority=warmer_priority(settings),
         ),
         spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=every)]),
         # A slow warming round is never run twice at once; the next one simply waits.

@@ -35,7 +35,8 @@ early-speculation-v1 (`workflows.speculation`), plan-stream-v1 (`workflows.plan_
 question-attribute-v1 (`workflows.visibility`), effect-identity-v1, provenance-asked-v1,
 claim-release-v1, claim-cancel-v1, authorize-before-claim-v1 (`workflows.dag.effect_gate`
 and the plan checks), approval-cancel-record-v1 (`workflows.approvals`), run-budget-v1
-(`workflows.budget`: asked only by a run with `options.budget`)."""
+(`workflows.budget`: asked only by a run with `options.budget`); in
+`CacheWarmerWorkflow`, warm-tenant-fairness-v1 (`workflows.warmer`)."""
 
 
 def since(change: str) -> bool:

@@ -10,6 +10,7 @@ import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import Priority
 from temporalio.exceptions import ChildWorkflowError
 
 from agentkeel.schemas.names import CACHE_WARMER_WORKFLOW, HOT_QUESTIONS
@@ -27,6 +28,19 @@ from agentkeel.workflows.agent import AgentWorkflow
 WARMER_NAME = CACHE_WARMER_WORKFLOW
 HOT_QUESTIONS_TIMEOUT = timedelta(seconds=30)
 WARM_RUN_TIMEOUT = timedelta(minutes=5)
+TENANT_FAIRNESS_PATCH = "warm-tenant-fairness-v1"
+"""The warmer's runs carry their question's tenant as fairness key (`schemas.lanes`)."""
+
+
+def _run_priority(tenant: str) -> Priority:
+    """A warming run's priority: the warmer's lane (inherited from the warmer's own run)
+    with its question's tenant as fairness key, so one tenant's hot questions do not hold
+    back another's. A warmer started without a fairness key (lanes off) gives none."""
+    if workflow.info().priority.fairness_key is None:
+        return Priority.default
+    if not workflow.patched(TENANT_FAIRNESS_PATCH):
+        return Priority.default
+    return Priority(fairness_key=tenant)
 
 
 @workflow.defn(name=WARMER_NAME)
@@ -59,6 +73,7 @@ class CacheWarmerWorkflow:
                         ),
                         id=f"{workflow.info().workflow_id}-{index}",
                         execution_timeout=WARM_RUN_TIMEOUT,
+                        priority=_run_priority(question.tenant),
                     )
                 except ChildWorkflowError as exc:
                     workflow.logger.warning("warming %r failed: %s", question.question, exc.cause)

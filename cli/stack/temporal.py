@@ -52,12 +52,27 @@ MODEL_WORKER_READY_S = 900.0
 """An inference worker loads its vLLM models before it polls: minutes for a large model."""
 
 
+LANE_CONFIG = (
+    # Fairness keys count only with this on (server 1.32: off by default; checked here
+    # with a flooding tenant's backlog ahead of another's). Priority keys need nothing.
+    "matching.enableFairness=true",
+    # Priority and fairness order a backlog within one partition of a task queue; the
+    # dev server is one process, and its four partitions only let a low-priority task
+    # on a short partition overtake a high-priority one on a long one.
+    "matching.numTaskqueueReadPartitions=1",
+    "matching.numTaskqueueWritePartitions=1",
+)
+"""Dynamic config of the dev server for the run lanes of `schemas.lanes`."""
+
+
 def queue_poll_flags() -> list[str]:
-    """`--dynamic-config-value` flags raising the dev server's queue poll rates
-    (`QUEUE_POLL_RPS`); for every dev server agentkeel starts, its tests' and benchmarks'."""
+    """`--dynamic-config-value` flags for every dev server agentkeel starts, its tests' and
+    benchmarks': the queue poll rates (`QUEUE_POLL_RPS`) and the lanes (`LANE_CONFIG`)."""
     flags: list[str] = []
     for queue in ("transfer", "timer", "visibility"):
         flags += ["--dynamic-config-value", f"history.{queue}ProcessorMaxPollRPS={QUEUE_POLL_RPS}"]
+    for value in LANE_CONFIG:
+        flags += ["--dynamic-config-value", value]
     return flags
 
 

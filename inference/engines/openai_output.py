@@ -18,6 +18,8 @@ from agentkeel.inference.engines.protocol import (
     JsonSchemaConstraint,
     TokenLogprob,
 )
+from agentkeel.inference.engines.strict_schema import strict_document
+from agentkeel.inference.engines.structured import CHOICE_KEY
 
 
 def choice_text(choice: Any, *, chat: bool) -> str:
@@ -36,13 +38,25 @@ def delta_text(choice: Any, *, chat: bool) -> str:
 
 
 def parse_output(constraint: Constraint | None, text: str, finish: str | None, mode: str) -> Any:
-    """The decoded output checked against its constraint (None for free text)."""
+    """The decoded output checked against its constraint: a JSON constraint's document, a
+    choice's label where the server wrote it as JSON (`json_schema` mode), else None."""
     if isinstance(constraint, ChoiceConstraint) and mode == "json_schema":
         try:
             value = json.loads(text)
         except ValueError:
             value = text
+        if isinstance(value, dict):  # `structured.choice_schema`'s object
+            value = value.get(CHOICE_KEY)
         text = value if isinstance(value, str) else text
+        check_output(constraint, text, finish)
+        return text  # the label, unwrapped: the raw text is its JSON document
+    if isinstance(constraint, JsonSchemaConstraint) and mode == "json_schema":
+        try:
+            document = strict_document(json.loads(text))
+        except ValueError:
+            pass  # not JSON: `check_output` says so
+        else:
+            text = json.dumps(document)
     if isinstance(constraint, JsonSchemaConstraint | ChoiceConstraint):
         return check_output(constraint, text, finish)
     return None

@@ -17,12 +17,28 @@ from agentkeel.inference.engines.gbnf import (
     json_schema_to_gbnf,
 )
 from agentkeel.inference.engines.protocol import ChoiceConstraint, Constraint
+from agentkeel.inference.engines.strict_schema import strict_schema
 
 log = structlog.get_logger(__name__)
 
 GUIDANCE_WHITESPACE = " ?"
 """At most one space where JSON allows whitespace, for vLLM's guidance backend (the one it
 uses for schemas xgrammar cannot take whole, such as the plan schema)."""
+
+
+CHOICE_KEY = "choice"
+
+
+def choice_schema(choices: list[str]) -> dict[str, Any]:
+    """A choice as OpenAI's strict structured outputs take it: the root of a strict schema
+    must be an object with every property required and no other allowed, so the label is
+    the one property of one (`{"choice": "refund"}`), never a bare string enum."""
+    return {
+        "type": "object",
+        "properties": {CHOICE_KEY: {"type": "string", "enum": list(choices)}},
+        "required": [CHOICE_KEY],
+        "additionalProperties": False,
+    }
 
 
 def bounded_whitespace(schema: dict[str, Any]) -> dict[str, Any]:
@@ -46,9 +62,8 @@ def structured_body(
             return {"structured_outputs": {"choice": list(constraint.choices)}}
         if mode in ("llamacpp", "gbnf"):
             return {"grammar": choice_grammar(constraint.choices)}
-        if mode == "json_schema":  # a JSON string from the list; `_parse` unwraps it
-            schema: dict[str, Any] = {"type": "string", "enum": list(constraint.choices)}
-            return {"response_format": _json_schema_format(schema)}
+        if mode == "json_schema":  # `{"choice": ...}`; `openai_output.parse_output` unwraps it
+            return {"response_format": _json_schema_format(choice_schema(constraint.choices))}
         return {}
     if mode == "vllm":
         return {"structured_outputs": {"json": bounded_whitespace(constraint.json_schema)}}
@@ -66,8 +81,8 @@ def structured_body(
         # Not key-sorted: the order of properties is the order the grammar asks them in.
         grammar = _grammar_of(json.dumps(constraint.json_schema))
         return {} if grammar is None else {"grammar": grammar}
-    if mode == "json_schema":
-        return {"response_format": _json_schema_format(constraint.json_schema)}
+    if mode == "json_schema":  # strict: `openai_output.parse_output` reads it back
+        return {"response_format": _json_schema_format(strict_schema(constraint.json_schema))}
     return {"response_format": {"type": "json_object"}}
 
 

@@ -45,7 +45,11 @@ def label_confidence(
     """
     if not logprobs:
         return None
-    spellings = [*labels, *(json.dumps(label) for label in labels)]
+    quoted = [json.dumps(label) for label in labels]
+    # A strict JSON-schema server writes the label as the one property of an object
+    # (`inference.engines.structured.choice_schema`): its tokens are on the way too.
+    wrapped = [f'{{"choice":{q}}}' for q in quoted] + [f'{{"choice": {q}}}' for q in quoted]
+    spellings = [*labels, *quoted, *wrapped]
 
     def on_the_way(text: str) -> bool:
         text = text.lstrip()

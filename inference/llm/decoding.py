@@ -180,4 +180,6 @@ async def choose(
         logprobs=LABEL_LOGPROBS,
     )
     result = await generate(engine, tier, request)
-    return result.text.strip().strip('"'), label_confidence(result.logprobs, labels)
+    # An engine that decoded the label as a JSON document hands it over unwrapped.
+    label = result.parsed if isinstance(result.parsed, str) else result.text.strip().strip('"')
+    return label, label_confidence(result.logprobs, labels)

@@ -148,6 +148,12 @@ def _args_schema(spec: ToolSpec) -> dict[str, Any]:
 
 
 def _plain(prop: Mapping[str, Any]) -> dict[str, Any]:
-    """A property's type and bounds, without pydantic's titles and defaults."""
+    """A property's type and bounds, without pydantic's titles and defaults. An optional
+    argument (`X | None`, pydantic's `anyOf` with null) is written as `X`: a plan leaves
+    it out rather than writing null (no plan schema admits null: `strict_schema`)."""
+    branches = [b for b in prop.get("anyOf", ()) if b.get("type") != "null"]
+    if branches:
+        plain = [_plain(b) for b in branches]
+        return plain[0] if len(plain) == 1 else {"anyOf": plain}
     keep = ("type", "minimum", "maximum", "minLength", "maxLength", "pattern", "enum")
     return {k: v for k, v in prop.items() if k in keep}

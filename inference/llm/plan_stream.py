@@ -29,6 +29,7 @@ from contextvars import ContextVar
 
 from pydantic import ValidationError
 
+from agentkeel.inference.engines.strict_schema import strict_document
 from agentkeel.inference.llm.plan_document import PlanDocumentError, plan_step
 from agentkeel.schemas.plan.model import PlanStep
 from agentkeel.schemas.plan.validation import dependencies
@@ -149,7 +150,9 @@ class StepReader:
         if len(self._seen) >= self._limit:
             return None
         try:
-            step = PlanStep.model_validate(plan_step(json.loads(text), self._steps - 1))
+            # A strict-mode server writes a step's left-out fields as nulls (`strict_schema`).
+            document = strict_document(json.loads(text))
+            step = PlanStep.model_validate(plan_step(document, self._steps - 1))
         except (ValueError, PlanDocumentError, ValidationError):
             return None
         spec = self._tools.get(step.tool)

@@ -33,6 +33,7 @@ from agentkeel.inference.llm.prompts import (
     route_labels,
     system_prefix,
 )
+from agentkeel.inference.llm.route_reading import RouteConfidence, read_route
 from agentkeel.inference.policy import DEFAULT_ROUTER_THRESHOLD, TokenSink, join_rejected_plan
 from agentkeel.schemas import model_calls as calls
 from agentkeel.schemas.errors import INVALID_MODEL_OUTPUT
@@ -64,6 +65,7 @@ class LlmPolicy:
         plan_max_tokens: int = PLAN_MAX_TOKENS,
         answer_max_tokens: int = ANSWER_MAX_TOKENS,
         unmeasured_route: UnmeasuredRoute = "escalate",
+        route_confidence: RouteConfidence = "logprobs",
     ) -> None:
         self.engine = engine
         self.tier = tier
@@ -74,15 +76,17 @@ class LlmPolicy:
         self.plan_max_tokens = plan_max_tokens
         self.answer_max_tokens = answer_max_tokens
         self.unmeasured_route = unmeasured_route
+        self.route_confidence = route_confidence
 
     async def route(self, request: calls.RouteInput) -> calls.RouteResult:
-        prompt = self.context.build(
-            system_prefix(),
-            f"User: {request.question}\nIntent:",
-            history=request.history,
-        )
+        def prompt(cue: str) -> str:
+            tail = f"User: {request.question}\n{cue}"
+            return self.context.build(system_prefix(), tail, history=request.history)
+
         try:
-            label, confidence = await choose(self.engine, self.tier, prompt, route_labels())
+            label, confidence, basis = await read_route(
+                self.engine, self.tier, prompt, route_labels(), self.route_confidence
+            )
         except ConstraintViolationError as exc:
             # A server that could not constrain the label: an unsure route, not a failed run.
             route = Route(
@@ -93,7 +97,7 @@ class LlmPolicy:
                 reason=f"{self.engine.name} gave no label: {exc}",
             )
             return calls.RouteResult(route=route, confident=False)
-        route, confident = self._judged(label, confidence)
+        route, confident = self._judged(label, confidence, basis)
         if not confident:
             return calls.RouteResult(route=route, confident=False)
         # One decode only: a draft that needs correcting is the planner's job.
@@ -108,10 +112,13 @@ class LlmPolicy:
         route.tools = sorted({s.tool for s in planned.plan.steps})
         return calls.RouteResult(route=route, confident=True, draft_plan=planned.plan)
 
-    def _judged(self, label: str, confidence: float | None) -> tuple[Route, bool]:
-        """The route of `label` and whether it stands: measured against the threshold, or,
-        with nothing measured, by the declared rule (`unmeasured_route`)."""
+    def _judged(
+        self, label: str, confidence: float | None, basis: ConfidenceBasis
+    ) -> tuple[Route, bool]:
+        """The route of `label` and whether it stands: its confidence (measured or reported)
+        against the threshold, or, with none, by the declared rule (`unmeasured_route`)."""
         name = self.engine.name
+        said = "reported" if basis == ConfidenceBasis.REPORTED else "p"
         if confidence is None:
             confident = label != UNCERTAIN and self.unmeasured_route == "trust"
             value, basis = 0.0, ConfidenceBasis.UNMEASURED
@@ -120,16 +127,12 @@ class LlmPolicy:
                 f"unmeasured_route={self.unmeasured_route}: {'trusted' if confident else 'unsure'}"
             )
         elif label == UNCERTAIN:
-            confident, basis = False, ConfidenceBasis.LOGPROBS
-            value, reason = 1.0 - confidence, f"{name} said uncertain (p={confidence:.2f})"
+            confident = False
+            value, reason = 1.0 - confidence, f"{name} said uncertain ({said}={confidence:.2f})"
         else:
-            confident, basis, value = (
-                confidence >= self.threshold,
-                ConfidenceBasis.LOGPROBS,
-                confidence,
-            )
+            confident, value = confidence >= self.threshold, confidence
             reason = (
-                f"{name}: {label} with p={confidence:.2f} "
+                f"{name}: {label} with {said}={confidence:.2f} "
                 f"{'>=' if confident else '<'} threshold {self.threshold:.2f}"
             )
         known = label != UNCERTAIN

@@ -6,7 +6,14 @@ from functools import cache
 
 from agentkeel.inference.version import module_digest
 
-LLM_MODULES = ("context.py", "plan_schema.py", "policy.py", "prompts.py", "cascade.py")
+LLM_MODULES = (
+    "context.py",
+    "plan_schema.py",
+    "policy.py",
+    "prompts.py",
+    "cascade.py",
+    "route_reading.py",
+)
 
 
 @cache

@@ -161,3 +161,29 @@ async def test_a_gbnf_grammar_from_the_plan_schema_constrains_like_the_schema(
         jsonschema.validate(small.parsed, optional)
     finally:
         await engine.close()
+
+
+async def test_a_reported_route_decodes_on_the_real_server(
+    llama_engine: OpenAICompatEngine, llama_server: str
+) -> None:
+    """`AGENTKEEL_ROUTE_CONFIDENCE=reported` through llama.cpp's grammar (its own fields) and
+    through OpenAI's strict `json_schema` response format on its chat endpoint: a label of
+    the list and a confidence on the bounded scale, however unsure a 270M base model is."""
+    strict = OpenAICompatEngine(
+        base_url=llama_server, model=MODEL_NAME, structured_output="json_schema", api="chat"
+    )
+    await strict.start()
+    try:
+        for engine in (llama_engine, strict):
+            light = policy(engine, Tier.LIGHT, threshold=0.0)
+            light.route_confidence = "reported"
+            routed = await light.route(RouteInput(question="Where is order 1001?"))
+            report(
+                f"llama.cpp reported route ({engine.structured_mode}): "
+                f"{routed.route.intent} {routed.route.confidence_told} ({routed.route.reason})"
+            )
+            assert routed.route.basis == ConfidenceBasis.REPORTED, routed.route.reason
+            assert routed.route.intent in (*route_labels(), "unknown")
+            assert round(routed.route.confidence * 10) == routed.route.confidence * 10
+    finally:
+        await strict.close()

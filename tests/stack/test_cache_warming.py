@@ -7,12 +7,17 @@ from datetime import timedelta
 
 from temporalio.client import ScheduleIntervalSpec
 
+from agentkeel.schemas.lanes import LANE_PRIORITY_KEYS, Lane
 from agentkeel.schemas.path_cache import path_key
 from agentkeel.schemas.result import CacheStatus
 from agentkeel.schemas.warming import WarmInput
 from agentkeel.settings.connections import redis_client
 from agentkeel.settings.model_tiers import effective_cache_version
-from agentkeel.workers.warming_schedule import SCHEDULE_ID, ensure_warming_schedule
+from agentkeel.workers.warming_schedule import (
+    SCHEDULE_ID,
+    ensure_warming_schedule,
+    warmer_priority,
+)
 from agentkeel.workflows.warmer import CacheWarmerWorkflow
 from tests.support.agent_stack import AgentStack
 
@@ -29,12 +34,19 @@ async def test_warmer_renews_hot_entries_that_ran_out(stack: AgentStack, redis_u
     version = effective_cache_version(stack.settings)
     try:
         await redis.delete(path_key(stack.tenant, HOT, version))  # as if it had expired
+        warm_id = f"warm-{uuid.uuid4().hex[:8]}"
         result = await stack.client.execute_workflow(
             CacheWarmerWorkflow.run,
             WarmInput(top_n=5, renew_below_s=60),
-            id=f"warm-{uuid.uuid4().hex[:8]}",
+            id=warm_id,
             task_queue=stack.task_queue,
+            priority=warmer_priority(stack.settings),  # as its schedule starts it
         )
+        # Its run is in the warming lane, on behalf of the question's tenant.
+        child = await stack.client.get_workflow_handle(f"{warm_id}-0").describe()
+        priority = child.raw_description.workflow_execution_info.priority
+        assert priority.priority_key == LANE_PRIORITY_KEYS[Lane.WARMING]
+        assert priority.fairness_key == stack.tenant
         assert [q.question for q in result.warmed] == [HOT], "only what ran out is re-run"
         assert result.warmed[0].asked == 3
         assert result.considered == 2, "the refund question is not a warming candidate"

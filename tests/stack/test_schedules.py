@@ -24,6 +24,7 @@ from agentkeel.client.schedules import (
     scheduled_request,
 )
 from agentkeel.schemas.actor import SYSTEM_ACTOR, Actor
+from agentkeel.schemas.lanes import LANE_PRIORITY_KEYS, Lane
 from agentkeel.schemas.names import AGENT_WORKFLOW
 from agentkeel.schemas.result import AgentResult
 from tests.support.agent_stack import AgentStack
@@ -74,6 +75,9 @@ async def test_a_schedule_runs_the_question_for_its_tenant_and_actor_until_pause
     assert given["question"] == QUESTION
     assert given["tenant"] == stack.tenant
     assert Actor.model_validate(given["actor"]) == ANN
+    # A scheduled question's lane: behind interactive runs, its tenant's share of the queue.
+    assert started.priority.priority_key == LANE_PRIORITY_KEYS[Lane.AUTOMATION]
+    assert started.priority.fairness_key == stack.tenant
 
     [listed] = [s for s in await list_schedules(client) if s.id == schedule_id]
     assert (listed.paused, listed.every, listed.question) == (False, "1s", QUESTION)

@@ -75,6 +75,16 @@ class AgentStack:
 StackFactory = Callable[..., Awaitable[AgentStack]]
 
 
+def new_task_queue() -> str:
+    """A fresh task queue name; a stack on it serves tenant `tenant_of(queue)`."""
+    return f"t-{uuid.uuid4().hex[:12]}"
+
+
+def tenant_of(queue: str) -> str:
+    """The tenant of the stack on `queue` (its shop data is handed to it)."""
+    return f"tenant-{queue}"
+
+
 @dataclass(frozen=True)
 class _Session:
     """What every stack of a test shares: the session's servers and this test's database."""
@@ -134,7 +144,8 @@ async def _start_stack(
         # The test's policy is the inference worker's: the CPU worker must not
         # answer policy steps itself with the rules.
         settings_overrides.setdefault("local_policy", "off")
-    queue = f"t-{uuid.uuid4().hex[:12]}"
+    # A test that queues runs before any worker polls names the queue itself.
+    queue = settings_overrides.pop("task_queue", None) or new_task_queue()
     carrier = settings_overrides.pop("carrier_url", None) or session.carrier_url
     settings = Settings(
         database_url=session.database_url,
@@ -156,7 +167,7 @@ async def _start_stack(
         temporal, settings, activities, resources, policy or RulesPolicy(), inference_concurrency
     ):
         await exits.enter_async_context(worker)
-    stack = AgentStack(client=temporal, settings=settings, tenant=f"tenant-{queue}")
+    stack = AgentStack(client=temporal, settings=settings, tenant=tenant_of(queue))
     await hand_shop_to(session.database_url, stack.tenant)
     return stack
 

@@ -43,7 +43,7 @@ class ShopOrderModel:
 
     def reply(self, body: dict[str, Any]) -> Reply:
         schema = _response_schema(body)
-        if schema is not None and "enum" not in schema:
+        if schema is not None and "steps" in schema.get("properties", {}):  # a plan
             asked = json.dumps(body.get("messages", []))
             steps = POLICY_STEPS if "return policy" in asked else ORDER_STEPS
             document = _plan_document(steps, schema)

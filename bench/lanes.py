@@ -1,0 +1,190 @@
+"""Interactive runs beside a background burst, with lanes on and off.
+
+    python -m bench.lanes [--interactive-runs N] [--in-flight C] [--warm W] [--flood F]
+                          [--workflow-slots S] [--activity-slots A]
+
+A fresh dev server (with the lanes' dynamic config of `cli.stack.temporal`), in-process
+workers, the rules policy, the path cache off, a carrier with `--carrier-ms` latency, and
+a CPU worker taking S workflow tasks and A activities at once (8 and 16: what 2 cores
+serve promptly; priority orders only the backlog a worker has not taken; the worker's
+defaults are 100 and 200).
+Interactive runs of four tenants go C at a time until N have finished, three ways:
+
+- `alone`: nothing else runs (the baseline);
+- `burst, lanes on`: at the same moment W runs start as the cache warmer's would (the
+  warming lane, the `default` tenant) and a flooding tenant starts F interactive runs at
+  once (as a gateway key sending a burst would), all with `schemas.lanes` priorities;
+- `burst, lanes off`: the same, every run at Temporal's default priority.
+
+Printed per row: the interactive runs' p50 and p99 and p99 as a multiple of `alone`'s,
+the median of each interactive tenant's runs and the worst of them as a multiple of the
+best, and the flood's median (each flood run timed from the burst's start). Sized for 2
+cores; the burst is drained before the next row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from temporalio.client import WorkflowHandle
+
+from agentkeel.client.agent_client import AgentClient
+from agentkeel.examples.shop.carrier import serving as carrier
+from agentkeel.examples.shop.rules.policy import RulesPolicy
+from agentkeel.schemas.lanes import Lane
+from agentkeel.schemas.request import AgentRequest, RunOptions
+from agentkeel.schemas.result import AgentResult
+from bench.load import questions
+from bench.stack import StackConfig, bench_stack
+
+TENANTS = ("default", "tenant-b", "tenant-c", "tenant-d")
+"""The interactive tenants (`default` holds the seeded shop; the others find no rows, so
+their runs answer "not found": the same work for every row of the table)."""
+FLOOD_TENANT = "tenant-flood"
+
+
+@dataclass
+class Row:
+    name: str
+    latencies: list[float] = field(default_factory=list)
+    by_tenant: dict[str, list[float]] = field(default_factory=dict)
+
+    def p(self, q: float) -> float:
+        ordered = sorted(self.latencies) or [0.0]
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    def medians(self) -> dict[str, float]:
+        return {t: statistics.median(v) for t, v in self.by_tenant.items() if v}
+
+
+def _request(n: int, tenant: str) -> AgentRequest:
+    return AgentRequest(question=questions()(n), tenant=tenant, options=RunOptions(use_cache=False))
+
+
+async def _interactive(agents: AgentClient, row: Row, runs: int, in_flight: int) -> None:
+    issued = 0
+
+    async def one_at_a_time() -> None:
+        nonlocal issued
+        while issued < runs:
+            n = issued
+            issued += 1
+            tenant = TENANTS[n % len(TENANTS)]
+            begun = time.perf_counter()
+            await agents.ask(_request(n, tenant), coalesce=False)
+            took = (time.perf_counter() - begun) * 1000
+            row.latencies.append(took)
+            row.by_tenant.setdefault(tenant, []).append(took)
+
+    await asyncio.gather(*(one_at_a_time() for _ in range(in_flight)))
+
+
+Handles = list[WorkflowHandle[object, AgentResult]]
+
+
+async def _burst(agents: AgentClient, warm: int, flood: int) -> Handles:
+    """Start the warmer's runs and the flood at once; their handles."""
+    warming = [
+        agents.start(_request(n, "default"), coalesce=False, lane=Lane.WARMING) for n in range(warm)
+    ]
+    flooding = [
+        agents.start(_request(n, FLOOD_TENANT), coalesce=False, lane=Lane.INTERACTIVE)
+        for n in range(flood)
+    ]
+    return list(await asyncio.gather(*warming, *flooding))
+
+
+async def _flood_latencies(row: Row, handles: Handles, begun: float) -> None:
+    """Each flood run's time from the burst's start to its end, as the flood's tenant sees it."""
+
+    async def one(handle: WorkflowHandle[object, AgentResult]) -> None:
+        await handle.result()
+        row.by_tenant.setdefault(FLOOD_TENANT, []).append((time.perf_counter() - begun) * 1000)
+
+    await asyncio.gather(*(one(h) for h in handles))
+
+
+async def _row(agents: AgentClient, name: str, args: argparse.Namespace, burst: bool) -> Row:
+    row = Row(name)
+    if not burst:
+        await _interactive(agents, row, args.interactive_runs, args.in_flight)
+        return row
+    begun = time.perf_counter()
+    handles = await _burst(agents, args.warm, args.flood)
+    flood = handles[args.warm :]
+    drained = asyncio.create_task(_flood_latencies(row, flood, begun))
+    await _interactive(agents, row, args.interactive_runs, args.in_flight)
+    await drained
+    await asyncio.gather(*(h.result() for h in handles[: args.warm]))  # drained before the next
+    return row
+
+
+def _print(row: Row, alone: Row) -> None:
+    medians = row.medians()
+    flood = medians.pop(FLOOD_TENANT, None)
+    spread = max(medians.values()) / min(medians.values())
+    tenants = " ".join(f"{t}={medians[t]:.0f}" for t in TENANTS)
+    flooded = "" if flood is None else f" (flood: {flood:.0f}, its runs from the burst's start)"
+    print(
+        f"{row.name:<17} {row.p(0.5):>7.0f} {row.p(0.99):>7.0f} "
+        f"{row.p(0.99) / alone.p(0.99):>9.2f} {spread:>11.2f}   {tenants}{flooded}",
+        flush=True,
+    )
+
+
+async def measure(args: argparse.Namespace) -> None:
+    async with (
+        carrier(args.carrier_ms) as carrier_url,
+        bench_stack(
+            StackConfig.from_env(),
+            policy=RulesPolicy(),
+            stand_ins=[],
+            seed_orders=200,
+            semantic_cache="off",
+            carrier_url=carrier_url,
+            cpu_workflow_slots=args.workflow_slots,
+            cpu_activity_slots=args.activity_slots,
+        ) as stack,
+    ):
+        on = AgentClient(stack.client, task_queue=stack.task_queue, version=uuid.uuid4().hex)
+        off = AgentClient(
+            stack.client, task_queue=stack.task_queue, version=uuid.uuid4().hex, lanes=False
+        )
+        await _interactive(on, Row("warm-up"), 2 * args.in_flight, args.in_flight)
+        print(
+            f"{args.interactive_runs} interactive runs, {args.in_flight} in flight, of "
+            f"{len(TENANTS)} tenants; burst: {args.warm} warming runs + {args.flood} runs of "
+            f"{FLOOD_TENANT}; CPU worker slots {args.workflow_slots} workflow tasks, "
+            f"{args.activity_slots} activities; times in ms"
+        )
+        print(f"{'row':<17} {'p50':>7} {'p99':>7} {'p99/alone':>9} {'worst/best':>11}   "
+              "tenant medians")  # fmt: skip
+        alone = await _row(on, "alone", args, burst=False)
+        _print(alone, alone)
+        for name, agents in (("burst, lanes on", on), ("burst, lanes off", off)):
+            _print(await _row(agents, name, args, burst=True), alone)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.lanes", description=__doc__)
+    parser.add_argument("--interactive-runs", type=int, default=100)
+    parser.add_argument("--in-flight", type=int, default=20)
+    parser.add_argument("--warm", type=int, default=300, help="the warmer's runs")
+    parser.add_argument("--flood", type=int, default=100, help="the flooding tenant's runs")
+    parser.add_argument(
+        "--workflow-slots", type=int, default=8, help="AGENTKEEL_CPU_WORKFLOW_SLOTS"
+    )
+    parser.add_argument(
+        "--activity-slots", type=int, default=16, help="AGENTKEEL_CPU_ACTIVITY_SLOTS"
+    )
+    parser.add_argument("--carrier-ms", type=int, default=40, help="carrier latency")
+    asyncio.run(measure(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
