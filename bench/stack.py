@@ -135,18 +135,7 @@ async def bench_stack(
         if token_streams:
             streams = redis_client(config.redis_url)
             stack.push_async_callback(streams.aclose)
-        workers = [
-            cpu_worker(
-                env.client,
-                settings.task_queue,
-                activities,
-                extra_workflows=[BenchReactWorkflow],
-                sandboxed=settings.sandboxed_workflows(),
-                inline_activations=settings.inline_activations(),
-                max_workflow_tasks=settings.cpu_workflow_slots,
-                max_activities=settings.cpu_activity_slots,
-            )
-        ]
+        workers = [_cpu_worker(env.client, settings, activities)]
         if inference_process:
             await stack.enter_async_context(inference_child(env.client, settings))
         else:
@@ -231,3 +220,16 @@ async def inference_child(client: Client, settings: Settings) -> AsyncIterator[N
             yield
         finally:
             fleet.stop()
+
+
+def _cpu_worker(client: Client, settings: Settings, activities: list[Callable[..., Any]]) -> Any:
+    return cpu_worker(
+        client,
+        settings.task_queue,
+        activities,
+        extra_workflows=[BenchReactWorkflow],
+        sandboxed=settings.sandboxed_workflows(),
+        inline_activations=settings.inline_activations(),
+        max_workflow_tasks=settings.cpu_workflow_slots,
+        max_activities=settings.cpu_activity_slots,
+    )

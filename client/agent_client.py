@@ -292,10 +292,9 @@ class AgentClient:
             result_type=AgentResult,
             static_summary=summary,
             static_details=details,
-            # Where a CPU worker runs on this same `Client` (an application that builds
-            # both on one connection), the server hands the run's first workflow task back
-            # in the start's reply (a dispatch fewer); elsewhere the SDK does not ask. Only
-            # for interactive runs: an eager task skips the queue, and with it the lanes.
+            # A CPU worker on this same `Client` gets the first workflow task in the start's
+            # reply (a dispatch fewer); elsewhere the SDK does not ask. Interactive runs
+            # only: an eager task skips the queue, and with it the lanes.
             request_eager_start=lane is Lane.INTERACTIVE or not self._lanes,
             **policies,
         )
