@@ -1,0 +1,158 @@
+"""A SIGKILL of a worker of each kind while a plan streams into the DAG loses no run and
+records each early read once.
+
+A fleet of processes (two CPU workers, two inference workers) serves `bench.peer_domain`
+with the real LLM policy on the token-timed model server at the slow speed (a plan takes
+about two seconds to decode), whose ideal model is a fake at the model boundary. A cold
+question names nothing, so its reads start only as the planner streams them
+(`plan_step` signals). Once the first early read is in the run's history, the worker of
+one kind that holds the plan (the inference worker writing it) or the run (the CPU worker
+that took its last workflow task) is killed; the run still makes exactly its question's
+calls, and each read is scheduled once in its history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
+
+from agentkeel.cli.stack.fleet import FleetWorker, WorkerFleet, WorkerKind
+from agentkeel.schemas import names
+from agentkeel.schemas.request import AgentRequest
+from agentkeel.schemas.result import AgentResult, StepStatus
+from agentkeel.workflows.agent import AgentWorkflow
+from bench.ideal_model import IdealShapeModel
+from bench.peer_cases import TOOL_ARGS, Case, batch_name, canonical, expected_calls
+from bench.token_server import SPEEDS, serving
+from tests.support.fleet_stack import fleet_env, fleet_settings, identities
+
+UNSURE = 0.5
+"""Below the router's threshold: the heavy tier plans (and streams) every run."""
+
+
+@pytest.fixture
+async def model_url() -> AsyncIterator[str]:
+    async with serving(IdealShapeModel(route_confidence=UNSURE), SPEEDS["slow"]) as (url, _):
+        yield url
+
+
+@pytest.fixture
+async def fleet(
+    client: Client,
+    database_url: str,
+    redis_url: str,
+    carrier_url: str,
+    model_url: str,
+    tmp_path: Path,
+) -> AsyncIterator[WorkerFleet]:
+    tier = {"url": model_url, "model": "ideal", "api": "chat"}
+    settings = fleet_settings(
+        client,
+        database_url,
+        redis_url,
+        "stream-kill",
+        domain="bench.peer_domain:domain",
+        light=tier,
+        heavy=tier,
+        local_policy="off",  # every policy step on the inference pool
+        semantic_cache="off",
+        plan_stream="on",
+        speculation_max_calls=8,
+    )
+    env = fleet_env(settings, carrier_url)
+    env.pop("AGENTKEEL_SHOP_CARRIER_URL")  # the bench domain has no carrier (nor the setting)
+    workers = WorkerFleet(settings, env, tmp_path)
+    workers.start("cpu", 2)
+    workers.start("inference", 2)
+    try:
+        await workers.wait_polling(client)
+        yield workers
+    finally:
+        workers.stop()
+
+
+async def _first_early_read(handle: WorkflowHandle[AgentWorkflow, AgentResult]) -> None:
+    """Until a tool read is scheduled while the plan is still being written."""
+    for _ in range(400):
+        async for event in handle.fetch_history_events():
+            attrs = event.activity_task_scheduled_event_attributes
+            if attrs.activity_type.name in TOOL_ARGS:
+                return
+        await asyncio.sleep(0.05)
+    raise AssertionError("no read started while the plan streamed")
+
+
+def _holder(fleet: WorkerFleet, found: list[str], kind: str) -> FleetWorker:
+    owners = [fleet.owner(i) for i in found]
+    holders = [w for w in owners if w is not None and w.kind == kind]
+    assert holders, f"no {kind} worker in {found}"
+    return holders[-1]
+
+
+async def _reads_scheduled(handle: WorkflowHandle[AgentWorkflow, AgentResult]) -> list[str]:
+    """(tool, arguments) of every tool activity scheduled in the run's history."""
+    reads = []
+    async for event in handle.fetch_history_events():
+        if event.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            continue
+        attrs = event.activity_task_scheduled_event_attributes
+        if attrs.activity_type.name in TOOL_ARGS:
+            args = json.loads(attrs.input.payloads[0].data)
+            reads.append((attrs.activity_type.name, _chosen(attrs.activity_type.name, args)))
+    return canonical(reads)
+
+
+async def _model_attempts(handle: WorkflowHandle[AgentWorkflow, AgentResult]) -> int:
+    """The most attempts any model call of the run took."""
+    models = {names.ROUTE, names.PLAN}
+    scheduled: dict[int, str] = {}
+    most = 0
+    async for event in handle.fetch_history_events():
+        attrs = event.activity_task_scheduled_event_attributes
+        if attrs.activity_type.name:
+            scheduled[event.event_id] = attrs.activity_type.name
+        started = event.activity_task_started_event_attributes
+        if scheduled.get(started.scheduled_event_id) in models:
+            most = max(most, started.attempt)
+    return most
+
+
+def _chosen(tool: str, args: object) -> dict[str, object]:
+    """The arguments a model chooses (not the actor and tenant the workflow adds)."""
+    assert isinstance(args, dict), args
+    return {k: args[k] for k in TOOL_ARGS[tool] if k in args}
+
+
+@pytest.mark.parametrize("kind", ["inference", "cpu"])
+async def test_a_worker_killed_while_the_plan_streams_loses_nothing(
+    client: Client, fleet: WorkerFleet, kind: WorkerKind
+) -> None:
+    case = Case("4-wide", 1, named=False, batch=batch_name(uuid.uuid4().int % 600))
+    handle: WorkflowHandle[AgentWorkflow, AgentResult] = await client.start_workflow(
+        AgentWorkflow.run,
+        AgentRequest(question=case.question, tenant=f"cold-{uuid.uuid4().hex[:8]}"),
+        id=f"stream-kill-{kind}-{uuid.uuid4().hex[:8]}",
+        task_queue=fleet.settings.task_queue,
+    )
+    await _first_early_read(handle)
+    # The worker of `kind` that took the run's latest task: for an inference worker, the
+    # model call writing the plan (the route's, where the cascade plans in it).
+    victim = _holder(fleet, await identities(handle), kind)
+    victim.kill()
+
+    result = await asyncio.wait_for(handle.result(), timeout=120)
+    assert [s.status for s in result.steps] == [StepStatus.SUCCEEDED] * len(result.steps)
+    made = canonical([(s.tool, _chosen(s.tool, s.args)) for s in result.steps])
+    assert made == expected_calls(case.question), "exactly the question's calls"
+    assert await _reads_scheduled(handle) == made, "each read scheduled once, early or not"
+    if kind == "inference":
+        assert await _model_attempts(handle) > 1, "the plan in flight was written again"
+    [survivor] = [w for w in fleet.of_kind(kind) if w is not victim]
+    assert _holder(fleet, await identities(handle), kind) is survivor, "went on elsewhere"
