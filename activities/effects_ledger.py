@@ -63,6 +63,7 @@ UPDATE agent_effects
 SET status = $2, approver = $3, approved_by = $4::jsonb, approval_why = $5, error_type = $6,
     reason = $7, settled_at = now()
 WHERE effect_key = $1 AND status = 'claimed'
+  AND ($8::text IS NULL OR (run_id = $8 AND call_id = $9))
 """
 
 _LIST = """
@@ -124,6 +125,8 @@ class EffectLedger:
             settlement.approval_why,
             settlement.error_type,
             settlement.reason,
+            settlement.claimed_by_run,
+            settlement.claimed_by_call,
         )
 
     async def refuse(self, refusal: EffectRefusal) -> None:

@@ -109,6 +109,11 @@ class EffectSettlement(BaseModel):
     approval_why: str | None = None
     error_type: str | None = None
     reason: str = ""
+    claimed_by_call: str | None = None
+    """Settle the claim only if this call (`EffectClaim.call_id`) of this run
+    (`claimed_by_run`) wrote it: a run cancelled while its claim was being written may have
+    written none, and must never end another run's or another step's claim."""
+    claimed_by_run: str | None = None
 
 
 class EffectRefusal(BaseModel):

@@ -8,6 +8,7 @@ The planner is a scripted model (`RefundScript`, a fake at the model boundary).
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import asyncpg
 import pytest
@@ -16,7 +17,7 @@ from temporalio.client import WorkflowFailureError
 from agentkeel.activities.effects_ledger import EffectLedger
 from agentkeel.schemas import errors
 from agentkeel.schemas.actor import Actor
-from agentkeel.schemas.effects import AuditQuery, EffectStatus
+from agentkeel.schemas.effects import AuditQuery, EffectClaim, EffectSettlement, EffectStatus
 from agentkeel.schemas.result import AgentResult, StepStatus
 from tests.support.agent_stack import StackFactory
 from tests.support.gateway_http import gateway
@@ -106,3 +107,40 @@ async def test_the_audit_answers_a_malformed_query_with_a_json_4xx(
             answer = await http.post(path, json=body)
             assert 400 <= answer.status_code < 500, (path, body, answer.text)
             assert "json" in answer.headers["content-type"] and answer.json()
+
+
+async def test_a_cancel_ends_only_the_claim_its_own_call_wrote(db: asyncpg.Pool) -> None:
+    """`claim-cancel-v1`: a run cancelled while its claim was being written ends the claim
+    only where that call of that run wrote it, never a live claim of another run under the
+    same key (an idempotent retry's) that it did not insert."""
+    ledger = EffectLedger(db)
+    tenant = f"ledger-{uuid.uuid4().hex[:8]}"
+    key = f"refund_order:{tenant}"
+    claim = EffectClaim(
+        tenant=tenant,
+        effect_key=key,
+        tool="refund_order",
+        actor=Actor(role="customer", subject="7"),
+        workflow_id="wf-a",
+        run_id="run-a",
+        step_id="s1",
+        call_id="s1",
+        window_s=3600,
+    )
+    await ledger.claim(claim)
+
+    async def settle(run: str, call: str) -> EffectStatus:
+        await ledger.settle(
+            EffectSettlement(
+                effect_key=key,
+                status=EffectStatus.CANCELLED,
+                claimed_by_run=run,
+                claimed_by_call=call,
+            )
+        )
+        [entry] = await ledger.entries(AuditQuery(tenant=tenant))
+        return entry.status
+
+    assert await settle("run-b", "s1") == EffectStatus.CLAIMED, "another run's claim stays"
+    assert await settle("run-a", "s2") == EffectStatus.CLAIMED, "another step's claim stays"
+    assert await settle("run-a", "s1") == EffectStatus.CANCELLED

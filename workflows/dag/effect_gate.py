@@ -121,7 +121,9 @@ async def clear_effect(
         # Cancelled while the claim was being written: it may have been, so it is ended
         # (a no-op where it was not, or where it is another attempt's effect, made).
         if workflow.patched(CLAIM_CANCEL_PATCH):
-            await _end_cancelled(ClearedEffect(key=key, claimed=True), call, "being claimed")
+            await _end_cancelled(
+                ClearedEffect(key=key, claimed=True), call, "being claimed", only_ours=True
+            )
         raise
     cleared = ClearedEffect(key=key, claimed=True, already_made=claimed.already_made)
     if claimed.already_made:  # the tool answers with the effect it made; nothing moves again
@@ -149,11 +151,17 @@ async def clear_effect(
     return cleared
 
 
-async def _end_cancelled(cleared: ClearedEffect, call: ToolCall, during: str) -> None:
+async def _end_cancelled(
+    cleared: ClearedEffect, call: ToolCall, during: str, *, only_ours: bool = False
+) -> None:
+    """`only_ours`: the claim may not have been written, or be another run's or step's
+    (a live claim under the same key): it is ended only where this call wrote it."""
     ended = StepError(
         type=errors.CANCELLED, message=f"{call.tool} {call.call_id}: cancelled while {during}"
     )
-    await ledger.settle(cleared, EffectStatus.CANCELLED, error=ended)
+    await ledger.settle(
+        cleared, EffectStatus.CANCELLED, error=ended, only_by=call if only_ours else None
+    )
 
 
 def untrusted_refusal(

@@ -105,8 +105,10 @@ async def settle(
     *,
     approval: ApprovalRecord | None = None,
     error: StepError | None = None,
+    only_by: ToolCall | None = None,
 ) -> None:
-    """Record how a claimed effect ended (a no-op for one the ledger did not claim)."""
+    """Record how a claimed effect ended (a no-op for one the ledger did not claim);
+    `only_by`: only where that call of this run wrote the claim."""
     if not cleared.claimed:
         return
     approval = approval or cleared.approval
@@ -120,6 +122,8 @@ async def settle(
             approval_why=approval.request.why if approval else None,
             error_type=error.type if error else None,
             reason=(error.message if error else (approval.reason if approval else ""))[:2000],
+            claimed_by_run=workflow.info().run_id if only_by is not None else None,
+            claimed_by_call=only_by.call_id if only_by is not None else None,
         ),
         start_to_close_timeout=LEDGER_TIMEOUT,
         retry_policy=timeouts.STORE_RETRY,
