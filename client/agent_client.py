@@ -23,7 +23,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
 from agentkeel.client.approvals import decide_approval
-from agentkeel.client.budgets import BudgetExhaustedError, WindowBudgets, WindowLimits
+from agentkeel.client.budgets import BudgetExhaustedError, WindowBudgets, WindowLimits, held_under
 from agentkeel.client.fast_path import AnswerCache, OutputReader
 from agentkeel.client.readers import ExactAnswers, PostgresOutputs
 from agentkeel.client.token_follow import OnEvent, TokenReader, relay_until
@@ -237,15 +237,9 @@ class AgentClient:
     ) -> WorkflowHandle[Any, AgentResult]:
         """Start `AgentWorkflow` by its public name (this side never imports the workflow),
         in `lane` (default: `schemas.lanes.lane_of(request)`, interactive unless a watch).
-
-        Raises:
-            BudgetExhaustedError: the request's key or tenant has spent its model budget
-                for this window (`client.budgets`).
-        """
+        `BudgetExhaustedError`: its key or tenant spent this window's budget (`budgets`)."""
         lane = lane or lane_of(request)
-        if self._run_budget is not None and request.options.budget is None:
-            options = request.options.model_copy(update={"budget": self._run_budget})
-            request = request.model_copy(update={"options": options})
+        request = held_under(request, self._run_budget)
         if self._budgets is not None:
             await self._budgets.check(request)
         if workflow_id is not None:

@@ -21,7 +21,7 @@ from redis.exceptions import RedisError
 
 from agentkeel.schemas.errors import BUDGET_EXHAUSTED
 from agentkeel.schemas.request import AgentRequest
-from agentkeel.schemas.usage import usage_window_key
+from agentkeel.schemas.usage import RunBudget, usage_window_key
 from agentkeel.settings.model import Settings
 
 __all__ = ["BudgetExhaustedError", "WindowBudgets", "WindowLimits"]
@@ -125,3 +125,14 @@ class WindowBudgets:
                     window_s=self.limits.window_s,
                     retry_after_s=retry_after,
                 )
+
+
+def held_under(request: AgentRequest, ceiling: RunBudget | None) -> AgentRequest:
+    """`request` with its run budget held under the deployment's (`ceiling`, a ceiling: a
+    request may ask for less, never more; one that asks for none gets the ceiling)."""
+    if ceiling is None:
+        return request
+    asked = request.options.budget
+    budget = ceiling if asked is None else asked.within(ceiling)
+    options = request.options.model_copy(update={"budget": budget})
+    return request.model_copy(update={"options": options})

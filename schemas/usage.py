@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Self
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt
 
@@ -105,6 +105,19 @@ class RunBudget(BaseModel):
     """Cost of the run's model calls by the inference workers' price table."""
     degrade_at: float = Field(default=0.8, ge=0.0, le=1.0)
     """The share of the budget after which the run uses the light tier only."""
+
+    def within(self, ceiling: RunBudget) -> RunBudget:
+        """This budget held under `ceiling` (the deployment's): each limit the lower of the
+        two, a limit only one of them sets kept, and the earlier degrade point."""
+
+        def lower(mine: Any, theirs: Any) -> Any:
+            return theirs if mine is None else mine if theirs is None else min(mine, theirs)
+
+        return RunBudget(
+            tokens=lower(self.tokens, ceiling.tokens),
+            cost_usd=lower(self.cost_usd, ceiling.cost_usd),
+            degrade_at=min(self.degrade_at, ceiling.degrade_at),
+        )
 
     def share_spent(self, usage: RunUsage) -> float:
         """The largest share of a limit `usage` has used (0 without limits)."""

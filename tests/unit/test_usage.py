@@ -164,3 +164,19 @@ async def test_model_calls_enter_the_activitys_book_even_from_tasks_it_starts() 
     # The fake reports no counts: estimated from the texts, and said to be.
     assert light.calls == 2 and light.estimated
     assert light.prompt_tokens == 2 * approx_tokens("head the question")
+
+
+def test_the_deployments_run_budget_is_a_ceiling_a_request_cannot_lift() -> None:
+    from agentkeel.client.budgets import held_under
+    from agentkeel.schemas.request import AgentRequest, RunOptions
+    from agentkeel.schemas.usage import RunBudget
+
+    ceiling = RunBudget(tokens=20_000, degrade_at=0.8)
+    asked = RunBudget(tokens=10**9, cost_usd=0.5, degrade_at=1.0)
+    held = held_under(AgentRequest(question="q", options=RunOptions(budget=asked)), ceiling)
+    assert held.options.budget == RunBudget(tokens=20_000, cost_usd=0.5, degrade_at=0.8)
+    less = RunBudget(tokens=500, degrade_at=0.5)
+    held = held_under(AgentRequest(question="q", options=RunOptions(budget=less)), ceiling)
+    assert held.options.budget == less, "a request may ask for less"
+    assert held_under(AgentRequest(question="q"), ceiling).options.budget == ceiling
+    assert held_under(AgentRequest(question="q"), None).options.budget is None
