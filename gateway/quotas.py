@@ -107,7 +107,8 @@ class Quotas:
         self.leases = Leases(redis)
         self.temporal = temporal
         self.limits = limits
-        self._pre_swept: dict[str, float] = {}
+        self._pre_swept: dict[tuple[str, ...], float] = {}
+        self._pre_sweeping: dict[tuple[str, ...], asyncio.Future[None]] = {}
         # One hash tag: a run's key and tenant scopes are taken in one script, which on a
         # Redis Cluster must name keys of one slot.
         self.prefix = f"agentkeel:gateway:{{{deployment}}}:"
@@ -134,9 +135,7 @@ class Quotas:
         )
         if watching and any(watch_limits):
             # Watches asked for in words among its runs count before it is let in.
-            due = self._due([slot.key for slot in self._slots(RUN_KINDS[:1], caller, tenant)])
-            if due:
-                await self.sweep(due)
+            await self._pre_sweep([slot.key for slot in self._slots(RUN_KINDS[:1], caller, tenant)])
         full = await self.leases.take(slots, member, self.limits.lease_s)
         if full is not None:
             await self.sweep([slot.key for slot in slots])
@@ -145,16 +144,27 @@ class Quotas:
             raise OverQuota(self._problem(full))
         return Lease(member, tuple(slot.key for slot in slots))
 
-    def _due(self, keys: list[str]) -> list[str]:
-        """Those of `keys` not swept ahead of a start in the last `PRE_SWEEP_GAP_S`."""
-        now = time.monotonic()
+    async def _pre_sweep(self, keys: list[str]) -> None:
+        """Sweep `keys` ahead of a watching start, at most once a `PRE_SWEEP_GAP_S`: starts
+        that come while a sweep of theirs runs wait for it, rather than pass it by."""
+        scope = tuple(keys)
+        running = self._pre_sweeping.get(scope)
+        if running is None:
+            if time.monotonic() - self._pre_swept.get(scope, -math.inf) < PRE_SWEEP_GAP_S:
+                return  # swept just now: what it counted holds
+            running = asyncio.ensure_future(self._sweep_and_note(scope))
+            self._pre_sweeping[scope] = running
+            running.add_done_callback(lambda _: self._pre_sweeping.pop(scope, None))
+        await asyncio.shield(running)
+
+    async def _sweep_and_note(self, scope: tuple[str, ...]) -> None:
+        await self.sweep(list(scope))
+        now = time.monotonic()  # noted once it succeeded: a failed sweep is tried again
         if len(self._pre_swept) > 10_000:  # bounded: forget what is no longer recent
             self._pre_swept = {
                 k: t for k, t in self._pre_swept.items() if now - t < PRE_SWEEP_GAP_S
             }
-        due = [k for k in keys if now - self._pre_swept.get(k, -math.inf) >= PRE_SWEEP_GAP_S]
-        self._pre_swept.update(dict.fromkeys(due, now))
-        return due
+        self._pre_swept[scope] = now
 
     async def started(self, lease: Lease, workflow_id: str) -> Lease:
         """The reservation becomes the run's own (one lease for requests sharing a run)."""
