@@ -37,16 +37,19 @@ class McpUnreachable(ConnectionError):
 
 def resolve_command(server: McpServer, environ: Mapping[str, str]) -> str:
     """The program a stdio server's `command` names: a path as given; a bare name from the
-    running interpreter's environment first (the directory of `sys.executable`: a venv's
-    `bin`, where `pip install` put the server, whether or not the venv is activated), then
-    `PATH` (the server's `env` may set its own).
+    server's own `env` `PATH` where it sets one, then the running interpreter's environment
+    (the directory of `sys.executable`: a venv's `bin`, where `pip install` put the server,
+    whether or not the venv is activated), then `PATH`. A relative path is taken from the
+    server's `cwd` where it has one, as the started process resolves it.
 
     Raises:
         McpUnreachable: no such program, naming where it was looked for and the fix."""
     command = server.command
     assert command is not None
     if os.sep in command or (os.altsep and os.altsep in command):
-        if not os.path.exists(command):
+        # A relative path is the server's own working directory's, as the process sees it.
+        where = os.path.join(server.cwd, command) if server.cwd else command
+        if not os.path.exists(where):
             raise McpUnreachable(
                 f"MCP server {server.name}: command {command!r} does not exist; "
                 "set `command` to the server program's path"
@@ -54,9 +57,14 @@ def resolve_command(server: McpServer, environ: Mapping[str, str]) -> str:
         return command
     own_bin = os.path.dirname(sys.executable)
     beside = os.path.join(own_bin, command)
+    own_path = server.env.get("PATH")
+    if own_path:  # the server's configuration says where its programs are: that first
+        found = shutil.which(command, path=own_path)
+        if found is not None:
+            return found
     if os.path.isfile(beside) and os.access(beside, os.X_OK):
         return beside
-    path = server.env.get("PATH") or environ.get("PATH") or os.defpath
+    path = own_path or environ.get("PATH") or os.defpath
     found = shutil.which(command, path=path)
     if found is not None:
         return found

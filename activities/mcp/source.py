@@ -144,7 +144,7 @@ class McpToolSource:
             await asyncio.sleep(wait)
             try:
                 await connection.list_tools()
-            except McpUnreachable as exc:
+            except Exception as exc:  # whatever it is, the server is still not serving
                 wait = min(wait * 2, RETRY_MAX_S)
                 log.info(
                     "mcp_server_still_unavailable",

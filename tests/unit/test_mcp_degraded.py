@@ -125,3 +125,17 @@ def test_an_mcp_tools_answer_is_readable_text_not_a_python_repr() -> None:
         "time_get_current_time: total: 3; items: ((id: 1), (id: 2)); next: none."
     )
     assert spec.render({"text": "It is noon."}) == "time_get_current_time: It is noon."
+
+
+def test_a_relative_command_is_the_servers_cwds_and_its_own_path_comes_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _program(tmp_path / "srv" / "server")
+    server = McpServer(name="rel", command="./server", cwd=str(tmp_path / "srv"))
+    assert resolve_command(server, {}) == "./server", "found where the process will look"
+    # The server's own PATH names where its programs are: that wins over the venv.
+    _program(tmp_path / "venv" / "bin" / "tool-server")
+    own = _program(tmp_path / "own" / "tool-server")
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "venv" / "bin" / "python"))
+    pinned = McpServer(name="pin", command="tool-server", env={"PATH": str(own.parent)})
+    assert resolve_command(pinned, {}) == str(own)
