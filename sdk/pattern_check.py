@@ -97,8 +97,10 @@ def _check(
             )
         _check_args(step, spec, where)
         _check_groups(step, regex, where)
-        earlier = {s.id: s for n, s in steps if n <= number}
-        _check_refs(step, spec, earlier, catalog, where)
+        # Any other step of the pattern may be read (the plan's order need not be the
+        # DAG's); a step reading itself, or a cycle, is the plan check's to refuse.
+        others = {s.id: s for _, s in steps if s.id != step.id}
+        _check_refs(step, spec, {**others, step.id: step}, catalog, where)
 
 
 def _steps(
@@ -183,12 +185,13 @@ def _check_refs(
         for ref in iter_references(value):
             if ref.step is None:
                 continue  # `$item.field`: checked against the list when the plan runs
-            source = by_id.get(ref.step)
+            # A repeated step's `until` reads its own result; nothing else may.
+            itself = ref.step == step.id and name != "repeat.until"
+            source = None if itself else by_id.get(ref.step)
             if source is None:
-                earlier = ", ".join(s for s in by_id if s != step.id) or "none"
+                others = ", ".join(s for s in by_id if s != step.id) or "none"
                 raise PatternError(
-                    f"{where} {name}: {ref} names no earlier step of the pattern; "
-                    f"earlier steps: {earlier}"
+                    f"{where} {name}: {ref} names no other step of the pattern; its steps: {others}"
                 )
             if source.tool not in catalog:
                 continue

@@ -107,8 +107,8 @@ def _close(*steps: dict[str, Any], intent: str = "close") -> PlanPattern:
         ),
         (
             _close(READ, {**CLOSE, "args": {"item_id": "$red.item_id"}}),
-            "step 2 (close) item_id: $red.item_id names no earlier step of the pattern; "
-            "earlier steps: read",
+            "step 2 (close) item_id: $red.item_id names no other step of the pattern; "
+            "its steps: read",
         ),
         (
             _close(READ, {**CLOSE, "args": {"item_id": "$read.owner"}}),
@@ -271,3 +271,11 @@ def test_a_pattern_plan_the_run_refused_is_answered_as_refused_not_as_no_match()
     )
     assert "UnknownTool: step s1: unknown tool 'x'" in answer
     assert "no pattern" not in answer
+
+
+def test_a_pattern_may_list_a_step_before_the_step_it_reads() -> None:
+    """The plan's order is not the DAG's: a step may read one listed after it, as the
+    workflow's plan check allows; only a step reading itself is refused."""
+    _domain(_close(CLOSE, READ))
+    with pytest.raises(DomainError, match="names no other step"):
+        _domain(_close({**READ, "args": {"item_id": "$read.item_id"}}, CLOSE))
