@@ -40,7 +40,9 @@ def _run_priority(tenant: str) -> Priority:
         return Priority.default
     if not workflow.patched(TENANT_FAIRNESS_PATCH):
         return Priority.default
-    return Priority(fairness_key=tenant)
+    # The warmer's own priority key, said outright rather than left to the server's merge
+    # of a child's priority with its parent's.
+    return Priority(priority_key=workflow.info().priority.priority_key, fairness_key=tenant)
 
 
 @workflow.defn(name=WARMER_NAME)

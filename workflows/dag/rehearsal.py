@@ -150,8 +150,9 @@ async def _planned(
     if planned.error is not None or not planned.plan.steps:
         refused = planned.error or _error(errors.EMPTY_PLAN, "the planner wrote no steps")
         return routed.route.intent, planned.plan, refused
-    intent = planned.route.intent if planned.route is not None else routed.route.intent
-    return intent, planned.plan, None
+    # The router's reading alone allows side effects, as in a run (a planner has read tool
+    # output, whose text must never ask for one).
+    return routed.route.intent, planned.plan, None
 
 
 def _effects_of(plan: Plan, tools: Mapping[str, ToolSpec]) -> frozenset[str]:
