@@ -146,6 +146,9 @@ async def test_a_paraphrase_stored_through_one_worker_is_served_by_the_other(
     assert (await stored.result()).cache == CacheStatus.MISS
     [storer] = {fleet.owner(i) for i in await identities(stored)}
     assert storer is not None, "the whole run, its store too, on one worker"
+    # The semantic entry is written behind the run (`SemanticTier.remember`): once it is
+    # in Postgres, the worker that wrote it goes.
+    await _entry_written(database_url, KB_QUESTION)
     storer.kill()  # the next run can only go to the other worker
     await asyncio.sleep(SYNC_INTERVAL_S)  # the most FAISS may lag; pgvector does not lag
     served = await start(PARAPHRASE)
@@ -156,3 +159,23 @@ async def test_a_paraphrase_stored_through_one_worker_is_served_by_the_other(
     assert result.cache_match is not None and result.cache_match.question == KB_QUESTION
     [survivor] = [w for w in fleet.workers if w is not storer]
     assert all(survivor.owns(i) for i in await identities(served))
+
+
+async def _entry_written(database_url: str, question: str) -> None:
+    db = await asyncpg.connect(database_url)
+    try:
+        for _ in range(100):
+            tables = await db.fetch(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_name LIKE 'semantic_cache_entries%'"
+            )
+            for table in tables:
+                found = await db.fetchval(
+                    f"SELECT count(*) FROM {table['table_name']} WHERE question = $1", question
+                )
+                if found:
+                    return
+            await asyncio.sleep(0.1)
+    finally:
+        await db.close()
+    raise AssertionError(f"no semantic entry for {question!r} after 10 s")
