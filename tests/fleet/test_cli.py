@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
@@ -32,12 +33,7 @@ async def test_a_failed_step_is_exit_status_1_and_an_answer_is_0(
     make_stack: StackFactory, tmp_path: Path, redis_url: str
 ) -> None:
     stack = await make_stack()
-    env = {
-        "AGENTKEEL_STATE_DIR": str(tmp_path),
-        "AGENTKEEL_TEMPORAL_ADDRESS": stack.client.service_client.config.target_host,
-        "AGENTKEEL_TASK_QUEUE": stack.settings.task_queue,
-        "AGENTKEEL_REDIS_URL": redis_url,
-    }
+    env = _cli_env(stack, tmp_path, redis_url)
     tenant = ["--tenant", stack.tenant, "--no-cache"]
     code, out, err = await _agentkeel("ask", "Where is order 999999?", *tenant, env=env)
     assert code == 1, (out, err)
@@ -50,12 +46,7 @@ async def test_ask_shows_each_steps_start_and_result_prints_the_answer_again(
     make_stack: StackFactory, tmp_path: Path, redis_url: str
 ) -> None:
     stack = await make_stack()
-    env = {
-        "AGENTKEEL_STATE_DIR": str(tmp_path),
-        "AGENTKEEL_TEMPORAL_ADDRESS": stack.client.service_client.config.target_host,
-        "AGENTKEEL_TASK_QUEUE": stack.settings.task_queue,
-        "AGENTKEEL_REDIS_URL": redis_url,
-    }
+    env = _cli_env(stack, tmp_path, redis_url)
     tenant = ["--tenant", stack.tenant, "--no-cache"]
     asked = "Is SKU-00001 in stock, and SKU-00002, and SKU-00003?"
     code, out, err = await _agentkeel("ask", asked, *tenant, env=env)
@@ -72,3 +63,13 @@ async def test_ask_shows_each_steps_start_and_result_prints_the_answer_again(
     assert again.splitlines()[0].strip() == answer and "started at +" in again
     code, shown, _ = await _agentkeel("result", workflow_id, "-o", "json", env=env)
     assert code == 0 and json.loads(shown)["answer"].strip() == answer
+
+
+def _cli_env(stack: Any, state: Path, redis_url: str) -> dict[str, str]:
+    """The CLI pointed at `stack`: its Temporal, task queue and Redis, its state in `state`."""
+    return {
+        "AGENTKEEL_STATE_DIR": str(state),
+        "AGENTKEEL_TEMPORAL_ADDRESS": stack.client.service_client.config.target_host,
+        "AGENTKEEL_TASK_QUEUE": stack.settings.task_queue,
+        "AGENTKEEL_REDIS_URL": redis_url,
+    }
