@@ -78,7 +78,7 @@ class AgentClient:
         `outputs`: where outputs kept by reference are read back, so results come back
         complete (None leaves them as `output_ref`). `redis`: token streams.
         `budgets`: the budgets per key and tenant checked before a run starts (None: none).
-        `run_budget`: the budget of a run whose request sets none (`options.budget`).
+        `run_budget`: the deployment's run budget, a ceiling on `options.budget`.
         `lanes`: runs start with their lane's priority and their tenant as fairness key
         (`schemas.lanes`); False: Temporal's default priority for all."""
         self.temporal = temporal
