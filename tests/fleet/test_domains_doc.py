@@ -202,7 +202,7 @@ EXPECTED: list[tuple[str, Check, bool]] = [
     ("agentkeel approve WORKFLOW_ID --as ann --approval 1", _approved("s2"), False),
     ("curl -s 127.0.0.1:8080/v1/runs/WORKFLOW_ID", _ok('"state":"completed"'), True),
     ('agentkeel ask "Tell me when item 1 is closed" --timeout 3', _watching, False),
-    ("agentkeel watches", _listed, False),
+    ("agentkeel watches", _listed, True),  # visibility lists it a moment later
     ("curl -s 127.0.0.1:8080/v1/runs -H", _started, False),
     ("agentkeel approve WORKFLOW_ID --as ann --approval 1", _approved("s1"), False),
     ("curl -s 127.0.0.1:8080/v1/runs/WATCH_WORKFLOW_ID", _watch_answered, True),
