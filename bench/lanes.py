@@ -2,6 +2,7 @@
 
     python -m bench.lanes [--interactive-runs N] [--in-flight C] [--warm W] [--flood F]
                           [--workflow-slots S] [--activity-slots A]
+                          [--tuner fixed|resource] [--cpu-target T]
 
 A fresh dev server (with the lanes' dynamic config of `cli.stack.temporal`), in-process
 workers, the rules policy, the path cache off, a carrier with `--carrier-ms` latency, and
@@ -149,6 +150,8 @@ async def measure(args: argparse.Namespace) -> None:
             carrier_url=carrier_url,
             cpu_workflow_slots=args.workflow_slots,
             cpu_activity_slots=args.activity_slots,
+            cpu_slot_tuner=args.tuner,
+            cpu_slot_target=args.cpu_target,
         ) as stack,
     ):
         on = AgentClient(stack.client, task_queue=stack.task_queue, version=uuid.uuid4().hex)
@@ -160,7 +163,7 @@ async def measure(args: argparse.Namespace) -> None:
             f"{args.interactive_runs} interactive runs, {args.in_flight} in flight, of "
             f"{len(TENANTS)} tenants; burst: {args.warm} warming runs + {args.flood} runs of "
             f"{FLOOD_TENANT}; CPU worker slots {args.workflow_slots} workflow tasks, "
-            f"{args.activity_slots} activities; times in ms"
+            f"{args.activity_slots} activities ({_tuner(args)}); times in ms"
         )
         print(f"{'row':<17} {'p50':>7} {'p99':>7} {'p99/alone':>9} {'worst/best':>11}   "
               "tenant medians")  # fmt: skip
@@ -168,6 +171,12 @@ async def measure(args: argparse.Namespace) -> None:
         _print(alone, alone)
         for name, agents in (("burst, lanes on", on), ("burst, lanes off", off)):
             _print(await _row(agents, name, args, burst=True), alone)
+
+
+def _tuner(args: argparse.Namespace) -> str:
+    if args.tuner == "fixed":
+        return "fixed"
+    return f"resource-based: taken while the CPU is under {args.cpu_target:.0%}"
 
 
 def main() -> None:
@@ -182,6 +191,10 @@ def main() -> None:
     parser.add_argument(
         "--activity-slots", type=int, default=16, help="AGENTKEEL_CPU_ACTIVITY_SLOTS"
     )
+    parser.add_argument(
+        "--tuner", choices=("fixed", "resource"), default="fixed", help="AGENTKEEL_CPU_SLOT_TUNER"
+    )
+    parser.add_argument("--cpu-target", type=float, default=0.8, help="AGENTKEEL_CPU_SLOT_TARGET")
     parser.add_argument("--carrier-ms", type=int, default=40, help="carrier latency")
     asyncio.run(measure(parser.parse_args()))
 

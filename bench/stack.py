@@ -38,6 +38,7 @@ from agentkeel.settings.model import ENV_PREFIX, Settings
 from agentkeel.settings.namespace_setup import ensure_search_attributes
 from agentkeel.settings.tracing import tracing_plugins
 from agentkeel.workers.resources import cpu_activities, unsure_forecast
+from agentkeel.workers.slots import cpu_slots
 from agentkeel.workers.stand_ins import with_stand_ins
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workers.worker import cpu_worker, inference_worker
@@ -230,6 +231,5 @@ def _cpu_worker(client: Client, settings: Settings, activities: list[Callable[..
         extra_workflows=[BenchReactWorkflow],
         sandboxed=settings.sandboxed_workflows(),
         inline_activations=settings.inline_activations(),
-        max_workflow_tasks=settings.cpu_workflow_slots,
-        max_activities=settings.cpu_activity_slots,
+        slots=cpu_slots(settings),
     )

@@ -7,6 +7,7 @@ test keeps the committed file equal to what this writes.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -118,8 +119,12 @@ def _cell(text: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Write the reference to the path given (default `docs/settings.md`)."""
-    args = sys.argv[1:] if argv is None else argv
-    path = Path(args[0]) if args else DEFAULT_PATH
+    parser = argparse.ArgumentParser(
+        prog="python -m agentkeel.settings.doc",
+        description="Write the settings reference, generated from the settings' own types.",
+    )
+    parser.add_argument("path", nargs="?", type=Path, default=DEFAULT_PATH)
+    path: Path = parser.parse_args(argv).path
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render())
     print(f"wrote {path}")

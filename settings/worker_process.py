@@ -11,9 +11,12 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from agentkeel.settings.types import MODEL_CONFIG, AtLeastOne, MetricsAddress, OnOff
+from agentkeel.settings.types import MODEL_CONFIG, AtLeastOne, Fraction, MetricsAddress, OnOff
 
-__all__ = ["WorkerProcessSettings"]
+__all__ = ["SlotTuner", "WorkerProcessSettings"]
+
+SlotTuner = Literal["fixed", "resource"]
+"""How the CPU worker sizes its slots (`workers.slots`)."""
 
 
 class WorkerProcessSettings(BaseModel):
@@ -46,6 +49,14 @@ class WorkerProcessSettings(BaseModel):
     cpu_activity_slots: AtLeastOne = 200
     """Activities (tools, cache, run records) the CPU worker takes at once; past it they
     wait in Temporal's backlog, in lane order. The DB pool bounds the tools anyway."""
+    cpu_slot_tuner: SlotTuner = "fixed"
+    """`fixed`: the CPU worker takes up to the slots above at once; `resource`: it takes a
+    new task only while the machine's CPU is under `AGENTKEEL_CPU_SLOT_TARGET` (the slots
+    above are then ceilings), so a background burst waits in Temporal's backlog, where
+    lanes hand interactive tasks out first (`workers.slots`)."""
+    cpu_slot_target: Fraction = 0.8
+    """With `AGENTKEEL_CPU_SLOT_TUNER=resource`: the share of the CPU past which the worker
+    takes no new task."""
 
     def sandboxed_workflows(self) -> bool:
         """`workflow_sandbox` read: whether the CPU worker runs workflows in the sandbox."""

@@ -39,6 +39,7 @@ from agentkeel.workers.resources import (
     unsure_forecast,
     usage_metering,
 )
+from agentkeel.workers.slots import DEFAULT_SLOTS, CpuSlots, cpu_slots
 from agentkeel.workers.temporal_client import connect
 from agentkeel.workers.versioning import deployment_config
 from agentkeel.workers.warming_schedule import ensure_warming_schedule
@@ -51,9 +52,6 @@ log = structlog.get_logger(__name__)
 
 GRACEFUL_SHUTDOWN = timedelta(seconds=10)
 STICKY_TIMEOUT = timedelta(seconds=2)
-CPU_MAX_ACTIVITIES = 200
-"""Tool activities are I/O bound; the DB pool, not this, is the real limit."""
-CPU_MAX_WORKFLOW_TASKS = 100
 
 
 def cpu_worker(
@@ -66,8 +64,7 @@ def cpu_worker(
     inline_activations: bool = True,
     deployment: WorkerDeploymentConfig | None = None,
     held_patches: Collection[str] = (),
-    max_workflow_tasks: int = CPU_MAX_WORKFLOW_TASKS,
-    max_activities: int = CPU_MAX_ACTIVITIES,
+    slots: CpuSlots = DEFAULT_SLOTS,
 ) -> Worker:
     """Runs `AgentWorkflow` (and the cache warmer), the tools, the cache and persistence.
 
@@ -94,10 +91,11 @@ def cpu_worker(
     `thread` keeps the SDK's default. With the sandbox on, activations always use threads
     (`debug_mode` would relax the sandbox for a debugger).
 
-    `max_workflow_tasks`, `max_activities` (`AGENTKEEL_CPU_WORKFLOW_SLOTS`, `..._ACTIVITY_
-    SLOTS`): what the worker takes at once. A task it has not taken waits in the server's
-    backlog, the one place where lanes (`schemas.lanes`) order tasks: slots the worker
-    cannot serve promptly take background tasks off the backlog ahead of interactive ones.
+    `slots` (`AGENTKEEL_CPU_WORKFLOW_SLOTS`, `..._ACTIVITY_SLOTS`, `AGENTKEEL_CPU_SLOT_TUNER`):
+    what the worker takes at once (`workers.slots`). A task it has not taken waits in the
+    server's backlog, the one place where lanes (`schemas.lanes`) order tasks: slots the
+    worker cannot serve promptly take background tasks off the backlog ahead of interactive
+    ones.
 
     `deployment`: its worker deployment version (`workers.versioning`); None: unversioned.
 
@@ -113,8 +111,7 @@ def cpu_worker(
         workflows=[AgentWorkflow, FanOutWorkflow, CacheWarmerWorkflow, *extra_workflows],
         workflow_runner=SandboxedWorkflowRunner() if sandboxed else UnsandboxedWorkflowRunner(),
         activities=activities,
-        max_concurrent_activities=max_activities,
-        max_concurrent_workflow_tasks=max_workflow_tasks,
+        **slots.worker_options(),
         # Only what inlines activations: deadlock detection off, a breakpoint hook that
         # acts only on breakpoint() inside a workflow. Never with the sandbox (it relaxes it).
         debug_mode=inline_activations and not sandboxed,
@@ -208,8 +205,7 @@ async def _cpu_worker(settings: Settings, readiness: Readiness) -> None:
             inline_activations=settings.inline_activations(),
             deployment=deployment_config(settings),
             held_patches=settings.held_patch_ids(),
-            max_workflow_tasks=settings.cpu_workflow_slots,
-            max_activities=settings.cpu_activity_slots,
+            slots=cpu_slots(settings),
         )
         await _run_until_signalled(worker, readiness)
 

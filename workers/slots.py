@@ -1,0 +1,80 @@
+"""How many tasks the CPU worker takes at once: a fixed count, or as many as the machine's
+CPU and memory allow (Temporal's resource-based tuner), up to that count.
+
+Lanes (`schemas.lanes`) order only what waits in the server's backlog. A worker with many
+fixed slots takes a background burst in at once, and interactive tasks that arrive after it
+queue behind the burst inside the worker, where no priority applies. With `resource`, the
+worker takes a new task only while the CPU is under the target: past it the burst stays on
+the server, where interactive tasks are handed out first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from temporalio.worker import ResourceBasedSlotConfig, WorkerTuner
+
+from agentkeel.settings.worker_process import SlotTuner, WorkerProcessSettings
+
+MEMORY_TARGET = 0.9
+"""The share of the machine's memory past which the resource tuner hands out no new slot."""
+MIN_WORKFLOW_SLOTS = 2
+MIN_ACTIVITY_SLOTS = 4
+"""Always handed out: a run in flight can finish its step even while the CPU is busy."""
+ACTIVITY_RAMP = timedelta(milliseconds=10)
+"""The wait between new activity slots past the minimum, so the CPU reading can follow
+(the SDK's 50 ms paces a burst of 100 ms tools too slowly)."""
+
+
+@dataclass(frozen=True)
+class CpuSlots:
+    """The CPU worker's slots: `workflow_tasks` and `activities` are the counts (`fixed`) or
+    the ceilings (`resource`, taken while the CPU is under `cpu_target`)."""
+
+    workflow_tasks: int = 100
+    activities: int = 200
+    tuner: SlotTuner = "fixed"
+    cpu_target: float = 0.8
+
+    def worker_options(self) -> dict[str, Any]:
+        """The `temporalio.worker.Worker` arguments that set these slots."""
+        if self.tuner == "fixed":
+            return {
+                "max_concurrent_workflow_tasks": self.workflow_tasks,
+                "max_concurrent_activities": self.activities,
+            }
+        activities = ResourceBasedSlotConfig(
+            minimum_slots=min(MIN_ACTIVITY_SLOTS, self.activities),
+            maximum_slots=self.activities,
+            ramp_throttle=ACTIVITY_RAMP,
+        )
+        workflows = ResourceBasedSlotConfig(
+            minimum_slots=min(MIN_WORKFLOW_SLOTS, self.workflow_tasks),
+            maximum_slots=self.workflow_tasks,
+        )
+        return {
+            "tuner": WorkerTuner.create_resource_based(
+                target_memory_usage=MEMORY_TARGET,
+                target_cpu_usage=self.cpu_target,
+                workflow_config=workflows,
+                activity_config=activities,
+                local_activity_config=activities,
+            )
+        }
+
+
+def cpu_slots(settings: WorkerProcessSettings) -> CpuSlots:
+    """The CPU worker's slots as `AGENTKEEL_CPU_*_SLOTS` and `AGENTKEEL_CPU_SLOT_*` give them."""
+    return CpuSlots(
+        workflow_tasks=settings.cpu_workflow_slots,
+        activities=settings.cpu_activity_slots,
+        tuner=settings.cpu_slot_tuner,
+        cpu_target=settings.cpu_slot_target,
+    )
+
+
+DEFAULT_SLOTS = CpuSlots()
+"""The SDK's own fixed counts: 100 workflow tasks, 200 activities (tools are I/O bound; the
+DB pool, not this, is their real limit)."""
