@@ -67,6 +67,8 @@ async def both_tiers(light: LlmPolicy, heavy: LlmPolicy, row: Row) -> Both:
 
 
 def curve(requests: Sequence[Both]) -> dict[str, dict[str, float]]:
+    if not requests:
+        return {}
     points = {}
     for threshold in THRESHOLDS:
         served = [r.served(threshold) for r in requests]

@@ -7,11 +7,11 @@ they shape the worker as a process (probes, sandbox, activations), not what a ru
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from agentkeel.settings.types import MODEL_CONFIG, AtLeastOne, Fraction, MetricsAddress, OnOff
+from agentkeel.settings.types import MODEL_CONFIG, AtLeastOne, MetricsAddress, OnOff
 
 __all__ = ["SlotTuner", "WorkerProcessSettings"]
 
@@ -50,11 +50,12 @@ class WorkerProcessSettings(BaseModel):
     """Activities (tools, cache, run records) the CPU worker takes at once; past it they
     wait in Temporal's backlog, in lane order. The DB pool bounds the tools anyway."""
     cpu_slot_tuner: SlotTuner = "fixed"
-    """`fixed`: the CPU worker takes up to the slots above at once; `resource`: it takes a
-    new task only while the machine's CPU is under `AGENTKEEL_CPU_SLOT_TARGET` (the slots
-    above are then ceilings), so a background burst waits in Temporal's backlog, where
-    lanes hand interactive tasks out first (`workers.slots`)."""
-    cpu_slot_target: Fraction = 0.8
+    """`fixed`: the CPU worker takes up to the slots above at once; `resource`: past a floor
+    of 2 workflow tasks and 4 activities, it takes a new one only while the machine's CPU is
+    under `AGENTKEEL_CPU_SLOT_TARGET` and its memory under 80 % (the slots above are then
+    ceilings), so more of a background burst waits in Temporal's backlog, where lanes hand
+    interactive tasks out first (`workers.slots`)."""
+    cpu_slot_target: Annotated[float, Field(gt=0, le=1)] = 0.8
     """With `AGENTKEEL_CPU_SLOT_TUNER=resource`: the share of the CPU past which the worker
     takes no new task."""
 

@@ -3,9 +3,10 @@ CPU and memory allow (Temporal's resource-based tuner), up to that count.
 
 Lanes (`schemas.lanes`) order only what waits in the server's backlog. A worker with many
 fixed slots takes a background burst in at once, and interactive tasks that arrive after it
-queue behind the burst inside the worker, where no priority applies. With `resource`, the
-worker takes a new task only while the CPU is under the target: past it the burst stays on
-the server, where interactive tasks are handed out first.
+queue behind the burst inside the worker, where no priority applies. With `resource`, past
+a small floor the worker takes a new workflow task or activity only while the machine's CPU
+(and memory) is under the target: more of the burst stays on the server, where interactive
+tasks are handed out first.
 """
 
 from __future__ import annotations
@@ -14,15 +15,25 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from temporalio.worker import ResourceBasedSlotConfig, WorkerTuner
+from temporalio.worker import (
+    FixedSizeSlotSupplier,
+    ResourceBasedSlotConfig,
+    ResourceBasedSlotSupplier,
+    ResourceBasedTunerConfig,
+    WorkerTuner,
+)
 
 from agentkeel.settings.worker_process import SlotTuner, WorkerProcessSettings
 
-MEMORY_TARGET = 0.9
-"""The share of the machine's memory past which the resource tuner hands out no new slot."""
+MEMORY_TARGET = 0.8
+"""The share of the machine's memory past which the resource tuner hands out no new slot
+(the SDK advises no more than 0.8)."""
 MIN_WORKFLOW_SLOTS = 2
 MIN_ACTIVITY_SLOTS = 4
-"""Always handed out: a run in flight can finish its step even while the CPU is busy."""
+"""A floor handed out whatever the CPU reads, so the worker never stalls entirely; tasks past
+it wait while the CPU is over the target."""
+LOCAL_ACTIVITY_SLOTS = 100
+"""Local activities keep the SDK's fixed count under either tuner."""
 ACTIVITY_RAMP = timedelta(milliseconds=10)
 """The wait between new activity slots past the minimum, so the CPU reading can follow
 (the SDK's 50 ms paces a burst of 100 ms tools too slowly)."""
@@ -31,7 +42,7 @@ ACTIVITY_RAMP = timedelta(milliseconds=10)
 @dataclass(frozen=True)
 class CpuSlots:
     """The CPU worker's slots: `workflow_tasks` and `activities` are the counts (`fixed`) or
-    the ceilings (`resource`, taken while the CPU is under `cpu_target`)."""
+    the ceilings (`resource`: past the floor, taken while the CPU is under `cpu_target`)."""
 
     workflow_tasks: int = 100
     activities: int = 200
@@ -45,22 +56,25 @@ class CpuSlots:
                 "max_concurrent_workflow_tasks": self.workflow_tasks,
                 "max_concurrent_activities": self.activities,
             }
+        resources = ResourceBasedTunerConfig(MEMORY_TARGET, self.cpu_target)
+        workflows = ResourceBasedSlotConfig(
+            minimum_slots=min(MIN_WORKFLOW_SLOTS, self.workflow_tasks),
+            maximum_slots=self.workflow_tasks,
+        )
         activities = ResourceBasedSlotConfig(
             minimum_slots=min(MIN_ACTIVITY_SLOTS, self.activities),
             maximum_slots=self.activities,
             ramp_throttle=ACTIVITY_RAMP,
         )
-        workflows = ResourceBasedSlotConfig(
-            minimum_slots=min(MIN_WORKFLOW_SLOTS, self.workflow_tasks),
-            maximum_slots=self.workflow_tasks,
-        )
         return {
-            "tuner": WorkerTuner.create_resource_based(
-                target_memory_usage=MEMORY_TARGET,
-                target_cpu_usage=self.cpu_target,
-                workflow_config=workflows,
-                activity_config=activities,
-                local_activity_config=activities,
+            "tuner": WorkerTuner.create_composite(
+                workflow_supplier=ResourceBasedSlotSupplier(workflows, resources),
+                activity_supplier=ResourceBasedSlotSupplier(activities, resources),
+                # A run's local activities (its policy, reads, ledger) never reach the
+                # server's backlog, so holding them back orders nothing: they only slow the
+                # runs already in the worker, interactive ones too. The SDK's fixed count.
+                local_activity_supplier=FixedSizeSlotSupplier(LOCAL_ACTIVITY_SLOTS),
+                nexus_supplier=FixedSizeSlotSupplier(LOCAL_ACTIVITY_SLOTS),
             )
         }
 
@@ -76,5 +90,5 @@ def cpu_slots(settings: WorkerProcessSettings) -> CpuSlots:
 
 
 DEFAULT_SLOTS = CpuSlots()
-"""The SDK's own fixed counts: 100 workflow tasks, 200 activities (tools are I/O bound; the
+"""Fixed: 100 workflow tasks (the SDK's count) and 200 activities (tools are I/O bound; the
 DB pool, not this, is their real limit)."""

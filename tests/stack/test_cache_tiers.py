@@ -94,7 +94,8 @@ async def test_tool_results_are_served_from_cache_within_ttl(
     assert step_output(other, "get_order")["status"] == "delivered"
     client = aioredis.from_url(redis_url)
     try:
-        keys = [k async for k in client.scan_iter(match=f"{TOOL_KEY_PREFIX}:*:get_order:*")]
+        pattern = f"{TOOL_KEY_PREFIX}:*:get_order:{stack.tenant}:*"
+        keys = [k async for k in client.scan_iter(match=pattern)]
     finally:
         await client.aclose()
     assert keys

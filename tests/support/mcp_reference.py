@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.locks import held
+
 NPM_PACKAGES = {
     "everything": "@modelcontextprotocol/server-everything@2026.8.31",
     "memory": "@modelcontextprotocol/server-memory@2026.8.31",
@@ -35,27 +37,32 @@ def npm_server(name: str) -> list[str]:
     package = NPM_PACKAGES[name]
     bare = package.rsplit("@", 1)[0]
     entry = CACHE / "node_modules" / bare / ENTRY_POINTS.get(name, "dist/index.js")
-    if not entry.exists():
-        npm, node = shutil.which("npm"), shutil.which("node")
-        if npm is None or node is None:
-            pytest.skip("node and npm are needed for the MCP reference servers")
-        CACHE.mkdir(parents=True, exist_ok=True)
-        made = subprocess.run(
-            [
-                npm,
-                "install",
-                "--no-audit",
-                "--no-fund",
-                "--prefix",
-                str(CACHE),
-                *NPM_PACKAGES.values(),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if made.returncode != 0 or not entry.exists():
-            pytest.skip(f"cannot install {package}: {made.stderr[-300:]}")
+    with held("mcp-npm"):  # one test process installs; the others find it installed
+        if not entry.exists():
+            _install(package, entry)
     node = shutil.which("node")
     assert node is not None
     return [node, str(entry)]
+
+
+def _install(package: str, entry: Path) -> None:
+    npm, node = shutil.which("npm"), shutil.which("node")
+    if npm is None or node is None:
+        pytest.skip("node and npm are needed for the MCP reference servers")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    made = subprocess.run(
+        [
+            npm,
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--prefix",
+            str(CACHE),
+            *NPM_PACKAGES.values(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if made.returncode != 0 or not entry.exists():
+        pytest.skip(f"cannot install {package}: {made.stderr[-300:]}")

@@ -23,7 +23,6 @@ import redis.asyncio as aioredis
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from agentkeel.activities.cache.tool_results import KEY_PREFIX as TOOL_KEY_PREFIX
 from agentkeel.cli.stack.procs import StackError, find_temporal_binary
 from agentkeel.cli.stack.temporal import queue_poll_flags
 from agentkeel.examples.shop.carrier import serving
@@ -172,22 +171,17 @@ async def db(database_url: str) -> AsyncIterator[asyncpg.Pool]:
 
 
 @pytest.fixture
-async def orders_db(database_url: str, redis_url: str) -> AsyncIterator[asyncpg.Pool]:
+async def orders_db(database_url: str) -> AsyncIterator[asyncpg.Pool]:
     """This test's database, in which orders ship behind the tools' backs (as a warehouse
-    system would): the order reads they cached are dropped afterwards, so no later test,
-    with its own fresh database, is served this one's shipped order."""
+    system would). The order reads its runs cached are their stack tenant's, which the
+    stack deletes at teardown (`tests.support.agent_stack`): no later test, with its own
+    fresh database, is served this one's shipped order, and no test running beside it (in
+    another pytest-xdist worker) loses its own cached reads."""
     pool = await asyncpg.create_pool(database_url, min_size=1, max_size=3)
     try:
         yield pool
     finally:
         await pool.close()
-        redis = aioredis.from_url(redis_url)
-        try:
-            keys = [k async for k in redis.scan_iter(f"{TOOL_KEY_PREFIX}:*:get_order:*")]
-            if keys:
-                await redis.delete(*keys)
-        finally:
-            await redis.aclose()
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ import sysconfig
 import venv
 from pathlib import Path
 
+from tests.support.locks import held
 from tests.support.paths import ROOT
 
 
@@ -16,11 +17,13 @@ def build_wheel(into: Path) -> Path:
     """The checkout's wheel (no dependencies), built with this interpreter's setuptools
     where it has one (a 3.12+ venv has none: then pip builds in an isolated environment)."""
     isolation = [] if importlib.util.find_spec("setuptools") is None else ["--no-build-isolation"]
-    built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-q",
-         "-w", str(into), str(ROOT)],
-        capture_output=True, text=True,
-    )  # fmt: skip
+    # An in-place build writes the checkout's build/ and egg-info: one test process at a time.
+    with held("wheel-build"):
+        built = subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-q",
+             "-w", str(into), str(ROOT)],
+            capture_output=True, text=True,
+        )  # fmt: skip
     assert built.returncode == 0, built.stderr
     [wheel] = into.glob("agentkeel-*.whl")
     return wheel

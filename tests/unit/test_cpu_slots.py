@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from temporalio.worker import ResourceBasedSlotSupplier, WorkerTuner
+from temporalio.worker import FixedSizeSlotSupplier, ResourceBasedSlotSupplier, WorkerTuner
 
 from agentkeel.settings.model import Settings
-from agentkeel.workers.slots import MEMORY_TARGET, CpuSlots, cpu_slots
+from agentkeel.workers.slots import LOCAL_ACTIVITY_SLOTS, MEMORY_TARGET, CpuSlots, cpu_slots
 from tests.unit.test_settings import refused
 
 
@@ -23,7 +23,9 @@ def test_resource_slots_are_taken_under_the_cpu_target_up_to_the_counts() -> Non
     workflow = tuner._get_workflow_task_slot_supplier()
     activity = tuner._get_activity_task_slot_supplier()
     local = tuner._get_local_activity_task_slot_supplier()
-    for supplier, ceiling in ((workflow, 8), (activity, 16), (local, 16)):
+    # Local activities never wait in the server's backlog: holding them back orders nothing.
+    assert isinstance(local, FixedSizeSlotSupplier) and local.num_slots == LOCAL_ACTIVITY_SLOTS
+    for supplier, ceiling in ((workflow, 8), (activity, 16)):
         assert isinstance(supplier, ResourceBasedSlotSupplier)
         assert supplier.slot_config.maximum_slots == ceiling
         assert supplier.tuner_config.target_cpu_usage == 0.6
@@ -41,4 +43,5 @@ def test_the_settings_give_the_tuner_and_refuse_a_target_past_one() -> None:
     )
     assert (slots.tuner, slots.cpu_target, slots.workflow_tasks) == ("resource", 0.7, 100)
     assert "AGENTKEEL_CPU_SLOT_TARGET" in refused(CPU_SLOT_TARGET="1.5")
+    assert "AGENTKEEL_CPU_SLOT_TARGET" in refused(CPU_SLOT_TARGET="0")
     assert "AGENTKEEL_CPU_SLOT_TUNER" in refused(CPU_SLOT_TUNER="elastic")
