@@ -8,6 +8,8 @@ servers and models away from the unit tier.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agentkeel.sdk.serving import active_domain
@@ -23,10 +25,10 @@ from tests.support.services import carrier_url as carrier_url
 from tests.support.services import client as client
 from tests.support.services import database_url as database_url
 from tests.support.services import db as db
+from tests.support.services import hand_services_over, report_services, take_services_over
 from tests.support.services import orders_db as orders_db
 from tests.support.services import redis as redis
 from tests.support.services import redis_url as redis_url
-from tests.support.services import report_services
 from tests.support.services import stack_dir as stack_dir
 from tests.support.services import template_database as template_database
 from tests.support.services import temporal_env as temporal_env
@@ -39,3 +41,13 @@ active_domain()
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     report_services(terminalreporter)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    hand_services_over(session)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist's controller: a worker finished (its services go in the summary)."""
+    take_services_over(node.config, node)

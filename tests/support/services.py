@@ -15,6 +15,7 @@ import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import asyncpg
@@ -60,6 +61,21 @@ def report_services(terminalreporter: pytest.TerminalReporter) -> None:
     """Say which Postgres and Redis the session used (from `pytest_terminal_summary`)."""
     for name, used in terminalreporter.config.stash.get(SERVICES, {}).items():
         terminalreporter.write_line(f"agentkeel tests used {name}: {used}")
+
+
+def hand_services_over(session: pytest.Session) -> None:
+    """In a pytest-xdist worker, pass the services it used to the controller, which prints
+    the summary (from `pytest_sessionfinish`)."""
+    handed = getattr(session.config, "workeroutput", None)
+    if handed is not None:
+        used: dict[str, str] = session.config.stash.get(SERVICES, {})
+        handed["agentkeel_services"] = dict(used)
+
+
+def take_services_over(config: pytest.Config, node: Any) -> None:
+    """In the pytest-xdist controller, add what a finished worker used (`pytest_testnodedown`)."""
+    used = getattr(node, "workeroutput", {}).get("agentkeel_services", {})
+    config.stash.setdefault(SERVICES, {}).update(used)
 
 
 def _record(request: pytest.FixtureRequest, name: str, service: Service) -> None:
