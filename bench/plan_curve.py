@@ -89,8 +89,7 @@ async def tiers(args: argparse.Namespace) -> AsyncIterator[tuple[LlmPolicy, LlmP
             light, heavy = policy.light, policy.heavy
         elif isinstance(policy, LlmPolicy):  # one model: the heavy tier is it re-reading
             light = policy
-            heavy = small_model_policy(policy.engine)
-            heavy.tier = Tier.HEAVY
+            heavy = small_model_policy(policy.engine, Tier.HEAVY)
         else:
             raise SystemExit(f"engine {args.engine}: no light and heavy model tiers to compare")
         if not isinstance(light, LlmPolicy) or not isinstance(heavy, LlmPolicy):

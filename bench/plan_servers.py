@@ -37,10 +37,10 @@ PLAN_MAX_TOKENS = 256
 ANSWER_MAX_TOKENS = 48
 
 
-def small_model_policy(engine: Engine) -> LlmPolicy:
+def small_model_policy(engine: Engine, tier: Tier = Tier.LIGHT) -> LlmPolicy:
     return LlmPolicy(
         engine,
-        tier=Tier.LIGHT,
+        tier=tier,
         context=ContextBuilder(budget=1600),
         plan_attempts=2,
         plan_max_tokens=PLAN_MAX_TOKENS,

@@ -50,4 +50,4 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
     """pytest-xdist's controller: a worker finished (its services go in the summary)."""
-    take_services_over(node.config, node)
+    take_services_over(node)

@@ -32,8 +32,9 @@ MIN_WORKFLOW_SLOTS = 2
 MIN_ACTIVITY_SLOTS = 4
 """A floor handed out whatever the CPU reads, so the worker never stalls entirely; tasks past
 it wait while the CPU is over the target."""
-LOCAL_ACTIVITY_SLOTS = 100
-"""Local activities keep the SDK's fixed count under either tuner."""
+SDK_FIXED_SLOTS = 100
+"""The SDK's fixed count, kept for the slot kinds the tuner does not size (local activities,
+Nexus tasks)."""
 ACTIVITY_RAMP = timedelta(milliseconds=10)
 """The wait between new activity slots past the minimum, so the CPU reading can follow
 (the SDK's 50 ms paces a burst of 100 ms tools too slowly)."""
@@ -44,10 +45,10 @@ class CpuSlots:
     """The CPU worker's slots: `workflow_tasks` and `activities` are the counts (`fixed`) or
     the ceilings (`resource`: past the floor, taken while the CPU is under `cpu_target`)."""
 
-    workflow_tasks: int = 100
-    activities: int = 200
-    tuner: SlotTuner = "fixed"
-    cpu_target: float = 0.8
+    workflow_tasks: int
+    activities: int
+    tuner: SlotTuner
+    cpu_target: float
 
     def worker_options(self) -> dict[str, Any]:
         """The `temporalio.worker.Worker` arguments that set these slots."""
@@ -73,8 +74,8 @@ class CpuSlots:
                 # A run's local activities (its policy, reads, ledger) never reach the
                 # server's backlog, so holding them back orders nothing: they only slow the
                 # runs already in the worker, interactive ones too. The SDK's fixed count.
-                local_activity_supplier=FixedSizeSlotSupplier(LOCAL_ACTIVITY_SLOTS),
-                nexus_supplier=FixedSizeSlotSupplier(LOCAL_ACTIVITY_SLOTS),
+                local_activity_supplier=FixedSizeSlotSupplier(SDK_FIXED_SLOTS),
+                nexus_supplier=FixedSizeSlotSupplier(SDK_FIXED_SLOTS),
             )
         }
 
@@ -89,6 +90,6 @@ def cpu_slots(settings: WorkerProcessSettings) -> CpuSlots:
     )
 
 
-DEFAULT_SLOTS = CpuSlots()
-"""Fixed: 100 workflow tasks (the SDK's count) and 200 activities (tools are I/O bound; the
-DB pool, not this, is their real limit)."""
+DEFAULT_SLOTS = cpu_slots(WorkerProcessSettings())
+"""The settings' defaults (`settings.worker_process`): fixed, 100 workflow tasks, 200
+activities."""

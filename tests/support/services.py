@@ -72,10 +72,10 @@ def hand_services_over(session: pytest.Session) -> None:
         handed["agentkeel_services"] = dict(used)
 
 
-def take_services_over(config: pytest.Config, node: Any) -> None:
+def take_services_over(node: Any) -> None:
     """In the pytest-xdist controller, add what a finished worker used (`pytest_testnodedown`)."""
     used = getattr(node, "workeroutput", {}).get("agentkeel_services", {})
-    config.stash.setdefault(SERVICES, {}).update(used)
+    node.config.stash.setdefault(SERVICES, {}).update(used)
 
 
 def _record(request: pytest.FixtureRequest, name: str, service: Service) -> None:
@@ -187,17 +187,13 @@ async def db(database_url: str) -> AsyncIterator[asyncpg.Pool]:
 
 
 @pytest.fixture
-async def orders_db(database_url: str) -> AsyncIterator[asyncpg.Pool]:
-    """This test's database, in which orders ship behind the tools' backs (as a warehouse
-    system would). The order reads its runs cached are their stack tenant's, which the
-    stack deletes at teardown (`tests.support.agent_stack`): no later test, with its own
-    fresh database, is served this one's shipped order, and no test running beside it (in
-    another pytest-xdist worker) loses its own cached reads."""
-    pool = await asyncpg.create_pool(database_url, min_size=1, max_size=3)
-    try:
-        yield pool
-    finally:
-        await pool.close()
+def orders_db(db: asyncpg.Pool) -> asyncpg.Pool:
+    """`db`, for tests in which orders ship behind the tools' backs (as a warehouse system
+    would). The order reads their runs cached are their stack tenant's, which the stack
+    deletes at teardown (`tests.support.agent_stack`): no later test, with its own fresh
+    database, is served this one's shipped order, and no test running beside it (in another
+    pytest-xdist worker) loses its own cached reads."""
+    return db
 
 
 @pytest.fixture(scope="session")

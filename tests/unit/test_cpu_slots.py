@@ -5,12 +5,14 @@ from __future__ import annotations
 from temporalio.worker import FixedSizeSlotSupplier, ResourceBasedSlotSupplier, WorkerTuner
 
 from agentkeel.settings.model import Settings
-from agentkeel.workers.slots import LOCAL_ACTIVITY_SLOTS, MEMORY_TARGET, CpuSlots, cpu_slots
+from agentkeel.workers.slots import MEMORY_TARGET, SDK_FIXED_SLOTS, CpuSlots, cpu_slots
 from tests.unit.test_settings import refused
 
 
 def test_fixed_slots_are_the_workers_maximum_counts() -> None:
-    options = CpuSlots(workflow_tasks=8, activities=16).worker_options()
+    options = CpuSlots(
+        workflow_tasks=8, activities=16, tuner="fixed", cpu_target=0.8
+    ).worker_options()
     assert options == {"max_concurrent_workflow_tasks": 8, "max_concurrent_activities": 16}
 
 
@@ -24,7 +26,7 @@ def test_resource_slots_are_taken_under_the_cpu_target_up_to_the_counts() -> Non
     activity = tuner._get_activity_task_slot_supplier()
     local = tuner._get_local_activity_task_slot_supplier()
     # Local activities never wait in the server's backlog: holding them back orders nothing.
-    assert isinstance(local, FixedSizeSlotSupplier) and local.num_slots == LOCAL_ACTIVITY_SLOTS
+    assert isinstance(local, FixedSizeSlotSupplier) and local.num_slots == SDK_FIXED_SLOTS
     for supplier, ceiling in ((workflow, 8), (activity, 16)):
         assert isinstance(supplier, ResourceBasedSlotSupplier)
         assert supplier.slot_config.maximum_slots == ceiling
