@@ -9,6 +9,9 @@ No agent framework: a workflow that asks the model for a plan once, then runs it
 - **each step the moment its inputs have returned**: a tool activity per step (a local
   activity, or one on the task queue: `local_tools`), its `$ref` arguments resolved by
   agentkeel's own `resolve` against the outputs it names;
+- **one replan where a step failed**: the plan is asked for again, the failed calls and
+  their errors in the prompt, and run; a call the run already made with the same
+  arguments is answered from its earlier output, not made again; at most one replan;
 - **the answer filled from the plan's template** (`answer_template.fill`), or a constant
   where the plan has none: no model turn after the tools;
 - **inline activations** (`debug_mode=True`) on an unsandboxed worker, as every system of
@@ -28,6 +31,7 @@ from typing import Any
 
 from temporalio import activity, workflow
 from temporalio.client import Client
+from temporalio.exceptions import ActivityError, ApplicationError, FailureError
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker
 
@@ -55,11 +59,14 @@ class BarePlanner:
         self.model = AsyncOpenAI(base_url=model_url, api_key="bench", max_retries=0)
 
     @activity.defn(name=PLAN_ACTIVITY)
-    async def plan(self, question: str) -> dict[str, Any]:
+    async def plan(self, question: str, failures: list[str] | None = None) -> dict[str, Any]:
         schema = plan_json_schema(["lookup"])
+        prompt = _PROMPT.format(q=question)
+        if failures:
+            prompt += "\n\nThe last plan's calls that failed:\n" + "\n".join(failures)
         reply = await self.model.chat.completions.create(
             model=MODEL,
-            messages=[{"role": "user", "content": _PROMPT.format(q=question)}],
+            messages=[{"role": "user", "content": prompt}],
             response_format={
                 "type": "json_schema",
                 "json_schema": {"name": "plan", "schema": schema, "strict": True},
@@ -67,6 +74,11 @@ class BarePlanner:
         )
         document: dict[str, Any] = json.loads(reply.choices[0].message.content or "{}")
         return plan_fields(document)  # each step keyed by its tool: ids by position
+
+
+def _cause(failed: FailureError) -> FailureError | BaseException:
+    """The tool's own error: an activity error's cause."""
+    return (failed.cause if isinstance(failed, ActivityError) else None) or failed
 
 
 @activity.defn(name="bench_bare_tool")
@@ -85,30 +97,63 @@ def _deps(step: dict[str, Any]) -> set[str]:
     return refs | set(step.get("after", []))
 
 
+_REPLANS = 1
+
+
 async def _run_plan(question: str, *, local_tools: bool) -> str:
-    plan = await workflow.execute_activity(
-        PLAN_ACTIVITY, question, result_type=dict, start_to_close_timeout=_TIMEOUT
-    )
+    failures: list[str] = []
+    made: dict[str, Any] = {}
+    for _attempt in range(1 + _REPLANS):
+        plan = await workflow.execute_activity(
+            PLAN_ACTIVITY,
+            args=[question, failures],
+            result_type=dict,
+            start_to_close_timeout=_TIMEOUT,
+        )
+        outputs, failures = await _run_steps(plan["steps"], made, local_tools=local_tools)
+        if not failures:
+            break
+    template = plan.get("answer")
+    return (fill(template, outputs) if template and not failures else None) or ANSWER
+
+
+async def _run_steps(
+    steps: list[dict[str, Any]], made: dict[str, Any], *, local_tools: bool
+) -> tuple[dict[str, Any], list[str]]:
+    """Each step the moment its inputs have returned: the outputs, and each failed call
+    with its error (a step whose input failed is not run). `made` holds the run's calls
+    that returned, by tool and arguments: a step repeating one takes its output."""
     outputs: dict[str, Any] = {}
+    failures: list[str] = []
     done: dict[str, asyncio.Task[None]] = {}
 
     async def run_step(step: dict[str, Any]) -> None:
         await asyncio.gather(*(done[d] for d in _deps(step)))
+        if not _deps(step) <= outputs.keys():
+            return
         args = [step["tool"], resolve(step["args"], outputs)]
-        if local_tools:
-            outputs[step["id"]] = await workflow.execute_local_activity(
-                bare_tool, args=args, start_to_close_timeout=_TIMEOUT
-            )
+        call = json.dumps(args, sort_keys=True)
+        if call in made:
+            outputs[step["id"]] = made[call]
+            return
+        try:
+            if local_tools:
+                outputs[step["id"]] = await workflow.execute_local_activity(
+                    bare_tool, args=args, start_to_close_timeout=_TIMEOUT
+                )
+            else:
+                outputs[step["id"]] = await workflow.execute_activity(
+                    bare_tool, args=args, start_to_close_timeout=_TIMEOUT
+                )
+        except (ActivityError, ApplicationError) as failed:  # a local activity's comes bare
+            failures.append(f"{step['tool']} {json.dumps(args[1])}: {_cause(failed)}")
         else:
-            outputs[step["id"]] = await workflow.execute_activity(
-                bare_tool, args=args, start_to_close_timeout=_TIMEOUT
-            )
+            made[call] = outputs[step["id"]]
 
-    for step in plan["steps"]:  # a plan names only earlier steps
+    for step in steps:  # a plan names only earlier steps
         done[step["id"]] = asyncio.create_task(run_step(step))
     await asyncio.gather(*done.values())
-    template = plan.get("answer")
-    return (fill(template, outputs) if template else None) or ANSWER
+    return outputs, failures
 
 
 @workflow.defn(name=WORKFLOW)

@@ -16,6 +16,14 @@ runs, or between two steps of one run). Two kinds of question per shape:
 A batch (two or more letters: never read as an order id) tells invocations apart, so
 nothing cached by an earlier one answers a later one.
 
+A named question may be **wrong once** (the replan rows): the model's first reading of it
+looks up an order that does not exist (`wrong_order_id`: the id it names, misread), the
+tool says so (`NoSuchOrder`), and the model, seeing that failure in its conversation, writes
+the calls again with the id the question names. Each system meets the failure through its
+own tool-error path, so the row measures one replan in each system's own form.
+
+    bench chain #9 of aa, wrong once: order 70072  -> get_order(10070072) fails, then as above
+
 The plan of a question is its shape's dependency structure (`bench.dag_shapes`' names:
 chain of 4, diamond, 4-wide, 8-wide) over these tools; every `$ref` reads a field the
 earlier step's result really has. Each system's ideal model (`bench.ideal_model`) and
@@ -38,7 +46,13 @@ FIRST_ORDER = 70_000
 """Order ids of named questions start here; each run has ids of its own."""
 IDS_PER_RUN = 8
 """The widest shape's reads: the ids of run n are FIRST_ORDER + 8n ... + 8n + 7."""
-_QUESTION = re.compile(r"^bench (?P<shape>\S+) #(?P<n>\d+) of (?P<batch>[a-z]+)(?P<named>:.*)?$")
+_QUESTION = re.compile(
+    r"^bench (?P<shape>\S+) #(?P<n>\d+) of (?P<batch>[a-z]+)"
+    r"(?P<wrong>, wrong once)?(?P<named>:.*)?$"
+)
+WRONG_ONCE = ", wrong once"
+MISREAD = 10_000_000
+"""A misread order id is the id plus this: past every id a batch names, so it exists nowhere."""
 RUNS_PER_BATCH = 1_000
 BATCHES = 26 * 26
 """Two letters: ids stay at most seven digits."""
@@ -61,10 +75,17 @@ class Case:
     named: bool
     batch: str = "aa"
     """Lower-case letters: the invocation's own (`batch_name`)."""
+    wrong_once: bool = False  # its first reading looks up a misread order id (named only)
+
+    def __post_init__(self) -> None:
+        if self.wrong_once and not self.named:
+            raise ValueError("only a named question can be misread")
 
     @property
     def question(self) -> str:
         head = f"bench {self.shape} #{self.n} of {self.batch}"
+        if self.wrong_once:
+            head += WRONG_ONCE
         if not self.named:
             return head
         ids = self.order_ids
@@ -93,14 +114,17 @@ def case_of(question: str) -> Case:
     for line in question.splitlines():
         found = _QUESTION.match(line.strip())
         if found and found["shape"] in SHAPE_NAMES:
-            named = found["named"] is not None
-            return Case(found["shape"], int(found["n"]), named, found["batch"])
+            named, wrong = found["named"] is not None, found["wrong"] is not None
+            return Case(found["shape"], int(found["n"]), named, found["batch"], wrong and named)
     raise ValueError(f"not a bench question: {question[:80]!r}")
 
 
 def case_in(text: str) -> Case:
     """The case of the first bench question anywhere in `text` (a whole conversation)."""
-    found = re.search(r"bench (?:chain|diamond|4-wide|8-wide) #\d+ of [a-z]+(?::[^\"\n]*\d)?", text)
+    found = re.search(
+        r"bench (?:chain|diamond|4-wide|8-wide) #\d+ of [a-z]+(?:, wrong once)?(?::[^\"\n]*\d)?",
+        text,
+    )
     if found is None:
         raise ValueError(f"no bench question in {text[:80]!r}")
     return case_of(found.group(0))
@@ -133,11 +157,41 @@ class Step:
         return refs | set(self.after)
 
 
-def plan_of(case: Case) -> list[Step]:
-    """The steps `case`'s question needs, in an order where each follows its inputs."""
-    if case.named:
-        return _named_plan(case)
-    return _cold_plan(case)
+def plan_of(case: Case, *, misread: bool = False) -> list[Step]:
+    """The steps `case`'s question needs, in an order where each follows its inputs; with
+    `misread`, as a wrong-once question is first read (its first order id misread)."""
+    if not case.named:
+        return _cold_plan(case)
+    steps = _named_plan(case)
+    if misread and case.wrong_once:
+        first = steps[0]
+        steps[0] = Step(first.id, first.tool, {"order_id": misread_id(case)}, first.after)
+    return steps
+
+
+def misread_id(case: Case) -> int:
+    return case.order_ids[0] + MISREAD  # what a wrong-once question's first reading reads
+
+
+class NoSuchOrder(LookupError):  # `get_order` of an id no order has: a misread id
+    pass
+
+
+def failure_of(case: Case) -> str:
+    return f"order {misread_id(case)} not found"  # as every system's tool reports it
+
+
+def corrected(case: Case, conversation: str) -> bool:
+    """Whether the model reads the question right: always, unless it is wrong once and its
+    misread lookup's failure is not in the conversation yet."""
+    return not case.wrong_once or failure_of(case) in conversation
+
+
+def reading(conversation: str) -> list[Step]:
+    """The plan a model writes for the bench question of `conversation`, given what it has
+    seen there (a misread lookup's failure corrects a wrong-once question)."""
+    case = case_in(conversation)
+    return plan_of(case, misread=not corrected(case, conversation))
 
 
 def _named_plan(case: Case) -> list[Step]:
@@ -188,6 +242,8 @@ def result_of(tool: str, args: Mapping[str, Any]) -> dict[str, Any]:
         return {"query": query, "hits": [hit]}
     if tool == "get_order":
         order_id = int(args["order_id"])
+        if order_id >= MISREAD:
+            raise NoSuchOrder(f"order {order_id} not found")
         item = {"sku": f"SKU-{order_id}", "product_name": f"Widget {order_id}", "quantity": 1}
         tracking = f"TRK{order_id:010d}"
         return {
@@ -214,22 +270,28 @@ class Call:
     args: dict[str, Any]
 
 
-def next_round(question: str, outputs: Mapping[str, Any]) -> list[Call]:
+def next_round(conversation: str, outputs: Mapping[str, Any]) -> list[Call]:
     """The calls an ideal tool-calling model makes after seeing `outputs` (step id -> tool
-    result): every step whose inputs have returned; empty once every step has returned."""
-    steps = plan_of(case_in(question))
+    result; a failed call has none) in `conversation`: every step whose inputs have returned;
+    empty once every step has returned."""
+    steps = reading(conversation)
     ready = [s for s in steps if s.id not in outputs and all(d in outputs for d in s.deps)]
     return [Call(s.id, s.tool, dict(resolve(dict(s.args), outputs))) for s in ready]
 
 
 def expected_calls(question: str) -> list[str]:
-    """The tool calls a correct run of `question` makes, canonical and sorted."""
+    """The tool calls a correct run of `question` makes, canonical and sorted: for a
+    wrong-once question, its misread lookup too (each system makes that call once)."""
+    conversation = question
     outputs: dict[str, Any] = {}
     made: list[tuple[str, dict[str, Any]]] = []
-    while calls := next_round(question, outputs):
+    while calls := next_round(conversation, outputs):
         for c in calls:
             made.append((c.tool, c.args))
-            outputs[c.step_id] = result_of(c.tool, c.args)
+            try:
+                outputs[c.step_id] = result_of(c.tool, c.args)
+            except NoSuchOrder as failure:
+                conversation += f"\n{failure}"
     return canonical(made)
 
 

@@ -16,10 +16,11 @@ from typing import Any
 
 from temporalio import activity
 from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from bench.peer_cases import TOOL_ARGS, canonical, expected_calls, result_of
+from bench.peer_cases import TOOL_ARGS, NoSuchOrder, canonical, expected_calls, result_of
 
 ANSWER = "Here is what the tools found."
 """A tool-calling model's final answer: its content does not matter, only that it is one
@@ -69,11 +70,20 @@ def check_calls(question: str, workflow_id: str) -> None:
         raise WrongToolCalls(f"{workflow_id} ({question}) called {made}")
 
 
+NOT_FOUND = "NotFound"
+
+
 async def run_tool(tool: str, args: Mapping[str, Any]) -> dict[str, Any]:
-    """The body of every system's tool: log, sleep, return the case's result."""
+    """The body of every system's tool: log, sleep, return the case's result. A lookup of
+    an order that exists nowhere raises Temporal's own non-retryable error (what
+    `agentkeel.not_found` raises too); each peer's tool hands it to its model the way its
+    framework does."""
     TOOL_LOG.record(tool, args)
     await asyncio.sleep(KNOBS.tool_s)
-    return result_of(tool, args)
+    try:
+        return result_of(tool, args)
+    except NoSuchOrder as missing:
+        raise ApplicationError(str(missing), type=NOT_FOUND, non_retryable=True) from None
 
 
 def inline_worker(

@@ -33,6 +33,7 @@ from typing import Any
 
 from temporalio import activity, workflow
 from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
@@ -62,29 +63,39 @@ _MAX_TURNS = 10
 """More than the deepest shape needs (a chain of 4: four turns)."""
 
 
-# The tools return JSON text: a tool's output reaches the model as `str(result)`.
+async def _output(tool: str, args: dict[str, Any]) -> str:
+    """A tool's output as the model reads it: JSON text (the SDK sends `str(result)`), or
+    for a failed call the text the SDK's default tool-error function writes. A tool of
+    `activity_as_tool` has no failure handler (an activity error would end the run), so
+    the activity reports the failure to the model itself, as the SDK's `function_tool` does."""
+    try:
+        return json.dumps(await run_tool(tool, args))
+    except ApplicationError as failed:
+        return f"An error occurred while running the tool. Please try again. Error: {failed}"
+
+
 @activity.defn(name="search_kb")
 async def search_kb(query: str) -> str:
     """Search the knowledge base."""
-    return json.dumps(await run_tool("search_kb", {"query": query}))
+    return await _output("search_kb", {"query": query})
 
 
 @activity.defn(name="get_order")
 async def get_order(order_id: int) -> str:
     """Look up an order."""
-    return json.dumps(await run_tool("get_order", {"order_id": order_id}))
+    return await _output("get_order", {"order_id": order_id})
 
 
 @activity.defn(name="check_inventory")
 async def check_inventory(sku: str) -> str:
     """Stock of a SKU."""
-    return json.dumps(await run_tool("check_inventory", {"sku": sku}))
+    return await _output("check_inventory", {"sku": sku})
 
 
 @activity.defn(name="track_shipment")
 async def track_shipment(tracking_number: str) -> str:
     """Where a shipment is."""
-    return json.dumps(await run_tool("track_shipment", {"tracking_number": tracking_number}))
+    return await _output("track_shipment", {"tracking_number": tracking_number})
 
 
 TOOLS: list[Callable[..., Any]] = [search_kb, get_order, check_inventory, track_shipment]

@@ -31,11 +31,12 @@ from typing import Any
 
 from temporalio import activity, workflow
 from temporalio.client import Client
+from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.worker import Worker
 from temporalio.workflow import ActivityConfig
 
 with workflow.unsafe.imports_passed_through():
-    from pydantic_ai import Agent, ModelSettings, Tool, ToolOutput
+    from pydantic_ai import Agent, ModelRetry, ModelSettings, Tool, ToolOutput
     from pydantic_ai.durable_exec.temporal import PydanticAIPlugin, TemporalDurability
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
@@ -49,25 +50,34 @@ _TIMEOUT = timedelta(seconds=30)
 _INSTRUCTIONS = "Answer the question with the tools; give the answer with final_result."
 
 
-# The tools as Pydantic AI runs them in its call-tool activity.
+# The tools as Pydantic AI runs them in its call-tool activity. A failed call is handed to
+# the model with `ModelRetry`, Pydantic AI's way for a tool to ask the model to try again
+# (its durable toolset carries it out of the activity as data).
+async def _queued(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return await run_tool(tool, args)
+    except ApplicationError as failed:
+        raise ModelRetry(str(failed)) from None
+
+
 async def search_kb(query: str) -> dict[str, Any]:
     """Search the knowledge base."""
-    return await run_tool("search_kb", {"query": query})
+    return await _queued("search_kb", {"query": query})
 
 
 async def get_order(order_id: int) -> dict[str, Any]:
     """Look up an order."""
-    return await run_tool("get_order", {"order_id": order_id})
+    return await _queued("get_order", {"order_id": order_id})
 
 
 async def check_inventory(sku: str) -> dict[str, Any]:
     """Stock of a SKU."""
-    return await run_tool("check_inventory", {"sku": sku})
+    return await _queued("check_inventory", {"sku": sku})
 
 
 async def track_shipment(tracking_number: str) -> dict[str, Any]:
     """Where a shipment is."""
-    return await run_tool("track_shipment", {"tracking_number": tracking_number})
+    return await _queued("track_shipment", {"tracking_number": tracking_number})
 
 
 # The same tools as local activities, each called from a workflow-side tool of its name.
@@ -78,9 +88,13 @@ async def tool_activity(tool: str, args: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _local(tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = await workflow.execute_local_activity(
-        tool_activity, args=[tool, args], start_to_close_timeout=_TIMEOUT
-    )
+    try:
+        result: dict[str, Any] = await workflow.execute_local_activity(
+            tool_activity, args=[tool, args], start_to_close_timeout=_TIMEOUT
+        )
+    except (ActivityError, ApplicationError) as failed:  # a local activity's comes bare
+        cause = failed.cause if isinstance(failed, ActivityError) else None
+        raise ModelRetry(str(cause or failed)) from None
     return result
 
 

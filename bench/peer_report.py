@@ -132,10 +132,10 @@ def print_verdict(
 ) -> None:
     """Per cell, the fastest peer at its best as a ratio of agentkeel at its best."""
     print("\nbest peer / agentkeel at its best, median e2e (> 1.00: agentkeel is faster)")
-    print(f"{'speed':<9}{'row':<6}" + "".join(f"{s:>24}" for s in shapes))
+    print(f"{'speed':<9}{'row':<7}" + "".join(f"{s:>24}" for s in shapes))
     for speed in speeds:
         for row in rows:
-            line = f"{speed:<9}{row:<6}"
+            line = f"{speed:<9}{row:<7}"
             for shape in shapes:
                 ours = results.cell(
                     speed, row, shape, results.best(speed, row, shape, AGENTKEEL, labels)

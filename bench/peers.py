@@ -1,7 +1,7 @@
 """agentkeel beside the durable agents on Temporal, each at its documented best, one model server.
 
     python -m bench.peers [--speeds instant,fast,slow] [--shapes chain,diamond,4-wide,8-wide]
-                          [--rows warm,cold] [--tools local,queue] [--rounds 5]
+                          [--rows warm,cold,replan] [--tools local,queue] [--rounds 5]
                           [--invocations 3] [--warmup 1] [--tool-ms 100] [--quick]
 
 Needs the `bench` extra (`pip install -e '.[bench]'`), the local Postgres and Redis (as
@@ -26,9 +26,12 @@ Tools sleep 100 ms (`--tool-ms`), and every system's tools run the same body
 (`bench.peer_fakes`). Each system runs its tools as local activities and through the task
 queue where it can (one row each). Every worker runs its activations inline and
 unsandboxed. Rows: **warm** (the question names the orders its first reads need; agentkeel's
-plan-ahead forecast is primed) and **cold** (the question names nothing; agentkeel's
-tenant is new to the forecast). Every run asks a question of its own and is checked to have
-made exactly its tool calls. The order of the variants rotates every round; each invocation
+plan-ahead forecast is primed), **cold** (the question names nothing; agentkeel's
+tenant is new to the forecast) and **replan** (a warm question the model first misreads:
+its first lookup fails, and each system hands the failure back to its model its own way,
+which then writes the calls again: `bench.peer_cases`' wrong-once questions). Every run
+asks a question of its own and is checked to have made exactly its tool calls (the
+misread one included). The order of the variants rotates every round; each invocation
 uses a batch of questions of its own. The last line is one JSON object: speed -> shape ->
 system -> the warm median end to end in ms, each system at its best configuration.
 """
@@ -53,9 +56,16 @@ from bench.peer_stack import Variant, peer_stack
 from bench.stack import StackConfig
 from bench.token_server import SPEEDS, TokenTimedServer, serving
 
-ROWS = ("warm", "cold")
+ROWS = ("warm", "cold", "replan")
 UNSURE = 0.5
 """The ideal router's certainty: below agentkeel's threshold (0.7), so its heavy tier plans."""
+
+
+def row_of(case: Case) -> str:
+    """The table row a case's run counts in."""
+    if case.wrong_once:
+        return "replan"
+    return "warm" if case.named else "cold"
 
 
 async def run_once(variant: Variant, case: Case) -> tuple[float, str, Any]:
@@ -82,7 +92,7 @@ class Measure:
         e2e, workflow_id, result = await run_once(variant, case)
         if not measured:
             return
-        row = "warm" if case.named else "cold"
+        row = row_of(case)
         cell = self.results.cell(speed, row, case.shape, variant.label)
         cell.add(invocation, e2e)
         first = await self.agentkeel.first_tool_ms(workflow_id, result)
@@ -104,7 +114,7 @@ class Measure:
                     shift = (round_ + number + n) % len(self.variants)
                     for variant in self.variants[shift:] + self.variants[:shift]:
                         n += 1  # a question of its own: no cache answers another's
-                        case = Case(shape, n, row == "warm", batch)
+                        case = Case(shape, n, row != "cold", batch, wrong_once=row == "replan")
                         await self.cell_run(speed, case, variant, number, round_ >= warmup)
             kind = "warm-up" if round_ < warmup else "round"
             print(f"  {speed}: invocation {number + 1} {kind} {round_ + 1} done", flush=True)
@@ -153,7 +163,7 @@ def main() -> None:
     )
     parser.add_argument("--speeds", type=_csv, default=["instant", "fast", "slow"])
     parser.add_argument("--shapes", type=_csv, default=list(SHAPE_NAMES), help="comma-separated")
-    parser.add_argument("--rows", type=_csv, default=list(ROWS), help="warm,cold")
+    parser.add_argument("--rows", type=_csv, default=list(ROWS), help="warm,cold,replan")
     parser.add_argument("--rounds", type=int, default=5, help="measured rounds per invocation")
     parser.add_argument("--invocations", type=int, default=3, help="batches, each its own median")
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured rounds per invocation")

@@ -1,7 +1,9 @@
 """`bench.peers`' peers run for real against the token-timed model server, each with its
 framework's own levers: every run makes exactly the tool calls of its question, with one
 model request per level of its plan (none after the tools), and its tools where the
-variant puts them (activities on the task queue, or local activities).
+variant puts them (activities on the task queue, or local activities). A question the
+model misreads once (a replan) costs each peer one failed call and one model request more,
+its failure handed back to the model the framework's own way.
 
 Speed is not asserted here (that is the benchmark's job); what is, is that no peer is
 short-cut or handicapped: a peer that skipped a tool, called one with unresolved
@@ -34,7 +36,7 @@ pytest.importorskip(
 
 from bench import peer_bare, peer_fakes, peer_openai_agents, peer_pydantic_ai
 from bench.ideal_model import IdealShapeModel
-from bench.peer_cases import SHAPE_NAMES, Case, case_in, plan_of
+from bench.peer_cases import SHAPE_NAMES, Case, case_in, expected_calls
 from bench.token_server import SPEEDS, serving
 from bench.token_text import Reply
 
@@ -45,9 +47,9 @@ SYSTEMS = {
 }
 LEVELS = {"chain": 4, "diamond": 3, "4-wide": 1, "8-wide": 1}
 """A tool-calling peer's model requests per run: one per level of the plan, none after."""
-MODEL_ACTIVITY_TASKS = {"openai-agents": 0, "bare": 1}
-"""Model calls that are activities on a task queue (OpenAI Agents' are local activities;
-Pydantic AI's are one per request, `LEVELS`)."""
+QUEUED_MODEL_CALLS = {"openai-agents": False, "pydantic-ai": True, "bare": True}
+"""Whether a peer's model calls are activities on a task queue (OpenAI Agents' are local
+activities)."""
 
 RUN_TIMEOUT = timedelta(seconds=30)
 """A broken peer fails its run instead of hanging the test."""
@@ -76,7 +78,8 @@ def quick_tools() -> Iterator[None]:
 
 async def _run_checked(client: Client, system: str, queue: str, case: Case, local: bool) -> None:
     """One run of `case`, checked for its calls and for where its activities ran."""
-    workflow_id = f"{queue}-{case.shape}-{'named' if case.named else 'cold'}"
+    kind = "replan" if case.wrong_once else "named" if case.named else "cold"
+    workflow_id = f"{queue}-{case.shape}-{kind}"
     module = SYSTEMS[system]
     handle = await client.start_workflow(
         module.RUN, case.question, id=workflow_id, task_queue=queue, execution_timeout=RUN_TIMEOUT
@@ -88,9 +91,17 @@ async def _run_checked(client: Client, system: str, queue: str, case: Case, loca
     queued = sum(
         e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED for e in history.events
     )
-    model_tasks = MODEL_ACTIVITY_TASKS.get(system, LEVELS[case.shape])
-    tool_tasks = 0 if local else len(plan_of(case))
+    model_tasks = _model_requests(system, case) if QUEUED_MODEL_CALLS[system] else 0
+    tool_tasks = 0 if local else len(expected_calls(case.question))
     assert queued == model_tasks + tool_tasks, (workflow_id, queued)
+
+
+def _model_requests(system: str, case: Case) -> int:
+    """One plan (two with a replan) for bare; a tool-calling peer one per level of the
+    plan, and one more for the misread call it makes again."""
+    if system == "bare":
+        return 2 if case.wrong_once else 1
+    return LEVELS[case.shape] + case.wrong_once
 
 
 @pytest.mark.usefixtures("quick_tools")
@@ -109,8 +120,8 @@ async def test_every_peer_runs_each_shape_at_its_best(temporal_env: WorkflowEnvi
                 n = 1 + 2 * index + local  # a question of its own per variant
                 for shape in SHAPE_NAMES:
                     runs += [
-                        (system, Case(shape, n, named), client, queue, local)
-                        for named in (True, False)
+                        (system, Case(shape, n, named, wrong_once=wrong), client, queue, local)
+                        for named, wrong in ((True, False), (False, False), (True, True))
                     ]
         # Every run to its end, failed or not: a worker shut down under a model call in
         # flight would leave the HTTP client's task behind.
@@ -125,5 +136,4 @@ async def test_every_peer_runs_each_shape_at_its_best(temporal_env: WorkflowEnvi
     if failures:
         raise failures[0]
     for system, case, *_ in runs:
-        expected = 1 if system == "bare" else LEVELS[case.shape]
-        assert model.requests[case] == expected, (system, case)
+        assert model.requests[case] == _model_requests(system, case), (system, case)

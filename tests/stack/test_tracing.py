@@ -3,8 +3,9 @@ Temporal's OpenTelemetry plugin, with the attributes a trace reader needs."""
 
 from __future__ import annotations
 
-import uuid
+import random
 
+import asyncpg
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio.client import Client
@@ -25,7 +26,10 @@ def _ancestors(span: ReadableSpan, by_id: dict[int, ReadableSpan]) -> list[str]:
 
 
 async def test_one_run_is_one_trace_across_client_cpu_and_inference_workers(
-    temporal_env: WorkflowEnvironment, make_stack: StackFactory, spans: InMemorySpanExporter
+    temporal_env: WorkflowEnvironment,
+    make_stack: StackFactory,
+    spans: InMemorySpanExporter,
+    db: asyncpg.Pool,
 ) -> None:
     traced = await Client.connect(
         temporal_env.client.service_client.config.target_host,
@@ -34,7 +38,11 @@ async def test_one_run_is_one_trace_across_client_cpu_and_inference_workers(
     )
     # Model steps on the inference worker (as with a model), so the trace crosses to it.
     stack = await make_stack(on=traced, local_policy="off")
-    handle = await stack.start(f"Where is order {1001 + uuid.uuid4().int % 140}?")
+    # A shipped order, so the plan's tracking step runs (it is skipped without a parcel); a
+    # random one, so no earlier run's cached answer short-circuits the tools.
+    rows = await db.fetch("SELECT order_id FROM shipments WHERE tenant = $1", "default")
+    shipped = [row["order_id"] for row in rows]
+    handle = await stack.start(f"Where is order {random.choice(shipped)}?")
     await handle.result()
     finished = list(spans.get_finished_spans())
     run = [
