@@ -68,6 +68,12 @@ def problem_response(
     )
 
 
+def refused_response(refused: Refused) -> JSONResponse:
+    """A refused caller's problem (a missing or unknown key asks for a bearer token)."""
+    headers = {"WWW-Authenticate": "Bearer"} if refused.status == 401 else None
+    return problem_response(refused.status, refused.detail, refused.kind, headers)
+
+
 def problem_bytes(status: int, detail: str, kind: str | None = None) -> tuple[bytes, bytes]:
     """A body and its content type, for the middlewares that answer before any route."""
     return json.dumps(problem_body(status, detail, kind)).encode(), PROBLEM_MEDIA_TYPE.encode()
@@ -88,8 +94,7 @@ def answer_problems(app: FastAPI) -> None:
 
     @app.exception_handler(Refused)
     async def _refused(_: Request, exc: Refused) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-        return problem_response(exc.status, exc.detail, exc.kind, headers)
+        return refused_response(exc)
 
     @app.exception_handler(OverQuota)
     async def _over_quota(_: Request, exc: OverQuota) -> JSONResponse:

@@ -18,7 +18,6 @@ from fastapi import FastAPI
 from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -26,6 +25,7 @@ from agentkeel.client.agent_client import AgentClient
 from agentkeel.gateway.keys import ApiKeys, Caller, Refused
 from agentkeel.gateway.mcp.operations import Operations
 from agentkeel.gateway.mcp.tools import build_mcp_server
+from agentkeel.gateway.problems import refused_response
 from agentkeel.gateway.quotas import Quotas
 
 __all__ = ["MCP_PATH", "mount_mcp"]
@@ -42,10 +42,8 @@ class _KeyChecked:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             self._keys.caller(Request(scope).headers.get("authorization"))
-        except Refused as exc:
-            headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-            response = JSONResponse({"detail": exc.detail}, status_code=exc.status, headers=headers)
-            await response(scope, receive, send)
+        except Refused as exc:  # as problem details, like every other route's refusal
+            await refused_response(exc)(scope, receive, send)
             return
         await self._app(scope, receive, send)
 

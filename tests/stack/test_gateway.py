@@ -219,6 +219,12 @@ async def test_api_keys_bind_tenant_and_actor(stack: AgentStack, database_url: s
             "/v1/runs", json={"question": "hi"}, headers={"Authorization": "Bearer nope"}
         )
         assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
+        # `/mcp` refuses a missing or unknown key in the same problem format as every route.
+        for headers in ({}, {"Authorization": "Bearer nope"}):
+            mcp = await http.post("/mcp", json={"jsonrpc": "2.0"}, headers=headers)
+            assert mcp.status_code == 401 and mcp.headers["www-authenticate"] == "Bearer"
+            assert mcp.headers["content-type"] == "application/problem+json"
+            assert mcp.json()["status"] == 401 and mcp.json()["type"] == wrong.json()["type"]
         other_tenant = await http.post(
             "/v1/runs", json={"question": "hi", "tenant": "someone-else"}, headers=customer
         )

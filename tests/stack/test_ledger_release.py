@@ -12,12 +12,19 @@ import uuid
 
 import asyncpg
 import pytest
+from temporalio import activity
 from temporalio.client import WorkflowFailureError
 
 from agentkeel.activities.effects_ledger import EffectLedger
-from agentkeel.schemas import errors
+from agentkeel.schemas import errors, names
 from agentkeel.schemas.actor import Actor
-from agentkeel.schemas.effects import AuditQuery, EffectClaim, EffectSettlement, EffectStatus
+from agentkeel.schemas.effects import (
+    AuditQuery,
+    EffectClaim,
+    EffectClaimed,
+    EffectSettlement,
+    EffectStatus,
+)
 from agentkeel.schemas.result import AgentResult, StepStatus
 from tests.support.agent_stack import StackFactory
 from tests.support.gateway_http import gateway
@@ -144,3 +151,33 @@ async def test_a_cancel_ends_only_the_claim_its_own_call_wrote(db: asyncpg.Pool)
     assert await settle("run-b", "s1") == EffectStatus.CLAIMED, "another run's claim stays"
     assert await settle("run-a", "s2") == EffectStatus.CLAIMED, "another step's claim stays"
     assert await settle("run-a", "s1") == EffectStatus.CANCELLED
+
+
+async def test_a_cancel_while_the_claim_is_written_ends_that_claim(
+    make_stack: StackFactory, db: asyncpg.Pool
+) -> None:
+    """`claim-cancel-v2`: the cancel reaches the claim's local activity after its row was
+    written (as the activity's cancel error, not the task's); the run waits for the write
+    to end and ends that claim, so it does not count against the customer afterwards."""
+    written = asyncio.Event()
+    ledger = EffectLedger(db)
+
+    @activity.defn(name=names.CLAIM_EFFECT)
+    async def claim_then_linger(claim: EffectClaim) -> EffectClaimed:
+        claimed = await ledger.claim(claim)
+        written.set()
+        await asyncio.sleep(60)  # the run is cancelled here, its claim already written
+        return claimed
+
+    order_id, owner = await refundable_order(db, at_least_cents=10_000)
+    customer = Actor(role="customer", subject=str(owner))
+    plans = [refunds_plan(order_id, 1_500), refunds_plan(order_id, 1_500)]
+    stack = await make_stack(policy=RefundScript(plans), replace_activities=[claim_then_linger])
+    handle = await stack.start(f"refund $15 on order {order_id}", actor=customer)
+    await asyncio.wait_for(written.wait(), 30)
+    await handle.cancel()
+    with pytest.raises(WorkflowFailureError):
+        await asyncio.wait_for(handle.result(), 30)
+    [entry] = await ledger.entries(AuditQuery(tenant=stack.tenant, target=f"order_id={order_id}"))
+    assert entry.status == EffectStatus.CANCELLED, entry
+    assert entry.settled_at is not None and "cancelled while being claimed" in entry.reason

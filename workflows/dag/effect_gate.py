@@ -25,6 +25,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError, is_cancelled_exception
 
 from agentkeel.schemas import errors
 from agentkeel.schemas.actor import SYSTEM_ROLE, Actor
@@ -61,6 +62,9 @@ CLAIM_RELEASE_PATCH = "claim-release-v1"
 """Runs started before it left the claim of an effect cancelled while it waited open."""
 CLAIM_CANCEL_PATCH = "claim-cancel-v1"
 """Runs started before it left open a claim written while the run was being cancelled."""
+CLAIM_CANCEL_WAIT_PATCH = "claim-cancel-v2"
+"""Runs started before it took a cancel during the claim's write as the activity's cancel
+error past the handler (the claim left open), and did not wait for the write to end."""
 
 _LONGEST_IDENTITY = 200
 """Past this, the arguments are named by their digest (a note's text, say), not spelled out."""
@@ -114,16 +118,21 @@ async def clear_effect(
             raise StepRefused(refused)
     # Claimed before any approval: a concurrent run of the same actor or on the same
     # target counts this amount from now on, approved or still waiting.
+    # A cancel reaches a local activity in flight as its `ActivityError`, not as the task's
+    # `CancelledError`; under v2 the workflow also waits for the write to end first.
+    settle_on_cancel = workflow.patched(CLAIM_CANCEL_WAIT_PATCH)
     try:
         async with ctx.effect_claims:
-            claimed = await ledger.claim(request)
-    except asyncio.CancelledError:
+            claimed = await ledger.claim(request, settle_on_cancel=settle_on_cancel)
+    except (asyncio.CancelledError, ActivityError) as stopped:
         # Cancelled while the claim was being written: it may have been, so it is ended
         # (a no-op where it was not, or where it is another attempt's effect, made).
-        if workflow.patched(CLAIM_CANCEL_PATCH):
-            await _end_cancelled(
-                ClearedEffect(key=key, claimed=True), call, "being claimed", only_ours=True
-            )
+        cancelled = settle_on_cancel and is_cancelled_exception(stopped)
+        if isinstance(stopped, asyncio.CancelledError) or cancelled:
+            if workflow.patched(CLAIM_CANCEL_PATCH):
+                await _end_cancelled(
+                    ClearedEffect(key=key, claimed=True), call, "being claimed", only_ours=True
+                )
         raise
     cleared = ClearedEffect(key=key, claimed=True, already_made=claimed.already_made)
     if claimed.already_made:  # the tool answers with the effect it made; nothing moves again

@@ -77,13 +77,20 @@ def claim_of(
     )
 
 
-async def claim(request: EffectClaim) -> EffectClaimed:
+async def claim(request: EffectClaim, *, settle_on_cancel: bool = False) -> EffectClaimed:
+    """`settle_on_cancel`: a cancel waits for the claim's write to end (committed or not),
+    so what the workflow then settles is what the ledger holds."""
     claimed: EffectClaimed = await workflow.execute_local_activity(
         names.CLAIM_EFFECT,
         request,
         result_type=EffectClaimed,
         start_to_close_timeout=LEDGER_TIMEOUT,
         retry_policy=timeouts.STORE_RETRY,
+        cancellation_type=(
+            workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
+            if settle_on_cancel
+            else workflow.ActivityCancellationType.TRY_CANCEL
+        ),
         summary=f"claim {request.tool} {request.target}".strip(),
     )
     return claimed
