@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, RetryState
 
 from agentkeel.schemas.speculation import (
     MAX_SPECULATIVE_CALLS,
@@ -43,6 +43,9 @@ SPECULATION_PATCH = "speculation-v1"
 EARLY_SPECULATION_PATCH = "early-speculation-v1"
 """Reads predicted by the cache lookup start at the run's first moment, beside the router
 and the planner (asked only by runs with predicted reads)."""
+FAILED_TWIN_PATCH = "speculation-failure-v1"
+"""A twin that failed for good (non-retryable) is its step's failure: the step does not make
+the same call again (asked only where such a twin is claimed; before it, the step did)."""
 
 
 @dataclass
@@ -134,12 +137,18 @@ class Speculation:
 
     async def serve(self, running: _Running, call: ToolCall) -> tuple[bool, Any]:
         """`(True, result)` from `call`'s speculative twin; `(False, None)` when the twin
-        failed, so the step makes the call itself (its retries, its error)."""
+        failed in a way the step's own call may not (cancelled, out of retries), so the
+        step makes the call itself. A twin that failed for good (a non-retryable error:
+        the order does not exist) raises that failure as the step's: the same call,
+        made again, would only fail the same way one round trip later."""
         asked = workflow.now()
         try:
             result = await running.task
-        except ActivityError:
+        except ActivityError as failed:
             self._report(running, SpeculationOutcome.FAILED, step_id=call.call_id)
+            final = failed.retry_state == RetryState.NON_RETRYABLE_FAILURE
+            if final and workflow.patched(FAILED_TWIN_PATCH):
+                raise
             return False, None
         done_by = running.finished if running.finished is not None else asked
         saved = max((min(done_by, asked) - running.started).total_seconds() * 1000, 0.0)

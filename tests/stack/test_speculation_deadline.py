@@ -52,18 +52,21 @@ async def test_a_read_the_plan_does_not_make_is_cancelled_and_reported(
     assert result.timings_ms.speculation_saved == 0
 
 
-async def test_a_failed_speculative_read_is_made_again_by_its_step(
+async def test_a_speculative_read_that_failed_for_good_is_its_steps_failure(
     make_stack: StackFactory,
 ) -> None:
+    """`speculation-failure-v1`: a non-retryable failure says the same call fails again, so
+    the step takes it rather than make the call a second time."""
     orders = StandInOrders(failing=1)
     stack = await make_stack(
         policy=cascade(STEPS, heavy_s=0.3), replace_activities=[orders.get_order]
     )
     result = await stack.ask(QUESTION, options={"use_cache": False})
 
-    assert orders.calls == 2, "the speculative call, then the step's own"
-    assert result.steps[0].status is StepStatus.SUCCEEDED
-    assert not result.steps[0].speculative
+    assert orders.calls == 1, "the speculative call only"
+    [step] = [s for s in result.steps if s.tool == "get_order"]
+    assert step.status is StepStatus.FAILED
+    assert step.error is not None and step.error.type == "Unavailable", step.error
     assert result.speculation is not None
     assert [c.outcome for c in result.speculation.calls] == [SpeculationOutcome.FAILED]
     assert result.timings_ms.speculation_saved == 0
