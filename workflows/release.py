@@ -34,9 +34,10 @@ Changes gated after it, each asking its own id where a run takes its branch:
 early-speculation-v1 and speculation-failure-v1 (`workflows.speculation`), plan-stream-v1
 (`workflows.plan_stream`), question-attribute-v1 (`workflows.visibility`),
 effect-identity-v1, provenance-asked-v1, claim-release-v1, claim-cancel-v1, claim-cancel-v2,
-authorize-before-claim-v1 (`workflows.dag.effect_gate` and the plan checks), approval-cancel-record-v1
-(`workflows.approvals`), run-budget-v1 (`workflows.budget`: asked only by a run with
-`options.budget`); in `CacheWarmerWorkflow`, warm-tenant-fairness-v1 (`workflows.warmer`)."""
+authorize-before-claim-v1 (`workflows.dag.effect_gate` and the plan checks),
+approval-cancel-record-v1 (`workflows.approvals`), run-budget-v1 (`workflows.budget`: asked
+only by a run with `options.budget`); in `CacheWarmerWorkflow`, warm-tenant-fairness-v1
+(`workflows.warmer`)."""
 
 
 def since(change: str) -> bool:
