@@ -24,8 +24,15 @@ import structlog
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
+from agentkeel.activities.quota_leases import (
+    Leases,
+    Slot,
+    quota_limits_key,
+    quota_prefix,
+    scope_key,
+)
 from agentkeel.activities.redis_errors import REDIS_ERRORS
-from agentkeel.gateway.leases import Leases, Slot
+from agentkeel.gateway.stream_slot import OpenStream
 from agentkeel.schemas.gateway import QuotaKind, QuotaProblem, QuotaScope
 from agentkeel.schemas.lanes import asks_watch
 from agentkeel.schemas.request import AgentRequest
@@ -48,8 +55,9 @@ log = structlog.get_logger(__name__)
 
 def watches(request: AgentRequest) -> bool:
     """Whether the request asks for a watch (`schemas.lanes.asks_watch`). A watch asked for
-    in words ("tell me when it ships") is known once its run waits on it: the sweep counts
-    it then (`Quotas.sweep`)."""
+    in words ("tell me when it ships") is known once its run starts watching: the worker
+    takes its watch slot then, under the limits this gateway publishes, and the watch step
+    fails with `WatchQuotaFull` where they are full (`activities.watch_slots`)."""
     return asks_watch(request)
 
 
@@ -109,17 +117,21 @@ class Quotas:
         self.limits = limits
         self._pre_swept: dict[tuple[str, ...], float] = {}
         self._pre_sweeping: dict[tuple[str, ...], asyncio.Future[None]] = {}
-        # One hash tag: a run's key and tenant scopes are taken in one script, which on a
-        # Redis Cluster must name keys of one slot.
-        self.prefix = f"agentkeel:gateway:{{{deployment}}}:"
+        self.prefix = quota_prefix(deployment)
+        self._limits_key = quota_limits_key(deployment)
 
     def _slots(self, kinds: Sequence[QuotaKind], caller: str, tenant: str) -> list[Slot]:
         return [
             slot
             for kind in kinds
             for slot in (
-                Slot(f"{self.prefix}{kind}:key:{caller}", self.limits.per_key[kind]),
-                Slot(f"{self.prefix}{kind}:tenant:{tenant}", self.limits.per_tenant[kind]),
+                Slot(
+                    scope_key(self.prefix, kind, QuotaScope.KEY, caller), self.limits.per_key[kind]
+                ),
+                Slot(
+                    scope_key(self.prefix, kind, QuotaScope.TENANT, tenant),
+                    self.limits.per_tenant[kind],
+                ),
             )
         ]
 
@@ -209,16 +221,31 @@ class Quotas:
                 if running[member] is True:
                     await self.leases.renew([key], member, self.limits.lease_s)
                     if member in waiting and key.startswith(runs_scope):
-                        # A watch asked for in words counts as a watch from now on.
+                        # A watch asked for in words holds its watch slot from when it
+                        # started watching (`watch_slots`); held by a run from before
+                        # that, it counts from now on.
                         watch_key = f"{self.prefix}{QuotaKind.WATCHES}:{key[len(runs_scope) :]}"
                         await self.leases.take([Slot(watch_key, 0)], member, self.limits.lease_s)
                 elif running[member] is False:
                     await self.leases.release([key], member)
 
+    async def publish_limits(self) -> None:
+        """Write this gateway's watch limits where the CPU workers read them: a run that
+        starts watching without having asked for it up front (a watch asked for in words)
+        takes its watch slot there, and is refused by the same limits."""
+        fields: dict[str, float] = {
+            f"{QuotaKind.WATCHES}:{QuotaScope.KEY}": self.limits.per_key[QuotaKind.WATCHES],
+            f"{QuotaKind.WATCHES}:{QuotaScope.TENANT}": self.limits.per_tenant[QuotaKind.WATCHES],
+            "lease_s": self.limits.lease_s,
+        }
+        await self.leases.redis.hset(self._limits_key, mapping=fields)  # type: ignore[arg-type]
+
     async def sweeping(self) -> None:
-        """`sweep` every third of a lease, for as long as the gateway runs."""
+        """`sweep` every third of a lease, for as long as the gateway runs (and publish the
+        limits each time: a Redis that restarted has them again)."""
         while True:
             try:
+                await self.publish_limits()
                 await self.sweep()
             except (*REDIS_ERRORS, RPCError) as exc:
                 log.warning("gateway_quota_sweep_failed", error=repr(exc))
@@ -246,34 +273,3 @@ class Quotas:
             limit=full.limit,
             retry_after_s=max(1, math.ceil(self.limits.sweep_every_s)),
         )
-
-
-@dataclass
-class OpenStream:
-    """A stream's slot while it is open: renewed once the stream has begun (`begin`), let
-    go at `close`, or at the first renewal if the stream never began (its client left
-    before the response started, so nothing would close it)."""
-
-    quotas: Quotas
-    lease: Lease
-    begun: bool = False
-    renewing: asyncio.Task[None] | None = None
-
-    def begin(self) -> None:
-        self.begun = True
-
-    async def renew(self) -> None:
-        limits, leases = self.quotas.limits, self.quotas.leases
-        while True:
-            await asyncio.sleep(limits.sweep_every_s)
-            if not self.begun:
-                await self.quotas.release(self.lease)
-                return
-            with suppress(*REDIS_ERRORS):
-                await leases.renew(self.lease.keys, self.lease.member, limits.lease_s)
-
-    async def close(self) -> None:
-        if self.renewing is not None:
-            self.renewing.cancel()
-            await asyncio.gather(self.renewing, return_exceptions=True)
-        await self.quotas.release(self.lease)

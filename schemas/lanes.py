@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from pydantic import BaseModel
 from temporalio.common import Priority
 
 from agentkeel.schemas.request import AgentRequest
@@ -21,6 +22,7 @@ __all__ = [
     "LANE_PRIORITY_KEYS",
     "WARMER_FAIRNESS_KEY",
     "Lane",
+    "WatchSlotHold",
     "asks_watch",
     "lane_of",
     "run_priority",
@@ -66,3 +68,12 @@ def run_priority(lane: Lane, tenant: str) -> Priority:
     """The `Priority` a run of `tenant` in `lane` starts with (tenants are at most 64
     characters of `[A-Za-z0-9._:@-]`, within Temporal's 64-byte fairness key)."""
     return Priority(priority_key=LANE_PRIORITY_KEYS[lane], fairness_key=tenant)
+
+
+class WatchSlotHold(BaseModel):
+    """A run that starts watching without having asked for a watch up front (a watch asked
+    for in words) takes a watch slot of its key and tenant (`activities.watch_slots`)."""
+
+    usage_key: str
+    tenant: str
+    workflow_id: str

@@ -39,6 +39,7 @@ LATENCY_ESTIMATES: Final = "latency_estimates"
 CLAIM_EFFECT: Final = "claim_effect"
 SETTLE_EFFECT: Final = "settle_effect"
 RECORD_REFUSAL: Final = "record_refusal"
+HOLD_WATCH_SLOT: Final = "hold_watch_slot"
 
 # Activities of the inference worker pool.
 ROUTE: Final = "route"

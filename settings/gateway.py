@@ -35,8 +35,8 @@ class GatewaySettings(BaseModel):
     gateway_runs_per_tenant: NotNegative = 100
     """Runs in flight the keys of one tenant may have started together. 0: no limit."""
     gateway_watches_per_key: NotNegative = 5
-    """Watching runs (`options.watch_every_s`; they may last days) in flight per key. 0: no
-    limit."""
+    """Watching runs (`options.watch_every_s`, a repeated step, or a watch asked for in
+    words; they may last days) in flight per key. 0: no limit."""
     gateway_watches_per_tenant: NotNegative = 20
     """Watching runs in flight per tenant. 0: no limit."""
     gateway_streams_per_key: NotNegative = 10

@@ -31,6 +31,7 @@ from agentkeel.activities.run_store import StoreActivities
 from agentkeel.activities.tools.door import EFFECT_CALLERS, door_activity
 from agentkeel.activities.tools.functions import FunctionTools
 from agentkeel.activities.usage_ledger import UsageLedger, UsageMetering
+from agentkeel.activities.watch_slots import WatchSlots
 from agentkeel.inference.policy import Policy
 from agentkeel.schemas.approvals import ApprovalPolicy
 from agentkeel.schemas.tools.catalog import ACTIVITY_TOOLS
@@ -136,6 +137,7 @@ async def _cpu_activities(
             StoreActivities(pool, caches.paths).store,
             WarmingActivities(pool, caches.paths).hot_questions,
             *run_control.all_activities(),
+            *WatchSlots(redis, settings.task_queue).all(),
             *_output_activities(pool),
             *_local_policy_activities(local or local_policy(settings), pool, redis, settings),
         ]

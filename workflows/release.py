@@ -35,9 +35,9 @@ early-speculation-v1 and speculation-failure-v1 (`workflows.speculation`), plan-
 (`workflows.plan_stream`), question-attribute-v1 (`workflows.visibility`),
 effect-identity-v1, provenance-asked-v1, claim-release-v1, claim-cancel-v1, claim-cancel-v2,
 authorize-before-claim-v1 (`workflows.dag.effect_gate` and the plan checks),
-approval-cancel-record-v1 (`workflows.approvals`), run-budget-v1 (`workflows.budget`: asked
-only by a run with `options.budget`); in `CacheWarmerWorkflow`, warm-tenant-fairness-v1
-(`workflows.warmer`)."""
+approval-cancel-record-v1 (`workflows.approvals`), watch-quota-v1
+(`workflows.dag.watch_slot`), run-budget-v1 (`workflows.budget`: asked only by a run with
+`options.budget`); in `CacheWarmerWorkflow`, warm-tenant-fairness-v1 (`workflows.warmer`)."""
 
 
 def since(change: str) -> bool:

@@ -1,5 +1,6 @@
 """Every door under the same quotas: runs started through `/mcp` count with those of
-`POST /v1/runs`, and a watch asked for in words counts as a watch."""
+`POST /v1/runs`, and a watch asked for in words counts as a watch (and is held to the
+watch limit: over it, its watch step fails before it waits)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from agentkeel.gateway.keys import ApiKeys
-from agentkeel.schemas import names
+from agentkeel.schemas import errors, names
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.progress import RunProgress
+from agentkeel.schemas.result import AgentResult
 from tests.support.agent_stack import AgentStack
 from tests.support.gateway_http import BOUND_S, bearer, gateway, key
 
@@ -63,6 +65,20 @@ async def test_a_watch_asked_for_in_words_counts_as_a_watch(stack: AgentStack) -
         refused = await http.post("/v1/runs", json=explicit)
         assert refused.status_code == 429, refused.text
         assert refused.json()["quota"] == "watches"
+        # A second watch in words starts (nothing said it would watch), and its watch
+        # step fails before it waits: the key's one watch is taken.
+        again = {**body, "request_id": uuid.uuid4().hex, "options": {"use_cache": False}}
+        second = await http.post("/v1/runs", json=again)
+        assert second.status_code == 202, second.text
+        over = stack.client.get_workflow_handle(
+            second.json()["workflow_id"], result_type=AgentResult
+        )
+        stack.started.append(over)
+        result = await asyncio.wait_for(over.result(), BOUND_S)
+        refusals = [s.error for s in result.steps if s.error is not None]
+        watch = next((e for e in refusals if e.type == errors.WATCH_QUOTA_FULL), None)
+        assert watch is not None, refusals
+        assert "1 watching runs in flight" in watch.message, watch
 
 
 async def _until_watching(handle: Any) -> None:

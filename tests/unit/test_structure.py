@@ -20,6 +20,7 @@ from agentkeel.activities.model_calls import InferenceActivities
 from agentkeel.activities.outputs import OutputActivities
 from agentkeel.activities.run_control import RunControlActivities
 from agentkeel.activities.run_store import StoreActivities
+from agentkeel.activities.watch_slots import WatchSlots
 from agentkeel.schemas import names
 from agentkeel.schemas.tools import ACTIVITY_TOOLS, TOOLS
 from tests.support.paths import ROOT
@@ -174,6 +175,7 @@ def test_every_activity_name_is_defined_once_in_schemas() -> None:
         OutputActivities,
         LatencyActivities,
         EffectLedgerActivities,
+        WatchSlots,
     )
     assert agent_side == declared
     from agentkeel.activities.tools.functions import FunctionTools

@@ -37,6 +37,7 @@ from agentkeel.workflows.dag.tool_activity import (
     summary_of,
     with_tenant,
 )
+from agentkeel.workflows.dag.watch_slot import hold_watch_slot
 
 
 async def run_plan(
@@ -76,6 +77,7 @@ async def run_plan(
             sleep=_durable_sleep,
             on_wait=ctx.waits.show,
             resume=resume,
+            first_wait=lambda: hold_watch_slot(ctx),
         )
     except PlanValidationError as exc:
         workflow.logger.info("plan rejected: %s %s", exc.kind, exc.message)

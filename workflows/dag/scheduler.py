@@ -33,6 +33,7 @@ from agentkeel.workflows.dag.slots import Pauses, Slots
 from agentkeel.workflows.dag.step_book import StepBook
 from agentkeel.workflows.dag.step_gates import SchedulerLimits
 from agentkeel.workflows.dag.watches import (
+    FirstWait,
     StepFailed,
     Suspended,
     WatchTimedOut,
@@ -67,13 +68,16 @@ class DagScheduler:
         sleep: Sleep = plain_sleep,
         on_wait: OnWait | None = None,
         resume: Sequence[StepOutcome] = (),
+        first_wait: FirstWait | None = None,
     ) -> None:
         """`step_failures`: exceptions of `dispatch` that fail a step (inside a workflow,
         `ActivityError`); anything else is a bug or a cancellation and ends `run()` with it.
 
         `resume`: this plan's outcomes from the run this one continues (outputs resolved):
         finished steps keep their results, and watches pick up where they were.
+        `first_wait`: asked before a watch first waits (`watches.run_watch`).
         """
+        self._first_wait = first_wait
         self._tools = tools
         self._dispatch = dispatch
         self._sleep = sleep
@@ -229,6 +233,7 @@ class DagScheduler:
                 sleep=lambda duration, summary: self._sleep_without_slot(call, duration, summary),
                 on_wait=self._waits(step),
                 ran=self._count_watch_run,
+                first_wait=self._first_wait,
             )
         return await self._dispatch(call)
 

@@ -22,6 +22,8 @@ Now = Callable[[], datetime]
 Sleep = Callable[[timedelta, str], Awaitable[bool]]
 """Sleep; False when cut short because the run continues as new."""
 ShowWait = Callable[[Waiting | None], None]
+FirstWait = Callable[[], Awaitable[StepError | None]]
+"""Asked before a watch first waits: None lets it wait, a `StepError` fails its step."""
 
 
 class Suspended(Exception):
@@ -96,16 +98,20 @@ async def run_watch(
     sleep: Sleep,
     on_wait: ShowWait,
     ran: Callable[[], bool],
+    first_wait: FirstWait | None = None,
 ) -> Any:
     """Run `step` until its `repeat.until` holds; its output is the run that passed.
 
     `outcome` keeps the watch's state (`runs`, `next_run_at`, `started_at`): a run that
     continues as new hands it on, and the next run picks up at `next_run_at`. `ran` counts
     one run and says whether to stop (raise `Suspended`) for a continue-as-new.
+    `first_wait` is asked once, before the watch first waits (after its first reading did
+    not pass): a `StepError` it answers fails the step there (a watch over its quota).
 
     Raises:
         WatchTimedOut: the next run would fall past `started_at + timeout_s`.
         Suspended: the run must continue as new; `outcome.next_run_at` is set.
+        StepFailed: `first_wait` refused the watch.
     """
     repeat = step.repeat
     assert repeat is not None and outcome.started_at is not None
@@ -114,6 +120,11 @@ async def run_watch(
     while True:
         if outcome.next_run_at is not None:
             delay = outcome.next_run_at - now()
+            if delay > timedelta(0) and outcome.runs == 1 and first_wait is not None:
+                refused = await first_wait()
+                if refused is not None:
+                    outcome.next_run_at = None
+                    raise StepFailed(refused)
             if delay > timedelta(0):
                 what = f"{step.tool} until {condition.ref} {_test(condition)}"
                 on_wait(

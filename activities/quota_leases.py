@@ -1,4 +1,5 @@
-"""Leases in Redis: the slots of the gateway's quotas, shared by every replica.
+"""Leases in Redis: the slots of the gateway's quotas, shared by every replica (and by the
+CPU workers, which take a watch's slot when a run starts watching: `watch_slots`).
 
 A quota is a sorted set per scope (one key, one tenant); each member is one thing held (a
 run's workflow id, a stream's id), scored by when its lease expires. Taking a slot checks
@@ -100,3 +101,21 @@ class Leases:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def quota_prefix(deployment: str) -> str:
+    """Where one deployment's quotas live (its task queue: deployments sharing one Redis
+    count apart). One hash tag, so a run's key and tenant scopes are taken in one script,
+    which on a Redis Cluster must name keys of one slot."""
+    return f"agentkeel:gateway:{{{deployment}}}:"
+
+
+def quota_limits_key(deployment: str) -> str:
+    """The hash where the gateway publishes its limits, for the workers that count with it:
+    `<kind>:<scope>` -> limit (0: none), and `lease_s`."""
+    return f"{quota_prefix(deployment)}limits"
+
+
+def scope_key(prefix: str, kind: str, scope: str, who: str) -> str:
+    """The set of one quota's scope: `<prefix><kind>:<scope>:<who>` (`runs:key:<key id>`)."""
+    return f"{prefix}{kind}:{scope}:{who}"

@@ -1,0 +1,44 @@
+"""A stream's quota slot while the stream is open (`Quotas.open_stream`)."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from agentkeel.activities.redis_errors import REDIS_ERRORS
+
+if TYPE_CHECKING:
+    from agentkeel.gateway.quotas import Lease, Quotas
+
+
+@dataclass
+class OpenStream:
+    """A stream's slot while it is open: renewed once the stream has begun (`begin`), let
+    go at `close`, or at the first renewal if the stream never began (its client left
+    before the response started, so nothing would close it)."""
+
+    quotas: Quotas
+    lease: Lease
+    begun: bool = False
+    renewing: asyncio.Task[None] | None = None
+
+    def begin(self) -> None:
+        self.begun = True
+
+    async def renew(self) -> None:
+        limits, leases = self.quotas.limits, self.quotas.leases
+        while True:
+            await asyncio.sleep(limits.sweep_every_s)
+            if not self.begun:
+                await self.quotas.release(self.lease)
+                return
+            with suppress(*REDIS_ERRORS):
+                await leases.renew(self.lease.keys, self.lease.member, limits.lease_s)
+
+    async def close(self) -> None:
+        if self.renewing is not None:
+            self.renewing.cancel()
+            await asyncio.gather(self.renewing, return_exceptions=True)
+        await self.quotas.release(self.lease)
