@@ -115,6 +115,32 @@ PROBLEM_TYPES: dict[str, tuple[str, str]] = {
         "The run has ended",
         "The run is no longer running.",
     ),
+    "approval-id-required": (
+        "Name the approval",
+        "A decision must name the approval it decides (`approval_id`, from "
+        "`progress.awaiting`).",
+    ),
+    "no-approval-pending": (
+        "Nothing awaits a decision",
+        "The run waits for no approval now.",
+    ),
+    "approval-not-pending": (
+        "Not the approval that waits",
+        "The decision names another approval than the one the run waits for.",
+    ),
+    "unknown-approval": (
+        "No such approval",
+        "The run never asked for an approval of this id.",
+    ),
+    "approval-already-decided": (
+        "Already decided",
+        "The approval has its decision already (or ran out of time, or its wait was "
+        "cancelled).",
+    ),
+    "approver-not-allowed": (
+        "Not an approver of this effect",
+        "The run's approval policy does not let this approver decide it.",
+    ),
     "body-too-large": (
         "Request body too large",
         "A request body is at most 64 KiB.",

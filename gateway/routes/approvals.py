@@ -40,7 +40,18 @@ async def approve_run(
     try:
         return await decide_approval(gw.client.temporal, workflow_id, decision)
     except ApprovalRefused as exc:
-        raise Refused(_status(exc), str(exc)) from None
+        raise Refused(_status(exc), str(exc), _KINDS.get(exc.type)) from None
+
+
+_KINDS = {
+    errors.APPROVAL_ID_REQUIRED: "approval-id-required",
+    errors.NO_APPROVAL_PENDING: "no-approval-pending",
+    errors.APPROVAL_NOT_PENDING: "approval-not-pending",
+    errors.UNKNOWN_APPROVAL: "unknown-approval",
+    errors.APPROVAL_ALREADY_DECIDED: "approval-already-decided",
+    errors.APPROVER_NOT_ALLOWED: "approver-not-allowed",
+}
+"""Each refusal of a decision, its own problem type (any other: the status's)."""
 
 
 def _status(refused: ApprovalRefused) -> int:

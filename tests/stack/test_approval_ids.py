@@ -97,8 +97,10 @@ async def test_the_gateway_refuses_a_decision_without_its_approval_id(
         unnamed = await http.post(approve, json=body)
         assert unnamed.status_code == 422, unnamed.text
         assert errors.APPROVAL_ID_REQUIRED in unnamed.text and "approval_id" in unnamed.text
+        assert unnamed.json()["type"] == "/problems/approval-id-required"
         other = await http.post(approve, json=body | {"approval_id": 2})
         assert other.status_code == 409 and errors.UNKNOWN_APPROVAL in other.text
+        assert other.json()["type"] == "/problems/unknown-approval"  # one type per refusal
         named = await http.post(approve, json=body | {"approval_id": 1})
         assert named.status_code == 200, named.text
     assert (await asyncio.wait_for(handle.result(), 60)).approvals[0].approved
