@@ -117,8 +117,7 @@ PROBLEM_TYPES: dict[str, tuple[str, str]] = {
     ),
     "approval-id-required": (
         "Name the approval",
-        "A decision must name the approval it decides (`approval_id`, from "
-        "`progress.awaiting`).",
+        "A decision must name the approval it decides (`approval_id`, from `progress.awaiting`).",
     ),
     "no-approval-pending": (
         "Nothing awaits a decision",
@@ -134,8 +133,7 @@ PROBLEM_TYPES: dict[str, tuple[str, str]] = {
     ),
     "approval-already-decided": (
         "Already decided",
-        "The approval has its decision already (or ran out of time, or its wait was "
-        "cancelled).",
+        "The approval has its decision already (or ran out of time, or its wait was cancelled).",
     ),
     "approver-not-allowed": (
         "Not an approver of this effect",
