@@ -24,6 +24,7 @@ from agentkeel.activities.quota_leases import (
     quota_prefix,
     scope_key,
 )
+from agentkeel.activities.redis_errors import REDIS_ERRORS
 from agentkeel.schemas import names
 from agentkeel.schemas.gateway import QuotaKind, QuotaScope
 from agentkeel.schemas.lanes import WatchSlotHold
@@ -45,7 +46,16 @@ class WatchSlots:
 
     @activity.defn(name=names.HOLD_WATCH_SLOT)
     async def hold_watch_slot(self, hold: WatchSlotHold) -> str | None:
-        """Hold the run's watch slot; None when held (or no limit applies), else why not."""
+        """Hold the run's watch slot; None when held (or no limit applies, or Redis is
+        away: the quota store only counts, a watch is not refused for its outage), else
+        why not."""
+        try:
+            return await self._hold(hold)
+        except REDIS_ERRORS as exc:
+            activity.logger.warning("watch slot not held (Redis): %s", exc)
+            return None
+
+    async def _hold(self, hold: WatchSlotHold) -> str | None:
         limits = {
             _text(k): float(v)
             for k, v in (await self._leases.redis.hgetall(self._limits_key)).items()

@@ -111,7 +111,12 @@ UNKNOWN_APPROVAL: Final = "UnknownApproval"
 APPROVER_NOT_ALLOWED: Final = "ApproverNotAllowed"
 """The approver may not decide: the requester itself, or a role that does not approve."""
 
-DECISIONS_THAT_STAND: Final = (APPROVAL_DECLINED, APPROVAL_TIMED_OUT, NOT_AUTHORIZED)
+DECISIONS_THAT_STAND: Final = (
+    APPROVAL_DECLINED,
+    APPROVAL_TIMED_OUT,
+    NOT_AUTHORIZED,
+    WATCH_QUOTA_FULL,
+)
 """Step failures a replan must not try to get around: the run finishes with them."""
 
 # Models (raised by the inference activities for what a greedy retry would only repeat).

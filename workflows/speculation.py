@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, RetryState
+from temporalio.exceptions import ActivityError, RetryState, is_cancelled_exception
 
 from agentkeel.schemas.speculation import (
     MAX_SPECULATIVE_CALLS,
@@ -44,8 +44,9 @@ EARLY_SPECULATION_PATCH = "early-speculation-v1"
 """Reads predicted by the cache lookup start at the run's first moment, beside the router
 and the planner (asked only by runs with predicted reads)."""
 FAILED_TWIN_PATCH = "speculation-failure-v1"
-"""A twin that failed for good (non-retryable) is its step's failure: the step does not make
-the same call again (asked only where such a twin is claimed; before it, the step did)."""
+"""A twin that failed for good (non-retryable) is its step's failure, and one cancelled with
+its step cancels it: the step does not make the same call again (asked only where such a
+twin is claimed; before it, the step did)."""
 
 
 @dataclass
@@ -146,8 +147,9 @@ class Speculation:
             result = await running.task
         except ActivityError as failed:
             self._report(running, SpeculationOutcome.FAILED, step_id=call.call_id)
+            # Failed for good, or cancelled with the step that waited for it.
             final = failed.retry_state == RetryState.NON_RETRYABLE_FAILURE
-            if final and workflow.patched(FAILED_TWIN_PATCH):
+            if (final or is_cancelled_exception(failed)) and workflow.patched(FAILED_TWIN_PATCH):
                 raise
             return False, None
         done_by = running.finished if running.finished is not None else asked

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import timedelta
 
 import asyncpg
 import pytest
@@ -25,7 +26,9 @@ from agentkeel.schemas.effects import (
     EffectSettlement,
     EffectStatus,
 )
+from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult, StepStatus
+from agentkeel.workflows.agent import AgentWorkflow
 from tests.support.agent_stack import StackFactory
 from tests.support.gateway_http import gateway
 from tests.support.refunds import (
@@ -156,9 +159,9 @@ async def test_a_cancel_ends_only_the_claim_its_own_call_wrote(db: asyncpg.Pool)
 async def test_a_cancel_while_the_claim_is_written_ends_that_claim(
     make_stack: StackFactory, db: asyncpg.Pool
 ) -> None:
-    """`claim-cancel-v2`: the cancel reaches the claim's local activity after its row was
-    written (as the activity's cancel error, not the task's); the run waits for the write
-    to end and ends that claim, so it does not count against the customer afterwards."""
+    """`claim-cancel-v2`: the cancel lands while the claim's local activity runs, after its
+    row was written; the write runs to its end, then the run ends that claim, so it does
+    not count against the customer afterwards, and no approval or effect follows."""
     written = asyncio.Event()
     ledger = EffectLedger(db)
 
@@ -166,14 +169,26 @@ async def test_a_cancel_while_the_claim_is_written_ends_that_claim(
     async def claim_then_linger(claim: EffectClaim) -> EffectClaimed:
         claimed = await ledger.claim(claim)
         written.set()
-        await asyncio.sleep(60)  # the run is cancelled here, its claim already written
-        return claimed
+        await asyncio.sleep(4)  # the run is cancelled here, its claim already written
+        return claimed  # and the write returns as if nothing happened
 
     order_id, owner = await refundable_order(db, at_least_cents=10_000)
     customer = Actor(role="customer", subject=str(owner))
     plans = [refunds_plan(order_id, 1_500), refunds_plan(order_id, 1_500)]
     stack = await make_stack(policy=RefundScript(plans), replace_activities=[claim_then_linger])
-    handle = await stack.start(f"refund $15 on order {order_id}", actor=customer)
+    request = AgentRequest(
+        question=f"refund $15 on order {order_id}", tenant=stack.tenant, actor=customer
+    )
+    # A short workflow task: the cancel reaches the run while the claim still runs (a local
+    # activity holds its workflow task, which is heartbeated at 80 % of its timeout).
+    handle = await stack.client.start_workflow(
+        AgentWorkflow.run,
+        request,
+        id=f"test-{uuid.uuid4().hex[:12]}",
+        task_queue=stack.task_queue,
+        task_timeout=timedelta(seconds=2),
+    )
+    stack.started.append(handle)
     await asyncio.wait_for(written.wait(), 30)
     await handle.cancel()
     with pytest.raises(WorkflowFailureError):

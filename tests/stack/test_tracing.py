@@ -40,7 +40,7 @@ async def test_one_run_is_one_trace_across_client_cpu_and_inference_workers(
     stack = await make_stack(on=traced, local_policy="off")
     # A shipped order, so the plan's tracking step runs (it is skipped without a parcel); a
     # random one, so no earlier run's cached answer short-circuits the tools.
-    rows = await db.fetch("SELECT order_id FROM shipments WHERE tenant = $1", "default")
+    rows = await db.fetch("SELECT order_id FROM shipments WHERE tenant = $1", stack.tenant)
     shipped = [row["order_id"] for row in rows]
     handle = await stack.start(f"Where is order {random.choice(shipped)}?")
     await handle.result()

@@ -25,7 +25,6 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, is_cancelled_exception
 
 from agentkeel.schemas import errors
 from agentkeel.schemas.actor import SYSTEM_ROLE, Actor
@@ -63,8 +62,9 @@ CLAIM_RELEASE_PATCH = "claim-release-v1"
 CLAIM_CANCEL_PATCH = "claim-cancel-v1"
 """Runs started before it left open a claim written while the run was being cancelled."""
 CLAIM_CANCEL_WAIT_PATCH = "claim-cancel-v2"
-"""Runs started before it took a cancel during the claim's write as the activity's cancel
-error past the handler (the claim left open), and did not wait for the write to end."""
+"""Runs started before it let a cancel reach the claim's local activity in flight (its
+`ActivityError` went past the handler, the claim left open); now the write is shielded
+from the cancel, runs to its end, and its claim is then ended."""
 
 _LONGEST_IDENTITY = 200
 """Past this, the arguments are named by their digest (a note's text, say), not spelled out."""
@@ -118,21 +118,19 @@ async def clear_effect(
             raise StepRefused(refused)
     # Claimed before any approval: a concurrent run of the same actor or on the same
     # target counts this amount from now on, approved or still waiting.
-    # A cancel reaches a local activity in flight as its `ActivityError`, not as the task's
-    # `CancelledError`; under v2 the workflow also waits for the write to end first.
-    settle_on_cancel = workflow.patched(CLAIM_CANCEL_WAIT_PATCH)
+    to_the_end = workflow.patched(CLAIM_CANCEL_WAIT_PATCH)
+    claiming = ClearedEffect(key=key, claimed=True)
     try:
         async with ctx.effect_claims:
-            claimed = await ledger.claim(request, settle_on_cancel=settle_on_cancel)
-    except (asyncio.CancelledError, ActivityError) as stopped:
+            if to_the_end:
+                claimed = await ledger.claim_to_its_end(request, claiming, call)
+            else:
+                claimed = await ledger.claim(request)
+    except asyncio.CancelledError:
         # Cancelled while the claim was being written: it may have been, so it is ended
         # (a no-op where it was not, or where it is another attempt's effect, made).
-        cancelled = settle_on_cancel and is_cancelled_exception(stopped)
-        if isinstance(stopped, asyncio.CancelledError) or cancelled:
-            if workflow.patched(CLAIM_CANCEL_PATCH):
-                await _end_cancelled(
-                    ClearedEffect(key=key, claimed=True), call, "being claimed", only_ours=True
-                )
+        if not to_the_end and workflow.patched(CLAIM_CANCEL_PATCH):
+            await ledger.end_cancelled(claiming, call, "being claimed", only_ours=True)
         raise
     cleared = ClearedEffect(key=key, claimed=True, already_made=claimed.already_made)
     if claimed.already_made:  # the tool answers with the effect it made; nothing moves again
@@ -155,22 +153,9 @@ async def clear_effect(
         # Cancelled while it waited: nothing moved, so its claim ends here rather than
         # counting against the actor and the target for the rest of the window.
         if workflow.patched(CLAIM_RELEASE_PATCH):
-            await _end_cancelled(cleared, call, "it waited for approval")
+            await ledger.end_cancelled(cleared, call, "it waited for approval")
         raise
     return cleared
-
-
-async def _end_cancelled(
-    cleared: ClearedEffect, call: ToolCall, during: str, *, only_ours: bool = False
-) -> None:
-    """`only_ours`: the claim may not have been written, or be another run's or step's
-    (a live claim under the same key): it is ended only where this call wrote it."""
-    ended = StepError(
-        type=errors.CANCELLED, message=f"{call.tool} {call.call_id}: cancelled while {during}"
-    )
-    await ledger.settle(
-        cleared, EffectStatus.CANCELLED, error=ended, only_by=call if only_ours else None
-    )
 
 
 def untrusted_refusal(

@@ -7,13 +7,14 @@ because an effect must never start without its claim.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from agentkeel.schemas import names
+from agentkeel.schemas import errors, names
 from agentkeel.schemas.approvals import ApprovalRecord
 from agentkeel.schemas.effects import (
     EffectClaim,
@@ -77,20 +78,13 @@ def claim_of(
     )
 
 
-async def claim(request: EffectClaim, *, settle_on_cancel: bool = False) -> EffectClaimed:
-    """`settle_on_cancel`: a cancel waits for the claim's write to end (committed or not),
-    so what the workflow then settles is what the ledger holds."""
+async def claim(request: EffectClaim) -> EffectClaimed:
     claimed: EffectClaimed = await workflow.execute_local_activity(
         names.CLAIM_EFFECT,
         request,
         result_type=EffectClaimed,
         start_to_close_timeout=LEDGER_TIMEOUT,
         retry_policy=timeouts.STORE_RETRY,
-        cancellation_type=(
-            workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
-            if settle_on_cancel
-            else workflow.ActivityCancellationType.TRY_CANCEL
-        ),
         summary=f"claim {request.tool} {request.target}".strip(),
     )
     return claimed
@@ -144,3 +138,30 @@ def status_after(failure: BaseException) -> EffectStatus:
     come after a commit, so its amount keeps counting)."""
     cause = failure.cause if isinstance(failure, ActivityError) else failure
     return EffectStatus.FAILED if isinstance(cause, ApplicationError) else EffectStatus.UNKNOWN
+
+
+async def claim_to_its_end(
+    request: EffectClaim, claiming: ClearedEffect, call: ToolCall
+) -> EffectClaimed:
+    """The claim's write, never cut short: a cancel that lands meanwhile (delivered to a
+    local activity in flight as its `ActivityError`, or lost where the write had just
+    returned) waits for the write to end, then ends the claim this call wrote, then
+    cancels the step."""
+    writing = asyncio.ensure_future(claim(request))
+    try:
+        return await asyncio.shield(writing)
+    except asyncio.CancelledError:
+        await asyncio.gather(writing, return_exceptions=True)  # committed, or not at all
+        await end_cancelled(claiming, call, "being claimed", only_ours=True)
+        raise
+
+
+async def end_cancelled(
+    cleared: ClearedEffect, call: ToolCall, during: str, *, only_ours: bool = False
+) -> None:
+    """`only_ours`: the claim may not have been written, or be another run's or step's
+    (a live claim under the same key): it is ended only where this call wrote it."""
+    ended = StepError(
+        type=errors.CANCELLED, message=f"{call.tool} {call.call_id}: cancelled while {during}"
+    )
+    await settle(cleared, EffectStatus.CANCELLED, error=ended, only_by=call if only_ours else None)

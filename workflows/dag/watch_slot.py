@@ -13,7 +13,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 from agentkeel.schemas import names
 from agentkeel.schemas.errors import WATCH_QUOTA_FULL
@@ -49,8 +49,10 @@ async def hold_watch_slot(ctx: RunContext) -> StepError | None:
             retry_policy=_HOLD_RETRY,
             summary="hold a watch slot",
         )
-    except ActivityError as failed:
-        workflow.logger.warning("watch slot not held, the watch goes on: %s", failed.cause)
+    except (ActivityError, ApplicationError) as failed:  # a local activity's comes bare
+        if is_cancelled_exception(failed):
+            raise  # the run (or step) is being cancelled: not a quota matter
+        workflow.logger.warning("watch slot not held, the watch goes on: %s", failed)
         return None
     if refused is None:
         return None
