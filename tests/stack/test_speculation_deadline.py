@@ -72,6 +72,24 @@ async def test_a_speculative_read_that_failed_for_good_is_its_steps_failure(
     assert result.timings_ms.speculation_saved == 0
 
 
+async def test_a_speculative_read_out_of_retries_is_made_again_by_its_step(
+    make_stack: StackFactory,
+) -> None:
+    """A twin that failed only because its retries ran out (a flaky source, not a final
+    answer) leaves the call to its step, with retries of its own."""
+    orders = StandInOrders(failing=3, final=False)  # the tool's three attempts
+    stack = await make_stack(
+        policy=cascade(STEPS, heavy_s=0.3), replace_activities=[orders.get_order]
+    )
+    result = await stack.ask(QUESTION, options={"use_cache": False})
+
+    assert orders.calls == 4, "the speculative call's three attempts, then the step's own"
+    [step] = [s for s in result.steps if s.tool == "get_order"]
+    assert step.status is StepStatus.SUCCEEDED and not step.speculative
+    assert result.speculation is not None
+    assert [c.outcome for c in result.speculation.calls] == [SpeculationOutcome.FAILED]
+
+
 async def test_a_slow_read_the_plan_does_not_make_is_cancelled_when_the_plan_arrives(
     make_stack: StackFactory,
 ) -> None:

@@ -50,18 +50,22 @@ def cascade(steps: list[dict[str, Any]], *, heavy_s: float) -> CascadePolicy:
 
 
 class StandInOrders:
-    """Stand-in for `get_order`: its first `failing` calls fail for good (retries too), and
-    each call takes `hold_s`; `cancelled` counts the calls cancelled while they ran."""
+    """Stand-in for `get_order`: its first `failing` calls fail (for good, or retried:
+    `final`), and each call takes `hold_s`; `cancelled` counts the calls cancelled while
+    they ran."""
 
-    def __init__(self, *, failing: int = 0, hold_s: float = 0.05) -> None:
+    def __init__(self, *, failing: int = 0, hold_s: float = 0.05, final: bool = True) -> None:
+        """`final`: the failures are non-retryable (else retried, as a flaky source's)."""
         self.calls = self.cancelled = 0
-        self.failing, self.hold_s = failing, hold_s
+        self.failing, self.hold_s, self.final = failing, hold_s, final
 
     @activity.defn(name="get_order")
     async def get_order(self, args: GetOrderInput) -> Order:
         self.calls += 1
         if self.calls <= self.failing:
-            raise ApplicationError("orders database away", type="Unavailable", non_retryable=True)
+            raise ApplicationError(
+                "orders database away", type="Unavailable", non_retryable=self.final
+            )
         try:
             await asyncio.sleep(self.hold_s)
         except asyncio.CancelledError:
