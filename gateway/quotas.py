@@ -238,7 +238,11 @@ class Quotas:
             f"{QuotaKind.WATCHES}:{QuotaScope.TENANT}": self.limits.per_tenant[QuotaKind.WATCHES],
             "lease_s": self.limits.lease_s,
         }
-        await self.leases.redis.hset(self._limits_key, mapping=fields)  # type: ignore[arg-type]
+        async with self.leases.redis.pipeline(transaction=True) as pipe:
+            pipe.hset(self._limits_key, mapping=fields)  # type: ignore[arg-type]
+            # Gone with the last gateway: no limits are enforced that no sweep upholds.
+            pipe.expire(self._limits_key, math.ceil(3 * self.limits.lease_s))
+            await pipe.execute()
 
     async def sweeping(self) -> None:
         """`sweep` every third of a lease, for as long as the gateway runs (and publish the
