@@ -59,6 +59,10 @@ class RunOptions(BaseModel):
     speculate: StrictBool = True
     """While the heavy model plans, start the reads the router's reading predicts (cached,
     idempotent tools only); `false` waits for the plan."""
+    replan_ahead: StrictBool = True
+    """Where a step failed and a replan may follow, ask for the next plan beside the join's
+    decision (one model stage for the failure, not two); `false` asks only once the join
+    said `replan` (no plan's tokens spent where it says `finish`)."""
     deadline_ms: StrictInt | None = Field(default=None, gt=0, le=MAX_DEADLINE_MS)
     """How long the caller will wait for the answer, in ms. The run plans to meet it from
     measured latencies (a lighter tier, a higher concurrency cap, leaving out optional

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TypedDict
 
+from agentkeel.schemas.model_calls import PlanResult
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.request import AgentRequest
@@ -37,6 +38,8 @@ class AgentState(TypedDict, total=False):
     """Set when the planner gave no usable plan this round: `execute` then runs nothing."""
     replans: int
     decision: str
+    replanned: PlanResult | None
+    """The next round's plan, written beside the join (`nodes.join`): the plan node's."""
     answer: str
     timings: Timings
     warnings: list[str]

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+from typing import Any
+
 import pytest
 
+from agentkeel.schemas.model_calls import JoinInput, JoinResult, PlanInput, PlanResult
 from tests.support.agent_stack import StackFactory
 from tests.support.fakes import FakeScriptedPolicy
 from tests.support.history import tool_activities_scheduled
@@ -40,3 +45,39 @@ async def test_replan_recovers_with_a_valid_plan(make_stack: StackFactory) -> No
     titles = [hit["title"] for hit in result.steps[0].output["hits"]]
     assert "Refund policy" in titles
     assert "help center" in result.answer
+
+
+class SlowJoin(FakeScriptedPolicy):
+    """The scripted planner, with a join that takes a model's time: when each was asked."""
+
+    def __init__(self, plans: list[dict[str, Any]]) -> None:
+        super().__init__(plans)
+        self.joined_at = 0.0
+        self.planned_at: list[float] = []
+
+    async def join(self, request: JoinInput) -> JoinResult:
+        await asyncio.sleep(0.5)
+        self.joined_at = time.monotonic()
+        return await super().join(request)
+
+    async def plan(self, request: PlanInput) -> PlanResult:
+        self.planned_at.append(time.monotonic())
+        return await super().plan(request)
+
+
+@pytest.mark.parametrize("ahead", [True, False])
+async def test_the_next_plan_is_written_beside_the_join(
+    make_stack: StackFactory, ahead: bool
+) -> None:
+    """`replan-ahead-v1`: the round's failure goes to the join and the planner at once, so a
+    replan costs one model stage; `replan_ahead: false` asks the planner after the join."""
+    policy = SlowJoin([INVALID_PLANS["UnknownTool"], GOOD])
+    stack = await make_stack(policy=policy)
+    result = await stack.ask("what is the refund policy", options={"replan_ahead": ahead})
+    assert result.replans == 1 and [s.tool for s in result.steps] == ["search_kb"]
+    assert len(policy.plan_requests) == 2, "one plan per round, either way"
+    assert policy.plan_requests[1].plan_error is not None, "the planner sees why"
+    if ahead:
+        assert policy.planned_at[1] < policy.joined_at, "asked beside the join"
+    else:
+        assert policy.planned_at[1] > policy.joined_at, "asked once the join said replan"

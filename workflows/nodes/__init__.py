@@ -14,7 +14,8 @@ from agentkeel.workflows.nodes.edges import (
     at_start,
 )
 from agentkeel.workflows.nodes.given_plan import given_plan
-from agentkeel.workflows.nodes.model_calls import join, plan, respond, route
+from agentkeel.workflows.nodes.join import join
+from agentkeel.workflows.nodes.model_calls import plan, respond, route
 from agentkeel.workflows.nodes.plan_execution import execute
 from agentkeel.workflows.nodes.run_record import store
 

@@ -16,11 +16,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 from temporalio import workflow
 
-from agentkeel.schemas import errors, names
+from agentkeel.schemas import names
 from agentkeel.schemas.model_calls import (
-    JoinDecision,
-    JoinInput,
-    JoinResult,
     LocalPolicyResult,
     PlanInput,
     PlanResult,
@@ -44,7 +41,7 @@ from agentkeel.workflows.visibility import add_timing, elapsed_ms, publish_route
 ResultT = TypeVar("ResultT", bound=BaseModel)
 
 
-async def _call_model(
+async def call_model(
     state: AgentState,
     activity: str,
     request: BaseModel,
@@ -89,7 +86,7 @@ async def _call_model(
     return result
 
 
-def _noted(state: AgentState, update: dict[str, Any], answered: Any) -> dict[str, Any]:
+def noted(state: AgentState, update: dict[str, Any], answered: Any) -> dict[str, Any]:
     """`update` with what the step's answer asks the run's result to say (a fallback)."""
     if answered.warnings:
         update["warnings"] = [*state.get("warnings", []), *answered.warnings]
@@ -98,7 +95,7 @@ def _noted(state: AgentState, update: dict[str, Any], answered: Any) -> dict[str
     return update
 
 
-def _asked(state: AgentState) -> dict[str, Any]:
+def asked(state: AgentState) -> dict[str, Any]:
     """The fields of `ModelCallInput`: the question and whose conversation it belongs to."""
     request = state["request"]
     return {
@@ -126,10 +123,10 @@ async def route(state: AgentState) -> dict[str, Any]:
     ahead = state["request"].options.deadline_ms is None
     stream = ahead and wanted(state)  # a plan made beside the router streams its reads too
     async with PlanWindow(state["context"], open_=stream):
-        routed: RouteResult = await _call_model(
+        routed: RouteResult = await call_model(
             state,
             names.ROUTE,
-            RouteInput(**_asked(state), plan_ahead=ahead, stream_steps=stream),
+            RouteInput(**asked(state), plan_ahead=ahead, stream_steps=stream),
             RouteResult,
             timeouts.ROUTE_TIMEOUT,
             summary="route",
@@ -147,12 +144,12 @@ async def route(state: AgentState) -> dict[str, Any]:
         update["speculate"] = routed.speculate
     if routed.planned is not None and not update["confident"]:
         # Planned beside the router: the plan stage is already done.
-        update = _noted(state, update, routed)
+        update = noted(state, update, routed)
         planned = _with_plan(state, routed.planned)
         if "warnings" in update and "warnings" in planned:
             planned["warnings"] = [*update["warnings"], *routed.planned.warnings]
         return {**update, **planned, "planned_ahead": True}
-    return _noted(state, update, routed)
+    return noted(state, update, routed)
 
 
 def _with_plan(
@@ -170,13 +167,17 @@ def _with_plan(
             # now only the router's counts: a planner never labels its own plan.)
             _allow_effects_of(state, planned.route)
         update["route"] = planned.route
-    return _noted(state, update, planned)
+    return noted(state, update, planned)
 
 
 async def plan(state: AgentState) -> dict[str, Any]:
     attempt = state.get("replans", 0)
     stage(state, f"planning (round {attempt})")
     started = workflow.now()
+    replanned = state.get("replanned")
+    if attempt > 0 and replanned is not None:  # written beside the join (`nodes.join`)
+        update = _with_plan(state, replanned)
+        return {**update, "replanned": None, "timings": add_timing(state, "plan", started)}
     retiered = await before_planning(state) if attempt == 0 else None
     if retiered is not None:  # the deadline leaves no time for the heavy tier
         publish_route(state, retiered)
@@ -189,11 +190,11 @@ async def plan(state: AgentState) -> dict[str, Any]:
         }
     stream = wanted(state)  # reads start as the planner writes them (`workflows.plan_stream`)
     async with PlanWindow(state["context"], open_=stream):
-        planned: PlanResult = await _call_model(
+        planned: PlanResult = await call_model(
             state,
             names.PLAN,
             PlanInput(
-                **_asked(state),
+                **asked(state),
                 route=state["route"],
                 attempt=attempt,
                 previous_steps=[s for s in state.get("steps", []) if s.attempt == attempt - 1],
@@ -205,46 +206,6 @@ async def plan(state: AgentState) -> dict[str, Any]:
             summary=f"plan round {attempt}",
         )
     return {**_with_plan(state, planned, retiered), "timings": add_timing(state, "plan", started)}
-
-
-async def join(state: AgentState) -> dict[str, Any]:
-    request = state["request"]
-    replans = state.get("replans", 0)
-    current = [s for s in state.get("steps", []) if s.attempt == replans]
-    if state.get("plan_error") is None and all(s.as_planned for s in current):
-        # Nothing to judge: every step succeeded. Asking a model would only add latency.
-        return {"decision": JoinDecision.FINISH}
-    if any(s.error is not None and s.error.type in errors.DECISIONS_THAT_STAND for s in current):
-        # An approver said no, or the actor may not: another plan must not get around it.
-        return {"decision": JoinDecision.FINISH}
-    started = workflow.now()
-    joined: JoinResult = await _call_model(
-        state,
-        names.JOIN,
-        JoinInput(
-            question=request.question,
-            plan=state["plan"],
-            steps=current,
-            plan_error=state.get("plan_error"),
-            replans=replans,
-            max_replans=request.options.max_replans,
-            route=state["route"],
-            tenant=request.tenant,
-            usage_key=request.usage_key,
-        ),
-        JoinResult,
-        timeouts.JOIN_TIMEOUT,
-        summary="join",
-    )
-    # The planner, not the scheduler, may spend a replan; the cap is enforced here too.
-    replan = joined.decision == JoinDecision.REPLAN and replans < request.options.max_replans
-    update: dict[str, Any] = {
-        "decision": JoinDecision.REPLAN if replan else JoinDecision.FINISH,
-        "timings": add_timing(state, "plan", started),
-    }
-    if replan:
-        update["replans"] = replans + 1
-    return _noted(state, update, joined)
 
 
 def _stream_run_id(state: AgentState) -> str:
@@ -270,11 +231,11 @@ async def respond(state: AgentState) -> dict[str, Any]:
     extra = (
         {"left_out": list(deadline.left_out)} if deadline is not None and deadline.left_out else {}
     )
-    answered: RespondResult = await _call_model(
+    answered: RespondResult = await call_model(
         state,
         names.RESPOND,
         RespondInput(
-            **_asked(state),
+            **asked(state),
             route=state["route"],
             steps=[s for s in state.get("steps", []) if s.attempt == replans],
             plan_error=state.get("plan_error"),
@@ -290,4 +251,4 @@ async def respond(state: AgentState) -> dict[str, Any]:
         # Wall clocks of two machines: clamped, so skew never reports a negative TTFT.
         ttft = (answered.first_token_at - state["started_at"]).total_seconds() * 1000
         timings.ttft = min(max(ttft, 0.0), elapsed_ms(state["started_at"]))
-    return _noted(state, {"answer": answered.answer, "timings": timings}, answered)
+    return noted(state, {"answer": answered.answer, "timings": timings}, answered)
