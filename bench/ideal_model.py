@@ -35,6 +35,7 @@ from bench.peer_cases import (
     corrected,
     failure_of,
     next_round,
+    plan_of,
     reading,
     result_of,
 )
@@ -73,7 +74,7 @@ class IdealShapeModel:
             said = round(self.route_confidence * (len(properties["confidence"]["enum"]) - 1))
             intent = _intent(properties["intent"]["enum"])
             return Reply(text=json.dumps({"intent": intent, "confidence": said}))
-        return Reply(text=json.dumps(_plan_document(reading(conversation), schema)))
+        return Reply(text=json.dumps(_reading_document(conversation, schema)))
 
     def _choice(self, labels: list[str], messages: list[dict[str, Any]], *, wrapped: bool) -> Reply:
         def written(label: str) -> str:
@@ -188,16 +189,44 @@ def _answer_call(function: dict[str, Any]) -> ToolCall:
 # agentkeel's plan document -------------------------------------------------------------------
 
 
-def _plan_document(steps: list[Step], schema: dict[str, Any]) -> dict[str, Any]:
-    """The plan as agentkeel's plan schema asks for it, in the schema's order and its step
-    form: each step keyed by its tool (ids by position), or `{id, tool, args}`."""
+def _reading_document(conversation: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """The plan of the conversation's question as it now reads it. A patch of the round
+    before (the schema asks each step for its id) holds only the steps that differ from
+    the misread plan; its answer is the whole plan's."""
+    plan = reading(conversation)
+    steps = plan
+    case = case_in(conversation)
+    if _patch_form(schema) and case.wrong_once and corrected(case, conversation):
+        misread = plan_of(case, misread=True)
+        steps = [step for step in plan if step not in misread]
+    return _plan_document(steps, schema, answer_of=plan)
+
+
+def _step_forms(schema: dict[str, Any]) -> dict[str, Any]:
     properties = schema.get("properties", {})
     forms = properties.get("steps", {}).get("items", {}).get("anyOf", [{}])
-    keyed_by_tool = "tool" not in forms[0].get("properties", {})
+    found: dict[str, Any] = forms[0].get("properties", {})
+    return found
+
+
+def _patch_form(schema: dict[str, Any]) -> bool:
+    forms = _step_forms(schema)
+    return "tool" not in forms and "id" in forms
+
+
+def _plan_document(
+    steps: list[Step], schema: dict[str, Any], *, answer_of: list[Step] | None = None
+) -> dict[str, Any]:
+    """`steps` as agentkeel's plan schema asks for them, in the schema's order and its step
+    form: each step keyed by its tool (ids by position, or its `id` first where the schema
+    asks for one: a patch), or `{id, tool, args}`; the answer template of `answer_of`."""
+    properties = schema.get("properties", {})
+    keyed_by_tool = "tool" not in _step_forms(schema)
+    patch = _patch_form(schema)
     written_steps = []
     for step in steps:
         written: dict[str, Any] = (
-            {step.tool: step.args}
+            {**({"id": step.id} if patch else {}), step.tool: step.args}
             if keyed_by_tool
             else {"id": step.id, "tool": step.tool, "args": step.args}
         )
@@ -208,7 +237,7 @@ def _plan_document(steps: list[Step], schema: dict[str, Any]) -> dict[str, Any]:
         "intent": _intent(properties.get("intent", {}).get("enum", [UNSURE])),
         "rationale": f"{len(steps)} lookups",
         "steps": written_steps,
-        "answer": _answer_template(steps),
+        "answer": _answer_template(answer_of or steps),
     }
     return {name: values[name] for name in properties if name in values}
 

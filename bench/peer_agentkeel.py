@@ -67,7 +67,8 @@ class AgentkeelPeer:
         request = AgentRequest(
             question=case.question,
             tenant=self.tenant(case),
-            options=RunOptions(max_concurrency=WIDEST),
+            # A replan writes what changes (`replan_patch`, agentkeel's own lever).
+            options=RunOptions(max_concurrency=WIDEST, replan_patch=True),
         )
         result = await self.client.ask(request, workflow_id=workflow_id)
         if result.plan_error is not None:

@@ -87,6 +87,10 @@ class PlanInput(ModelCallInput):
     stream_steps: bool = False
     """Signal the run each read the planner writes as soon as it is written
     (`workflows.plan_stream`); false where the run would not take them."""
+    patch: bool = False
+    """A replan that patches the previous round (`options.replan_patch`): the planner
+    writes only the steps to replace (same id) or add, each with its id; the round's
+    other steps are kept."""
 
 
 class PlanResult(BaseModel):

@@ -59,6 +59,11 @@ class RunOptions(BaseModel):
     speculate: StrictBool = True
     """While the heavy model plans, start the reads the router's reading predicts (cached,
     idempotent tools only); `false` waits for the plan."""
+    replan_patch: StrictBool = False
+    """A replan patches the round before it: the planner writes only the steps to replace
+    (same id) or add, and the round's other steps are kept, those that succeeded with
+    their results (not run again), those that never ran as they were written. A replan
+    then decodes what changes, not the whole plan again."""
     replan_ahead: StrictBool = True
     """Where a step failed and a replan may follow, ask for the next plan beside the join's
     decision (one model stage for the failure, not two); `false` asks only once the join

@@ -36,7 +36,8 @@ early-speculation-v1 and speculation-failure-v1 (`workflows.speculation`), plan-
 effect-identity-v1, provenance-asked-v1, claim-release-v1, claim-cancel-v1, claim-cancel-v2,
 authorize-before-claim-v1 (`workflows.dag.effect_gate` and the plan checks),
 approval-cancel-record-v1 (`workflows.approvals`), watch-quota-v1
-(`workflows.dag.watch_slot`), replan-ahead-v1 (`workflows.nodes.join`), run-budget-v1
+(`workflows.dag.watch_slot`), replan-ahead-v1 (`workflows.nodes.join`),
+replan-patch-v1 (`workflows.dag.plan_patch`), run-budget-v1
 (`workflows.budget`: asked only by a run with `options.budget`); in `CacheWarmerWorkflow`,
 warm-tenant-fairness-v1 (`workflows.warmer`)."""
 

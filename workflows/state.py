@@ -39,6 +39,8 @@ class AgentState(TypedDict, total=False):
     replans: int
     decision: str
     replanned: PlanResult | None
+    previous_plan: Plan
+    """The plan of the round a replan follows (a patch is applied to it)."""
     """The next round's plan, written beside the join (`nodes.join`): the plan node's."""
     answer: str
     timings: Timings

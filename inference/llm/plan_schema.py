@@ -77,7 +77,9 @@ _REPEAT: dict[str, Any] = {
 """`schemas.plan.model.Repeat`: watch an idempotent read until its own output passes a test."""
 
 
-def plan_json_schema(intents: Sequence[str] | None = None) -> dict[str, Any]:
+def plan_json_schema(
+    intents: Sequence[str] | None = None, *, patch: bool = False
+) -> dict[str, Any]:
     """The schema of a model's plan document: `{intent?, rationale, steps, answer?}`.
 
     The rationale stays first: with the steps first, the 270M test model repeated its
@@ -87,12 +89,14 @@ def plan_json_schema(intents: Sequence[str] | None = None) -> dict[str, Any]:
     Args:
         intents: when given, the document starts with an `intent` from this list, so a
             planner that re-routes (the heavy model) says what it thinks was asked.
+        patch: a replan that patches the round before it (`PlanInput.patch`): each step
+            names its `id` (the id of a step it replaces, or a new one).
     """
-    return _plan_schema(tuple(intents) if intents else ())
+    return _plan_schema(tuple(intents) if intents else (), patch)
 
 
 @cache
-def _plan_schema(intents: tuple[str, ...]) -> dict[str, Any]:
+def _plan_schema(intents: tuple[str, ...], patch: bool = False) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     required = []
     if intents:
@@ -103,7 +107,7 @@ def _plan_schema(intents: tuple[str, ...]) -> dict[str, Any]:
         "type": "array",
         "minItems": 1,
         "maxItems": MAX_STEPS,
-        "items": {"anyOf": [step_schema(spec) for spec in TOOLS.values()]},
+        "items": {"anyOf": [step_schema(spec, patch=patch) for spec in TOOLS.values()]},
     }
     properties["answer"] = {"type": "string", "pattern": ANSWER_PATTERN}
     required += ["rationale", "steps"]
@@ -115,13 +119,15 @@ def _plan_schema(intents: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-def step_schema(spec: ToolSpec) -> dict[str, Any]:
+def step_schema(spec: ToolSpec, *, patch: bool = False) -> dict[str, Any]:
     """One step calling `spec`, as a model writes it (`plan_document`): the tool's name as
     the key of its arguments (typed, or references, or `$item` in a for_each), then its
-    options; its id is its position."""
+    options; its id is its position, or (`patch`) its `id`, written first."""
+    named = {"id": {"type": "string", "pattern": STEP_ID_PATTERN}} if patch else {}
     return {
         "type": "object",
         "properties": {
+            **named,
             spec.name: _args_schema(spec),
             "after": {"type": "array", "items": {"type": "string", "pattern": STEP_ID_PATTERN}},
             "for_each": _REFERENCE,
@@ -129,7 +135,7 @@ def step_schema(spec: ToolSpec) -> dict[str, Any]:
             "optional": {"type": "boolean"},
             **({"repeat": _REPEAT} if spec.idempotent and not spec.runs_in_workflow else {}),
         },
-        "required": [spec.name],
+        "required": [*named, spec.name],
         "additionalProperties": False,
     }
 

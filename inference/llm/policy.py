@@ -154,8 +154,12 @@ class LlmPolicy:
         # The heavy tier always reads the intent afresh; any tier does when the router
         # could not tell (no heavy tier configured: the light model plans its own "unknown").
         rerouting = self.tier == Tier.HEAVY or request.route.intent not in intents()
-        schema = plan_json_schema(intents() if rerouting else None)
+        patching = request.patch and bool(request.previous_steps)
+        schema = plan_json_schema(intents() if rerouting else None, patch=patching)
         known = "" if rerouting else f"Intent: {request.route.intent}\n"
+        if patching:
+            known += PATCH_INSTRUCTION
+        kept = frozenset(s.id for s in request.previous_steps) if patching else frozenset()
         last_error: StepError | None = None
         for attempt in range(attempts):
             prompt = self.context.build(
@@ -177,8 +181,9 @@ class LlmPolicy:
                 )
                 document = plan_fields(result.parsed)
                 intent = document.pop("intent", None)
-                plan = _without_bad_answer(Plan.model_validate(document))
-                validate_plan(plan, TOOLS)
+                plan = _without_bad_answer(Plan.model_validate(document), kept)
+                if not patching:  # a patch is checked whole, with the steps it keeps, by the run
+                    validate_plan(plan, TOOLS)
             except (ConstraintViolationError, PlanDocumentError) as exc:
                 last_error = StepError(type=INVALID_MODEL_OUTPUT, message=str(exc))
             except ValidationError as exc:
@@ -275,11 +280,19 @@ def _first_error(exc: ValidationError) -> str:
     return f"{where}: {error.get('msg', 'invalid')}"
 
 
-def _without_bad_answer(plan: Plan) -> Plan:
+def _without_bad_answer(plan: Plan, kept: frozenset[str] = frozenset()) -> Plan:
     """The plan, less an answer template that cannot be filled: the template is optional
-    (the respond step writes the answer then), so a bad one costs no replan."""
+    (the respond step writes the answer then), so a bad one costs no replan. `kept`: the
+    steps a patch keeps, which its template may name too."""
     if plan.answer is None:
         return plan
-    if template_problem(plan.answer, frozenset(s.id for s in plan.steps)) is None:
+    if template_problem(plan.answer, frozenset(s.id for s in plan.steps) | kept) is None:
         return plan
     return plan.model_copy(update={"answer": None})
+
+
+PATCH_INSTRUCTION = (
+    "Kept: the steps above that succeeded keep their results, and those that did not run "
+    "stay as written. Write only the steps to replace (the same id) or to add (a new id).\n"
+)
+"""Told to a planner whose plan patches the round before it (`PlanInput.patch`)."""

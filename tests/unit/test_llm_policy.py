@@ -5,6 +5,7 @@ engines: `tests/fleet/test_llm_engines.py`."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import jsonschema
@@ -15,11 +16,12 @@ from agentkeel.inference.engines.protocol import TokenLogprob
 from agentkeel.inference.llm.confidence import label_confidence
 from agentkeel.inference.llm.plan_document import PlanDocumentError, model_document, plan_fields
 from agentkeel.inference.llm.plan_schema import plan_json_schema
-from agentkeel.inference.llm.policy import LlmPolicy
+from agentkeel.inference.llm.policy import PATCH_INSTRUCTION, LlmPolicy
 from agentkeel.inference.llm.prompts import intents, system_prefix
 from agentkeel.schemas.errors import INVALID_MODEL_OUTPUT
 from agentkeel.schemas.model_calls import PlanInput, RouteInput
 from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.result import StepError, StepOutcome, StepStatus
 from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
 from tests.support.fakes import FakeEngine
 from tests.support.plans import BAD_REFERENCE_PLAN, GOOD_PLAN
@@ -208,3 +210,44 @@ async def test_no_usable_plan_after_every_decode_is_a_clear_plan_error() -> None
     assert planned.error.type == INVALID_MODEL_OUTPUT
     assert "not JSON" in planned.error.message
     assert planned.error.non_retryable
+
+
+async def test_a_replan_that_patches_asks_for_ids_and_keeps_the_round_before() -> None:
+    patch = {
+        "rationale": "the order id was mistyped",
+        "steps": [{"id": "s1", "get_order": {"order_id": 1002}}],
+        "answer": "Order {$s1.status}, parcel {$s2.status}.",
+    }
+    engine = FakeEngine(documents=[json.dumps(patch)])
+    policy = LlmPolicy(engine, tier=Tier.LIGHT, plan_attempts=1)
+    route = Route(intent="order_status", confidence=0.5, tier=Tier.LIGHT)
+    failed = StepOutcome(
+        id="s1",
+        tool="get_order",
+        args={"order_id": 1020},
+        status=StepStatus.FAILED,
+        error=StepError(type="NotFound", message="order 1020 not found"),
+    )
+    waited = StepOutcome(id="s2", tool="track_shipment", args={}, status=StepStatus.SKIPPED)
+    asked = PlanInput(
+        question="Where is order 1002?",
+        route=route,
+        attempt=1,
+        previous_steps=[failed, waited],
+        patch=True,
+    )
+    planned = await policy.plan(asked)
+    assert planned.error is None, planned.error
+    assert [(s.id, s.args) for s in planned.plan.steps] == [("s1", {"order_id": 1002})]
+    assert planned.plan.answer is not None, "the template may name a step the patch keeps"
+    assert PATCH_INSTRUCTION in engine.prompts[0]
+    # Without `patch`, the same round is planned whole, its ids by position.
+    assert (
+        "id" not in plan_json_schema(None)["properties"]["steps"]["items"]["anyOf"][0]["properties"]
+    )
+    assert (
+        "id"
+        in plan_json_schema(None, patch=True)["properties"]["steps"]["items"]["anyOf"][0][
+            "required"
+        ]
+    )

@@ -144,3 +144,16 @@ def test_the_join_replans_only_a_misread_it_is_shown() -> None:
     assert decision(shown) == "replan"
     assert decision(f"User: {WRONG.question}\ns1 done\nDecision:") == "finish"
     assert decision(f"User: {DIAMOND}\ns1 FAILED Timeout\nDecision:") == "finish"
+
+
+def test_a_patch_holds_only_the_corrected_step_with_its_id() -> None:
+    model = IdealShapeModel()
+    wide = Case("4-wide", 9, named=True, wrong_once=True)
+    schema = plan_json_schema(["lookup"], patch=True)
+    body = {"response_format": {"type": "json_schema", "json_schema": {"schema": schema}}}
+    failed = f"{wide.question}\ns1 FAILED NotFound: {failure_of(wide)}"
+    plan = json.loads(
+        model.reply({**body, "messages": [{"role": "user", "content": failed}]}).text or ""
+    )
+    assert plan["steps"] == [{"id": "s1", "get_order": {"order_id": wide.order_ids[0]}}]
+    assert plan["answer"] == "Found: {$s4.status}.", "the whole plan's answer"

@@ -28,6 +28,7 @@ CONSTRAINTS: dict[str, Constraint] = {
     "reported route": JsonSchemaConstraint(json_schema=reported_route_schema(route_labels())),
     "plan, reading the intent": JsonSchemaConstraint(json_schema=plan_json_schema(intents())),
     "plan of a known intent": JsonSchemaConstraint(json_schema=plan_json_schema(None)),
+    "a replan's patch": JsonSchemaConstraint(json_schema=plan_json_schema(None, patch=True)),
 }
 
 

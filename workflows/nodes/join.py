@@ -70,6 +70,7 @@ async def join(state: AgentState) -> dict[str, Any]:
     update: dict[str, Any] = {"decision": JoinDecision.REPLAN if replan else JoinDecision.FINISH}
     if replan:
         update["replans"] = replans + 1
+        update["previous_plan"] = state["plan"]
         if ahead is not None:
             update["replanned"] = await ahead  # the plan node takes it: no second call
     else:
@@ -91,6 +92,7 @@ async def _plan_again(state: AgentState, failed: list[StepOutcome], attempt: int
             previous_steps=failed,
             plan_error=state.get("plan_error"),
             stream_steps=False,
+            patch=state["request"].options.replan_patch,
         ),
         PlanResult,
         timeouts.PLAN_TIMEOUT,

@@ -200,6 +200,7 @@ async def plan(state: AgentState) -> dict[str, Any]:
                 previous_steps=[s for s in state.get("steps", []) if s.attempt == attempt - 1],
                 plan_error=state.get("plan_error"),
                 stream_steps=stream,
+                patch=attempt > 0 and state["request"].options.replan_patch,
             ),
             PlanResult,
             timeouts.PLAN_TIMEOUT,

@@ -10,6 +10,7 @@ from agentkeel.schemas.outputs import resolve_refs
 from agentkeel.schemas.plan.validation import dependencies
 from agentkeel.schemas.result import StepOutcome, StepStatus
 from agentkeel.workflows.dag.dispatch import run_plan
+from agentkeel.workflows.dag.plan_patch import REPLAN_PATCH_PATCH, patched_plan
 from agentkeel.workflows.nodes.ahead import (
     deadline_of,
     end_speculation,
@@ -39,6 +40,11 @@ async def execute(state: AgentState) -> dict[str, Any]:
         }
     earlier = [s for s in state.get("steps", []) if s.attempt < attempt]
     resume = await _resumed(state, attempt)
+    previous = state.get("previous_plan")
+    if not resume and attempt > 0 and previous is not None and _patches(state):
+        # The planner wrote what changes: the round before supplies the rest.
+        last = [s for s in earlier if s.attempt == attempt - 1]
+        state["plan"], resume = patched_plan(previous, last, state["plan"], attempt)
     plan, left_out = state["plan"], set[str]()
     deadline = None if resume else await deadline_of(state)
     if deadline is not None and not refused(state):
@@ -62,6 +68,7 @@ async def execute(state: AgentState) -> dict[str, Any]:
         outcomes = passed_over(state["plan"], outcomes, left_out, attempt, why)
     await carry_by_reference(outcomes, state["request"].tenant)
     update: dict[str, Any] = {
+        "plan": state["plan"],
         "steps": [*earlier, *outcomes],
         "plan_error": plan_error,
         "timings": add_timing(state, "tools", started),
@@ -75,6 +82,11 @@ async def execute(state: AgentState) -> dict[str, Any]:
         # Watches stopped for a continue-as-new: the workflow hands the run on.
         update["suspended"] = True
     return update
+
+
+def _patches(state: AgentState) -> bool:
+    """Whether this replan's plan patches the round before it (`options.replan_patch`)."""
+    return state["request"].options.replan_patch and workflow.patched(REPLAN_PATCH_PATCH)
 
 
 def _still_read(state: AgentState, carried: list[StepOutcome]) -> set[str]:
