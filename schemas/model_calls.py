@@ -107,6 +107,9 @@ class PlanResult(BaseModel):
     """Served by the rules because the model server was unavailable: the run is not cached."""
     usage: RunUsage | None = None
     """What the activity's model calls used (None: no model was called, the rules served)."""
+    patch: bool = False
+    """The plan is a patch of the round before (`PlanInput.patch`, and the planner wrote
+    one): the run merges it with that round's plan (`workflows.dag.plan_patch`)."""
 
 
 RouteResult.model_rebuild()

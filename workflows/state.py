@@ -39,9 +39,11 @@ class AgentState(TypedDict, total=False):
     replans: int
     decision: str
     replanned: PlanResult | None
+    """The next round's plan, written beside the join (`nodes.join`): the plan node's."""
     previous_plan: Plan
     """The plan of the round a replan follows (a patch is applied to it)."""
-    """The next round's plan, written beside the join (`nodes.join`): the plan node's."""
+    patching: bool
+    """This round's plan is a patch of the round before (`workflows.dag.plan_patch`)."""
     answer: str
     timings: Timings
     warnings: list[str]

@@ -40,7 +40,7 @@ from agentkeel.schemas.errors import INVALID_MODEL_OUTPUT
 from agentkeel.schemas.plan.answer_template import template_problem
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.plan.validation import PlanValidationError, validate_plan
-from agentkeel.schemas.result import StepError
+from agentkeel.schemas.result import StepError, StepStatus
 from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
 from agentkeel.schemas.tools import TOOLS
 
@@ -159,7 +159,9 @@ class LlmPolicy:
         known = "" if rerouting else f"Intent: {request.route.intent}\n"
         if patching:
             known += PATCH_INSTRUCTION
-        kept = frozenset(s.id for s in request.previous_steps) if patching else frozenset()
+        kept = frozenset(
+            s.id for s in request.previous_steps if patching and s.status != StepStatus.FAILED
+        )
         last_error: StepError | None = None
         for attempt in range(attempts):
             prompt = self.context.build(
@@ -192,7 +194,10 @@ class LlmPolicy:
                 last_error = StepError(type=exc.kind, message=exc.message)
             else:
                 return calls.PlanResult(
-                    plan=plan, tier=self.tier, route=self._reroute(request, intent, plan)
+                    plan=plan,
+                    tier=self.tier,
+                    route=self._reroute(request, intent, plan),
+                    patch=patching,
                 )
             log.info(
                 "plan_rejected", tier=self.tier.value, attempt=attempt, error=last_error.message

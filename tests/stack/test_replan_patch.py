@@ -9,14 +9,25 @@ from __future__ import annotations
 
 import asyncpg
 
-from agentkeel.schemas.model_calls import JoinDecision, JoinInput, JoinResult
+from agentkeel.schemas.model_calls import (
+    JoinDecision,
+    JoinInput,
+    JoinResult,
+    PlanInput,
+    PlanResult,
+)
 from agentkeel.schemas.result import StepStatus
 from tests.support.agent_stack import StackFactory
 from tests.support.fakes import FakeScriptedPolicy
 
 
 class ReplanningScript(FakeScriptedPolicy):
-    """The scripted planner, with a join that replans a round where a step failed."""
+    """The scripted planner, with a join that replans a round where a step failed; asked
+    for a patch, its scripted plan is one."""
+
+    async def plan(self, request: PlanInput) -> PlanResult:
+        planned = await super().plan(request)
+        return planned.model_copy(update={"patch": request.patch})
 
     async def join(self, request: JoinInput) -> JoinResult:
         failed = any(s.status == StepStatus.FAILED for s in request.steps)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentkeel.schemas.errors import DEPENDENCY_FAILED
 from agentkeel.schemas.plan.model import Plan
-from agentkeel.schemas.result import StepOutcome, StepStatus
+from agentkeel.schemas.result import StepError, StepOutcome, StepStatus
 from agentkeel.workflows.dag.plan_patch import patched_plan
 
 
@@ -13,8 +14,14 @@ def _plan(*steps: dict[str, Any], answer: str | None = None) -> Plan:
     return Plan.model_validate({"steps": list(steps), "answer": answer})
 
 
-def _outcome(step_id: str, status: StepStatus) -> StepOutcome:
-    return StepOutcome(id=step_id, tool="t", args={}, status=status, output={"x": step_id})
+def _outcome(step_id: str, status: StepStatus, why: str | None = None) -> StepOutcome:
+    """An outcome; a skipped one skipped behind a failed input unless `why` says else."""
+    if status is StepStatus.SKIPPED:
+        why = why or DEPENDENCY_FAILED
+    error = StepError(type=why, message=why) if why else None
+    return StepOutcome(
+        id=step_id, tool="t", args={}, status=status, output={"x": step_id}, error=error
+    )
 
 
 ORDER = {"id": "s1", "tool": "get_order", "args": {"order_id": 10_001_002}}
@@ -65,3 +72,17 @@ def test_a_patch_that_writes_every_step_again_is_a_new_plan() -> None:
         ("s3", {"query": "x"}),
     ]
     assert carried == [], "a step written again runs again"
+
+
+def test_a_step_a_deadline_left_out_stays_out_and_a_timed_out_watch_is_kept() -> None:
+    previous = _plan(ORDER, KB, PARCEL, answer="Parcel {$s4.status}.")
+    outcomes = [
+        _outcome("s1", StepStatus.FAILED),
+        _outcome("s3", StepStatus.SKIPPED, why="LeftOut"),
+        _outcome("s4", StepStatus.TIMED_OUT),
+    ]
+    fixed = {**ORDER, "args": {"order_id": 1002}}
+    plan, carried = patched_plan(previous, outcomes, _plan(fixed, answer="Gone {$s9.x}."), 1)
+    assert [s.id for s in plan.steps] == ["s4", "s1"]
+    assert [c.id for c in carried] == ["s4"]
+    assert plan.answer == "Parcel {$s4.status}.", "the patch's names a step not in the plan"

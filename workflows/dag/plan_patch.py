@@ -1,48 +1,68 @@
 """A replan that patches the round before it (`options.replan_patch`).
 
 The planner writes only the steps to replace (by id) or to add. The round's other steps
-are kept: a step that succeeded keeps its result (handed to the scheduler as a finished
-outcome, never run again), a step that never ran (skipped behind a failure, or left
-waiting) runs as it was written once its inputs are there. A step that failed is dropped
-unless the patch writes it again (the same call would fail again), and so is any kept step
-whose inputs are no longer in the plan. So a wide plan with one bad read costs a one-step
-decode, and a chain whose first link was wrong costs that link, not the chain again. The
-merged plan is checked whole, as any plan is, before anything runs.
+are kept: a step that finished (succeeded, or a watch that timed out) keeps its outcome
+(handed to the scheduler as finished, never run again), a step skipped behind a failure
+(`DependencyFailed`) or left waiting runs as it was written once its inputs are there. A
+step that failed is dropped unless the patch writes it again (the same call would fail
+again), and so is a step skipped for another reason (a deadline left it out, its `when`
+did not hold) and any kept step whose inputs are no longer in the plan. So a wide plan
+with one bad read costs a one-step decode, and a chain whose first link was wrong costs
+that link, not the chain again. The merged plan is checked whole, as any plan is, before
+anything runs; its answer template is the patch's, else the round before's, where every
+step it names is in the merged plan.
 """
 
 from __future__ import annotations
 
+from agentkeel.schemas.errors import DEPENDENCY_FAILED
+from agentkeel.schemas.plan.answer_template import template_problem
 from agentkeel.schemas.plan.model import Plan, PlanStep
 from agentkeel.schemas.plan.validation import dependencies
 from agentkeel.schemas.result import StepOutcome, StepStatus
 
 REPLAN_PATCH_PATCH = "replan-patch-v1"
 """Runs started before it ran each replan's plan as written, whatever the option said."""
-_KEPT = (StepStatus.SUCCEEDED, StepStatus.SKIPPED, StepStatus.PENDING)
+FINISHED = (StepStatus.SUCCEEDED, StepStatus.TIMED_OUT)
+"""Outcomes a patch keeps as they are."""
+
+
+def kept_as_written(outcome: StepOutcome) -> bool:
+    """A step that never ran because an input failed, or that was still waiting."""
+    if outcome.status is StepStatus.PENDING:
+        return True
+    blocked = outcome.error is not None and outcome.error.type == DEPENDENCY_FAILED
+    return outcome.status is StepStatus.SKIPPED and blocked
 
 
 def patched_plan(
     previous: Plan, outcomes: list[StepOutcome], patch: Plan, attempt: int
 ) -> tuple[Plan, list[StepOutcome]]:
-    """The round's plan (kept steps, then the patch's) and the kept steps' outcomes to
-    take over (those that succeeded, tagged with this round's `attempt`)."""
+    """The round's plan (kept steps, then the patch's) and the kept finished outcomes to
+    take over (tagged with this round's `attempt`)."""
     written = {step.id for step in patch.steps}
-    status = {outcome.id: outcome.status for outcome in outcomes}
-    kept = _with_inputs(
-        [s for s in previous.steps if s.id not in written and status.get(s.id) in _KEPT],
-        written,
-    )
+    by_id = {outcome.id: outcome for outcome in outcomes}
+
+    def keeps(step: PlanStep) -> bool:
+        outcome = by_id.get(step.id)
+        if step.id in written or outcome is None:
+            return False
+        return outcome.status in FINISHED or kept_as_written(outcome)
+
+    kept = _with_inputs([step for step in previous.steps if keeps(step)], written)
     kept_ids = {step.id for step in kept}
     carried = [
         outcome.model_copy(update={"attempt": attempt}, deep=True)
         for outcome in outcomes
-        if outcome.id in kept_ids and outcome.status is StepStatus.SUCCEEDED
+        if outcome.id in kept_ids and outcome.status in FINISHED
     ]
-    plan = Plan(
-        steps=[*kept, *patch.steps],
-        rationale=patch.rationale or previous.rationale,
-        answer=patch.answer or previous.answer,
+    steps = [*kept, *patch.steps]
+    ids = frozenset(step.id for step in steps)
+    answer = next(
+        (a for a in (patch.answer, previous.answer) if a and template_problem(a, ids) is None),
+        None,
     )
+    plan = Plan(steps=steps, rationale=patch.rationale or previous.rationale, answer=answer)
     return plan, carried
 
 

@@ -5,8 +5,9 @@ without a model). Where a replan may follow, the next plan is asked for beside t
 (`replan-ahead-v1`, `options.replan_ahead`): the planner gets the same failed round it
 would get after the join, so a `replan` finds its plan already written (or being
 written) and the run pays one model stage for the failure, not two; a `finish` cancels
-it, its tokens spent for nothing. A decision that stands (a declined approval, an actor
-who may not, a watch over its quota) finishes without asking.
+it, its tokens spent for nothing (so a run under a budget asks after the join, as before).
+A decision that stands (a declined approval, an actor who may not, a watch over its quota)
+finishes without asking.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ async def join(state: AgentState) -> dict[str, Any]:
     started = workflow.now()
     may_replan = replans < request.options.max_replans
     ahead = None
-    if may_replan and request.options.replan_ahead and workflow.patched(REPLAN_AHEAD_PATCH):
+    # Not under a run budget: the join's tokens decide what the next plan may spend.
+    wanted = may_replan and request.options.replan_ahead and request.options.budget is None
+    if wanted and workflow.patched(REPLAN_AHEAD_PATCH):
         ahead = asyncio.ensure_future(_plan_again(state, current, replans + 1))
     try:
         joined: JoinResult = await call_model(

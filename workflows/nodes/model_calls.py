@@ -157,7 +157,11 @@ def _with_plan(
 ) -> dict[str, Any]:
     """What a planner's answer puts in the state: its plan, its error, and its own reading
     of the request (the heavy tier read it itself), which is the run's route from now on."""
-    update: dict[str, Any] = {"plan": planned.plan, "planner_error": planned.error}
+    update: dict[str, Any] = {
+        "plan": planned.plan,
+        "planner_error": planned.error,
+        "patching": planned.patch,
+    }
     if retiered is not None:
         update["route"] = retiered
     if planned.route is not None and retiered is None:

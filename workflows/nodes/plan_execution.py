@@ -44,7 +44,9 @@ async def execute(state: AgentState) -> dict[str, Any]:
     if not resume and attempt > 0 and previous is not None and _patches(state):
         # The planner wrote what changes: the round before supplies the rest.
         last = [s for s in earlier if s.attempt == attempt - 1]
-        state["plan"], resume = patched_plan(previous, last, state["plan"], attempt)
+        state["plan"], carried = patched_plan(previous, last, state["plan"], attempt)
+        read = [s for s in carried if s.id in _still_read(state, carried)]
+        resume = resolve_refs(carried, await load_referenced(read))  # large outputs back
     plan, left_out = state["plan"], set[str]()
     deadline = None if resume else await deadline_of(state)
     if deadline is not None and not refused(state):
@@ -85,8 +87,9 @@ async def execute(state: AgentState) -> dict[str, Any]:
 
 
 def _patches(state: AgentState) -> bool:
-    """Whether this replan's plan patches the round before it (`options.replan_patch`)."""
-    return state["request"].options.replan_patch and workflow.patched(REPLAN_PATCH_PATCH)
+    """Whether this replan's plan is a patch of the round before it: the planner was asked
+    for one (`options.replan_patch`) and wrote one (a stand-in's whole plan is not)."""
+    return bool(state.get("patching")) and workflow.patched(REPLAN_PATCH_PATCH)
 
 
 def _still_read(state: AgentState, carried: list[StepOutcome]) -> set[str]:
