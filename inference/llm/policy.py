@@ -27,6 +27,7 @@ from agentkeel.inference.llm.plan_document import PlanDocumentError, plan_fields
 from agentkeel.inference.llm.plan_schema import plan_json_schema
 from agentkeel.inference.llm.prompts import (
     JOIN_LABELS,
+    PATCH_INSTRUCTION,
     UNCERTAIN,
     intent_tools,
     intents,
@@ -294,10 +295,3 @@ def _without_bad_answer(plan: Plan, kept: frozenset[str] = frozenset()) -> Plan:
     if template_problem(plan.answer, frozenset(s.id for s in plan.steps) | kept) is None:
         return plan
     return plan.model_copy(update={"answer": None})
-
-
-PATCH_INSTRUCTION = (
-    "Kept: the steps above that succeeded keep their results, and those that did not run "
-    "stay as written. Write only the steps to replace (the same id) or to add (a new id).\n"
-)
-"""Told to a planner whose plan patches the round before it (`PlanInput.patch`)."""

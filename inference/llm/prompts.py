@@ -25,6 +25,7 @@ USER = "User"
 
 __all__ = [
     "JOIN_LABELS",
+    "PATCH_INSTRUCTION",
     "UNCERTAIN",
     "USER",
     "intent_tools",
@@ -114,3 +115,10 @@ def _tool_line(name: str) -> str:
 
 def _type_name(annotation: object) -> str:
     return annotation.__name__ if isinstance(annotation, type) else str(annotation)
+
+
+PATCH_INSTRUCTION = (
+    "Kept: the steps above that succeeded keep their results, and those that did not run "
+    "stay as written. Write only the steps to replace (the same id) or to add (a new id).\n"
+)
+"""Told to a planner whose plan patches the round before it (`PlanInput.patch`)."""

@@ -16,8 +16,8 @@ from agentkeel.inference.engines.protocol import TokenLogprob
 from agentkeel.inference.llm.confidence import label_confidence
 from agentkeel.inference.llm.plan_document import PlanDocumentError, model_document, plan_fields
 from agentkeel.inference.llm.plan_schema import plan_json_schema
-from agentkeel.inference.llm.policy import PATCH_INSTRUCTION, LlmPolicy
-from agentkeel.inference.llm.prompts import intents, system_prefix
+from agentkeel.inference.llm.policy import LlmPolicy
+from agentkeel.inference.llm.prompts import PATCH_INSTRUCTION, intents, system_prefix
 from agentkeel.schemas.errors import INVALID_MODEL_OUTPUT
 from agentkeel.schemas.model_calls import PlanInput, RouteInput
 from agentkeel.schemas.plan.model import Plan
