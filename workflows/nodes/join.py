@@ -21,7 +21,9 @@ from agentkeel.schemas import errors, names
 from agentkeel.schemas.model_calls import JoinDecision, JoinInput, JoinResult, PlanInput, PlanResult
 from agentkeel.schemas.result import StepOutcome
 from agentkeel.workflows import timeouts
+from agentkeel.workflows.nodes.ahead import end_speculation
 from agentkeel.workflows.nodes.model_calls import asked, call_model, noted
+from agentkeel.workflows.plan_stream import PlanWindow, wanted
 from agentkeel.workflows.state import AgentState
 from agentkeel.workflows.visibility import add_timing
 
@@ -76,31 +78,39 @@ async def join(state: AgentState) -> dict[str, Any]:
         update["previous_plan"] = state["plan"]
         if ahead is not None:
             update["replanned"] = await ahead  # the plan node takes it: no second call
-    else:
+    elif ahead is not None:
         await _drop(ahead)
+        # Reads its stream started, which no step will take: cancelled and reported.
+        ended = await end_speculation(state, [])
+        update.update(ended)
+        if "timings" in ended:
+            state["timings"] = ended["timings"]
     update["timings"] = add_timing(state, "plan", started)
     return noted(state, update, joined)
 
 
 async def _plan_again(state: AgentState, failed: list[StepOutcome], attempt: int) -> PlanResult:
-    """The plan of round `attempt`, as the plan node would ask for it after the join (its
-    reads are not streamed: the join decides first whether any of it runs)."""
-    return await call_model(
-        state,
-        names.PLAN,
-        PlanInput(
-            **asked(state),
-            route=state["route"],
-            attempt=attempt,
-            previous_steps=failed,
-            plan_error=state.get("plan_error"),
-            stream_steps=False,
-            patch=state["request"].options.replan_patch,
-        ),
-        PlanResult,
-        timeouts.PLAN_TIMEOUT,
-        summary=f"plan round {attempt}, beside the join",
-    )
+    """The plan of round `attempt`, as the plan node would ask for it after the join; its
+    reads start as it is written (`workflows.plan_stream`), to be adopted by its steps, or
+    cancelled if the join says `finish`."""
+    stream = wanted(state)
+    async with PlanWindow(state["context"], open_=stream):
+        return await call_model(
+            state,
+            names.PLAN,
+            PlanInput(
+                **asked(state),
+                route=state["route"],
+                attempt=attempt,
+                previous_steps=failed,
+                plan_error=state.get("plan_error"),
+                stream_steps=stream,
+                patch=state["request"].options.replan_patch,
+            ),
+            PlanResult,
+            timeouts.PLAN_TIMEOUT,
+            summary=f"plan round {attempt}, beside the join",
+        )
 
 
 async def _drop(ahead: asyncio.Future[PlanResult] | None) -> None:
