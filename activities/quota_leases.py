@@ -119,3 +119,8 @@ def quota_limits_key(deployment: str) -> str:
 def scope_key(prefix: str, kind: str, scope: str, who: str) -> str:
     """The set of one quota's scope: `<prefix><kind>:<scope>:<who>` (`runs:key:<key id>`)."""
     return f"{prefix}{kind}:{scope}:{who}"
+
+
+def limit_field(kind: str, scope: str) -> str:
+    """The field of `quota_limits_key`'s hash holding the limit of one quota's scope."""
+    return f"{kind}:{scope}"

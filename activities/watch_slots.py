@@ -20,6 +20,7 @@ from temporalio import activity
 from agentkeel.activities.quota_leases import (
     Leases,
     Slot,
+    limit_field,
     quota_limits_key,
     quota_prefix,
     scope_key,
@@ -64,7 +65,7 @@ class WatchSlots:
         slots = [
             Slot(
                 scope_key(self._prefix, QuotaKind.WATCHES, scope, who),
-                int(limits.get(f"{QuotaKind.WATCHES}:{scope}", 0)),
+                int(limits.get(limit_field(QuotaKind.WATCHES, scope), 0)),
             )
             for scope, who in scopes.items()
         ]

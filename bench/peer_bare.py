@@ -31,7 +31,7 @@ from typing import Any
 
 from temporalio import activity, workflow
 from temporalio.client import Client
-from temporalio.exceptions import ActivityError, ApplicationError, FailureError
+from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker
 
@@ -42,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
     from agentkeel.inference.llm.plan_schema import plan_json_schema
     from agentkeel.schemas.plan.answer_template import fill
     from agentkeel.workflows.dag.resolve import resolve
-    from bench.peer_fakes import ANSWER, inline_worker, run_tool
+    from bench.peer_fakes import ANSWER, inline_worker, run_tool, tool_failure
 
 WORKFLOW = "BenchBarePlanWorkflow"
 LOCAL_TOOLS_SUPPORTED = True
@@ -74,11 +74,6 @@ class BarePlanner:
         )
         document: dict[str, Any] = json.loads(reply.choices[0].message.content or "{}")
         return plan_fields(document)  # each step keyed by its tool: ids by position
-
-
-def _cause(failed: FailureError) -> FailureError | BaseException:
-    """The tool's own error: an activity error's cause."""
-    return (failed.cause if isinstance(failed, ActivityError) else None) or failed
 
 
 @activity.defn(name="bench_bare_tool")
@@ -146,7 +141,7 @@ async def _run_steps(
                     bare_tool, args=args, start_to_close_timeout=_TIMEOUT
                 )
         except (ActivityError, ApplicationError) as failed:  # a local activity's comes bare
-            failures.append(f"{step['tool']} {json.dumps(args[1])}: {_cause(failed)}")
+            failures.append(f"{step['tool']} {json.dumps(args[1])}: {tool_failure(failed)}")
         else:
             made[call] = outputs[step["id"]]
 

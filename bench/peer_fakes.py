@@ -16,7 +16,7 @@ from typing import Any
 
 from temporalio import activity
 from temporalio.client import Client
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, FailureError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
@@ -105,3 +105,9 @@ def workflow_runner(sandboxed: bool) -> WorkflowRunner:
     """A peer worker's runner: Temporal's default sandbox (each framework's plugin adds its
     pass-throughs), or none."""
     return SandboxedWorkflowRunner() if sandboxed else UnsandboxedWorkflowRunner()
+
+
+def tool_failure(failed: FailureError) -> BaseException:
+    """The tool's own error of a failed tool activity: an `ActivityError`'s cause (a local
+    activity's failure reaches the workflow bare, as the error itself)."""
+    return (failed.cause if isinstance(failed, ActivityError) else None) or failed

@@ -41,7 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    from bench.peer_fakes import inline_worker, run_tool
+    from bench.peer_fakes import inline_worker, run_tool, tool_failure
 
 WORKFLOW = "BenchPydanticAiWorkflow"
 LOCAL_TOOLS_SUPPORTED = True
@@ -93,8 +93,7 @@ async def _local(tool: str, args: dict[str, Any]) -> dict[str, Any]:
             tool_activity, args=[tool, args], start_to_close_timeout=_TIMEOUT
         )
     except (ActivityError, ApplicationError) as failed:  # a local activity's comes bare
-        cause = failed.cause if isinstance(failed, ActivityError) else None
-        raise ModelRetry(str(cause or failed)) from None
+        raise ModelRetry(str(tool_failure(failed))) from None
     return result
 
 

@@ -27,6 +27,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from agentkeel.activities.quota_leases import (
     Leases,
     Slot,
+    limit_field,
     quota_limits_key,
     quota_prefix,
     scope_key,
@@ -234,8 +235,10 @@ class Quotas:
         starts watching without having asked for it up front (a watch asked for in words)
         takes its watch slot there, and is refused by the same limits."""
         fields: dict[str, float] = {
-            f"{QuotaKind.WATCHES}:{QuotaScope.KEY}": self.limits.per_key[QuotaKind.WATCHES],
-            f"{QuotaKind.WATCHES}:{QuotaScope.TENANT}": self.limits.per_tenant[QuotaKind.WATCHES],
+            limit_field(QuotaKind.WATCHES, QuotaScope.KEY): self.limits.per_key[QuotaKind.WATCHES],
+            limit_field(QuotaKind.WATCHES, QuotaScope.TENANT): self.limits.per_tenant[
+                QuotaKind.WATCHES
+            ],
             "lease_s": self.limits.lease_s,
         }
         async with self.leases.redis.pipeline(transaction=True) as pipe:

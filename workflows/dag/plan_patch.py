@@ -27,7 +27,7 @@ FINISHED = (StepStatus.SUCCEEDED, StepStatus.TIMED_OUT)
 """Outcomes a patch keeps as they are."""
 
 
-def kept_as_written(outcome: StepOutcome) -> bool:
+def _kept_as_written(outcome: StepOutcome) -> bool:
     """A step that never ran because an input failed, or that was still waiting."""
     if outcome.status is StepStatus.PENDING:
         return True
@@ -47,7 +47,7 @@ def patched_plan(
         outcome = by_id.get(step.id)
         if step.id in written or outcome is None:
             return False
-        return outcome.status in FINISHED or kept_as_written(outcome)
+        return outcome.status in FINISHED or _kept_as_written(outcome)
 
     kept = _with_inputs([step for step in previous.steps if keeps(step)], written)
     kept_ids = {step.id for step in kept}
