@@ -7,6 +7,7 @@ from temporalio import activity
 
 from agentkeel.activities.cache.backend import CacheUnavailable
 from agentkeel.activities.cache.path_cache import PathCache
+from agentkeel.activities.local_policy import LocalPolicyActivities
 from agentkeel.activities.predictions import predicted_reads
 from agentkeel.activities.span_notes import note
 from agentkeel.schemas import metrics, names
@@ -17,11 +18,19 @@ log = structlog.get_logger(__name__)
 
 
 class CacheActivities:
-    def __init__(self, cache: PathCache, *, speculate_calls: int = 0) -> None:
+    def __init__(
+        self,
+        cache: PathCache,
+        *,
+        speculate_calls: int = 0,
+        offers: LocalPolicyActivities | None = None,
+    ) -> None:
         """`speculate_calls`: most reads a miss predicts for the run to start at once
-        (`AGENTKEEL_SPECULATION_MAX_CALLS`; 0: none)."""
+        (`AGENTKEEL_SPECULATION_MAX_CALLS`; 0: none). `offers`: this worker's local policy
+        steps, which every lookup describes (the run then asks none to find out)."""
         self._cache = cache
         self._speculate_calls = speculate_calls
+        self._offers = offers
 
     @activity.defn(name=names.LOOKUP_CACHE)
     async def lookup_cache(self, request: LookupCacheInput) -> LookupCacheResult:
@@ -38,6 +47,9 @@ class CacheActivities:
             found = LookupCacheResult(available=False)
         if found.status == CacheStatus.MISS:
             found.speculate = predicted_reads(request.question, limit=self._speculate_calls)
+        if self._offers is not None:
+            found.policy_here = self._offers.serves_steps
+            found.tools_here = self._offers.tools_here
         _count(found)
         note(
             cache_status=found.status.value,

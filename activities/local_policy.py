@@ -28,6 +28,11 @@ class LocalPolicyActivities:
         self._local = local
         self.tools_here = tools_here
 
+    @property
+    def serves_steps(self) -> bool:
+        """Whether this worker answers the policy steps (else each says "not here")."""
+        return self._local is not None
+
     @activity.defn(name=names.LOCAL_ROUTE)
     async def route(self, request: calls.RouteInput) -> calls.LocalPolicyResult[calls.RouteResult]:
         answer = await self._local.route(request) if self._local else None

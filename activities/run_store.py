@@ -6,9 +6,11 @@ import json
 from typing import Any
 
 import asyncpg
+import redis.asyncio as aioredis
 import structlog
 from temporalio import activity
 
+from agentkeel.activities.answer_board import announce
 from agentkeel.activities.cache.backend import CacheUnavailable
 from agentkeel.activities.cache.path_cache import PathCache
 from agentkeel.schemas import names
@@ -30,13 +32,20 @@ ON CONFLICT (workflow_id, run_id) DO NOTHING
 
 
 class StoreActivities:
-    def __init__(self, pool: asyncpg.Pool, cache: PathCache) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, cache: PathCache, redis: aioredis.Redis | None = None
+    ) -> None:
+        """`redis`: where a run's answer is announced before its record (`schemas.answers`);
+        None announces nothing (callers wait for the run's result)."""
         self._pool = pool
         self._cache = cache
+        self._redis = redis
 
     @activity.defn(name=names.STORE)
     async def store(self, request: StoreInput) -> StoreResult:
         result = request.result
+        if request.announce and self._redis is not None:
+            await announce(self._redis, result)  # first: the caller waits on nothing else
         # ON CONFLICT makes a retried store a no-op: one record per run, never two.
         await self._pool.execute(
             INSERT_RUN,

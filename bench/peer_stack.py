@@ -29,6 +29,10 @@ class Variant:
 
     label: str
     run: Run
+    settle: Callable[[str], Awaitable[Any]] | None = None
+    """Waits, untimed, until the run whose answer `run` returned has closed (agentkeel's
+    client returns once the answer is announced, before the run record is written): the
+    next run, of any system, never shares the machine with its bookkeeping."""
 
 
 PEERS: dict[str, ModuleType] = {
@@ -42,7 +46,10 @@ def _agentkeel_variant(peer: AgentkeelPeer, local_tools: bool) -> Variant:
     async def run(case: Case, workflow_id: str) -> Any:
         return await peer.ask(case, workflow_id, local_tools=local_tools)
 
-    return Variant(f"agentkeel ({'local' if local_tools else 'queue'} tools)", run)
+    async def settle(workflow_id: str) -> Any:
+        return await peer.stack.client.get_workflow_handle(workflow_id).result()
+
+    return Variant(f"agentkeel ({'local' if local_tools else 'queue'} tools)", run, settle)
 
 
 def _peer_variant(

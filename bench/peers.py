@@ -75,6 +75,8 @@ async def run_once(variant: Variant, case: Case) -> tuple[float, str, Any]:
     start = time.perf_counter()
     result = await variant.run(case, workflow_id)
     e2e = (time.perf_counter() - start) * 1000
+    if variant.settle is not None:
+        await variant.settle(workflow_id)
     peer_fakes.check_calls(case.question, workflow_id)
     return e2e, workflow_id, result
 

@@ -22,6 +22,7 @@ import redis.asyncio as aioredis
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
+from agentkeel.client.answer_watch import first_answer
 from agentkeel.client.approvals import decide_approval
 from agentkeel.client.budgets import BudgetExhaustedError, WindowBudgets, WindowLimits, held_under
 from agentkeel.client.fast_path import AnswerCache, OutputReader
@@ -162,7 +163,11 @@ class AgentClient:
         handle = await self.start(request, coalesce=coalesce, workflow_id=workflow_id, lane=lane)
         if on_started is not None:
             on_started(handle.id)
-        return await self.resolve_outputs(await handle.result())
+        # The run's answer as soon as it is decided (`schemas.answers`), or its result.
+        answer = await first_answer(
+            handle.result(), self._redis, handle.id, handle.result_run_id or ""
+        )
+        return await self.resolve_outputs(answer)
 
     async def resolve_outputs(self, result: AgentResult) -> AgentResult:
         """`result` with every output kept by reference read back from Postgres."""

@@ -61,7 +61,7 @@ class TokenReader:
     ) -> None:
         self._redis = redis
         self._key = key
-        self._block_ms = _below_socket_timeout(redis, block_ms)
+        self._block_ms = below_socket_timeout(redis, block_ms)
         self._idle_timeout_s = idle_timeout_s
         self.last_id: bytes | str = "0"
         self._stopped = False
@@ -179,7 +179,7 @@ async def _drained(reader: TokenReader) -> AsyncIterator[TokenEvent]:
         yield event
 
 
-def _below_socket_timeout(redis: aioredis.Redis, block_ms: int) -> int:
+def below_socket_timeout(redis: aioredis.Redis, block_ms: int) -> int:
     """`block_ms`, shortened to half the client's socket timeout if that is shorter."""
     timeout_s = redis.connection_pool.connection_kwargs.get("socket_timeout")
     if timeout_s is None:

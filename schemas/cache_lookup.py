@@ -38,6 +38,13 @@ class LookupCacheResult(BaseModel):
     speculate: list[PredictedCall] = Field(default_factory=list)
     """On a miss: the reads the question predicts (`activities.predictions`), which the
     run starts at once, beside the router and the planner."""
+    policy_here: bool | None = None
+    """Whether the worker that looked up serves the policy steps itself
+    (`activities.local_policy`), so the run need not offer it its first step to find out
+    (`policy-offer-v1`); None from a worker of a release that does not say."""
+    tools_here: bool = False
+    """That worker runs the tool activities too (with `policy_here`: see `tools_here` of
+    `LocalPolicyResult`)."""
 
 
 _SPACE = re.compile(r"\s+")

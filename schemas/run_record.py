@@ -16,6 +16,9 @@ class StoreInput(BaseModel):
     use_cache: bool = True
     actor: Actor = SYSTEM_ACTOR
     request_id: str | None = None
+    announce: bool = False
+    """Announce the answer before recording it (`schemas.answers`): the run's final answer,
+    not a record of a cancelled or stopped run."""
 
 
 class StoreResult(BaseModel):

@@ -12,6 +12,7 @@ import asyncpg
 import redis.asyncio as aioredis
 import structlog
 
+from agentkeel.activities.cache.path_cache import PathCache
 from agentkeel.activities.cache.served_version import Publication
 from agentkeel.activities.cache_lookup import CacheActivities
 from agentkeel.activities.conversations import ConversationStore
@@ -131,15 +132,16 @@ async def _cpu_activities(
         tools = FunctionTools(ACTIVITY_TOOLS, resources, domain.is_scoped)
         # What each tool took, as runs saw it: what a run with a deadline plans from.
         latencies = LatencyBook(redis)
+        offers = _local_policy_offers(local or local_policy(settings), pool, redis, settings)
         internal: list[Callable[..., Any]] = [
             LatencyActivities(latencies).latency_estimates,
-            CacheActivities(caches.paths, speculate_calls=speculative_calls(settings)).lookup_cache,
-            StoreActivities(pool, caches.paths).store,
+            _lookup(caches.paths, settings, offers),
+            StoreActivities(pool, caches.paths, redis).store,
             WarmingActivities(pool, caches.paths).hot_questions,
             *run_control.all_activities(),
             *WatchSlots(redis, settings.task_queue).all(),
             *_output_activities(pool),
-            *_local_policy_activities(local or local_policy(settings), pool, redis, settings),
+            *offers.all(),
         ]
         yield [
             *(
@@ -185,9 +187,17 @@ def downstreams(settings: Settings, redis: aioredis.Redis) -> Downstreams:
     )
 
 
-def _local_policy_activities(
+def _lookup(
+    paths: PathCache, settings: Settings, offers: LocalPolicyActivities
+) -> Callable[..., Any]:
+    """The cache lookup, which also says where this worker serves the policy steps."""
+    lookup = CacheActivities(paths, speculate_calls=speculative_calls(settings), offers=offers)
+    return lookup.lookup_cache
+
+
+def _local_policy_offers(
     policy: Policy | None, pool: asyncpg.Pool, redis: aioredis.Redis, settings: Settings
-) -> list[Callable[..., Any]]:
+) -> LocalPolicyActivities:
     served = None
     # Said once at start: which pool answers route, plan, join and respond.
     log.info("policy_steps", served_by="this worker" if policy else "the inference pool")
@@ -202,7 +212,7 @@ def _local_policy_activities(
             stream_plans=settings.plan_stream == "on",
             usage=usage_metering(settings, redis),
         )
-    return LocalPolicyActivities(served, tools_here=settings.local_tools == "on").all()
+    return LocalPolicyActivities(served, tools_here=settings.local_tools == "on")
 
 
 def _output_activities(pool: asyncpg.Pool) -> list[Callable[..., Any]]:

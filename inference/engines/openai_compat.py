@@ -37,14 +37,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
 
-from agentkeel.inference.engines.openai_output import (
-    choice_text,
-    delta_text,
-    logprobs_of,
-    parse_output,
-)
+from agentkeel.inference.engines.openai_output import choice_text, logprobs_of, parse_output
 from agentkeel.inference.engines.openai_request import request_params
 from agentkeel.inference.engines.openai_server import ServerProbe, new_client
+from agentkeel.inference.engines.openai_stream import chunk_delta, sse_data
 from agentkeel.inference.engines.protocol import (
     EngineRequestError,
     EngineUnavailableError,
@@ -204,24 +200,21 @@ class OpenAICompatEngine:
         )
 
     async def stream(self, request: GenerateRequest) -> AsyncIterator[TokenDelta]:
+        # The raw events, not the client's typed chunks (`openai_stream`: their models cost
+        # more CPU than the tokens of a fast model take to decode).
         response, mode = await self._create(request, stream=True)
         parts: list[str] = []
         finish: FinishReason | None = None
+        wants_logprobs = request.logprobs is not None
         try:
-            async for chunk in response:
-                if not chunk.choices:  # the closing usage chunk (`include_usage`)
-                    if chunk.usage is not None:
-                        yield TokenDelta(text="", usage=_usage_of(chunk.usage))
+            async for chunk in sse_data(response.iter_bytes()):
+                delta = chunk_delta(chunk, chat=self._chat, logprobs=wants_logprobs)
+                if delta is None:
                     continue
-                choice = chunk.choices[0]
-                finish = as_finish_reason(choice.finish_reason)
-                text = delta_text(choice, chat=self._chat)
-                parts.append(text)
-                yield TokenDelta(
-                    text=text,
-                    logprobs=logprobs_of(choice.logprobs) if request.logprobs is not None else [],
-                    finish_reason=finish,
-                )
+                if delta.usage is None:
+                    finish = delta.finish_reason
+                    parts.append(delta.text)
+                yield delta
         finally:
             await response.close()
         parse_output(request.constraint, "".join(parts), finish, mode)
@@ -241,8 +234,13 @@ class OpenAICompatEngine:
         endpoint: Any = self._client.chat.completions if self._chat else self._client.completions
         reconnected = False
         while True:
+            params = self._params(request, mode, stream=stream)
             try:
-                response = await endpoint.create(**self._params(request, mode, stream=stream))
+                if stream:  # the raw response: its events are read in `openai_stream`
+                    opened = endpoint.with_streaming_response.create(**params)
+                    response = await opened.__aenter__()
+                else:
+                    response = await endpoint.create(**params)
             except openai.APIConnectionError as exc:  # a timeout is one too, not retried
                 if not reconnected and not isinstance(exc, openai.APITimeoutError):
                     # A pooled keep-alive connection the server closed as the request went

@@ -29,14 +29,6 @@ def choice_text(choice: Any, *, chat: bool) -> str:
     return choice.text or ""
 
 
-def delta_text(choice: Any, *, chat: bool) -> str:
-    """The new text of a streamed chunk's choice (a chat stream opens with a role-only delta)."""
-    if chat:
-        delta = getattr(choice, "delta", None)
-        return (getattr(delta, "content", None) or "") if delta is not None else ""
-    return choice.text or ""
-
-
 def parse_output(constraint: Constraint | None, text: str, finish: str | None, mode: str) -> Any:
     """The decoded output checked against its constraint: a JSON constraint's document, a
     choice's label where the server wrote it as JSON (`json_schema` mode), else None."""
@@ -66,26 +58,29 @@ def logprobs_of(raw: Any) -> list[TokenLogprob]:
     """Per-token logprobs in either of the APIs' forms; [] when the server returned none."""
     if raw is None:
         return []
-    content = getattr(raw, "content", None) or (
-        raw.get("content") if isinstance(raw, dict) else None
-    )
+    content = _field(raw, "content")
     if content:
         # The chat form (llama.cpp uses it for completions too): one entry per token, each
         # with its `top_logprobs` as a list.
         return [_content_logprob(item) for item in content]
-    if not getattr(raw, "tokens", None):
+    tokens = _field(raw, "tokens")
+    if not tokens:
         return []
-    tops = raw.top_logprobs or [None] * len(raw.tokens)
+    tops = _field(raw, "top_logprobs") or [None] * len(tokens)
+    logprobs = _field(raw, "token_logprobs") or []
     return [
         TokenLogprob(token=token, logprob=logprob if logprob is not None else 0.0, top=top or {})
-        for token, logprob, top in zip(raw.tokens, raw.token_logprobs or [], tops, strict=False)
+        for token, logprob, top in zip(tokens, logprobs, tops, strict=False)
     ]
 
 
-def _content_logprob(item: Any) -> TokenLogprob:
-    def field(obj: Any, name: str) -> Any:
-        return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+def _field(obj: Any, name: str) -> Any:
+    """A field of the client's typed object or of the raw JSON (a streamed chunk)."""
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
+
+def _content_logprob(item: Any) -> TokenLogprob:
+    field = _field
     tops = field(item, "top_logprobs") or []
     return TokenLogprob(
         token=field(item, "token") or "",

@@ -25,6 +25,10 @@ from agentkeel.workflows.visibility import (
     stage,
 )
 
+POLICY_OFFER_PATCH = "policy-offer-v1"
+"""A lookup that says its worker serves no policy step spares the run offering its first
+step there to find out (one local activity less before the first tool starts)."""
+
 
 async def lookup_cache(state: AgentState) -> dict[str, Any]:
     request = state["request"]
@@ -53,6 +57,7 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
         # The cache only accelerates: whatever went wrong, this run is a miss.
         workflow.logger.warning("cache lookup failed, continuing as a miss: %s", exc.cause)
         found = LookupCacheResult(available=False)
+    _take_offer(state, found)
     warnings = list(state.get("warnings", []))
     if state["context"].authority and _has_side_effect(found):
         # Never cached by this code: whoever wrote it, a path that moves money is not replayed.
@@ -101,3 +106,15 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
 def _has_side_effect(found: LookupCacheResult) -> bool:
     plans = [found.plan, found.hit.plan if found.hit is not None else None]
     return any(has_side_effect(step.tool) for plan in plans if plan for step in plan.steps)
+
+
+def _take_offer(state: AgentState, found: LookupCacheResult) -> None:
+    """Where the lookup says the policy steps go to the inference pool, go there from the
+    first step (`call_model` offers a step to the CPU worker only while that is unknown).
+    A worker that serves them is still offered each step: the offer is the step itself."""
+    context = state["context"]
+    if found.policy_here is not False or context.local_policy is not None:
+        return
+    if workflow.patched(POLICY_OFFER_PATCH):
+        context.local_policy = False
+        context.local_tools = found.tools_here

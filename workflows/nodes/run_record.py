@@ -122,21 +122,27 @@ async def stop_for_budget(state: AgentState) -> NoReturn:
 
 
 async def _record(state: AgentState, result: AgentResult, *, update_cache: bool) -> dict[str, Any]:
+    """Record the run's result and return it; the store announces it first (the answer is
+    decided: `schemas.answers`), so the copy callers may take early is this one."""
     stage(state, "recording the run")
-    warnings = [*result.warnings, *await _write_record(state, result, update_cache=update_cache)]
     total = elapsed_ms(state["started_at"])
     final_timings = result.timings_ms.model_copy(update={"total": total})
     if result.cache in ANSWER_HITS or state.get("answer_templated"):
         final_timings.ttft = total  # no stream: the answer arrives whole, with the result
-    final = result.model_copy(update={"timings_ms": final_timings, "warnings": warnings})
+    final = result.model_copy(update={"timings_ms": final_timings})
     deadline = state["context"].deadline
     if deadline is not None and final.deadline is not None:
         final.deadline = deadline.report()
+    not_stored = await _write_record(state, final, update_cache=update_cache, announce=True)
+    if not_stored:
+        final = final.model_copy(update={"warnings": [*final.warnings, *not_stored]})
     observe_run(final)
     return {"result": final}
 
 
-async def _write_record(state: AgentState, result: AgentResult, *, update_cache: bool) -> list[str]:
+async def _write_record(
+    state: AgentState, result: AgentResult, *, update_cache: bool, announce: bool = False
+) -> list[str]:
     """The run record (and, if asked, the path cache); the warnings to add if it failed.
 
     Local for the same reason as the lookup; it is durable all the same (a marker in
@@ -154,6 +160,7 @@ async def _write_record(state: AgentState, result: AgentResult, *, update_cache:
                 use_cache=update_cache,
                 actor=request.actor,
                 request_id=request.request_id,
+                announce=announce,
             ),
             result_type=StoreResult,
             start_to_close_timeout=timeouts.STORE_TIMEOUT,

@@ -1,0 +1,25 @@
+"""Announcing a run's answer before its record is written (contract: `schemas.answers`)."""
+
+from __future__ import annotations
+
+import redis.asyncio as aioredis
+import structlog
+
+from agentkeel.activities.redis_errors import REDIS_ERRORS
+from agentkeel.schemas.answers import ANSWER_FIELD, ANSWER_TTL_S, answer_key
+from agentkeel.schemas.result import AgentResult
+
+log = structlog.get_logger(__name__)
+
+
+async def announce(redis: aioredis.Redis, result: AgentResult) -> None:
+    """One entry on the run's answer stream (a retried store leaves one: `MAXLEN 1`).
+    Redis not answering costs callers only the wait for the run's own result."""
+    key = answer_key(result.workflow_id, result.run_id)
+    try:
+        async with redis.pipeline(transaction=False) as pipe:
+            pipe.xadd(key, {ANSWER_FIELD: result.model_dump_json()}, maxlen=1)
+            pipe.expire(key, ANSWER_TTL_S)
+            await pipe.execute()
+    except REDIS_ERRORS as exc:
+        log.warning("answer_not_announced", key=key, error=str(exc))

@@ -1,0 +1,79 @@
+"""The OpenAI-compatible engine's reading of a raw event stream (`openai_stream`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from agentkeel.inference.engines.openai_stream import StreamErrorEvent, chunk_delta, sse_data
+
+
+async def _pieces(*pieces: bytes) -> AsyncIterator[bytes]:
+    for piece in pieces:
+        yield piece
+
+
+async def _read(*pieces: bytes) -> list[dict[str, Any]]:
+    return [event async for event in sse_data(_pieces(*pieces))]
+
+
+def _chat(text: str, finish: str | None = None) -> bytes:
+    chunk = {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}]}
+    return b"data: " + json.dumps(chunk, ensure_ascii=False).encode() + b"\n\n"
+
+
+async def test_events_split_anywhere_are_read_whole_until_done() -> None:
+    stream = b": keep-alive\n\n" + _chat('{"a"') + _chat(": 1}", "stop") + b"data: [DONE]\n\n"
+    cut = [stream[i : i + 7] for i in range(0, len(stream), 7)]  # pieces cut mid-line
+    events = await _read(*cut, _chat("after done"))
+    texts = [chunk_delta(e, chat=True, logprobs=False) for e in events]
+    assert [d.text for d in texts if d] == ['{"a"', ": 1}"]
+    assert texts[-1] is not None and texts[-1].finish_reason == "stop"
+
+
+async def test_crlf_lines_other_fields_and_a_raw_line_separator_in_a_string() -> None:
+    # U+2028 is a line break to `str.splitlines`, not to SSE: the event stays whole.
+    stream = b"event: chunk\r\nid: 7\r\n" + _chat("a\u2028b").replace(b"\n\n", b"\r\n\r\n")
+    events = await _read(stream)
+    delta = chunk_delta(events[0], chat=True, logprobs=False)
+    assert delta is not None and delta.text == "a\u2028b"
+
+
+async def test_a_last_event_without_its_blank_line_is_still_read() -> None:
+    events = await _read(_chat("x").rstrip(b"\n"))
+    assert [chunk_delta(e, chat=True, logprobs=False).text for e in events] == ["x"]  # type: ignore[union-attr]
+
+
+async def test_an_error_event_raises_with_the_servers_message() -> None:
+    error = b'data: {"error": {"message": "engine dead", "code": 500}}\n\n'
+    with pytest.raises(StreamErrorEvent, match="engine dead"):
+        await _read(_chat("a"), error)
+    with pytest.raises(StreamErrorEvent, match="non-object"):
+        await _read(b"data: [1, 2]\n\n")
+
+
+def test_the_closing_usage_chunk_and_a_chunk_of_neither() -> None:
+    usage = chunk_delta(
+        {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 3}},
+        chat=True,
+        logprobs=False,
+    )
+    assert usage is not None and usage.text == "" and usage.usage is not None
+    assert (usage.usage.prompt_tokens, usage.usage.completion_tokens) == (12, 3)
+    assert chunk_delta({"choices": []}, chat=True, logprobs=False) is None
+
+
+def test_completions_text_and_both_forms_of_logprobs() -> None:
+    tokens_form = {"tokens": ["a"], "token_logprobs": [-0.5], "top_logprobs": [{"a": -0.5}]}
+    chunk = {"choices": [{"text": "a", "logprobs": tokens_form, "finish_reason": "length"}]}
+    delta = chunk_delta(chunk, chat=False, logprobs=True)
+    assert delta is not None and delta.text == "a" and delta.finish_reason == "length"
+    assert [(p.token, p.logprob, p.top) for p in delta.logprobs] == [("a", -0.5, {"a": -0.5})]
+    content_form = {"content": [{"token": "b", "logprob": -1.0, "top_logprobs": []}]}
+    chat_chunk = {"choices": [{"delta": {"content": "b"}, "logprobs": content_form}]}
+    chat = chunk_delta(chat_chunk, chat=True, logprobs=True)
+    assert chat is not None and [(p.token, p.logprob) for p in chat.logprobs] == [("b", -1.0)]
+    assert chunk_delta(chat_chunk, chat=True, logprobs=False).logprobs == []  # type: ignore[union-attr]
