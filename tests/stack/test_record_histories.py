@@ -30,6 +30,7 @@ from agentkeel.workflows.agent import AgentWorkflow
 from agentkeel.workflows.budget import RUN_BUDGET_PATCH
 from agentkeel.workflows.dag.fan_out import child_workflow_id
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
+from agentkeel.workflows.nodes.cache_lookup import POLICY_OFFER_PATCH
 from agentkeel.workflows.plan_stream import PLAN_STREAM_PATCH
 from agentkeel.workflows.release import RELEASE_PATCH
 from agentkeel.workflows.speculation import EARLY_SPECULATION_PATCH
@@ -221,6 +222,21 @@ async def test_record_run_budget_history(make_stack: StackFactory) -> None:
         with pytest.raises(WorkflowFailureError):
             await handle.result()
     await _save("run_budget_stopped", await handle.fetch_history(), folder=RUN_BUDGET_PATCH)
+
+
+@pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
+async def test_record_policy_offer_history(make_stack: StackFactory) -> None:
+    """A run under `policy-offer-v1`: its lookup says the CPU worker serves no policy step,
+    so the route goes to the inference pool with no offer first; its answer announced."""
+    from tests.support.fakes import STATUS_PLAN, cascade
+
+    policy, _light, _heavy = cascade(
+        {"refund": 0.55, "order_status": 0.45}, [{**STATUS_PLAN, "intent": "order_status"}]
+    )
+    stack = await make_stack(policy=policy)
+    handle = await stack.start("where's my parcel for 1001")
+    await handle.result()
+    await _save("model_route_unoffered", await handle.fetch_history(), folder=POLICY_OFFER_PATCH)
 
 
 async def _save(name: str, history: WorkflowHistory, *, folder: str = RELEASE_PATCH) -> None:

@@ -18,6 +18,7 @@ from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
 from agentkeel.workflows.budget import RUN_BUDGET_PATCH
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
+from agentkeel.workflows.nodes.cache_lookup import POLICY_OFFER_PATCH
 from agentkeel.workflows.plan_stream import PLAN_STREAM_PATCH
 from agentkeel.workflows.release import RELEASE_PATCH
 from agentkeel.workflows.speculation import EARLY_SPECULATION_PATCH
@@ -52,13 +53,14 @@ def test_runs_of_this_release_record_one_patch_marker() -> None:
 
 def test_runs_of_a_later_change_record_the_release_and_their_own_marker() -> None:
     """A change gated after the release (`early-speculation-v1`, `plan-stream-v1`,
-    `run-budget-v1`) asks its own id, and only in runs that take its branch: its histories
+    `run-budget-v1`, `policy-offer-v1`) asks its own id, and only in runs that take its branch: its histories
     have the release's marker and its own."""
     # (Recorded after `question-attribute-v1`, which every run asks, a run has its marker too.)
     later = (
         (EARLY_SPECULATION_PATCH, 2, [RELEASE_PATCH]),
         (PLAN_STREAM_PATCH, 1, [RELEASE_PATCH]),
         (RUN_BUDGET_PATCH, 1, [RELEASE_PATCH, QUESTION_ATTRIBUTE_PATCH]),
+        (POLICY_OFFER_PATCH, 1, [RELEASE_PATCH, QUESTION_ATTRIBUTE_PATCH]),
     )
     for change, runs, before in later:
         recorded = sorted((HISTORIES / change).glob("*.json"))
