@@ -35,8 +35,9 @@ class StoreActivities:
     def __init__(
         self, pool: asyncpg.Pool, cache: PathCache, redis: aioredis.Redis | None = None
     ) -> None:
-        """`redis`: where a run's answer is announced before its record (`schemas.answers`);
-        None announces nothing (callers wait for the run's result)."""
+        """`redis`: where a run's answer is announced once recorded (`schemas.answers`), ahead
+        of the run's last workflow task; None announces nothing (callers wait for the
+        run's result)."""
         self._pool = pool
         self._cache = cache
         self._redis = redis
@@ -44,8 +45,6 @@ class StoreActivities:
     @activity.defn(name=names.STORE)
     async def store(self, request: StoreInput) -> StoreResult:
         result = request.result
-        if request.announce and self._redis is not None:
-            await announce(self._redis, result)  # first: the caller waits on nothing else
         # ON CONFLICT makes a retried store a no-op: one record per run, never two.
         await self._pool.execute(
             INSERT_RUN,
@@ -78,6 +77,10 @@ class StoreActivities:
             else:
                 cached = ttl is not None
                 ttl_s = int(ttl.total_seconds()) if ttl else None
+        if request.announce and self._redis is not None:
+            # After the record and the cache entry: a caller that returns on it may ask its
+            # next turn (which reads this record) or the same question (this entry) at once.
+            await announce(self._redis, result)
         return StoreResult(recorded=True, cached=cached, cache_ttl_s=ttl_s)
 
 

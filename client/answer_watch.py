@@ -16,33 +16,49 @@ from agentkeel.client.token_follow import DEFAULT_BLOCK_MS, below_socket_timeout
 from agentkeel.schemas.answers import ANSWER_FIELD, answer_key
 from agentkeel.schemas.result import AgentResult
 
-ANSWER_WINDOW_S = 30.0
-"""How long a caller also watches for the announcement; a longer run (one waiting for an
-approval) is followed through its result alone, with no Redis reads while it waits."""
+ANSWER_WINDOW_S = 15.0
+"""How long a caller also watches for the announcement (one blocking read at a time); a
+longer run (one waiting for an approval) is followed through its result alone."""
 
 
-async def announced_answer(
-    redis: aioredis.Redis,
-    workflow_id: str,
-    run_id: str,
-    *,
-    window_s: float = ANSWER_WINDOW_S,
-    block_ms: int = DEFAULT_BLOCK_MS,
-) -> AgentResult | None:
-    """The run's announced answer; None when none came within `window_s`, Redis did not
-    answer, or the entry is not an `AgentResult` (the run's result then decides)."""
-    key = answer_key(workflow_id, run_id)
-    block = below_socket_timeout(redis, block_ms)
-    ends = time.monotonic() + window_s
-    while time.monotonic() < ends:
-        try:
-            streams: Any = await redis.xread({key: "0"}, count=1, block=block)
-        except (RedisError, RedisClusterException, OSError):
-            return None
-        for _key, entries in streams or []:
-            for _id, fields in entries:
-                return _parsed(fields)
-    return None
+class AnswerWatch:
+    """Reads one run's answer stream until the answer, the window's end, or `stop()`."""
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        workflow_id: str,
+        run_id: str,
+        *,
+        window_s: float = ANSWER_WINDOW_S,
+        block_ms: int = DEFAULT_BLOCK_MS,
+    ) -> None:
+        self._redis = redis
+        self._key = answer_key(workflow_id, run_id)
+        self._window_s = window_s
+        self._block = below_socket_timeout(redis, block_ms)
+        self.stopped = False
+        self.reads = 0
+
+    def stop(self) -> None:
+        """End the watch at its next step, even one whose cancellation redis-py swallowed
+        inside a blocking XREAD (it then returns after that read, reading no more)."""
+        self.stopped = True
+
+    async def answer(self) -> AgentResult | None:
+        """The announced answer; None when none came within the window, the watch was
+        stopped, Redis did not answer, or the entry is not an `AgentResult`."""
+        ends = time.monotonic() + self._window_s
+        while not self.stopped and time.monotonic() < ends:
+            self.reads += 1
+            try:
+                streams: Any = await self._redis.xread({self._key: "0"}, count=1, block=self._block)
+            except (RedisError, RedisClusterException, OSError):
+                return None
+            for _key, entries in streams or []:
+                for _id, fields in entries:
+                    return None if self.stopped else _parsed(fields)
+        return None
 
 
 def _parsed(fields: dict[Any, Any]) -> AgentResult | None:
@@ -54,25 +70,26 @@ def _parsed(fields: dict[Any, Any]) -> AgentResult | None:
 
 
 async def first_answer(
-    result: Awaitable[AgentResult], redis: aioredis.Redis | None, workflow_id: str, run_id: str
+    result: Awaitable[AgentResult],
+    redis: aioredis.Redis | None,
+    workflow_id: str,
+    run_id: str,
+    *,
+    window_s: float = ANSWER_WINDOW_S,
 ) -> AgentResult:
     """The run's answer from whichever says it first: the announcement or `result` (whose
     failure is the caller's, as before). Without Redis or a run id: `result` alone."""
     final = asyncio.ensure_future(result)
     if redis is None or not run_id:
         return await final
-    early = asyncio.ensure_future(announced_answer(redis, workflow_id, run_id))
+    watch = AnswerWatch(redis, workflow_id, run_id, window_s=window_s)
+    early = asyncio.ensure_future(watch.answer())
     try:
         await asyncio.wait({final, early}, return_when=asyncio.FIRST_COMPLETED)
         announced = None if final.done() or early.exception() else early.result()
         return announced if announced is not None else await final
     finally:
-        _drop(early)
+        watch.stop()
+        early.cancel()  # not waited for: a swallowed cancel ends after one read (`stop`)
+        early.add_done_callback(lambda done: done.cancelled() or done.exception())
         final.cancel()  # (a no-op once it is done; the announcement made it moot)
-
-
-def _drop(task: asyncio.Future[Any]) -> None:
-    """Stop the watch without waiting for it: a cancel inside a blocking XREAD can be
-    swallowed by redis-py, and the read then ends within its block time, unawaited."""
-    task.cancel()
-    task.add_done_callback(lambda done: done.cancelled() or done.exception())

@@ -1,13 +1,17 @@
-"""A run's answer, announced in Redis the moment it is decided (contract of workers and clients).
+"""A run's answer, announced in Redis once recorded, before the run closes (contract of
+workers and clients).
 
 When a run's last step is done, its answer is fixed: everything it was made from is in the
-run's history, and a replay computes the same one. What is left, the run record and the
-path cache entry, is bookkeeping that takes the run's final workflow task a local activity
-and two round trips to the server. The `store` activity therefore announces the answer
-first (one Redis Stream entry per run, read by any number of callers, kept briefly), and
-`AgentClient.ask` returns on whichever comes first: the announcement or the run's result.
-The run still completes durably with the same answer; only a failure to write the record
-itself (a warning the result then carries) is missing from the announced copy.
+run's history, and a replay computes the same one. The `store` local activity writes the
+run record and the path cache entry, then announces the answer (one Redis Stream entry per
+run, read by any number of callers, kept briefly); what is left, the local activity's
+result reaching the workflow and the run's last workflow task, costs the caller two round
+trips to the server and the worker. `AgentClient.ask` returns on whichever comes first: the
+announcement or the run's result. The run completes durably with the same answer: a cancel
+that reaches the run once its answer is recorded no longer turns it into a cancelled run
+(`answer-kept-v1`), and a run cancelled while it records announces nothing (the cancel
+stops the `store` activity before it announces; only a cancel landing during the one Redis
+write itself can leave a caller with an answer of a run that ends cancelled).
 """
 
 from __future__ import annotations

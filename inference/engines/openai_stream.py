@@ -12,6 +12,8 @@ U+2028 raw inside a JSON string, which `str.splitlines` would cut.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -20,36 +22,64 @@ from agentkeel.inference.engines.openai_output import logprobs_of
 from agentkeel.inference.engines.protocol import TokenDelta, Usage, as_finish_reason
 
 DONE = b"[DONE]"
+DRAIN_S = 0.1
+"""How long the rest of a body after `[DONE]` is read for: a response read to its end
+returns its connection to the pool (as the openai client does), a server that holds the
+stream open after `[DONE]` is not waited for."""
 
 
 class StreamErrorEvent(RuntimeError):
-    """The server ended the stream with an `error` event (retried as any failed call)."""
+    """The server ended the stream with an error (retried as any failed call)."""
 
 
 async def sse_data(raw: AsyncIterator[bytes]) -> AsyncIterator[dict[str, Any]]:
-    """Each event's decoded `data`, until `[DONE]` or the stream's end; an event that is an
-    error object raises `StreamErrorEvent` with the server's message."""
-    pending = b""
+    """Each complete event's decoded `data` until `[DONE]` or the stream's end (an event
+    without its closing blank line is dropped, as the format says); an error event (an
+    `event: error`, an `error` field, or data that is an error object) raises
+    `StreamErrorEvent` with the server's message."""
+    lines = _lines(raw)
     data: list[bytes] = []
+    kind = b""
+    async for line in lines:
+        if line:
+            field, _, value = line.partition(b":")
+            value = value.removeprefix(b" ")
+            if field == b"data":
+                data.append(value)
+            elif field == b"event":
+                kind = value
+            elif field == b"error":  # (llama.cpp's server has sent one so)
+                raise StreamErrorEvent(f"the server ended the stream with an error: {value!r}")
+            continue  # (other fields, and ':' comments, carry no output)
+        event, data, this_kind, kind = b"\n".join(data), [], kind, b""
+        if not event:
+            continue
+        if event.strip() == DONE:
+            await _drain(lines)
+            return
+        if this_kind == b"error":
+            raise StreamErrorEvent(f"the server ended the stream with an error: {event[:500]!r}")
+        yield _decoded(event)
+
+
+async def _lines(raw: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The body's lines, ended by CRLF, LF or CR alone (a CR at a piece's end waits for the
+    next piece: it may be half of a CRLF)."""
+    pending = b""
     async for piece in raw:
         pending += piece
-        *lines, pending = pending.split(b"\n")
+        body, held = (pending[:-1], b"\r") if pending.endswith(b"\r") else (pending, b"")
+        *lines, rest = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        pending = rest + held
         for line in lines:
-            line = line.removesuffix(b"\r")
-            if line:
-                field, _, value = line.partition(b":")
-                if field == b"data":  # (other fields, and ':' comments, carry no output)
-                    data.append(value.removeprefix(b" "))
-                continue
-            if data:  # a blank line ends the event
-                event, data = b"\n".join(data), []
-                if event.strip() == DONE:
-                    return
-                yield _decoded(event)
-    if pending.startswith(b"data:"):
-        data.append(pending[5:].removeprefix(b" "))
-    if data and (event := b"\n".join(data)).strip() != DONE:
-        yield _decoded(event)
+            yield line
+
+
+async def _drain(lines: AsyncIterator[bytes]) -> None:
+    with contextlib.suppress(Exception):  # (a timeout included: the answer is whole)
+        async with asyncio.timeout(DRAIN_S):
+            async for _ in lines:
+                pass
 
 
 def _decoded(event: bytes) -> dict[str, Any]:

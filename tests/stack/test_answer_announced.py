@@ -6,72 +6,147 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Sequence
 
 import asyncpg
 import pytest
 import redis.asyncio as aioredis
+from temporalio import activity
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowExecutionStatus
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import CancelledError
 
 from agentkeel import AgentRequest
-from agentkeel.client.answer_watch import announced_answer, first_answer
+from agentkeel.activities.answer_board import announce
+from agentkeel.client.answer_watch import AnswerWatch, first_answer
 from agentkeel.schemas import names
 from agentkeel.schemas.answers import ANSWER_FIELD, answer_key
 from agentkeel.schemas.result import AgentResult
+from agentkeel.schemas.run_record import StoreInput, StoreResult
 from agentkeel.workflows.nodes.cache_lookup import POLICY_OFFER_PATCH
 from tests.support.agent_stack import StackFactory
 from tests.support.fakes import HEAVY_ANSWER, STATUS_PLAN, cascade
 
 
-async def test_ask_returns_the_announced_answer_while_the_record_waits(
+async def test_the_answer_is_announced_once_recorded_and_before_the_run_closes(
     make_stack: StackFactory, database_url: str
 ) -> None:
-    """With the run record's table locked, the caller still gets the answer; the run then
-    completes with that same answer once the record is written."""
+    """While the run records' table is locked the caller waits (the answer is announced only
+    after its record and cache entry: a next turn reads them); once it is written, the
+    caller has the answer, the same the run then returns."""
     stack = await make_stack()
     client = stack.agent_client()
     workflow_id = f"announced-{uuid.uuid4().hex[:10]}"
     request = AgentRequest(
         question="where is order 1001", tenant=stack.tenant, options={"use_cache": False}
     )
+    handle = stack.client.get_workflow_handle(workflow_id, result_type=AgentResult)
     lock = await asyncpg.connect(database_url)
     try:
         async with lock.transaction():
             await lock.execute("LOCK TABLE agent_runs IN EXCLUSIVE MODE")
-            answer = await asyncio.wait_for(client.ask(request, workflow_id=workflow_id), 30)
-            handle = stack.client.get_workflow_handle(workflow_id, result_type=AgentResult)
-            # The record is still blocked: the answer came before the run closed.
-            assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+            asking = asyncio.ensure_future(client.ask(request, workflow_id=workflow_id))
+            await asyncio.sleep(1.5)
+            assert not asking.done()  # no announcement before the record
+        answer = await asyncio.wait_for(asking, 30)
         final = await handle.result()
+        recorded = await lock.fetchval(
+            "SELECT answer FROM agent_runs WHERE workflow_id = $1", workflow_id
+        )
     finally:
         await lock.close()
         await client.close()
     assert answer.workflow_id == workflow_id and answer.run_id == final.run_id
-    assert answer.answer == final.answer and "1001" in answer.answer
+    assert answer.answer == final.answer == recorded and "1001" in answer.answer
     assert [s.status for s in answer.steps] == [s.status for s in final.steps]
     assert answer.timings_ms.total == final.timings_ms.total
 
 
-async def test_an_unreadable_announcement_leaves_the_caller_on_the_runs_result(
+async def test_a_run_cancelled_while_it_records_announces_nothing(
+    make_stack: StackFactory, redis_url: str
+) -> None:
+    """A store held before it announces (a stand-in: the real one announces last, after
+    the record and the cache entry): cancelled then, the run ends cancelled and its caller
+    is told so; no answer was announced that the run does not return."""
+    holding, release = asyncio.Event(), asyncio.Event()
+    redis = aioredis.from_url(redis_url)
+
+    @activity.defn(name=names.STORE)
+    async def hold_then_announce(request: StoreInput) -> StoreResult:
+        if request.announce:  # (the cancelled run's own record is not held)
+            holding.set()
+            await release.wait()
+            await announce(redis, request.result)
+        return StoreResult(recorded=True, cached=False)
+
+    stack = await make_stack(replace_activities=[hold_then_announce])
+    client = stack.agent_client()
+    workflow_id = f"cancelled-{uuid.uuid4().hex[:10]}"
+    request = AgentRequest(
+        question="where is order 1001", tenant=stack.tenant, options={"use_cache": False}
+    )
+    try:
+        asking = asyncio.ensure_future(client.ask(request, workflow_id=workflow_id))
+        await asyncio.wait_for(holding.wait(), 30)
+        await stack.client.get_workflow_handle(workflow_id).cancel()
+        with pytest.raises(WorkflowFailureError) as failed:
+            await asyncio.wait_for(asking, 30)
+        assert isinstance(failed.value.cause, CancelledError)
+        release.set()
+        await asyncio.sleep(0.3)
+        run_id = (await stack.client.get_workflow_handle(workflow_id).describe()).run_id
+        assert await redis.exists(answer_key(workflow_id, run_id)) == 0
+    finally:
+        release.set()
+        await client.close()
+        await redis.aclose()
+
+
+async def test_the_watch_takes_a_valid_announcement_only_and_stops_when_told(
     redis_url: str,
 ) -> None:
     redis = aioredis.from_url(redis_url)
-    workflow_id, run_id = f"hostile-{uuid.uuid4().hex[:8]}", "run-1"
-    key = answer_key(workflow_id, run_id)
+    workflow_id = f"watched-{uuid.uuid4().hex[:8]}"
+    keys = [answer_key(workflow_id, run) for run in ("hostile", "good", "silent")]
+    never: asyncio.Future[AgentResult] = asyncio.get_running_loop().create_future()
     try:
-        await redis.xadd(key, {ANSWER_FIELD: '{"answer": 1, "not": "a result"}'})
-        assert await announced_answer(redis, workflow_id, run_id, window_s=1) is None
-        # Nothing announced within the window: None, after about the window.
-        assert await announced_answer(redis, "nobody", "none", window_s=0.3) is None
+        # An entry that is not an `AgentResult` is no answer: the run's result decides.
+        await redis.xadd(keys[0], {ANSWER_FIELD: '{"answer": 1, "not": "a result"}'})
+        assert await AnswerWatch(redis, workflow_id, "hostile", window_s=1).answer() is None
 
         async def failed() -> AgentResult:
             raise RuntimeError("the run failed")
 
-        # The run's own failure is the caller's, announcement or not.
-        with pytest.raises(RuntimeError, match="the run failed"):
-            await first_answer(failed(), redis, workflow_id, run_id)
+        with pytest.raises(RuntimeError, match="the run failed"):  # the run's failure is kept
+            await first_answer(failed(), redis, workflow_id, "silent", window_s=5)
+
+        # A valid announcement answers though the run's result never comes.
+        announced = AgentResult.model_validate(
+            {
+                "answer": "Found: shipped.",
+                "route": {"intent": "lookup", "confidence": 1.0},
+                "cache": "miss",
+                "plan": {"steps": []},
+                "workflow_id": workflow_id,
+                "run_id": "good",
+            }
+        )
+        await redis.xadd(keys[1], {ANSWER_FIELD: announced.model_dump_json()})
+        got = await asyncio.wait_for(first_answer(never, redis, workflow_id, "good"), 5)
+        assert got == announced and never.cancelled()
+
+        # Stopped (as `first_answer` does once the result won), a watch reads no more.
+        watch = AnswerWatch(redis, workflow_id, "silent", window_s=30, block_ms=100)
+        watching = asyncio.ensure_future(watch.answer())
+        await asyncio.sleep(0.35)
+        watch.stop()
+        assert await asyncio.wait_for(watching, 1) is None
+        reads = watch.reads
+        await asyncio.sleep(0.3)
+        assert 2 <= reads == watch.reads
     finally:
-        await redis.delete(key)
+        await redis.delete(*keys)
         await redis.aclose()
 
 
@@ -94,10 +169,13 @@ async def test_a_worker_that_serves_no_policy_step_is_never_offered_one(
     ]
     offers = [names.LOCAL_ROUTE, names.LOCAL_PLAN, names.LOCAL_RESPOND]
     assert not [t for t in local_types if any(o.encode() in t for o in offers)]
-    patches = [
+    assert any(POLICY_OFFER_PATCH.encode() in p for p in _patch_ids(events))
+
+
+def _patch_ids(events: Sequence[HistoryEvent]) -> list[bytes]:
+    return [
         e.marker_recorded_event_attributes.details["patch-data"].payloads[0].data
         for e in events
         if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
         and e.marker_recorded_event_attributes.marker_name == "core_patch"
     ]
-    assert any(POLICY_OFFER_PATCH.encode() in p for p in patches)

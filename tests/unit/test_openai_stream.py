@@ -42,9 +42,24 @@ async def test_crlf_lines_other_fields_and_a_raw_line_separator_in_a_string() ->
     assert delta is not None and delta.text == "a\u2028b"
 
 
-async def test_a_last_event_without_its_blank_line_is_still_read() -> None:
-    events = await _read(_chat("x").rstrip(b"\n"))
-    assert [chunk_delta(e, chat=True, logprobs=False).text for e in events] == ["x"]  # type: ignore[union-attr]
+async def test_an_event_the_stream_cut_short_is_dropped_and_bare_cr_ends_lines() -> None:
+    # A body cut mid-event (no closing blank line) loses that event, as the format says;
+    # the answer then fails its output check rather than parse half a chunk.
+    events = await _read(_chat("a").replace(b"\n", b"\r"), _chat("b").rstrip(b"\n"))
+    assert [chunk_delta(e, chat=True, logprobs=False).text for e in events] == ["a"]  # type: ignore[union-attr]
+
+
+async def test_the_body_after_done_is_read_to_its_end() -> None:
+    """Read whole, the response's connection goes back to the pool for the next call."""
+    read: list[bytes] = []
+
+    async def body() -> AsyncIterator[bytes]:
+        for piece in (_chat("a"), b"data: [DONE]\n\n", b": trailing\n\n"):
+            read.append(piece)
+            yield piece
+
+    events = [e async for e in sse_data(body())]
+    assert len(events) == 1 and len(read) == 3
 
 
 async def test_an_error_event_raises_with_the_servers_message() -> None:
@@ -53,6 +68,10 @@ async def test_an_error_event_raises_with_the_servers_message() -> None:
         await _read(_chat("a"), error)
     with pytest.raises(StreamErrorEvent, match="non-object"):
         await _read(b"data: [1, 2]\n\n")
+    with pytest.raises(StreamErrorEvent, match="overloaded"):
+        await _read(_chat("a"), b"event: error\ndata: overloaded\n\n")
+    with pytest.raises(StreamErrorEvent, match="slot unavailable"):
+        await _read(b'error: {"message": "slot unavailable"}\n\n')
 
 
 def test_the_closing_usage_chunk_and_a_chunk_of_neither() -> None:
