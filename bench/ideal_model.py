@@ -199,6 +199,10 @@ def _reading_document(conversation: str, schema: dict[str, Any]) -> dict[str, An
     if _patch_form(schema) and case.wrong_once and corrected(case, conversation):
         misread = plan_of(case, misread=True)
         steps = [step for step in plan if step not in misread]
+        # As the planner is told (`PATCH_INSTRUCTION`): the answer written before stands
+        # unless a step it names is gone, so a patch that only replaces steps writes none.
+        replaces = {step.id for step in steps} <= {step.id for step in misread}
+        return _plan_document(steps, schema, answer_of=None if replaces else plan)
     return _plan_document(steps, schema, answer_of=plan)
 
 
@@ -219,7 +223,8 @@ def _plan_document(
 ) -> dict[str, Any]:
     """`steps` as agentkeel's plan schema asks for them, in the schema's order and its step
     form: each step keyed by its tool (ids by position, or its `id` first where the schema
-    asks for one: a patch), or `{id, tool, args}`; the answer template of `answer_of`."""
+    asks for one: a patch), or `{id, tool, args}`; the answer template of `answer_of` (of
+    `steps` for a whole plan; none for a patch without `answer_of`)."""
     properties = schema.get("properties", {})
     keyed_by_tool = "tool" not in _step_forms(schema)
     patch = _patch_form(schema)
@@ -237,8 +242,9 @@ def _plan_document(
         "intent": _intent(properties.get("intent", {}).get("enum", [UNSURE])),
         "rationale": f"{len(steps)} lookups",
         "steps": written_steps,
-        "answer": _answer_template(answer_of or steps),
     }
+    if answer_of is not None or not patch:
+        values["answer"] = _answer_template(answer_of or steps)
     return {name: values[name] for name in properties if name in values}
 
 

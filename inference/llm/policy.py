@@ -156,7 +156,9 @@ class LlmPolicy:
         # could not tell (no heavy tier configured: the light model plans its own "unknown").
         rerouting = self.tier == Tier.HEAVY or request.route.intent not in intents()
         patching = request.patch and bool(request.previous_steps)
-        schema = plan_json_schema(intents() if rerouting else None, patch=patching)
+        # A patch does not read the intent again: the round before's reading stands, and
+        # every token of a replan is on the run's critical path.
+        schema = plan_json_schema(intents() if rerouting and not patching else None, patch=patching)
         known = "" if rerouting else f"Intent: {request.route.intent}\n"
         if patching:
             known += PATCH_INSTRUCTION

@@ -119,6 +119,7 @@ def _type_name(annotation: object) -> str:
 
 PATCH_INSTRUCTION = (
     "Kept: the steps above that succeeded keep their results, and those that did not run "
-    "stay as written. Write only the steps to replace (the same id) or to add (a new id).\n"
+    "stay as written. Write only the steps to replace (the same id) or to add (a new id). "
+    "The answer written before stands: write one only if a step it names is gone.\n"
 )
 """Told to a planner whose plan patches the round before it (`PlanInput.patch`)."""

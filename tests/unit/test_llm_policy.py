@@ -241,6 +241,11 @@ async def test_a_replan_that_patches_asks_for_ids_and_keeps_the_round_before() -
     assert [(s.id, s.args) for s in planned.plan.steps] == [("s1", {"order_id": 1002})]
     assert planned.plan.answer is not None, "the template may name a step the patch keeps"
     assert PATCH_INSTRUCTION in engine.prompts[0]
+    # The heavy tier's patch reads no intent again: the round before's reading stands.
+    heavy = FakeEngine(documents=[json.dumps({k: patch[k] for k in ("rationale", "steps")})])
+    rerouted = asked.model_copy(update={"route": route.model_copy(update={"tier": Tier.HEAVY})})
+    replanned = await LlmPolicy(heavy, tier=Tier.HEAVY, plan_attempts=1).plan(rerouted)
+    assert replanned.error is None and replanned.route is None and replanned.patch
     # Without `patch`, the same round is planned whole, its ids by position.
     assert (
         "id" not in plan_json_schema(None)["properties"]["steps"]["items"]["anyOf"][0]["properties"]
