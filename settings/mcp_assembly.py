@@ -5,9 +5,11 @@ A domain's MCP servers (`Domain.mcp_servers`) and the deployment's
 their tools are catalog entries like any other from the first run on: plans are checked
 against their schemas, prompts and the plan schema describe them, the catalog version
 covers them, and the CPU worker serves them as activities (the connections stay open
-for its life). A server that cannot be reached or listed at start, or a tool that cannot
-be served as listed, is left out with its reason (`Domain.withdrawn_tools`): a plan naming
-one is refused saying why, and the worker serves everything else.
+for its life). A server that cannot be reached or listed at start is served as any worker
+last listed it (kept in Redis: every worker holds one catalog), its calls failing as its
+outage until it answers; one never listed, or a tool that cannot be served as listed, is
+left out with its reason (`Domain.withdrawn_tools`): a plan naming one is refused saying
+why, and the worker serves everything else.
 
 A client needs none of them: its exact-tier fast path reads under the version the
 workers publish (`activities.cache.served_version`).
@@ -19,6 +21,7 @@ import dataclasses
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 
+from agentkeel.activities.mcp.listings import ServerListings
 from agentkeel.activities.mcp.source import McpToolSource, McpUnreachable
 from agentkeel.schemas.tools.spec import ToolSpec
 from agentkeel.sdk.decorator import ToolDefinitionError
@@ -26,6 +29,7 @@ from agentkeel.sdk.domain import Domain, DomainError
 from agentkeel.sdk.loading import load_domain
 from agentkeel.sdk.mcp import McpServer
 from agentkeel.sdk.serving import install_domain
+from agentkeel.settings.connections import redis_client
 from agentkeel.settings.model import Settings, SettingsError, StartupError
 
 __all__ = ["mcp_servers_of", "serve_domain_with_mcp"]
@@ -60,7 +64,11 @@ async def serve_domain_with_mcp(
     if not servers:
         yield install_domain(domain)
         return
-    source = McpToolSource(servers, environ=environ, on_change=on_change)
+    # Each server's last good list, shared by the workers: one started while a server is
+    # down still holds the catalog the others hold (`activities.mcp.listings`).
+    redis = redis_client(settings.redis_url) if settings.redis_url else None
+    listings = ServerListings(redis) if redis is not None else None
+    source = McpToolSource(servers, environ=environ, on_change=on_change, listings=listings)
     try:
         try:
             specs, downstreams = await source.start()
@@ -84,6 +92,8 @@ async def serve_domain_with_mcp(
         yield install_domain(served)
     finally:
         await source.close()
+        if redis is not None:
+            await redis.aclose()
 
 
 def joined_intents(

@@ -3,8 +3,9 @@
 The catalog is fixed for a process's life (runs in flight must see the tools they were
 planned with), so the tools are listed once, when the worker starts, and the catalog
 version derives from what was listed: a server whose tool list changes changes the
-version, and no cached path outlives the tools it was planned with. A running worker
-told of a change (`notifications/tools/list_changed`) lists again and, when the list
+version, and no cached path outlives the tools it was planned with. A server unavailable at start is
+served as any worker last listed it (`listings`: every worker holds one catalog). A running
+worker told of a change (`notifications/tools/list_changed`) lists again and, when the list
 differs, calls `on_change`; the workers then stop gracefully, to be started again with
 the new catalog (by `agentkeel up`'s watchdog, or the deployment's supervisor).
 
@@ -24,9 +25,11 @@ import asyncio
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
+import mcp.types as types
 import structlog
 
 from agentkeel.activities.mcp.connection import McpConnection, McpUnreachable
+from agentkeel.activities.mcp.listings import ServerListings
 from agentkeel.activities.mcp.specs import mcp_downstream, served_specs
 from agentkeel.schemas.tools.downstreams import Downstream
 from agentkeel.schemas.tools.spec import ToolSpec
@@ -52,6 +55,8 @@ class McpToolSource:
             when a server that was unavailable at start answers again.
         retry_s: The first wait before an unavailable server is asked again; each wait
             doubles, up to `RETRY_MAX_S`.
+        listings: Where each server's last good list is kept for every worker
+            (`listings`): a server unavailable at start is served as last listed.
     """
 
     def __init__(
@@ -61,6 +66,7 @@ class McpToolSource:
         environ: Mapping[str, str] | None = None,
         on_change: Callable[[str], None] | None = None,
         retry_s: float = RETRY_FIRST_S,
+        listings: ServerListings | None = None,
     ) -> None:
         names = [s.name for s in servers]
         twice = sorted({n for n in names if names.count(n) > 1})
@@ -68,6 +74,7 @@ class McpToolSource:
             raise ValueError(f"MCP servers named twice: {', '.join(twice)}")
         self._on_change = on_change
         self._retry_s = retry_s
+        self._listings = listings
         self.connections = [
             McpConnection(s, environ=environ, on_tools_changed=self._changed) for s in servers
         ]
@@ -92,15 +99,10 @@ class McpToolSource:
         )
         specs: list[ToolSpec] = []
         downstreams: list[Downstream] = []
-        for connection, tools in zip(self.connections, listed, strict=True):
+        for connection, answer in zip(self.connections, listed, strict=True):
             server = connection.server
-            if isinstance(tools, BaseException):
-                if not isinstance(tools, Exception):
-                    raise tools
-                self.withdrawn[f"{server.tool_prefix}*"] = str(tools)
-                self._listed[server.name] = ["unavailable"]
-                log.warning("mcp_server_unavailable", server=server.name, error=str(tools))
-                self._spawn(self._await_return(connection))
+            tools = await self._listing(connection, answer)
+            if tools is None:
                 continue
             downstream = mcp_downstream(server)
             served, refused = served_specs(connection, tools, downstream)
@@ -124,6 +126,31 @@ class McpToolSource:
             )
         return specs, downstreams
 
+    async def _listing(
+        self, connection: McpConnection, answer: list[types.Tool] | BaseException
+    ) -> list[types.Tool] | None:
+        """The tools to serve of one server: as it listed them now (kept for the other
+        workers), else as any worker last saw them (its calls fail as its outage until
+        it answers), else none (withdrawn, with the reason)."""
+        server = connection.server
+        if not isinstance(answer, BaseException):
+            if self._listings is not None:
+                await self._listings.remember(server, answer)
+            return answer
+        if not isinstance(answer, Exception):
+            raise answer
+        self._spawn(self._await_return(connection))
+        last = await self._listings.recall(server) if self._listings is not None else None
+        if last is None:
+            self.withdrawn[f"{server.tool_prefix}*"] = str(answer)
+            self._listed[server.name] = ["unavailable"]
+            log.warning("mcp_server_unavailable", server=server.name, error=str(answer))
+            return None
+        log.warning(
+            "mcp_server_unavailable_served_as_last_listed", server=server.name, error=str(answer)
+        )
+        return last
+
     def _changed(self, connection: McpConnection) -> None:
         self._spawn(self._check(connection))
 
@@ -143,7 +170,7 @@ class McpToolSource:
         while True:
             await asyncio.sleep(wait)
             try:
-                await connection.list_tools()
+                tools = await connection.list_tools()
             except Exception as exc:  # whatever it is, the server is still not serving
                 wait = min(wait * 2, RETRY_MAX_S)
                 log.info(
@@ -153,9 +180,16 @@ class McpToolSource:
                     retry_in_s=wait,
                 )
                 continue
-            log.warning("mcp_server_back", server=connection.server.name)
+            name = connection.server.name
+            if self._listings is not None:
+                await self._listings.remember(connection.server, tools)
+            if sorted(_fingerprint(t) for t in tools) == self._listed.get(name):
+                # Served as last listed, and listing so again: nothing to restart for.
+                log.warning("mcp_server_back", server=name, restart=False)
+                return
+            log.warning("mcp_server_back", server=name, restart=True)
             if self._on_change is not None:
-                self._on_change(connection.server.name)
+                self._on_change(name)
             return
 
     async def _check(self, connection: McpConnection) -> None:

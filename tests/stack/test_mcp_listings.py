@@ -1,0 +1,94 @@
+"""Every worker holds one catalog though an MCP server is down when one starts: the server's
+last good list is kept in Redis (`activities.mcp.listings`). Real Redis and a real MCP
+server (`mcp-server-time`, kept from starting until a file exists)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import redis.asyncio as aioredis
+from temporalio.exceptions import ApplicationError
+
+from agentkeel.activities.mcp.listings import ServerListings, listing_key
+from agentkeel.activities.mcp.source import McpToolSource
+from agentkeel.schemas.actor import Actor
+from agentkeel.schemas.errors import MCP_UNAVAILABLE
+from agentkeel.sdk.context import ToolContext
+from agentkeel.sdk.mcp import McpServer
+
+
+def _late_server(tmp_path: Path, ready: Path) -> Path:
+    script = tmp_path / "late-server"
+    server_bin = Path(sys.executable).parent / "mcp-server-time"
+    script.write_text(f'#!/bin/sh\n[ -e "{ready}" ] || exit 1\nexec "{server_bin}"\n')
+    script.chmod(0o755)
+    return script
+
+
+async def test_a_server_down_at_start_is_served_as_last_listed_until_it_answers(
+    tmp_path: Path, redis_url: str
+) -> None:
+    ready = tmp_path / "ready"
+    ready.touch()
+    server = McpServer(
+        name=f"clock{uuid.uuid4().hex[:6]}",
+        command=str(_late_server(tmp_path, ready)),
+        list_timeout_s=10,
+    )
+    redis = aioredis.from_url(redis_url)
+    listings = ServerListings(redis)
+    changed: list[str] = []
+    first = McpToolSource([server], listings=listings)
+    try:
+        listed, _ = await first.start()
+    finally:
+        await first.close()
+    assert listed and not first.withdrawn
+    ready.unlink()  # the server is down when the next worker starts
+    second = McpToolSource([server], listings=listings, on_change=changed.append, retry_s=0.2)
+    try:
+        served, _ = await second.start()
+        # The same catalog entries as the worker that reached it (the same catalog version).
+        assert [(s.name, s.activity_input_model.model_json_schema()) for s in served] == [
+            (s.name, s.activity_input_model.model_json_schema()) for s in listed
+        ]
+        assert not second.withdrawn
+        # A call meanwhile fails as the server's outage: retried, not refused.
+        spec = served[0]
+        assert spec.fn is not None
+        context = ToolContext(actor=Actor(role="staff"), resources=None, tenant="t")
+        arguments = spec.activity_input_model.model_construct()
+        with pytest.raises(ApplicationError) as failed:
+            await spec.fn(arguments, context)
+        assert failed.value.type == MCP_UNAVAILABLE and not failed.value.non_retryable
+        await asyncio.sleep(0.5)
+        ready.touch()  # back, listing as before: nothing to restart for
+        for _ in range(100):
+            if not second._checks:  # (its return was seen)
+                break
+            await asyncio.sleep(0.1)
+        assert not second._checks and changed == []
+    finally:
+        await second.close()
+        await redis.delete(listing_key(server))
+        await redis.aclose()
+
+
+async def test_a_server_no_worker_ever_listed_is_withdrawn(tmp_path: Path, redis_url: str) -> None:
+    server = McpServer(
+        name=f"never{uuid.uuid4().hex[:6]}",
+        command=str(_late_server(tmp_path, tmp_path / "never")),
+        list_timeout_s=5,
+    )
+    redis = aioredis.from_url(redis_url)
+    source = McpToolSource([server], listings=ServerListings(redis))
+    try:
+        served, _ = await source.start()
+    finally:
+        await source.close()
+        await redis.aclose()
+    assert served == [] and list(source.withdrawn) == [f"{server.name}_*"]
