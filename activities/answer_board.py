@@ -25,7 +25,7 @@ async def announce(redis: aioredis.Redis, result: AgentResult) -> None:
     key = answer_key(result.workflow_id, result.run_id)
     try:
         async with asyncio.timeout(ANNOUNCE_TIMEOUT_S):
-            async with redis.pipeline(transaction=False) as pipe:
+            async with redis.pipeline(transaction=True) as pipe:  # (one key: fine on a cluster)
                 pipe.xadd(
                     key, {ANSWER_FIELD: result.model_dump_json()}, maxlen=1, approximate=False
                 )

@@ -7,11 +7,10 @@ run record and the path cache entry, then announces the answer (one Redis Stream
 run, read by any number of callers, kept briefly); what is left, the local activity's
 result reaching the workflow and the run's last workflow task, costs the caller two round
 trips to the server and the worker. `AgentClient.ask` returns on whichever comes first: the
-announcement or the run's result. The run completes durably with the same answer: a cancel
-that reaches the run once its answer is recorded no longer turns it into a cancelled run
-(`answer-kept-v1`), and a run cancelled while it records announces nothing (the cancel
-stops the `store` activity before it announces; only a cancel landing during the one Redis
-write itself can leave a caller with an answer of a run that ends cancelled).
+announcement or the run's result. The run completes durably with the same answer. One
+race remains, named in `docs/contract.md`: a cancel that reaches the run in the few
+milliseconds between the announcement and the run's close still ends it cancelled (its
+record and cache entry hold the answer; a caller that took the announcement holds it too).
 """
 
 from __future__ import annotations

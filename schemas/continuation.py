@@ -47,9 +47,6 @@ class Continuation(BaseModel):
     """How many runs came before this one in the chain."""
     local_policy: bool | None = None
     """Whether the chain's policy steps are served by its CPU worker (asked once per chain)."""
-    local_tools: bool | None = None
-    """Whether the chain's CPU worker runs its fast reads as local activities; None from a
-    run of a release that did not carry it (the next run then reads them on the queue)."""
     speculation: SpeculationReport | None = None
     """What the chain's speculative reads did (they run before its first plan only)."""
     usage: RunUsage | None = None

@@ -67,7 +67,8 @@ async def serve_domain_with_mcp(
     # Each server's last good list, shared by the workers: one started while a server is
     # down still holds the catalog the others hold (`activities.mcp.listings`).
     redis = redis_client(settings.redis_url) if settings.redis_url else None
-    listings = ServerListings(redis) if redis is not None else None
+    scope = f"{settings.temporal_namespace}:{settings.task_queue}"
+    listings = ServerListings(redis, scope) if redis is not None else None
     source = McpToolSource(servers, environ=environ, on_change=on_change, listings=listings)
     try:
         try:

@@ -33,7 +33,7 @@ from agentkeel.workflows.dag.effect_gate import EFFECT_RULES_PATCH
 from agentkeel.workflows.dag.run_context import RunContext
 from agentkeel.workflows.graph import AGENT_GRAPH, compiled_graph
 from agentkeel.workflows.inputs import invalid, one_input
-from agentkeel.workflows.nodes.run_record import kept_answer, record_cancelled_run
+from agentkeel.workflows.nodes.run_record import record_cancelled_run
 from agentkeel.workflows.plan_stream import take
 from agentkeel.workflows.release import RELEASE_PATCH, since
 from agentkeel.workflows.request_checks import check_request
@@ -208,9 +208,6 @@ class AgentWorkflow:
         try:
             final = await app.ainvoke(state, config={"recursion_limit": RECURSION_LIMIT})
         except BaseException as exc:
-            kept = kept_answer(state, exc)
-            if kept is not None:
-                return kept
             if authority and is_cancelled_exception(exc):
                 self._progress.stage = "cancelled"
                 # What ran before the cancel is recorded (a refund that had committed,
@@ -241,7 +238,6 @@ class AgentWorkflow:
         context.allowed_effects = frozenset(carried.allowed_effects)
         if context.local_policy is None:  # (False: a chain that predates local-policy-v1)
             context.local_policy = carried.local_policy
-            context.local_tools = bool(carried.local_tools)
         self._progress.approvals = list(carried.approvals)
         self._progress.continued = carried.continued
         self._progress.route = carried.route
@@ -285,7 +281,6 @@ class AgentWorkflow:
             approvals=list(self._progress.approvals),
             continued=self._progress.continued + 1,
             local_policy=context.local_policy,
-            local_tools=context.local_tools,
             speculation=final.get("speculation"),
             usage=context.usage,
         )

@@ -9,6 +9,11 @@ catalog from the list the others last saw: its tools stay in the catalog, and th
 fail as the server's outage (`McpUnavailable`, retried by Temporal, perhaps on a worker
 that reaches the server) until it answers. Only where no list was ever recorded (the
 server has never answered any worker) are its tools left out (`McpToolSource.withdrawn`).
+
+Redis is inside the deployment's trust boundary here as for the cached answers: whoever
+can write to it can write a list (and the tools' hints). A list is served only while its
+server is down (every call then fails as the outage), and a server that answers with
+another list restarts the worker on what it lists.
 """
 
 from __future__ import annotations
@@ -29,10 +34,17 @@ log = structlog.get_logger(__name__)
 LISTING_PREFIX = "agentkeel:mcp:listing:"
 
 
-def listing_key(server: McpServer) -> str:
-    """One key per server name and what it is reached by: another server under the same
-    name (another command or URL) is another list."""
-    where = server.url or "\0".join([server.command or "", *server.args])
+LISTING_TTL_S = 30 * 24 * 3600
+"""A list no worker has seen for a month is not served: kept again at every listing."""
+
+
+def listing_key(server: McpServer, scope: str = "") -> str:
+    """One key per deployment (`scope`: its namespace and task queue, so a staging and a
+    production sharing a Redis never share a list), server name and what the server is
+    reached by (another command, URL or environment under the same name is another list)."""
+    where = "\0".join(
+        [scope, server.url or "", server.command or "", *server.args, *sorted(server.env)]
+    )
     reached = hashlib.blake2b(where.encode(), digest_size=8).hexdigest()
     return f"{LISTING_PREFIX}{server.name}:{reached}"
 
@@ -40,20 +52,25 @@ def listing_key(server: McpServer) -> str:
 class ServerListings:
     """The last good tool list of each server, shared by the workers through Redis."""
 
-    def __init__(self, redis: aioredis.Redis) -> None:
+    def __init__(self, redis: aioredis.Redis, scope: str = "") -> None:
+        """`scope`: the deployment's namespace and task queue (`listing_key`)."""
         self._redis = redis
+        self._scope = scope
+
+    def key(self, server: McpServer) -> str:
+        return listing_key(server, self._scope)
 
     async def remember(self, server: McpServer, tools: list[types.Tool]) -> None:
         listing = json.dumps([t.model_dump(mode="json", by_alias=True) for t in tools])
         try:
-            await self._redis.set(listing_key(server), listing)
+            await self._redis.set(self.key(server), listing, ex=LISTING_TTL_S)
         except REDIS_ERRORS as exc:  # others then fall back to leaving the tools out
             log.warning("mcp_listing_not_kept", server=server.name, error=str(exc))
 
     async def recall(self, server: McpServer) -> list[types.Tool] | None:
         """The list last seen by any worker; None where none was kept or it is unreadable."""
         try:
-            raw = await self._redis.get(listing_key(server))
+            raw = await self._redis.get(self.key(server))
         except REDIS_ERRORS as exc:
             log.warning("mcp_listing_unreadable", server=server.name, error=str(exc))
             return None

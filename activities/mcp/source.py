@@ -139,16 +139,20 @@ class McpToolSource:
             return answer
         if not isinstance(answer, Exception):
             raise answer
-        self._spawn(self._await_return(connection))
         last = await self._listings.recall(server) if self._listings is not None else None
         if last is None:
             self.withdrawn[f"{server.tool_prefix}*"] = str(answer)
             self._listed[server.name] = ["unavailable"]
             log.warning("mcp_server_unavailable", server=server.name, error=str(answer))
-            return None
-        log.warning(
-            "mcp_server_unavailable_served_as_last_listed", server=server.name, error=str(answer)
-        )
+        else:
+            log.warning(
+                "mcp_server_unavailable_served_as_last_listed",
+                server=server.name,
+                error=str(answer),
+            )
+            self._listed[server.name] = sorted(_fingerprint(t) for t in last)
+        # Asked again once what it is served by is set: its return is judged against that.
+        self._spawn(self._await_return(connection))
         return last
 
     def _changed(self, connection: McpConnection) -> None:

@@ -73,6 +73,9 @@ async def _lines(raw: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         pending = rest + held
         for line in lines:
             yield line
+    if pending.endswith(b"\r"):  # the body's last line ended by a CR alone
+        for line in pending[:-1].replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n"):
+            yield line
 
 
 async def _drain(lines: AsyncIterator[bytes]) -> None:

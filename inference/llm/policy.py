@@ -159,7 +159,7 @@ class LlmPolicy:
         # A patch does not read the intent again: the round before's reading stands, and
         # every token of a replan is on the run's critical path.
         schema = plan_json_schema(intents() if rerouting and not patching else None, patch=patching)
-        known = "" if rerouting else f"Intent: {request.route.intent}\n"
+        known = "" if rerouting and not patching else f"Intent: {request.route.intent}\n"
         if patching:
             known += PATCH_INSTRUCTION
         kept = frozenset(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 import asyncpg
 import pytest
@@ -30,7 +31,7 @@ from tests.support.fakes import HEAVY_ANSWER, STATUS_PLAN, cascade
 
 
 async def test_the_answer_is_announced_once_recorded_and_before_the_run_closes(
-    make_stack: StackFactory, database_url: str
+    make_stack: StackFactory, database_url: str, redis_url: str
 ) -> None:
     """While the run records' table is locked the caller waits (the answer is announced only
     after its record and cache entry: a next turn reads them); once it is written, the
@@ -61,6 +62,13 @@ async def test_the_answer_is_announced_once_recorded_and_before_the_run_closes(
     assert answer.answer == final.answer == recorded and "1001" in answer.answer
     assert [s.status for s in answer.steps] == [s.status for s in final.steps]
     assert answer.timings_ms.total == final.timings_ms.total
+    redis = aioredis.from_url(redis_url)
+    try:  # announced once, the very result the run returned
+        entries: Any = await redis.xrange(answer_key(workflow_id, final.run_id))
+    finally:
+        await redis.aclose()
+    assert len(entries) == 1
+    assert AgentResult.model_validate_json(entries[0][1][ANSWER_FIELD.encode()]) == answer
 
 
 async def test_a_run_cancelled_while_it_records_announces_nothing(

@@ -13,7 +13,7 @@ import pytest
 import redis.asyncio as aioredis
 from temporalio.exceptions import ApplicationError
 
-from agentkeel.activities.mcp.listings import ServerListings, listing_key
+from agentkeel.activities.mcp.listings import ServerListings
 from agentkeel.activities.mcp.source import McpToolSource
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.errors import MCP_UNAVAILABLE
@@ -74,7 +74,7 @@ async def test_a_server_down_at_start_is_served_as_last_listed_until_it_answers(
         assert not second._checks and changed == []
     finally:
         await second.close()
-        await redis.delete(listing_key(server))
+        await redis.delete(listings.key(server))
         await redis.aclose()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -96,3 +97,22 @@ def test_completions_text_and_both_forms_of_logprobs() -> None:
     chat = chunk_delta(chat_chunk, chat=True, logprobs=True)
     assert chat is not None and [(p.token, p.logprob) for p in chat.logprobs] == [("b", -1.0)]
     assert chunk_delta(chat_chunk, chat=True, logprobs=False).logprobs == []  # type: ignore[union-attr]
+
+
+async def test_a_last_event_ended_by_bare_crs_is_read() -> None:
+    events = await _read(_chat("z").replace(b"\n", b"\r"))
+    assert [chunk_delta(e, chat=True, logprobs=False).text for e in events] == ["z"]  # type: ignore[union-attr]
+
+
+async def test_a_body_held_open_after_done_is_left_within_the_drain_bound() -> None:
+    async def held_open() -> AsyncIterator[bytes]:
+        yield _chat("a") + b"data: [DONE]\n\n"
+        await asyncio.sleep(30)  # a server that never ends its body
+        yield b""
+
+    events = await asyncio.wait_for(_read_from(held_open()), 5)
+    assert len(events) == 1
+
+
+async def _read_from(body: AsyncIterator[bytes]) -> list[dict[str, Any]]:
+    return [event async for event in sse_data(body)]

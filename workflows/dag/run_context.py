@@ -19,7 +19,6 @@ from agentkeel.schemas.approvals import ApprovalPolicy, ApprovalPolicyInput
 from agentkeel.schemas.origin import ArgumentOrigin
 from agentkeel.schemas.plan.provenance import Provenance, TrustedFacts
 from agentkeel.schemas.request import AgentRequest
-from agentkeel.schemas.result import AgentResult
 from agentkeel.schemas.usage import RunUsage
 from agentkeel.workflows import timeouts
 from agentkeel.workflows.approvals import ApprovalGate
@@ -51,8 +50,6 @@ class RunContext:
     local_tools: bool = False
     """Its CPU worker hosts the tools: fast reads run as local activities
     (`ToolSpec.local_read`), as the worker said when first offered a policy step."""
-    recorded: AgentResult | None = None
-    """The run's result once its record is written and its answer announced (`store`)."""
     local_policy: bool | None = None
     """This run's policy steps are served by its CPU worker (`activities.local_policy`);
     None until the first step asked; False from the start for a run that predates

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.exceptions import ActivityError, ApplicationError
 
 from agentkeel.schemas import names
 from agentkeel.schemas.errors import BUDGET_EXHAUSTED
@@ -21,10 +21,6 @@ from agentkeel.workflows.cancellation import ends_the_run
 from agentkeel.workflows.metrics import observe_run
 from agentkeel.workflows.state import AgentState
 from agentkeel.workflows.visibility import elapsed_ms, stage
-
-ANSWER_KEPT_PATCH = "answer-kept-v1"
-"""A cancel that arrives once the run's answer is recorded (and announced to callers) no
-longer turns the run into a cancelled one: it returns that answer."""
 
 
 async def store(state: AgentState) -> dict[str, Any]:
@@ -70,19 +66,6 @@ async def store(state: AgentState) -> dict[str, Any]:
         and not state["context"].read_only
     )
     return await _record(state, result, update_cache=update_cache)
-
-
-def kept_answer(state: AgentState, exc: BaseException) -> AgentResult | None:
-    """The answer a cancel came too late for: recorded and announced (callers may hold it),
-    it stays the run's result (`ANSWER_KEPT_PATCH`; a run recorded before replays as it
-    ended, cancelled). None: `exc` ends the run as before."""
-    recorded = state["context"].recorded
-    if recorded is None or not is_cancelled_exception(exc):
-        return None
-    if not workflow.patched(ANSWER_KEPT_PATCH):
-        return None
-    workflow.logger.info("cancel requested after the answer was recorded: the run ends")
-    return recorded
 
 
 async def record_cancelled_run(state: AgentState, progress: RunProgress) -> None:
@@ -153,9 +136,6 @@ async def _record(state: AgentState, result: AgentResult, *, update_cache: bool)
     not_stored = await _write_record(state, final, update_cache=update_cache, announce=True)
     if not_stored:
         final = final.model_copy(update={"warnings": [*final.warnings, *not_stored]})
-    # Recorded and announced: a caller may have it now, so a cancel from here on comes too
-    # late to change it (`AgentWorkflow.run`, `ANSWER_KEPT_PATCH`).
-    state["context"].recorded = final
     observe_run(final)
     return {"result": final}
 
