@@ -40,6 +40,7 @@ from agentkeel.schemas import model_calls as calls
 from agentkeel.schemas.errors import INVALID_MODEL_OUTPUT
 from agentkeel.schemas.plan.answer_template import template_problem
 from agentkeel.schemas.plan.model import Plan
+from agentkeel.schemas.plan.patch_check import check_patch
 from agentkeel.schemas.plan.validation import PlanValidationError, validate_plan
 from agentkeel.schemas.result import StepError, StepStatus
 from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
@@ -156,15 +157,13 @@ class LlmPolicy:
         # could not tell (no heavy tier configured: the light model plans its own "unknown").
         rerouting = self.tier == Tier.HEAVY or request.route.intent not in intents()
         patching = request.patch and bool(request.previous_steps)
-        # A patch does not read the intent again: the round before's reading stands, and
-        # every token of a replan is on the run's critical path.
+        # (A patch reads no intent again: the round before's reading stands.)
         schema = plan_json_schema(intents() if rerouting and not patching else None, patch=patching)
         known = "" if rerouting and not patching else f"Intent: {request.route.intent}\n"
         if patching:
             known += PATCH_INSTRUCTION
-        kept = frozenset(
-            s.id for s in request.previous_steps if patching and s.status != StepStatus.FAILED
-        )
+        previous = request.previous_steps if patching else []
+        kept = frozenset(s.id for s in previous if s.status != StepStatus.FAILED)
         last_error: StepError | None = None
         for attempt in range(attempts):
             prompt = self.context.build(
@@ -187,7 +186,9 @@ class LlmPolicy:
                 document = plan_fields(result.parsed)
                 intent = document.pop("intent", None)
                 plan = _without_bad_answer(Plan.model_validate(document), kept)
-                if not patching:  # a patch is checked whole, with the steps it keeps, by the run
+                if patching:  # its own steps here; merged with the steps it keeps, by the run
+                    check_patch(plan, request.previous_steps, TOOLS)
+                else:
                     validate_plan(plan, TOOLS)
             except (ConstraintViolationError, PlanDocumentError) as exc:
                 last_error = StepError(type=INVALID_MODEL_OUTPUT, message=str(exc))

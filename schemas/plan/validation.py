@@ -64,16 +64,7 @@ def validate_plan(plan: Plan, tools: Mapping[str, ToolSpec]) -> dict[str, list[s
             raise PlanValidationError(DUPLICATE_STEP, f"step id {step.id!r} is used twice")
         by_id[step.id] = step
     for step in plan.steps:
-        if step.tool not in tools:
-            withdrawn = withdrawn_reason(step.tool)
-            if withdrawn is not None:
-                raise PlanValidationError(
-                    UNKNOWN_TOOL, f"step {step.id}: tool {step.tool!r} is not served: {withdrawn}"
-                )
-            known = ", ".join(sorted(tools))
-            raise PlanValidationError(
-                UNKNOWN_TOOL, f"step {step.id}: unknown tool {step.tool!r} (known: {known})"
-            )
+        check_tool(step, tools)
     deps = {step.id: dependencies(step) for step in plan.steps}
     for step in plan.steps:
         for dep in deps[step.id]:
@@ -91,6 +82,22 @@ def validate_plan(plan: Plan, tools: Mapping[str, ToolSpec]) -> dict[str, list[s
         if problem is not None:
             raise PlanValidationError(MISSING_REFERENCE, problem)
     return deps
+
+
+def check_tool(step: PlanStep, tools: Mapping[str, ToolSpec]) -> None:
+    """`UnknownTool` for a step whose tool is not in `tools`, saying why where it was
+    withdrawn (an MCP server left out), else which tools are known."""
+    if step.tool in tools:
+        return
+    withdrawn = withdrawn_reason(step.tool)
+    if withdrawn is not None:
+        raise PlanValidationError(
+            UNKNOWN_TOOL, f"step {step.id}: tool {step.tool!r} is not served: {withdrawn}"
+        )
+    known = ", ".join(sorted(tools))
+    raise PlanValidationError(
+        UNKNOWN_TOOL, f"step {step.id}: unknown tool {step.tool!r} (known: {known})"
+    )
 
 
 def topological_order(plan: Plan, deps: Mapping[str, list[str]]) -> list[str]:

@@ -15,24 +15,14 @@ step it names is in the merged plan.
 
 from __future__ import annotations
 
-from agentkeel.schemas.errors import DEPENDENCY_FAILED
 from agentkeel.schemas.plan.answer_template import template_problem
 from agentkeel.schemas.plan.model import Plan, PlanStep
+from agentkeel.schemas.plan.patch_check import FINISHED, kept_by_patch
 from agentkeel.schemas.plan.validation import dependencies
-from agentkeel.schemas.result import StepOutcome, StepStatus
+from agentkeel.schemas.result import StepOutcome
 
 REPLAN_PATCH_PATCH = "replan-patch-v1"
 """Runs started before it ran each replan's plan as written, whatever the option said."""
-FINISHED = (StepStatus.SUCCEEDED, StepStatus.TIMED_OUT)
-"""Outcomes a patch keeps as they are."""
-
-
-def _kept_as_written(outcome: StepOutcome) -> bool:
-    """A step that never ran because an input failed, or that was still waiting."""
-    if outcome.status is StepStatus.PENDING:
-        return True
-    blocked = outcome.error is not None and outcome.error.type == DEPENDENCY_FAILED
-    return outcome.status is StepStatus.SKIPPED and blocked
 
 
 def patched_plan(
@@ -47,7 +37,7 @@ def patched_plan(
         outcome = by_id.get(step.id)
         if step.id in written or outcome is None:
             return False
-        return outcome.status in FINISHED or _kept_as_written(outcome)
+        return kept_by_patch(outcome)
 
     kept = _with_inputs([step for step in previous.steps if keeps(step)], written)
     kept_ids = {step.id for step in kept}
