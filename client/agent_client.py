@@ -163,7 +163,7 @@ class AgentClient:
         handle = await self.start(request, coalesce=coalesce, workflow_id=workflow_id, lane=lane)
         if on_started is not None:
             on_started(handle.id)
-        # The run's answer as soon as it is decided (`schemas.answers`), or its result.
+        # The run's answer as soon as it is recorded (`schemas.answers`), or its result.
         answer = await first_answer(
             handle.result(), self._redis, handle.id, handle.result_run_id or ""
         )

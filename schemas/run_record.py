@@ -17,7 +17,7 @@ class StoreInput(BaseModel):
     actor: Actor = SYSTEM_ACTOR
     request_id: str | None = None
     announce: bool = False
-    """Announce the answer before recording it (`schemas.answers`): the run's final answer,
+    """Announce the answer once it is recorded (`schemas.answers`): the run's final answer,
     not a record of a cancelled or stopped run."""
 
 

@@ -3,11 +3,12 @@
 The catalog is fixed for a process's life (runs in flight must see the tools they were
 planned with), so the tools are listed once, when the worker starts, and the catalog
 version derives from what was listed: a server whose tool list changes changes the
-version, and no cached path outlives the tools it was planned with. A server unavailable at start is
-served as any worker last listed it (`listings`: every worker holds one catalog). A running
-worker told of a change (`notifications/tools/list_changed`) lists again and, when the list
-differs, calls `on_change`; the workers then stop gracefully, to be started again with
-the new catalog (by `agentkeel up`'s watchdog, or the deployment's supervisor).
+version, and no cached path outlives the tools it was planned with. A server unavailable
+at start is served as any worker last listed it (`listings`: every worker holds one
+catalog). A running worker told of a change (`notifications/tools/list_changed`) lists
+again and, when the list differs, calls `on_change`; the workers then stop gracefully, to
+be started again with the new catalog (by `agentkeel up`'s watchdog, or the deployment's
+supervisor).
 
 Why not swap the catalog live: workflow code reads the catalog while it runs and while
 it replays (plan checks, effect admission, activity options), so a run's history replays

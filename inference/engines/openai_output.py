@@ -80,10 +80,9 @@ def _field(obj: Any, name: str) -> Any:
 
 
 def _content_logprob(item: Any) -> TokenLogprob:
-    field = _field
-    tops = field(item, "top_logprobs") or []
+    tops = _field(item, "top_logprobs") or []
     return TokenLogprob(
-        token=field(item, "token") or "",
-        logprob=field(item, "logprob") or 0.0,
-        top={field(t, "token") or "": field(t, "logprob") or 0.0 for t in tops},
+        token=_field(item, "token") or "",
+        logprob=_field(item, "logprob") or 0.0,
+        top={_field(t, "token") or "": _field(t, "logprob") or 0.0 for t in tops},
     )

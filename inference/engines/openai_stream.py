@@ -6,8 +6,8 @@ instant model in `bench.peers`), because a plan of a hundred tokens is a hundred
 and it sat between the model's last token and the plan's step. Here each event's `data`
 is decoded with `json.loads`, and nothing is built but the `TokenDelta` handed on.
 
-Lines are split on LF (and CRLF) only, as the SSE format defines them: a server may write
-U+2028 raw inside a JSON string, which `str.splitlines` would cut.
+Lines end at CRLF, LF or a CR alone, as the SSE format defines them, and nowhere else: a
+server may write U+2028 raw inside a JSON string, which `str.splitlines` would cut.
 """
 
 from __future__ import annotations
