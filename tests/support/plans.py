@@ -14,6 +14,7 @@ from agentkeel.examples.shop.tools import (
     OrderList,
     WarehouseStock,
 )
+from agentkeel.schemas.result import StepError, StepOutcome, StepStatus
 
 
 class SlowInventory:
@@ -149,3 +150,13 @@ ORDER_AND_TRACKING: dict[str, Any] = {
     "answer": "Order {$s1.order_id} ({$s1.total_cents|money}) is {$s1.status}; "
     "its parcel is {$s2.status}.",
 }
+
+
+FAILED_LOOKUP = StepOutcome(
+    id="s1",
+    tool="get_order",
+    args={"order_id": 1020},
+    status=StepStatus.FAILED,
+    error=StepError(type="NotFound", message="order 1020 not found"),
+)
+"""A round's first lookup that failed (a mistyped order id): what a replan corrects."""

@@ -21,10 +21,10 @@ from agentkeel.inference.llm.prompts import PATCH_INSTRUCTION, intents, system_p
 from agentkeel.schemas.errors import INVALID_MODEL_OUTPUT
 from agentkeel.schemas.model_calls import PlanInput, RouteInput
 from agentkeel.schemas.plan.model import Plan
-from agentkeel.schemas.result import StepError, StepOutcome, StepStatus
+from agentkeel.schemas.result import StepOutcome, StepStatus
 from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
 from tests.support.fakes import FakeEngine
-from tests.support.plans import BAD_REFERENCE_PLAN, GOOD_PLAN
+from tests.support.plans import BAD_REFERENCE_PLAN, FAILED_LOOKUP, GOOD_PLAN
 
 
 def lp(token: str, top: dict[str, float]) -> TokenLogprob:
@@ -221,13 +221,7 @@ async def test_a_replan_that_patches_asks_for_ids_and_keeps_the_round_before() -
     engine = FakeEngine(documents=[json.dumps(patch)])
     policy = LlmPolicy(engine, tier=Tier.LIGHT, plan_attempts=1)
     route = Route(intent="order_status", confidence=0.5, tier=Tier.LIGHT)
-    failed = StepOutcome(
-        id="s1",
-        tool="get_order",
-        args={"order_id": 1020},
-        status=StepStatus.FAILED,
-        error=StepError(type="NotFound", message="order 1020 not found"),
-    )
+    failed = FAILED_LOOKUP
     waited = StepOutcome(id="s2", tool="track_shipment", args={}, status=StepStatus.SKIPPED)
     asked = PlanInput(
         question="Where is order 1002?",

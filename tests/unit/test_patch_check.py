@@ -14,22 +14,16 @@ from agentkeel.schemas.model_calls import PlanInput
 from agentkeel.schemas.plan.model import Plan, PlanStep
 from agentkeel.schemas.plan.patch_check import check_patch
 from agentkeel.schemas.plan.references import PlanValidationError
-from agentkeel.schemas.result import StepError, StepOutcome, StepStatus
+from agentkeel.schemas.result import StepOutcome, StepStatus
 from agentkeel.schemas.route import Route, Tier
 from agentkeel.schemas.tools import TOOLS
 from tests.support.fakes import FakeEngine
+from tests.support.plans import FAILED_LOOKUP
 
-FAILED = StepOutcome(
-    id="s1",
-    tool="get_order",
-    args={"order_id": 1020},
-    status=StepStatus.FAILED,
-    error=StepError(type="NotFound", message="order 1020 not found"),
-)
 LOOKED_UP = StepOutcome(
     id="s2", tool="get_order", args={"order_id": 1001}, status=StepStatus.SUCCEEDED, output={}
 )
-ROUND = [FAILED, LOOKED_UP]
+ROUND = [FAILED_LOOKUP, LOOKED_UP]
 
 
 def _patch(*steps: Mapping[str, object]) -> Plan:
