@@ -33,6 +33,7 @@ from agentkeel.workflows.dag.effect_gate import EFFECT_RULES_PATCH
 from agentkeel.workflows.dag.run_context import RunContext
 from agentkeel.workflows.graph import AGENT_GRAPH, compiled_graph
 from agentkeel.workflows.inputs import invalid, one_input
+from agentkeel.workflows.nodes.cache_lookup import POLICY_OFFER_PATCH
 from agentkeel.workflows.nodes.run_record import record_cancelled_run
 from agentkeel.workflows.plan_stream import take
 from agentkeel.workflows.release import RELEASE_PATCH, since
@@ -197,6 +198,7 @@ class AgentWorkflow:
                 waits=self._waits,
                 authority=authority,
                 local_policy=None if since(LOCAL_POLICY_PATCH) else False,
+                policy_offer=workflow.patched(POLICY_OFFER_PATCH),
             ),
         }
         self._context = state["context"]

@@ -38,8 +38,8 @@ authorize-before-claim-v1 (`workflows.dag.effect_gate` and the plan checks),
 approval-cancel-record-v1 (`workflows.approvals`), watch-quota-v1
 (`workflows.dag.watch_slot`), replan-ahead-v1 (`workflows.nodes.join`),
 replan-patch-v1 (`workflows.dag.plan_patch`), policy-offer-v1
-(`workflows.nodes.cache_lookup`), run-budget-v1 (`workflows.budget`: asked only by a run
-with `options.budget`); in `CacheWarmerWorkflow`,
+(`workflows.nodes.cache_lookup`: asked by every run at its start), run-budget-v1
+(`workflows.budget`: asked only by a run with `options.budget`); in `CacheWarmerWorkflow`,
 warm-tenant-fairness-v1 (`workflows.warmer`)."""
 
 

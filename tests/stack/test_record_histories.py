@@ -254,7 +254,8 @@ async def test_a_held_release_patch_records_what_the_previous_release_recorded(
     and replays on this code too; without, it records the release's one marker."""
     question = "Where is order 1001?"
     # The release's id, and the changes gated after it, held together.
-    held = await make_stack(held_patches=f"{RELEASE_PATCH},{QUESTION_ATTRIBUTE_PATCH}")
+    every_run = f"{RELEASE_PATCH},{QUESTION_ATTRIBUTE_PATCH},{POLICY_OFFER_PATCH}"
+    held = await make_stack(held_patches=every_run)
     handle = await held.start(question, options={"use_cache": False})
     await handle.result()
     history = await handle.fetch_history()
@@ -268,7 +269,7 @@ async def test_a_held_release_patch_records_what_the_previous_release_recorded(
     handle = await plain.start(question, options={"use_cache": False})
     await handle.result()
     fresh = await handle.fetch_history()
-    assert _marked(fresh) == [RELEASE_PATCH, QUESTION_ATTRIBUTE_PATCH]
+    assert _marked(fresh) == [RELEASE_PATCH, QUESTION_ATTRIBUTE_PATCH, POLICY_OFFER_PATCH]
     replayed = await replayer.replay_workflow(fresh, raise_on_replay_failure=False)
     assert replayed.replay_failure is None, replayed.replay_failure
     described = await handle.describe()

@@ -53,8 +53,9 @@ def test_runs_of_this_release_record_one_patch_marker() -> None:
 
 def test_runs_of_a_later_change_record_the_release_and_their_own_marker() -> None:
     """A change gated after the release (`early-speculation-v1`, `plan-stream-v1`,
-    `run-budget-v1`, `policy-offer-v1`) asks its own id, and only in runs that take its
-    branch: its histories have the release's marker and its own."""
+    `run-budget-v1`; `policy-offer-v1` too, asked by every run at its start) asks its own
+    id, the others only in runs that take their branch: its histories have the release's
+    marker and its own."""
     # (Recorded after `question-attribute-v1`, which every run asks, a run has its marker too.)
     later = (
         (EARLY_SPECULATION_PATCH, 2, [RELEASE_PATCH]),

@@ -54,6 +54,10 @@ class RunContext:
     """This run's policy steps are served by its CPU worker (`activities.local_policy`);
     None until the first step asked; False from the start for a run that predates
     `LOCAL_POLICY_PATCH` (every step on the inference queue, as it was recorded)."""
+    policy_offer: bool = False
+    """The cache lookup's word on where policy steps are served is taken (`policy-offer-v1`,
+    asked at the run's start: a patch first asked after a local activity of the same
+    workflow task does not replay when a query rebuilds an evicted run)."""
     speculation: Speculation | None = None
     """Reads started while the heavy model planned this round (`workflows.speculation`)."""
     planning: bool = False

@@ -27,7 +27,8 @@ from agentkeel.workflows.visibility import (
 
 POLICY_OFFER_PATCH = "policy-offer-v1"
 """A lookup that says its worker serves no policy step spares the run offering its first
-step there to find out (one local activity less before the first tool starts)."""
+step there to find out (one local activity less before the first tool starts). Asked at
+the run's start (`RunContext.policy_offer`)."""
 
 
 async def lookup_cache(state: AgentState) -> dict[str, Any]:
@@ -113,8 +114,6 @@ def _take_offer(state: AgentState, found: LookupCacheResult) -> None:
     first step (`call_model` offers a step to the CPU worker only while that is unknown).
     A worker that serves them is still offered each step: the offer is the step itself."""
     context = state["context"]
-    if found.policy_here is not False or context.local_policy is not None:
-        return
-    if workflow.patched(POLICY_OFFER_PATCH):
+    if found.policy_here is False and context.local_policy is None and context.policy_offer:
         context.local_policy = False
         context.local_tools = found.tools_here
