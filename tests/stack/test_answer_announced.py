@@ -15,7 +15,7 @@ import redis.asyncio as aioredis
 from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.client import WorkflowFailureError
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import CancelledError
 
 from agentkeel import AgentRequest
@@ -69,6 +69,42 @@ async def test_the_answer_is_announced_once_recorded_and_before_the_run_closes(
         await redis.aclose()
     assert len(entries) == 1
     assert AgentResult.model_validate_json(entries[0][1][ANSWER_FIELD.encode()]) == answer
+
+
+async def test_ask_returns_the_announced_answer_while_the_run_is_still_open(
+    make_stack: StackFactory, redis_url: str
+) -> None:
+    """A store held after it announces (a stand-in: the real one writes, then announces,
+    then returns at once): `ask` has the answer while the run is open, and the run then
+    returns the same answer."""
+    release = asyncio.Event()
+    redis = aioredis.from_url(redis_url)
+
+    @activity.defn(name=names.STORE)
+    async def announce_then_hold(request: StoreInput) -> StoreResult:
+        if request.announce:
+            await announce(redis, request.result)
+            await release.wait()
+        return StoreResult(recorded=True, cached=False)
+
+    stack = await make_stack(replace_activities=[announce_then_hold])
+    client = stack.agent_client()
+    workflow_id = f"early-{uuid.uuid4().hex[:10]}"
+    request = AgentRequest(
+        question="where is order 1001", tenant=stack.tenant, options={"use_cache": False}
+    )
+    handle = stack.client.get_workflow_handle(workflow_id, result_type=AgentResult)
+    try:
+        answer = await asyncio.wait_for(client.ask(request, workflow_id=workflow_id), 20)
+        assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+        release.set()
+        final = await handle.result()
+    finally:
+        release.set()
+        await client.close()
+        await redis.aclose()
+    assert final.answer == answer.answer and final.run_id == answer.run_id
+    assert [s.status for s in final.steps] == [s.status for s in answer.steps]
 
 
 async def test_a_run_cancelled_while_it_records_announces_nothing(
