@@ -18,7 +18,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import CancelledError
 
-from agentkeel import AgentRequest
+from agentkeel import AgentClient, AgentRequest
 from agentkeel.activities.answer_board import announce
 from agentkeel.client.answer_watch import AnswerWatch, first_answer
 from agentkeel.schemas import names
@@ -26,7 +26,7 @@ from agentkeel.schemas.answers import ANSWER_FIELD, answer_key
 from agentkeel.schemas.result import AgentResult
 from agentkeel.schemas.run_record import StoreInput, StoreResult
 from agentkeel.workflows.nodes.cache_lookup import POLICY_OFFER_PATCH
-from tests.support.agent_stack import StackFactory
+from tests.support.agent_stack import AgentStack, StackFactory
 from tests.support.fakes import HEAVY_ANSWER, STATUS_PLAN, cascade
 
 
@@ -37,11 +37,7 @@ async def test_the_answer_is_announced_once_recorded_and_before_the_run_closes(
     after its record and cache entry: a next turn reads them); once it is written, the
     caller has the answer, the same the run then returns."""
     stack = await make_stack()
-    client = stack.agent_client()
-    workflow_id = f"announced-{uuid.uuid4().hex[:10]}"
-    request = AgentRequest(
-        question="where is order 1001", tenant=stack.tenant, options={"use_cache": False}
-    )
+    client, workflow_id, request = _asked(stack, "announced")
     handle = stack.client.get_workflow_handle(workflow_id, result_type=AgentResult)
     lock = await asyncpg.connect(database_url)
     try:
@@ -88,11 +84,7 @@ async def test_ask_returns_the_announced_answer_while_the_run_is_still_open(
         return StoreResult(recorded=True, cached=False)
 
     stack = await make_stack(replace_activities=[announce_then_hold])
-    client = stack.agent_client()
-    workflow_id = f"early-{uuid.uuid4().hex[:10]}"
-    request = AgentRequest(
-        question="where is order 1001", tenant=stack.tenant, options={"use_cache": False}
-    )
+    client, workflow_id, request = _asked(stack, "early")
     handle = stack.client.get_workflow_handle(workflow_id, result_type=AgentResult)
     try:
         answer = await asyncio.wait_for(client.ask(request, workflow_id=workflow_id), 20)
@@ -125,11 +117,7 @@ async def test_a_run_cancelled_while_it_records_announces_nothing(
         return StoreResult(recorded=True, cached=False)
 
     stack = await make_stack(replace_activities=[hold_then_announce])
-    client = stack.agent_client()
-    workflow_id = f"cancelled-{uuid.uuid4().hex[:10]}"
-    request = AgentRequest(
-        question="where is order 1001", tenant=stack.tenant, options={"use_cache": False}
-    )
+    client, workflow_id, request = _asked(stack, "cancelled")
     try:
         asking = asyncio.ensure_future(client.ask(request, workflow_id=workflow_id))
         await asyncio.wait_for(holding.wait(), 30)
@@ -223,3 +211,11 @@ def _patch_ids(events: Sequence[HistoryEvent]) -> list[bytes]:
         if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
         and e.marker_recorded_event_attributes.marker_name == "core_patch"
     ]
+
+
+def _asked(stack: AgentStack, prefix: str) -> tuple[AgentClient, str, AgentRequest]:
+    """A client of `stack`, a workflow id of its own and an order question, uncached."""
+    request = AgentRequest(
+        question="where is order 1001", tenant=stack.tenant, options={"use_cache": False}
+    )
+    return stack.agent_client(), f"{prefix}-{uuid.uuid4().hex[:10]}", request
