@@ -70,12 +70,11 @@ async def _lines(raw: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         pending += piece
         body, held = (pending[:-1], b"\r") if pending.endswith(b"\r") else (pending, b"")
         *lines, rest = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
-        pending = rest + held
+        pending = rest + held  # (`rest` holds no line end)
         for line in lines:
             yield line
-    if pending.endswith(b"\r"):  # the body's last line ended by a CR alone
-        for line in pending[:-1].replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n"):
-            yield line
+    if pending.endswith(b"\r"):  # the body's last line, ended by a CR alone
+        yield pending[:-1]
 
 
 async def _drain(lines: AsyncIterator[bytes]) -> None:

@@ -122,8 +122,8 @@ async def stop_for_budget(state: AgentState) -> NoReturn:
 
 
 async def _record(state: AgentState, result: AgentResult, *, update_cache: bool) -> dict[str, Any]:
-    """Record the run's result and return it; the store announces it first (the answer is
-    decided: `schemas.answers`), so the copy callers may take early is this one."""
+    """Record the run's result and return it. The store announces it once recorded
+    (`schemas.answers`), so the copy a caller may take before the run closes is this one."""
     stage(state, "recording the run")
     total = elapsed_ms(state["started_at"])
     final_timings = result.timings_ms.model_copy(update={"total": total})
