@@ -89,6 +89,19 @@ async def _first_early_read(handle: WorkflowHandle[AgentWorkflow, AgentResult]) 
     raise AssertionError("no read started while the plan streamed")
 
 
+async def _writing_the_plan(handle: WorkflowHandle[AgentWorkflow, AgentResult]) -> list[str]:
+    """Who is running the run's model call now. A started activity's event reaches the
+    history only when it closes, so the worker holding the plan in flight is read from
+    the run's pending activities instead."""
+    models = {names.ROUTE, names.PLAN}
+    description = await handle.describe()
+    return [
+        pending.last_worker_identity
+        for pending in description.raw_description.pending_activities
+        if pending.activity_type.name in models and pending.last_worker_identity
+    ]
+
+
 def _holder(fleet: WorkerFleet, found: list[str], kind: str) -> FleetWorker:
     owners = [fleet.owner(i) for i in found]
     holders = [w for w in owners if w is not None and w.kind == kind]
@@ -142,9 +155,11 @@ async def test_a_worker_killed_while_the_plan_streams_loses_nothing(
         task_queue=fleet.settings.task_queue,
     )
     await _first_early_read(handle)
-    # The worker of `kind` that took the run's latest task: for an inference worker, the
-    # model call writing the plan (the route's, where the cascade plans in it).
-    victim = _holder(fleet, await identities(handle), kind)
+    # The worker of `kind` that holds the run: for an inference worker, the one running the
+    # model call that writes the plan (the route's, where the cascade plans in it); for a
+    # CPU worker, the one that took the run's latest workflow task.
+    found = await _writing_the_plan(handle) if kind == "inference" else await identities(handle)
+    victim = _holder(fleet, found, kind)
     victim.kill()
 
     result = await asyncio.wait_for(handle.result(), timeout=120)
