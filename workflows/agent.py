@@ -30,6 +30,7 @@ from agentkeel.schemas.tools.downstreams import SlotWait, ToolProgress
 from agentkeel.workflows.approvals import ApprovalGate
 from agentkeel.workflows.cancellation import announce_cancellation
 from agentkeel.workflows.dag.effect_gate import EFFECT_RULES_PATCH
+from agentkeel.workflows.dag.effect_naming import handed_on_memo
 from agentkeel.workflows.dag.run_context import RunContext
 from agentkeel.workflows.graph import AGENT_GRAPH, compiled_graph
 from agentkeel.workflows.inputs import invalid, one_input
@@ -288,5 +289,6 @@ class AgentWorkflow:
         )
         workflow.logger.info("continuing as new (%d)", carried.continued)
         workflow.continue_as_new(
-            args=[final["request"].model_dump(mode="json"), carried.model_dump(mode="json")]
+            args=[final["request"].model_dump(mode="json"), carried.model_dump(mode="json")],
+            memo=handed_on_memo(context.effects_by_every_argument),
         )

@@ -39,6 +39,7 @@ from agentkeel.workflows.dag import effect_ledger as ledger
 from agentkeel.workflows.dag.authority_check import authority_refusal
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.effect_ledger import ClearedEffect
+from agentkeel.workflows.dag.effect_naming import names_every_argument
 from agentkeel.workflows.dag.run_context import RunContext
 from agentkeel.workflows.dag.tool_activity import StepRefused
 
@@ -47,10 +48,6 @@ EFFECT_RULES_PATCH = "effect-rules-v1"
 plan, the planner's intent allowing effects, approvers compared by name, limits per run
 without the ledger)."""
 
-
-EFFECT_IDENTITY_PATCH = "effect-identity-v1"
-"""Runs started before it name a tool that declares no identity arguments by the tool (and
-amount) alone: a second call with other arguments counted as the first, made already."""
 
 PROVENANCE_PATCH = "provenance-asked-v1"
 """Runs started before it read requests as they were recorded (`TrustedFacts.rules` 1):
@@ -102,7 +99,8 @@ async def clear_effect(
     `StepRefused` (recorded in the ledger) when it may not run."""
     origins = _origins(call, ctx)
     ctx.effect_origins[call.step_id] = origins
-    every_argument = workflow.patched(EFFECT_IDENTITY_PATCH)
+    every_argument = names_every_argument()
+    ctx.effects_by_every_argument = every_argument  # handed on to a continued run
     key = ctx.effect_key(effect_identity(spec, call.args, every_argument=every_argument))
     request = ledger.claim_of(call, spec, ctx, key, origins)
     untrusted = {name: o for name, o in origins.items() if not o.trusted}

@@ -54,6 +54,9 @@ class RunContext:
     """This run's policy steps are served by its CPU worker (`activities.local_policy`);
     None until the first step asked; False from the start for a run that predates
     `LOCAL_POLICY_PATCH` (every step on the inference queue, as it was recorded)."""
+    effects_by_every_argument: bool | None = None
+    """How this run named its side effects (`workflows.dag.effect_naming`); None until its
+    first effect. A continued run names them the same way."""
     policy_offer: bool = False
     """The cache lookup's word on where policy steps are served is taken (`policy-offer-v1`,
     asked at the run's start: a patch first asked after a local activity of the same
