@@ -62,7 +62,7 @@ async def _chain(
         )
         seen = await handle.result()
         memo = await (await client.get_workflow_handle(handle.id).describe()).memo()
-    return seen, memo
+    return seen, dict(memo)
 
 
 async def test_a_chain_begun_now_names_its_effects_by_every_argument(client: Client) -> None:
