@@ -61,6 +61,20 @@ class AnswerWatch:
         return None
 
 
+async def announced_answer(
+    redis: aioredis.Redis | None, workflow_id: str, run_id: str
+) -> AgentResult | None:
+    """The run's answer if it is announced already (one read, no waiting); None when not,
+    without Redis or a run id, or when Redis does not answer."""
+    if redis is None or not run_id:
+        return None
+    try:
+        entries: Any = await redis.xrange(answer_key(workflow_id, run_id), count=1)
+    except (RedisError, RedisClusterException, OSError):
+        return None
+    return _parsed(entries[0][1]) if entries else None
+
+
 def _parsed(fields: dict[Any, Any]) -> AgentResult | None:
     raw = fields.get(ANSWER_FIELD.encode(), fields.get(ANSWER_FIELD))
     try:

@@ -18,6 +18,7 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 
 from agentkeel.client.agent_client import AgentClient
+from agentkeel.client.answer_watch import announced_answer, first_answer
 from agentkeel.gateway.keys import Caller, Refused
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.gateway import RunState, RunView
@@ -69,6 +70,16 @@ class Runs:
         assert described.status is not None  # `checked` refuses a run without one
         state = state_of(described.status)
         if state is RunState.RUNNING:
+            # Answered once recorded (`schemas.answers`): the run closes with it a moment
+            # later, and a view read then agrees with the `wait=true` that returned it.
+            answered = await announced_answer(self.client.redis, workflow_id, run_id)
+            if answered is not None:
+                return RunView(
+                    workflow_id=workflow_id,
+                    run_id=run_id,
+                    state=RunState.COMPLETED,
+                    result=await self.client.resolve_outputs(answered),
+                )
             return RunView(
                 workflow_id=workflow_id,
                 run_id=run_id,
@@ -91,9 +102,14 @@ class Runs:
     async def outcome(
         self, handle: WorkflowHandle[Any, AgentResult]
     ) -> tuple[AgentResult | None, str | None]:
-        """A finished run's result with outputs read back, or why it has none."""
+        """A finished run's result with outputs read back, or why it has none. For a run
+        just started (`handle` knows its run id) the answer's announcement counts as
+        finished: it comes once the answer is recorded, before the run closes."""
         try:
-            return await self.client.resolve_outputs(await handle.result()), None
+            result = await first_answer(
+                handle.result(), self.client.redis, handle.id, handle.result_run_id or ""
+            )
+            return await self.client.resolve_outputs(result), None
         except WorkflowFailureError as exc:
             return None, str(exc.cause or exc)
 

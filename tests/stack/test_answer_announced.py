@@ -1,6 +1,7 @@
 """A run's answer reaches `AgentClient.ask` once decided, before the run record is written
 (`schemas.answers`), and a run whose worker serves no policy step never offers it one
-(`policy-offer-v1`). Real dev server, Postgres and Redis; the models are scripted fakes."""
+(`policy-offer-v1`); the gateway's waiting start and its view answer on the same
+announcement. Real dev server, Postgres and Redis; the models are scripted fakes."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from agentkeel.schemas.run_record import StoreInput, StoreResult
 from agentkeel.workflows.nodes.cache_lookup import POLICY_OFFER_PATCH
 from tests.support.agent_stack import AgentStack, StackFactory
 from tests.support.fakes import HEAVY_ANSWER, STATUS_PLAN, cascade
+from tests.support.gateway_http import gateway
 
 
 async def test_the_answer_is_announced_once_recorded_and_before_the_run_closes(
@@ -219,3 +221,42 @@ def _asked(stack: AgentStack, prefix: str) -> tuple[AgentClient, str, AgentReque
         question="where is order 1001", tenant=stack.tenant, options={"use_cache": False}
     )
     return stack.agent_client(), f"{prefix}-{uuid.uuid4().hex[:10]}", request
+
+
+async def test_the_gateway_answers_a_waiting_start_and_its_view_once_announced(
+    make_stack: StackFactory, redis_url: str
+) -> None:
+    """The stand-in store holds the run open after it announces: `POST ?wait=true` answers
+    `completed` with the answer meanwhile, a `GET` agrees, and the run then closes with the
+    same answer."""
+    release = asyncio.Event()
+    redis = aioredis.from_url(redis_url)
+
+    @activity.defn(name=names.STORE)
+    async def announce_then_hold(request: StoreInput) -> StoreResult:
+        if request.announce:
+            await announce(redis, request.result)
+            await release.wait()
+        return StoreResult(recorded=True, cached=False)
+
+    stack = await make_stack(replace_activities=[announce_then_hold])
+    body = {"question": "where is order 1001", "tenant": stack.tenant}
+    try:
+        async with gateway(stack) as http:
+            waited = await http.post(
+                "/v1/runs", params={"wait": "true", "timeout_s": "20"},
+                json={**body, "options": {"use_cache": False}},
+            )  # fmt: skip
+            assert waited.status_code == 200, waited.text
+            view = waited.json()
+            handle = stack.client.get_workflow_handle(view["workflow_id"], result_type=AgentResult)
+            assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+            read = (await http.get(f"/v1/runs/{view['workflow_id']}")).json()
+            release.set()
+            final = await handle.result()
+    finally:
+        release.set()
+        await redis.aclose()
+    assert view["state"] == read["state"] == "completed"
+    assert view["result"]["answer"] == read["result"]["answer"] == final.answer
+    assert "1001" in final.answer and view["run_id"] == final.run_id
