@@ -15,7 +15,7 @@ from temporalio.service import RPCError
 from agentkeel.client.agent_client import connect_client
 from agentkeel.settings.model import Settings, SettingsError, parse_duration
 
-OPERATOR_COMMANDS = ("status", "stats", "trace", "logs", "audit", "calibrate")
+OPERATOR_COMMANDS = ("status", "stats", "trace", "logs", "audit", "calibrate", "route-classifier")
 
 
 def add_operator_parsers(sub: Any) -> None:
@@ -68,6 +68,14 @@ def add_operator_parsers(sub: Any) -> None:
         help="which confidence to calibrate (AGENTKEEL_ROUTE_CONFIDENCE; default reported)",
     )
     calibrate.add_argument("--json", action="store_true", help="print JSON")
+    trainer = sub.add_parser(
+        "route-classifier",
+        help="train the router's classifier confidence from recorded runs, and compare it",
+    )
+    trainer.add_argument("file", help="where to write it (AGENTKEEL_ROUTE_CLASSIFIER)")
+    trainer.add_argument("--since", default="7d", help="how far back (default 7d)")
+    trainer.add_argument("--tenant", help="one tenant's runs only")
+    trainer.add_argument("--json", action="store_true", help="print JSON")
 
 
 async def run_operator(settings: Settings, args: argparse.Namespace) -> int:
@@ -78,6 +86,7 @@ async def run_operator(settings: Settings, args: argparse.Namespace) -> int:
         "logs": _logs,
         "audit": _audit,
         "calibrate": _calibrate,
+        "route-classifier": _route_classifier,
     }[args.command]
     return await run(settings, args)
 
@@ -100,6 +109,28 @@ async def _calibrate(settings: Settings, args: argparse.Namespace) -> int:
     result.kept_uncounted = kept
     print(result.to_json() if args.json else format_calibration(result))
     return 0 if result.threshold is not None else 1
+
+
+async def _route_classifier(settings: Settings, args: argparse.Namespace) -> int:
+    """0: trained and written; 1: too few recorded routes to train from."""
+    try:
+        from agentkeel.activities.cache.semantic.setup import shared_embedder
+        from agentkeel.client import classifier_training as training
+    except ImportError as exc:
+        raise SettingsError(f"the route classifier needs the semantic extra: {exc}") from None
+    if not settings.database_url:
+        raise SettingsError("no run records to read: set AGENTKEEL_DATABASE_URL or start the stack")
+    since = timedelta(seconds=parse_duration(args.since, "--since"))
+    routes = await training.recorded(settings.database_url, since=since, tenant=args.tenant)
+    model = str(settings.embedder_model) if settings.embedder_model else None
+    embedder = shared_embedder(model, settings.embedder_backend)
+    classifier, report = await training.train(routes, embedder)
+    if classifier is not None:
+        classifier.save(args.file)
+    written = args.file if classifier is not None else None
+    shown = training.report_json if args.json else training.format_training
+    print(shown(report, written))
+    return 0 if classifier is not None else 1
 
 
 async def _stats(settings: Settings, args: argparse.Namespace) -> int:

@@ -25,6 +25,10 @@ class ConfidenceBasis(StrEnum):
     """The router model's own statement of how sure it is, in its structured output
     (`AGENTKEEL_ROUTE_CONFIDENCE=reported`, `inference.llm.route_reading`): no probability,
     but a number the model gave, recorded so the threshold can be calibrated against it."""
+    CLASSIFIER = "classifier"
+    """A classifier over the request's embedding, trained from recorded runs, says how
+    likely the heavy model reads the intent as the router did
+    (`AGENTKEEL_ROUTE_CONFIDENCE=classifier`, `inference.llm.route_classifier`)."""
     RULES = "rules"
     """A rule's fixed level (the rules or patterns policy): compared with the threshold
     like a probability, but nobody measured it."""
@@ -35,6 +39,13 @@ class ConfidenceBasis(StrEnum):
     run cancelled before it was routed."""
     GIVEN = "given"
     """No routing decision: the caller's plan, or a cached path."""
+
+
+def confidence_word(basis: ConfidenceBasis | None) -> str:
+    """How a reason names a confidence of `basis`: `p` for a probability the model's
+    logprobs gave, else what gave it."""
+    words = {ConfidenceBasis.REPORTED: "reported", ConfidenceBasis.CLASSIFIER: "classified"}
+    return words.get(basis, "p") if basis is not None else "p"
 
 
 STAND_IN_INTENT = "uncertain"
@@ -63,7 +74,12 @@ class Route(BaseModel):
         to say), or the router's reported confidence (`basis` tells which); None where a
         rule, a missing logprob or the caller decided: the number to show, record and
         trace, so that no constant passes for a measurement."""
-        measured = self.basis in (None, ConfidenceBasis.LOGPROBS, ConfidenceBasis.REPORTED)
+        measured = self.basis in (
+            None,
+            ConfidenceBasis.LOGPROBS,
+            ConfidenceBasis.REPORTED,
+            ConfidenceBasis.CLASSIFIER,
+        )
         return self.confidence if measured else None
 
     @property
@@ -73,4 +89,4 @@ class Route(BaseModel):
         measured = self.measured_confidence
         if measured is None:
             return f"{self.basis} confidence"
-        return f"{'reported' if self.basis == ConfidenceBasis.REPORTED else 'p'}={measured:.2f}"
+        return f"{confidence_word(self.basis)}={measured:.2f}"

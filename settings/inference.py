@@ -7,6 +7,7 @@ they govern every call to a model, whichever tier and engine serves it (`setting
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
@@ -30,12 +31,17 @@ class InferenceSettings(BaseModel):
     returns no logprobs): `escalate` plans every such request with the planner (the heavy
     tier in a cascade); `trust` lets the router's label and draft plan stand. Such routes
     say `basis: unmeasured` and confidence 0, never a stand-in number."""
-    route_confidence: Literal["logprobs", "reported"] = "logprobs"
+    route_confidence: Literal["logprobs", "reported", "classifier"] = "logprobs"
     """Where the router's confidence comes from: `logprobs`, the label's probability from
     the model's token probabilities (a server without them leaves the route unmeasured:
     `unmeasured_route` decides); `reported`, the router model's own confidence (0-10) in
-    its structured output, for providers that return no logprobs. Calibrate
-    `router_threshold` for either from recorded runs: `agentkeel calibrate`."""
+    its structured output, for providers that return no logprobs; `classifier`, a
+    classifier over the request's embedding trained from recorded runs
+    (`route_classifier`). Calibrate `router_threshold` for any from recorded runs:
+    `agentkeel calibrate`."""
+    route_classifier: Path | None = None
+    """The file `agentkeel route-classifier FILE` wrote: needed by
+    `route_confidence=classifier`, with the semantic extra (its embedder)."""
     inference_concurrency: NotNegative = 0
     """Concurrent model activities per inference worker. 0: the light vLLM engine's
     `max_num_seqs` (so requests meet in one batch), else 64."""

@@ -6,6 +6,7 @@ them: `start()` loads or connects each, `close()` releases them when the worker 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import structlog
@@ -15,9 +16,11 @@ from agentkeel.inference.fallback import FallbackPolicy
 from agentkeel.inference.llm.cascade import CascadePolicy
 from agentkeel.inference.llm.context import ContextBuilder
 from agentkeel.inference.llm.policy import LlmPolicy
+from agentkeel.inference.llm.route_classifier import classifier_scorer
 from agentkeel.inference.plans_only import PlansOnlyPolicy
 from agentkeel.inference.policy import Policy
 from agentkeel.schemas.route import Tier
+from agentkeel.schemas.route_classifier import RouteClassifier
 from agentkeel.sdk.serving import active_domain
 from agentkeel.settings.model import Settings, StartupError
 from agentkeel.settings.model_tiers import (
@@ -79,6 +82,7 @@ def build_policy(settings: Settings) -> PolicyAssembly:
     heavy = engine_config(settings, Tier.HEAVY)
     assert light is not None  # light always has a config: rules when unset
     engines: list[Engine] = []
+    classify = route_classifier(settings)
 
     def tier_policy(config: EngineConfig) -> Policy:
         engine = build_engine(config, settings)
@@ -97,6 +101,7 @@ def build_policy(settings: Settings) -> PolicyAssembly:
             answer_max_tokens=settings.answer_max_tokens,
             unmeasured_route=settings.unmeasured_route,
             route_confidence=settings.route_confidence,
+            classify=classify,
         )
 
     policy = tier_policy(light)
@@ -107,6 +112,31 @@ def build_policy(settings: Settings) -> PolicyAssembly:
         # Only the served domain's own rules stand in for its model, never another's.
         policy = FallbackPolicy(policy, fallback)
     return PolicyAssembly(policy, engines, inference_concurrency(settings, light, heavy))
+
+
+def route_classifier(settings: Settings) -> Callable[[str], Awaitable[float]] | None:
+    """The router's classifier confidence (`route_confidence=classifier`), its file checked
+    against the embedder it was trained on; raises `StartupError` naming what is wrong."""
+    if settings.route_confidence != "classifier":
+        return None
+    if settings.route_classifier is None:
+        raise StartupError(
+            "AGENTKEEL_ROUTE_CONFIDENCE=classifier needs AGENTKEEL_ROUTE_CLASSIFIER: the file "
+            "`agentkeel route-classifier FILE` writes"
+        )
+    try:
+        classifier = RouteClassifier.load(settings.route_classifier)
+        from agentkeel.activities.cache.semantic.setup import shared_embedder
+    except (ValueError, ImportError) as exc:
+        raise StartupError(f"route classifier: {exc}") from exc
+    model = str(settings.embedder_model) if settings.embedder_model else None
+    embedder = shared_embedder(model, settings.embedder_backend)
+    if embedder.identity != classifier.embedder:
+        raise StartupError(
+            f"AGENTKEEL_ROUTE_CLASSIFIER={settings.route_classifier} was trained on embedder "
+            f"{classifier.embedder!r}; this worker's is {embedder.identity!r}: train it again"
+        )
+    return classifier_scorer(classifier, embedder)
 
 
 def rules_policy(settings: Settings) -> Policy | None:

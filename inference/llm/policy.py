@@ -10,6 +10,7 @@ error in the prompt; the workflow's replanning loop covers what remains.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
@@ -28,12 +29,11 @@ from agentkeel.inference.llm.plan_schema import plan_json_schema
 from agentkeel.inference.llm.prompts import (
     JOIN_LABELS,
     PATCH_INSTRUCTION,
-    UNCERTAIN,
-    intent_tools,
     intents,
     route_labels,
     system_prefix,
 )
+from agentkeel.inference.llm.route_judging import judged_route
 from agentkeel.inference.llm.route_reading import RouteConfidence, read_route
 from agentkeel.inference.policy import DEFAULT_ROUTER_THRESHOLD, TokenSink, join_rejected_plan
 from agentkeel.schemas import model_calls as calls
@@ -68,6 +68,7 @@ class LlmPolicy:
         answer_max_tokens: int = ANSWER_MAX_TOKENS,
         unmeasured_route: UnmeasuredRoute = "escalate",
         route_confidence: RouteConfidence = "logprobs",
+        classify: Callable[[str], Awaitable[float]] | None = None,
     ) -> None:
         self.engine = engine
         self.tier = tier
@@ -79,6 +80,8 @@ class LlmPolicy:
         self.answer_max_tokens = answer_max_tokens
         self.unmeasured_route = unmeasured_route
         self.route_confidence = route_confidence
+        self.classify = classify
+        """The route classifier's confidence for a question (`route_confidence` `classifier`)."""
 
     async def route(self, request: calls.RouteInput) -> calls.RouteResult:
         def prompt(cue: str) -> str:
@@ -86,9 +89,11 @@ class LlmPolicy:
             return self.context.build(system_prefix(), tail, history=request.history)
 
         try:
+            classify = self.classify
             label, confidence, basis = await read_route(
-                self.engine, self.tier, prompt, route_labels(), self.route_confidence
-            )
+                self.engine, self.tier, prompt, route_labels(), self.route_confidence,
+                (lambda: classify(request.question)) if classify is not None else None,
+            )  # fmt: skip
         except ConstraintViolationError as exc:
             # A server that could not constrain the label: an unsure route, not a failed run.
             route = Route(
@@ -99,7 +104,10 @@ class LlmPolicy:
                 reason=f"{self.engine.name} gave no label: {exc}",
             )
             return calls.RouteResult(route=route, confident=False)
-        route, confident = self._judged(label, confidence, basis)
+        route, confident = judged_route(
+            label, confidence, basis, self.engine.name, self.tier, self.threshold,
+            self.unmeasured_route,
+        )  # fmt: skip
         if not confident:
             return calls.RouteResult(route=route, confident=False)
         # One decode only: a draft that needs correcting is the planner's job.
@@ -113,40 +121,6 @@ class LlmPolicy:
             return calls.RouteResult(route=route, confident=False)
         route.tools = sorted({s.tool for s in planned.plan.steps})
         return calls.RouteResult(route=route, confident=True, draft_plan=planned.plan)
-
-    def _judged(
-        self, label: str, confidence: float | None, basis: ConfidenceBasis
-    ) -> tuple[Route, bool]:
-        """The route of `label` and whether it stands: its confidence (measured or reported)
-        against the threshold, or, with none, by the declared rule (`unmeasured_route`)."""
-        name = self.engine.name
-        said = "reported" if basis == ConfidenceBasis.REPORTED else "p"
-        if confidence is None:
-            confident = label != UNCERTAIN and self.unmeasured_route == "trust"
-            value, basis = 0.0, ConfidenceBasis.UNMEASURED
-            reason = (
-                f"{name}: {label}, confidence unmeasured (no logprobs); rule "
-                f"unmeasured_route={self.unmeasured_route}: {'trusted' if confident else 'unsure'}"
-            )
-        elif label == UNCERTAIN:
-            confident = False
-            value, reason = 1.0 - confidence, f"{name} said uncertain ({said}={confidence:.2f})"
-        else:
-            confident, value = confidence >= self.threshold, confidence
-            reason = (
-                f"{name}: {label} with {said}={confidence:.2f} "
-                f"{'>=' if confident else '<'} threshold {self.threshold:.2f}"
-            )
-        known = label != UNCERTAIN
-        route = Route(
-            intent=label if known else "unknown",
-            confidence=round(value, 4),
-            basis=basis,
-            tier=self.tier,
-            tools=list(intent_tools().get(label, ())) if known else [],
-            reason=reason,
-        )
-        return route, confident
 
     async def plan(self, request: calls.PlanInput) -> calls.PlanResult:
         """A plan valid against the catalog; the heavy tier also re-reads the intent."""

@@ -8,12 +8,16 @@ JSON document, the label and its own confidence on a bounded scale (an integer 0
 enum every structured-output mode keeps to, OpenAI's strict mode among them), so a
 hosted model that returns no logprobs still routes. A model's word for its confidence is
 not a probability: calibrate the threshold against what the heavy model decided on
-recorded runs (`agentkeel calibrate`, `client.calibration`).
+recorded runs (`agentkeel calibrate`, `client.calibration`). `classifier`: the router
+decodes the label from the closed list (no logprobs needed), and a classifier over the
+request's embedding, trained from recorded runs, gives the confidence
+(`inference.llm.route_classifier`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from agentkeel.inference.engines.protocol import Engine, JsonSchemaConstraint
@@ -30,7 +34,7 @@ __all__ = [
     "reported_route_schema",
 ]
 
-RouteConfidence = Literal["logprobs", "reported"]
+RouteConfidence = Literal["logprobs", "reported", "classifier"]
 """Where the router's confidence comes from (`AGENTKEEL_ROUTE_CONFIDENCE`)."""
 
 REPORTED_SCALE = 10
@@ -44,6 +48,8 @@ REPORTED_ROUTE_CUE = (
 
 RouteReading = tuple[str, float | None, ConfidenceBasis]
 """The label, its confidence (None: nothing measured) and where that came from."""
+Classify = Callable[[], Awaitable[float]]
+"""The route classifier's confidence for the request being routed."""
 
 
 def reported_route_schema(labels: tuple[str, ...]) -> dict[str, Any]:
@@ -66,12 +72,21 @@ async def read_route(
     prompt: Callable[[str], str],
     labels: tuple[str, ...],
     source: RouteConfidence,
+    classify: Classify | None = None,
 ) -> RouteReading:
-    """The router's reading of `prompt(cue)`, the route prompt ending in the source's cue.
+    """The router's reading of `prompt(cue)`, the route prompt ending in the source's cue;
+    `classify`: the classifier's confidence (source `classifier`), computed meanwhile.
 
     Raises:
         ConstraintViolationError: the engine could not keep to the labels or the schema.
     """
+    if source == "classifier":
+        if classify is None:
+            raise ValueError("route confidence `classifier` without a classifier")
+        (label, _), classified = await asyncio.gather(
+            choose(engine, tier, prompt(ROUTE_CUE), labels), classify()
+        )
+        return label, classified, ConfidenceBasis.CLASSIFIER
     if source == "logprobs":
         label, confidence = await choose(engine, tier, prompt(ROUTE_CUE), labels)
         basis = ConfidenceBasis.LOGPROBS if confidence is not None else ConfidenceBasis.UNMEASURED
