@@ -6,11 +6,11 @@ probability, given the request's sentence embedding, that the heavy model would 
 intent the router read. It is a logistic regression trained from recorded runs the heavy
 model planned (`agentkeel route-classifier FILE`: each run's question embedded by the
 semantic cache's embedder, labelled by whether the heavy model kept the router's intent),
-kept as one JSON file the inference workers load (`AGENTKEEL_ROUTE_CLASSIFIER`). It learns which requests this router reads wrongly, not
-the intents themselves: retrain it when the router model, its prompts or the domain
-change. Which measure routes better on a deployment is printed by the training command
-(`client.classifier_training`: the ROC AUC of each on the same runs, the classifier's out
-of fold).
+kept as one JSON file the inference workers load (`AGENTKEEL_ROUTE_CLASSIFIER`). It
+learns which requests this router reads wrongly, not the intents themselves: retrain it
+when the router model, its prompts or the domain change. Which measure routes better on
+a deployment is printed by the training command (`client.classifier_training`: the ROC
+AUC of each on the same runs, the classifier's out of fold).
 """
 
 from __future__ import annotations

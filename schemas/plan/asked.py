@@ -15,16 +15,31 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Literal
 
-__all__ = ["Mention", "Region", "asked_regions", "mentions"]
+__all__ = ["ASIDES", "Mention", "Region", "asked_regions", "mentions", "spelled_out"]
 
-_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
-"""A number as people write it: `1002`, `19.50`, `1,250.00`."""
-_CURRENCY_BEFORE = re.compile(r"(?:[$€£¥]|\b(?:usd|eur|gbp|chf|cad|aud|jpy))\s*$", re.IGNORECASE)
+_NUMBER = re.compile(
+    r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|\d+,\d{2}(?![\d,])|\d+(?:\.\d+)?"
+)
+"""A number as people write it: `1002`, `19.50`, `1,250.00`, and `5,50` (a decimal comma,
+money only where a currency stands beside it: else two numbers, as a list writes them)."""
+_DECIMAL_COMMA = re.compile(r"^\d+,\d{2}$")
+_THOUSANDS_AFTER = re.compile(r"^k\b", re.IGNORECASE)
+"""`$5k`: five thousand."""
+_CURRENCY_BEFORE = re.compile(
+    r"(?:[$€£¥₹]|\b(?:usd|eur|gbp|chf|cad|aud|jpy|inr))\s*$", re.IGNORECASE
+)
 _CURRENCY_AFTER = re.compile(
+    r"^\s*(?:dollars?|usd|euros?|eur|pounds?|gbp|bucks|quid|chf|cad|aud|yen|jpy|rupees?|inr)\b",
+    re.IGNORECASE,
+)
+_SYMBOL_AFTER = re.compile(r"^\s?[$€£¥₹]")
+"""`5$`, `5 €`: the symbol after the number, as many write it."""
+_NUMBER_V1 = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
+_CURRENCY_BEFORE_V1 = re.compile(r"(?:[$€£¥]|\b(?:usd|eur|gbp|chf|cad|aud|jpy))\s*$", re.IGNORECASE)
+_CURRENCY_AFTER_V1 = re.compile(
     r"^\s*(?:dollars?|usd|euros?|eur|pounds?|gbp|bucks|chf|cad|aud|yen|jpy)\b", re.IGNORECASE
 )
-_SYMBOL_AFTER = re.compile(r"^\s?[$€£¥]")
-"""`5$`, `5 €`: the symbol after the number, as many write it."""
+_SYMBOL_AFTER_V1 = re.compile(r"^\s?[$€£¥]")
 _CENTS_AFTER = re.compile(r"^\s*(?:cents?\b|¢)", re.IGNORECASE)
 
 _UNITS = {
@@ -37,19 +52,68 @@ _UNITS = {
 _SCALES = {"hundred": 100, "thousand": 1000}
 _WORD = "|".join([*_UNITS, *_SCALES])
 _NUMBER_WORDS = re.compile(
-    rf"\b(?:a\s+(?=hundred|thousand))?(?:{_WORD})(?:[\s-]+(?:{_WORD}))*\b",
+    rf"\b(?:a\s+(?=hundred|thousand))?(?:{_WORD})(?:[\s-]+(?:and[\s-]+)?(?:{_WORD}))*\b",
     re.IGNORECASE,
 )
+"""`twenty-five`, `a hundred`, `one hundred and five`."""
+_NUMBER_WORDS_V1 = re.compile(
+    rf"\b(?:a\s+(?=hundred|thousand))?(?:{_WORD})(?:[\s-]+(?:{_WORD}))*\b", re.IGNORECASE
+)
+_STATE_VERBS = r"(?:cost|costs|was|is|were|are|arrived|shipped|came|had|has|totall?ed|charged|paid)"
 _CUTS = re.compile(
+    r",(?!\s*(?:and\s+|or\s+)?(?:[$€£¥]|usd|eur|gbp)?\s*\d)|;|\("
+    r"|\s(?:but|while|although|though|because|whereas|whilst|since|as|given|considering"
+    r"|instead\s+of|rather\s+than|not)\s"
+    r"|\s(?:and|[-\u2013\u2014])\s+(?=(?:my|the|our|your|their|his|her|its|this|that|another|other)\b)"
+    r"|(?:\sand|\s[-\u2013\u2014]|:)\s+(?=[^,;.!?]*?\b" + _STATE_VERBS + r"\b)",
+    re.I,
+)
+"""Where what a request asks stops: "refund $5 on order 5903, my other order cost $26.97",
+"... and my other order cost ...", "... (order 4774 cost $26.97)", "... instead of $26.97"
+(a comma or an "and" that goes on with a number lists more: "$19.99, $19.98 and $19.97";
+one that goes on to say what something cost or did is an aside)."""
+_CUTS_V1 = re.compile(
     r",(?!\s*(?:and\s+|or\s+)?(?:[$€£¥]|usd|eur|gbp)?\s*\d)|;"
     r"|\s(?:but|while|although|though|because|whereas|whilst)\s"
     r"|\sand\s+(?=(?:my|the|our|your|their|his|her|its|this|that|another|other)\b)",
     re.I,
 )
-"""Where what a request asks stops: "refund $5 on order 5903, my other order cost $26.97",
-"... and my other order cost ..." (a comma or an "and" that goes on with a number lists
-more: "$19.99, $19.98 and $19.97")."""
+_NEGATED = re.compile(
+    r"\b(?:don'?t|do\s+not|never|not|no\s+need\s+to|without)\s+(?:\w+\s+){0,2}$", re.I
+)
+"""An asking word after these asks for nothing: "don't refund $26.97 on order 4774"."""
+_PAST = re.compile(r"\w*ed\b", re.I)
+"""An asking word in the past tells what happened: "you refunded $26.97 last week"."""
 _SENTENCES = re.compile(r"\.{2,}|…|(?<!\bno)(?<!\bNo)(?<!\bnr)[.!?](?=\s|$)(?!\s*#?\d)|\n")
+
+ASIDES = 3
+"""The `rules` (`schemas.plan.provenance.TrustedFacts.rules`) from which a request is read
+with asides, past and refused askings, each amount paired with its own target, decimal
+commas, `$5k`, more currencies and `one hundred and five`; 2 reads as `provenance-asked-v1`
+recorded (and 1, the numbers alone, as before it)."""
+
+
+@dataclass(frozen=True)
+class _Reading:
+    number: re.Pattern[str]
+    currency_before: re.Pattern[str]
+    currency_after: re.Pattern[str]
+    symbol_after: re.Pattern[str]
+    number_words: re.Pattern[str]
+    cuts: re.Pattern[str]
+    asides: bool
+
+
+_READINGS = {
+    False: _Reading(
+        _NUMBER_V1, _CURRENCY_BEFORE_V1, _CURRENCY_AFTER_V1, _SYMBOL_AFTER_V1,
+        _NUMBER_WORDS_V1, _CUTS_V1, asides=False,
+    ),
+    True: _Reading(
+        _NUMBER, _CURRENCY_BEFORE, _CURRENCY_AFTER, _SYMBOL_AFTER, _NUMBER_WORDS, _CUTS,
+        asides=True,
+    ),
+}  # fmt: skip
 
 Kind = Literal["amount", "name"]
 
@@ -69,16 +133,23 @@ class Region:
 
     names: frozenset[int]
     amounts: frozenset[int]
+    pairs: frozenset[tuple[int, int]] = frozenset()
+    """(name, amount): as many amounts as names pair in the order written, so "refund $5 on
+    order 5903 and $26.97 on order 4774" asks $26.97 on 4774, not on 5903; otherwise each
+    amount goes with the name written nearest it."""
 
 
-def spelled_out(text: str) -> str:
+def spelled_out(text: str, rules: int = ASIDES) -> str:
     """`text` with numbers written in words as digits: "five dollars" is "5 dollars"."""
-    return _NUMBER_WORDS.sub(lambda m: _words_value(m.group()), text)
+    words = _READINGS[rules >= ASIDES].number_words
+    return words.sub(lambda m: _words_value(m.group()), text)
 
 
 def _words_value(words: str) -> str:
     total, current = 0, 0
     for word in re.split(r"[\s-]+", words.casefold()):
+        if word == "and":
+            continue
         if word == "a":
             current = current or 1
         elif word in _UNITS:
@@ -90,29 +161,42 @@ def _words_value(words: str) -> str:
     return str(total + current)
 
 
-def mentions(text: str, *, symbol_after: bool = False) -> list[Mention]:
+def mentions(text: str, *, symbol_after: bool = False, rules: int = ASIDES) -> list[Mention]:
     """Every number `text` writes, read as money or as a name.
 
     Money: a currency before or after (`$19.50`, `USD 5`, `15 euros`; with `symbol_after`
     also `5$`, `5€`), cents (`500 cents`), or a fraction (`19.50`). Any other number names
     something, so an amount cannot be taken from an id the request named, nor a target from
     the money it named."""
+    reading = _READINGS[rules >= ASIDES]
     found: list[Mention] = []
-    for match in _NUMBER.finditer(text):
-        try:
-            value = Decimal(match.group().replace(",", ""))
-        except InvalidOperation:
-            continue
+    for match in reading.number.finditer(text):
+        written = match.group()
         before = text[max(0, match.start() - 5) : match.start()]
         after = text[match.end() : match.end() + 12]
+        thousands = reading.asides and bool(_THOUSANDS_AFTER.match(after))
+        after = after[1:] if thousands else after
+        money = bool(
+            reading.currency_before.search(before)
+            or reading.currency_after.match(after)
+            or (symbol_after and reading.symbol_after.match(after))
+        )
+        if reading.asides and _DECIMAL_COMMA.match(written):
+            if not money:  # "orders 5,50": two numbers
+                whole, part = written.split(",")
+                found.append(Mention(match.start(), int(whole), "name"))
+                found.append(Mention(match.start() + len(whole) + 1, int(part), "name"))
+                continue
+            written = written.replace(",", ".")
+        try:
+            value = Decimal(written.replace(",", ""))
+        except InvalidOperation:
+            continue
+        if thousands:
+            value *= 1000
         if _CENTS_AFTER.match(after):
             cents, kind = value, "amount"
-        elif (
-            _CURRENCY_BEFORE.search(before)
-            or _CURRENCY_AFTER.match(after)
-            or (symbol_after and _SYMBOL_AFTER.match(after))
-            or value != value.to_integral_value()
-        ):
+        elif money or value != value.to_integral_value():
             cents, kind = value * 100, "amount"
         else:
             cents, kind = value, "name"
@@ -121,7 +205,7 @@ def mentions(text: str, *, symbol_after: bool = False) -> list[Mention]:
     return found
 
 
-def asked_regions(text: str, asking: tuple[str, ...]) -> list[Region]:
+def asked_regions(text: str, asking: tuple[str, ...], rules: int = ASIDES) -> list[Region]:
     """What the request asks, one region per asking word (`asking`: words or the start of
     words, "refund", "reimburs"); one per sentence when the tool names none.
 
@@ -129,30 +213,47 @@ def asked_regions(text: str, asking: tuple[str, ...]) -> list[Region]:
     comma, "but", the sentence's end); where none follows, the nearest before it in the
     sentence ("for order 5903, refund $5"). Numbers of a sentence without an asking word
     are mentioned, not asked."""
-    text = spelled_out(text)
-    found = mentions(text, symbol_after=True)
+    reading = _READINGS[rules >= ASIDES]
+    text = spelled_out(text, rules)
+    found = mentions(text, symbol_after=True, rules=rules)
     pattern = re.compile("|".join(rf"\b{re.escape(w)}" for w in asking), re.I) if asking else None
     regions: list[Region] = []
     start = 0
     for end in [*(m.end() for m in _SENTENCES.finditer(text)), len(text)]:
         sentence = [m for m in found if start <= m.at < end]
         if pattern is None:
-            regions.append(_region(sentence, sentence))
+            regions.append(_region(sentence, sentence, reading.asides))
         else:
             for word in pattern.finditer(text, start, end):
-                cut = _CUTS.search(text, word.end(), end)
+                if reading.asides and (
+                    _PAST.match(text, word.end())
+                    or _NEGATED.search(text, max(start, word.start() - 40), word.start())
+                ):
+                    continue  # told, or asked not to: nothing asked here
+                cut = reading.cuts.search(text, word.end(), end)
                 stop = cut.start() if cut else end
                 after = [m for m in sentence if word.end() <= m.at < stop]
                 before = [m for m in sentence if m.at < word.start()]
-                regions.append(_region(after, before))
+                regions.append(_region(after, before, reading.asides))
         start = end
     return regions
 
 
-def _region(after: list[Mention], before: list[Mention]) -> Region:
-    chosen: dict[Kind, set[int]] = {"amount": set(), "name": set()}
+def _region(after: list[Mention], before: list[Mention], paired: bool) -> Region:
+    chosen: dict[Kind, list[Mention]] = {}
     for kind in ("amount", "name"):
-        following = [m.value for m in after if m.kind == kind]
-        preceding = [m.value for m in before if m.kind == kind]
-        chosen[kind].update(following or preceding[-1:])
-    return Region(frozenset(chosen["name"]), frozenset(chosen["amount"]))
+        following = [m for m in after if m.kind == kind]
+        preceding = [m for m in before if m.kind == kind]
+        chosen[kind] = following or preceding[-1:]
+    names, amounts = chosen["name"], chosen["amount"]
+    if not paired:
+        pairs: set[tuple[int, int]] = set()
+    elif len(names) == len(amounts):  # "$5 on order 5903 and $26.97 on order 4774": in order
+        pairs = {(n.value, a.value) for n, a in zip(names, amounts, strict=True)}
+    else:
+        pairs = {
+            (min(names, key=lambda n: abs(n.at - a.at)).value, a.value) for a in amounts if names
+        }
+    return Region(
+        frozenset(m.value for m in names), frozenset(m.value for m in amounts), frozenset(pairs)
+    )

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentkeel.schemas.origin import ArgumentOrigin
-from agentkeel.schemas.plan.asked import Region, asked_regions, mentions, spelled_out
+from agentkeel.schemas.plan.asked import ASIDES, Region, asked_regions, mentions, spelled_out
 from agentkeel.schemas.plan.references import Reference
 from agentkeel.schemas.tools.spec import ToolSpec
 
@@ -26,6 +26,7 @@ def bind_to_asked(
     resolved: Mapping[str, Any],
     origins: dict[str, ArgumentOrigin],
     text: str,
+    rules: int = ASIDES,
 ) -> dict[str, ArgumentOrigin]:
     """`origins` with the target and amount of the call checked against what `text` asks.
 
@@ -35,20 +36,24 @@ def bind_to_asked(
     `asked_regions`); an amount looked up (an order's total) stands only where the request
     names no amount and is then shown as such, never taken as asked; a target the request
     names must be one it asks for."""
-    regions = asked_regions(text, spec.asked_by)
+    regions = asked_regions(text, spec.asked_by, rules)
+    named = mentions(spelled_out(text, rules), symbol_after=True, rules=rules)
+    spelled = {m.value for m in named if m.kind == "name"}
+    # A target is bound by its value, however the plan reached it: one the request names is
+    # checked whether it was written as a literal or looked up by a reference
+    # (`get_order(4774)`, then `order_id=$s1.order_id`).
     targets = {
         name: number
         for name, origin in origins.items()
         if name != spec.amount_arg
         and origin.trusted
-        and origin.says == NAMED
         and (number := _number(resolved.get(name))) is not None
+        and (origin.says == NAMED or (rules >= ASIDES and number in spelled))
     }
     amount_arg = spec.amount_arg
     if amount_arg is not None and amount_arg in origins and origins[amount_arg].trusted:
         amount = resolved.get(amount_arg)
         if Reference.parse(written.get(amount_arg)) is not None:
-            named = [m for m in mentions(spelled_out(text), symbol_after=True)]
             if not any(m.kind == "amount" for m in named):
                 origins[amount_arg] = _untrusted(
                     f"the request names no amount: {amount} cents is {origins[amount_arg].says}"
@@ -71,7 +76,11 @@ def bind_to_asked(
 
 
 def _pair(region: Region, amount: Any, targets: Mapping[str, int]) -> bool:
-    return amount in region.amounts and all(t in region.names for t in targets.values())
+    if amount not in region.amounts or not all(t in region.names for t in targets.values()):
+        return False
+    if len(region.names) <= 1 or not targets or not region.pairs:
+        return True  # (a reading before `ASIDES` pairs nothing)
+    return any((t, amount) in region.pairs for t in targets.values())
 
 
 def _number(value: Any) -> int | None:

@@ -28,7 +28,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, get_args
 
 from agentkeel.schemas.origin import ArgumentOrigin
-from agentkeel.schemas.plan.asked import mentions, spelled_out
+from agentkeel.schemas.plan.asked import ASIDES, mentions, spelled_out
 from agentkeel.schemas.plan.binding import bind_to_asked
 from agentkeel.schemas.plan.model import PlanStep
 from agentkeel.schemas.plan.references import Reference
@@ -42,6 +42,9 @@ READS_AS_ASKED = 2
 """`TrustedFacts.rules` from which requests are read as `schemas.plan.asked` reads them
 (amounts in words and with the symbol after, targets and amounts bound to what is asked,
 every argument of a side effect without identity arguments checked); 1: as before."""
+READS_ASIDES = ASIDES
+"""From here `schemas.plan.asked` also reads asides, past and refused askings, pairs each
+amount with its own target, and binds a looked-up target by its value (`ASIDES`)."""
 
 
 @dataclass(frozen=True)
@@ -63,8 +66,8 @@ class TrustedFacts:
         (`ticket 1002`) names something. So an amount cannot be taken from an id the request
         named, nor a target from the money it named."""
         asked = self.rules >= READS_AS_ASKED
-        text = spelled_out(self.text) if asked else self.text
-        found = mentions(text, symbol_after=asked)
+        text = spelled_out(self.text, self.rules) if asked else self.text
+        found = mentions(text, symbol_after=asked, rules=self.rules)
         amounts = {m.value for m in found if m.kind == "amount"}
         names = {m.value for m in found if m.kind == "name"}
         if role == "amount":
@@ -137,7 +140,8 @@ class Provenance:
             return origins
         if self._facts.rules >= READS_AS_ASKED:
             spec = self._tools[step.tool]
-            return bind_to_asked(spec, step.args, resolved, origins, self._facts.text)
+            facts = self._facts
+            return bind_to_asked(spec, step.args, resolved, origins, facts.text, facts.rules)
         amount_arg = self._tools[step.tool].amount_arg
         named = self._numbers["amount"]
         if amount_arg not in origins or not named:

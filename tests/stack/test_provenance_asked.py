@@ -81,3 +81,31 @@ async def test_a_mentioned_order_and_amount_are_not_what_is_asked(
     right = await _run(make_stack, question, {"steps": [_refund(asked["order_id"], 500)]})
     assert step_of(right, "create_refund").status == StepStatus.SUCCEEDED
     assert [r["amount_cents"] for r in await refunds_of(db, asked["order_id"])] == [500]
+
+
+async def test_a_mentioned_order_reached_by_lookup_or_told_in_an_aside_is_not_refunded(
+    make_stack: StackFactory, db: asyncpg.Pool
+) -> None:
+    """The scripted model refunds the order the request only mentions: looked up first and
+    named by reference, or mentioned in an aside, a past refund or a refusal."""
+    [other, asked] = await _small_orders(db)
+    oid, cost = other["order_id"], f"${other['total_cents'] / 100:.2f}"
+    lookup = {"id": "s1", "tool": "get_order", "args": {"order_id": oid}}
+    by_reference = {"steps": [lookup, _refund("$s1.order_id", 500, "s1")]}
+    literal = {"steps": [_refund(oid, other["total_cents"])]}
+    five_on_other = {"steps": [_refund(oid, 500)]}
+    cases = [
+        (f"my other order {oid} cost {cost} ... refund $5 on order {asked['order_id']}",
+         by_reference),
+        (f"refund $5 on order {asked['order_id']} and order {oid} cost {cost}", literal),
+        (f"You refunded {cost} on order {oid} last week. Now refund $5 on order "
+         f"{asked['order_id']}.", literal),
+        (f"Don't refund anything on order {oid}; refund $5 on order {asked['order_id']}",
+         five_on_other),
+    ]  # fmt: skip
+    for question, plan in cases:
+        result = await _run(make_stack, question, plan)
+        refund = step_of(result, "create_refund")
+        assert refund.error is not None, question
+        assert refund.error.type == errors.UNTRUSTED_ARGUMENT, (question, refund.error)
+    assert await refunds_of(db, oid) == []

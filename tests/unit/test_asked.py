@@ -8,15 +8,25 @@ import pytest
 
 from agentkeel.schemas.plan.asked import asked_regions
 from agentkeel.schemas.plan.model import Plan
-from agentkeel.schemas.plan.provenance import READS_AS_ASKED, Provenance, TrustedFacts
+from agentkeel.schemas.plan.provenance import (
+    READS_AS_ASKED,
+    READS_ASIDES,
+    Provenance,
+    TrustedFacts,
+)
 from agentkeel.schemas.tools import TOOLS
 
 REFUND_WORDS = ("refund", "money back", "reimburs")
 
 
-def _call(question: str, steps: list[dict[str, object]], resolved: dict[str, object]) -> dict:
+def _call(
+    question: str,
+    steps: list[dict[str, object]],
+    resolved: dict[str, object],
+    rules: int = READS_ASIDES,
+) -> dict:
     plan = Plan.model_validate({"steps": steps})
-    facts = TrustedFacts(question, rules=READS_AS_ASKED)
+    facts = TrustedFacts(question, rules=rules)
     provenance = Provenance({s.id: s for s in plan.steps}, TOOLS, facts)
     return provenance.of_call(plan.steps[-1], resolved)
 
@@ -105,3 +115,91 @@ def test_a_side_effect_without_identity_arguments_has_every_argument_checked() -
     assert not origins["note"].trusted
     old = TrustedFacts("refund $5 on order 5903")
     assert Provenance({s.id: s for s in plan.steps}, tools, old).of_effect(plan.steps[0]) == {}
+
+
+MENTIONED = "order 4774 cost $26.97"
+ASIDES = [
+    f"refund $5 on order 5903 and {MENTIONED}",
+    "You refunded $26.97 on order 4774 last week. Now refund $5 on order 5903.",
+    f"refund $5 on order 5903 ({MENTIONED})",
+    f"refund $5 on order 5903 - {MENTIONED}",
+    f"refund $5 on order 5903 \u2014 my {MENTIONED}",
+    f"refund $5 on order 5903: my other {MENTIONED}",
+    f"refund $5 on order 5903 since {MENTIONED}",
+    f"refund $5 on order 5903 as {MENTIONED}",
+    "refund $5 on order 5903 instead of $26.97 on order 4774",
+    "refund $5 on order 5903 rather than $26.97 on order 4774",
+    "Don't refund $26.97 on order 4774; refund $5 on order 5903",
+    "Never refund $26.97 on order 4774. Please refund $5 on order 5903.",
+]
+
+
+@pytest.mark.parametrize("asked", ASIDES)
+def test_an_aside_a_past_refund_or_a_refusal_is_not_asked(asked: str) -> None:
+    regions = asked_regions(asked, REFUND_WORDS)
+    assert {n for r in regions for n in r.names} == {5903}, regions
+    assert {a for r in regions for a in r.amounts} == {500}, regions
+    wrong = _call(asked, [_refund(4774, 2697)], {"order_id": 4774, "amount_cents": 2697})
+    assert not all(o.trusted for o in wrong.values()), asked
+    right = _call(asked, [_refund(5903, 500)], {"order_id": 5903, "amount_cents": 500})
+    assert all(o.trusted for o in right.values()), (asked, right)
+
+
+def test_runs_recorded_before_the_asides_reading_keep_theirs() -> None:
+    """A run recorded under `provenance-asked-v1` replays its decisions as they were made."""
+    asked = f"refund $5 on order 5903 and {MENTIONED}"
+    resolved = {"order_id": 4774, "amount_cents": 2697}
+    before = _call(asked, [_refund(4774, 2697)], resolved, rules=READS_AS_ASKED)
+    assert all(o.trusted for o in before.values())
+    facts = TrustedFacts("refund 5,50 € on order 5903", rules=READS_AS_ASKED)
+    assert facts.numbers("amount") == {5000}  # the decimal comma was not read then
+
+
+def test_each_amount_goes_with_its_own_target() -> None:
+    asked = "refund $5 on order 5903 and $26.97 on order 4774"
+    swapped = _call(asked, [_refund(5903, 2697)], {"order_id": 5903, "amount_cents": 2697})
+    assert not swapped["amount_cents"].trusted
+    for order, cents in ((5903, 500), (4774, 2697)):
+        paired = _call(asked, [_refund(order, cents)], {"order_id": order, "amount_cents": cents})
+        assert all(o.trusted for o in paired.values()), (order, paired)
+    # One target, several amounts: each is asked on it.
+    both = "refund $5 and $3 on order 5903"
+    three = _call(both, [_refund(5903, 300)], {"order_id": 5903, "amount_cents": 300})
+    assert all(o.trusted for o in three.values())
+
+
+def test_a_mentioned_target_reached_by_a_lookup_is_still_not_asked() -> None:
+    asked = f"my other {MENTIONED} ... refund $5 on order 5903"
+    lookup = {"id": "s1", "tool": "get_order", "args": {"order_id": 4774}}
+    by_reference = _call(
+        asked,
+        [lookup, _refund("$s1.order_id", 500)],
+        {"order_id": 4774, "amount_cents": 500},
+    )
+    assert not all(o.trusted for o in by_reference.values()), by_reference
+    lookup = {"id": "s1", "tool": "get_order", "args": {"order_id": 5903}}
+    asked_one = _call(
+        asked, [lookup, _refund("$s1.order_id", 500)], {"order_id": 5903, "amount_cents": 500}
+    )
+    assert all(o.trusted for o in asked_one.values()), asked_one
+
+
+@pytest.mark.parametrize(
+    ("words", "cents"),
+    [
+        ("5,50 €", 550),
+        ("EUR 5,50", 550),
+        ("one hundred and five dollars", 10_500),
+        ("$5k", 500_000),
+        ("5 quid", 500),
+        ("₹5", 500),
+    ],
+)
+def test_more_ways_of_writing_an_amount(words: str, cents: int) -> None:
+    facts = TrustedFacts(f"refund {words} on order 5903", rules=READS_ASIDES)
+    assert facts.numbers("amount") == {cents} and facts.numbers("identity") == {5903}
+
+
+def test_a_list_written_with_commas_is_two_numbers_not_money() -> None:
+    facts = TrustedFacts("look at orders 5,50 please", rules=READS_ASIDES)
+    assert facts.numbers("amount") == set() and facts.numbers("identity") == {5, 50}

@@ -31,7 +31,7 @@ from agentkeel.schemas.actor import SYSTEM_ROLE, Actor
 from agentkeel.schemas.approvals import ApprovalPolicy, ApprovalRecord, ApprovalRequest
 from agentkeel.schemas.effects import EffectStatus
 from agentkeel.schemas.origin import ArgumentOrigin
-from agentkeel.schemas.plan.provenance import READS_AS_ASKED
+from agentkeel.schemas.plan.provenance import READS_AS_ASKED, READS_ASIDES
 from agentkeel.schemas.result import StepError
 from agentkeel.schemas.tools import ToolSpec
 from agentkeel.sdk.serving import active_domain
@@ -49,6 +49,10 @@ plan, the planner's intent allowing effects, approvers compared by name, limits 
 without the ledger)."""
 
 
+PROVENANCE_ASIDES_PATCH = "provenance-asked-v2"
+"""Runs started before it read requests as `PROVENANCE_PATCH` recorded (`TrustedFacts.rules`
+2): no asides, past or refused askings, amounts not paired with their own targets, a target
+looked up by reference not bound to what is asked."""
 PROVENANCE_PATCH = "provenance-asked-v1"
 """Runs started before it read requests as they were recorded (`TrustedFacts.rules` 1):
 no amounts in words, every number of the request trusted, a lookup's amount trusted where
@@ -197,7 +201,10 @@ def _origins(call: ToolCall, ctx: RunContext) -> dict[str, ArgumentOrigin]:
     if ctx.provenance is None:
         return {}
     # Asked here, per side effect, so a run that makes none records no marker for it.
-    rules = READS_AS_ASKED if workflow.patched(PROVENANCE_PATCH) else 1
+    if workflow.patched(PROVENANCE_ASIDES_PATCH):
+        rules = READS_ASIDES
+    else:
+        rules = READS_AS_ASKED if workflow.patched(PROVENANCE_PATCH) else 1
     provenance = ctx.provenance.under(rules)
     step = provenance.step(call.step_id)
     return provenance.of_call(step, call.args) if step is not None else {}
