@@ -24,6 +24,7 @@ from contextlib import asynccontextmanager
 from agentkeel.activities.mcp.listings import ServerListings
 from agentkeel.activities.mcp.source import McpToolSource, McpUnreachable
 from agentkeel.schemas.tools.spec import ToolSpec
+from agentkeel.schemas.tools.timers import WAIT
 from agentkeel.sdk.decorator import ToolDefinitionError
 from agentkeel.sdk.domain import Domain, DomainError
 from agentkeel.sdk.loading import load_domain
@@ -72,7 +73,9 @@ async def serve_domain_with_mcp(
     source = McpToolSource(servers, environ=environ, on_change=on_change, listings=listings)
     try:
         try:
-            specs, downstreams = await source.start()
+            specs, downstreams = await source.start(
+                taken={*(t.name for t in domain.tools), WAIT.name}
+            )
         except McpUnreachable as exc:
             raise StartupError(str(exc)) from None
         except ToolDefinitionError as exc:

@@ -23,7 +23,7 @@ all of them anew at once (`docs/mcp.md`, "A changed tool list").
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from typing import Any
 
 import mcp.types as types
@@ -89,12 +89,14 @@ class McpToolSource:
         """Intent -> the catalog names of the listed tools the configuration puts in it
         (`McpServer.intents`, `McpToolPolicy.intents`); filled by `start`."""
 
-    async def start(self) -> tuple[list[ToolSpec], list[Downstream]]:
+    async def start(self, taken: Collection[str] = ()) -> tuple[list[ToolSpec], list[Downstream]]:
         """Connect to every server and list its tools, all at once.
 
         A server that cannot be started, reached or listed in time, and a tool that cannot
         be served as listed, is left out (logged, and in `withdrawn`): one misbehaving
-        server degrades its own tools only, never the worker or the other tools."""
+        server degrades its own tools only, never the worker or the other tools. So is a
+        tool whose catalog name another server's tool has too (both), or one of `taken`
+        (the domain's own tools and the built-ins: theirs stands; logged only)."""
         listed = await asyncio.gather(
             *(c.list_tools() for c in self.connections), return_exceptions=True
         )
@@ -125,7 +127,26 @@ class McpToolSource:
                 transport=server.transport,
                 tools=[s.name for s in served],
             )
-        return specs, downstreams
+        return self._without_collisions(specs, set(taken)), downstreams
+
+    def _without_collisions(self, specs: list[ToolSpec], taken: set[str]) -> list[ToolSpec]:
+        names = [s.name for s in specs]
+        twice = {n for n in names if names.count(n) > 1}
+        for name in sorted(twice):
+            reason = f"MCP tool name {name!r} is listed by more than one server"
+            log.warning("mcp_tool_refused", tool=name, error=reason)
+            self.withdrawn[name] = reason
+        for name in sorted(taken & set(names)):
+            log.warning(
+                "mcp_tool_refused",
+                tool=name,
+                error=f"MCP tool name {name!r} is the domain's own or a built-in tool: "
+                "that one is served (set the server's `prefix`)",
+            )
+        dropped = twice | taken
+        for intent, members in self.intents.items():
+            self.intents[intent] = [m for m in members if m not in dropped]
+        return [s for s in specs if s.name not in dropped]
 
     async def _listing(
         self, connection: McpConnection, answer: list[types.Tool] | BaseException

@@ -91,10 +91,10 @@ async def test_a_mentioned_order_reached_by_lookup_or_told_in_an_aside_is_not_re
     [other, asked] = await _small_orders(db)
     oid, cost = other["order_id"], f"${other['total_cents'] / 100:.2f}"
     lookup = {"id": "s1", "tool": "get_order", "args": {"order_id": oid}}
-    by_reference = {"steps": [lookup, _refund("$s1.order_id", 500, "s1")]}
-    literal = {"steps": [_refund(oid, other["total_cents"])]}
-    five_on_other = {"steps": [_refund(oid, 500)]}
-    cases = [
+    by_reference: dict[str, object] = {"steps": [lookup, _refund("$s1.order_id", 500, "s1")]}
+    literal: dict[str, object] = {"steps": [_refund(oid, other["total_cents"])]}
+    five_on_other: dict[str, object] = {"steps": [_refund(oid, 500)]}
+    cases: list[tuple[str, dict[str, object]]] = [
         (f"my other order {oid} cost {cost} ... refund $5 on order {asked['order_id']}",
          by_reference),
         (f"refund $5 on order {asked['order_id']} and order {oid} cost {cost}", literal),

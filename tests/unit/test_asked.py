@@ -148,7 +148,7 @@ def test_an_aside_a_past_refund_or_a_refusal_is_not_asked(asked: str) -> None:
 def test_runs_recorded_before_the_asides_reading_keep_theirs() -> None:
     """A run recorded under `provenance-asked-v1` replays its decisions as they were made."""
     asked = f"refund $5 on order 5903 and {MENTIONED}"
-    resolved = {"order_id": 4774, "amount_cents": 2697}
+    resolved: dict[str, object] = {"order_id": 4774, "amount_cents": 2697}
     before = _call(asked, [_refund(4774, 2697)], resolved, rules=READS_AS_ASKED)
     assert all(o.trusted for o in before.values())
     facts = TrustedFacts("refund 5,50 € on order 5903", rules=READS_AS_ASKED)
@@ -170,7 +170,7 @@ def test_each_amount_goes_with_its_own_target() -> None:
 
 def test_a_mentioned_target_reached_by_a_lookup_is_still_not_asked() -> None:
     asked = f"my other {MENTIONED} ... refund $5 on order 5903"
-    lookup = {"id": "s1", "tool": "get_order", "args": {"order_id": 4774}}
+    lookup: dict[str, object] = {"id": "s1", "tool": "get_order", "args": {"order_id": 4774}}
     by_reference = _call(
         asked,
         [lookup, _refund("$s1.order_id", 500)],
