@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from agentkeel.schemas.actor import SYSTEM_ACTOR, SYSTEM_ROLE, Actor
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.text import Identifier
+from agentkeel.schemas.tools.arguments import argument_problem
 from agentkeel.sdk.serving import active_domain
 from agentkeel.settings.model import StartupError
 
@@ -91,7 +92,13 @@ class Caller:
     key: ApiKey | None
 
     def admit(self, request: AgentRequest) -> AgentRequest:
-        """`request` with the key's tenant and actor, or `Refused` if it claims others."""
+        """`request` with the key's tenant and actor, or `Refused` if it claims others (or
+        its plan has an argument no tool could be called with: a lone surrogate, a NUL,
+        an integer past 64 bits, answered 422 here rather than failing its start)."""
+        for step in request.plan.steps if request.plan is not None else ():
+            problem = argument_problem(step.args, f"plan step {step.id} args")
+            if problem is not None:
+                raise Refused(422, problem, "invalid-request")
         key = self.key
         if key is None:
             return request.model_copy(update={"usage_key": request.usage_key or self.quota_id})

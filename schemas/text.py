@@ -12,15 +12,17 @@ from typing import Annotated
 
 from pydantic import AfterValidator, StringConstraints
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-"""C0 controls and DEL, except tab, newline and carriage return (text may have lines)."""
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+"""C0 controls and DEL, except tab, newline and carriage return (text may have lines), and
+lone surrogates (JSON's `\\ud800`: no UTF-8 can carry one, so Postgres and Temporal refuse
+it)."""
 
 
 def _no_control_characters(value: str) -> str:
     found = _CONTROL.search(value)
     if found is not None:
         raise ValueError(
-            f"contains the control character U+{ord(found.group()):04X} at {found.start()}"
+            f"contains the {_kind(found.group())} U+{ord(found.group()):04X} at {found.start()}"
         )
     return value
 
@@ -39,3 +41,7 @@ SafeName = Annotated[
     AfterValidator(_no_control_characters),
 ]
 """A person's name or handle, as shown in records and approvals."""
+
+
+def _kind(character: str) -> str:
+    return "lone surrogate" if 0xD800 <= ord(character) <= 0xDFFF else "control character"

@@ -30,9 +30,9 @@ MAX_ARGUMENT_DEPTH = 8
 """Deepest nesting of lists and objects."""
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-"""C0 controls and DEL, except tab, newline and carriage return (free text has lines),
-the same rule as `schemas.text.FreeText`."""
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+"""C0 controls and DEL, except tab, newline and carriage return (free text has lines), and
+lone surrogates: the same rule as `schemas.text.FreeText`."""
 
 
 def argument_problem(value: Any, path: str = "", depth: int = 0) -> str | None:
@@ -83,7 +83,8 @@ def _text_problem(text: str, where: str) -> str | None:
     found = _CONTROL.search(text)
     if found is not None:
         return (
-            f"{where}: contains the control character U+{ord(found.group()):04X} at {found.start()}"
+            f"{where}: contains the {_kind(found.group())} U+{ord(found.group()):04X} "
+            f"at {found.start()}"
         )
     return None
 
@@ -91,3 +92,7 @@ def _text_problem(text: str, where: str) -> str | None:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _kind(character: str) -> str:
+    return "lone surrogate" if 0xD800 <= ord(character) <= 0xDFFF else "control character"

@@ -72,6 +72,15 @@ def test_every_error_is_problem_details_with_a_stable_type(http: TestClient) -> 
     _problem(huge, 413, "body-too-large")
     other_tenant = http.post("/v1/runs", json={"question": "hi", "tenant": "other"}, headers=AUTH)
     _problem(other_tenant, 403, "forbidden")
+    for bad, says in (('"\\ud800"', "lone surrogate U+D800"), ('"a\\u0000"', "U+0000"),
+                      ("1e400", "finite"), (str(2**70), "64-bit")):  # fmt: skip
+        body = (
+            '{"question": "hi", "plan": {"steps": [{"id": "s1", "tool": "search_kb", '
+            f'"args": {{"query": {bad}}}}}]}}}}'
+        )
+        plan = http.post("/v1/runs", content=body.encode(),
+                         headers={**AUTH, "content-type": "application/json"})  # fmt: skip
+        assert says in _problem(plan, 422, "invalid-request")["detail"], bad
 
 
 def test_each_problem_type_is_described_where_its_uri_points(http: TestClient) -> None:
