@@ -164,6 +164,7 @@ def _spec(connection: McpConnection, tool: types.Tool, downstream: Downstream) -
         needs_approval=decided.needs_approval,
         non_retryable_errors=NON_RETRYABLE,
         downstream=downstream,
+        roles=server.roles,
         fn=call,
         takes_context=True,
         render=partial(mcp_render, name),

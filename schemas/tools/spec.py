@@ -124,6 +124,10 @@ class ToolSpec:
     plans (`schemas.speculation`)."""
     render: Render | None = field(default=None, compare=False)
     """How answers describe one result of this tool; None: its JSON as it is."""
+    roles: tuple[str, ...] | None = None
+    """The actor roles that may call it (an MCP server's `roles`); None: every role. For a
+    side effect the workflow checks it before the effect is claimed or put to an approver;
+    the call checks it again."""
     authorize: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
     """For a side effect: `async (args, ctx) -> None`, raising `NotAuthorized` or
     `NotFound` where the actor may not make it (a row of another owner or tenant); run

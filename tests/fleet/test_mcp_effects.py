@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
@@ -126,3 +127,25 @@ async def _asked(mcp: McpStack, question: str) -> dict[str, Any]:
     )
     result: dict[str, Any] = await asyncio.wait_for(handle.result(), timeout=45)
     return result
+
+
+async def test_a_role_the_server_leaves_out_is_refused_before_any_claim(mcp: McpStack) -> None:
+    """The toolbox allows operators only: a viewer's `append` is refused by the workflow
+    before the ledger claims it (the ledger shows the refusal, never a claim) and before
+    the server sees it."""
+    viewer = {"role": "viewer", "name": "vic"}
+    appended = {"id": "s1", "tool": "tb_append", "args": {"text": "by a viewer"}}
+    handle = await mcp.start({"steps": [appended]}, actor=viewer)
+    result = await asyncio.wait_for(handle.result(), timeout=45)
+    [step] = result["steps"]
+    assert step["status"] == "failed" and step["error"]["type"] == "NotAuthorized"
+    assert "viewer" in step["error"]["message"] and "operator" in step["error"]["message"]
+    assert mcp.calls("append_started", text="by a viewer") == 0
+    conn = await asyncpg.connect(mcp.env["AGENTKEEL_DATABASE_URL"])
+    try:
+        statuses = await conn.fetch(
+            "SELECT status, error_type FROM agent_effects WHERE workflow_id = $1", handle.id
+        )
+    finally:
+        await conn.close()
+    assert [(r["status"], r["error_type"]) for r in statuses] == [("refused", "NotAuthorized")]

@@ -16,14 +16,31 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from agentkeel.schemas import errors
+from agentkeel.schemas.actor import SYSTEM_ROLE, Actor
 from agentkeel.schemas.result import StepError
 from agentkeel.schemas.tools import ToolSpec
 from agentkeel.workflows.dag.calls import ToolCall
 
+ROLES_PATCH = "roles-before-claim-v1"
+"""Runs started before it left a tool's `roles` to the call: a role it refuses was claimed
+in the ledger and put to an approver first."""
 AUTHORIZE_PATCH = "authorize-before-claim-v1"
 """Runs started before it claimed first; the tool checked its authority when it ran."""
 
 REFUSED_BY_AUTHORITY = (errors.NOT_AUTHORIZED, errors.NOT_FOUND)
+
+
+def role_refusal(spec: ToolSpec, actor: Actor) -> StepError | None:
+    """`NotAuthorized` where the tool's `roles` leave out the actor's (asked before any
+    claim, in workflow code: the roles are the catalog's)."""
+    roles = spec.roles
+    if roles is None or actor.role == SYSTEM_ROLE or actor.role in roles:
+        return None
+    if not workflow.patched(ROLES_PATCH):
+        return None
+    allowed = ", ".join(roles) or "no role"
+    message = f"{actor.describe()} may not call {spec.name} (it allows {allowed})"
+    return StepError(type=errors.NOT_AUTHORIZED, message=message, non_retryable=True)
 
 
 async def authority_refusal(

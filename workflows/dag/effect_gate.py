@@ -36,7 +36,7 @@ from agentkeel.schemas.result import StepError
 from agentkeel.schemas.tools import ToolSpec
 from agentkeel.sdk.serving import active_domain
 from agentkeel.workflows.dag import effect_ledger as ledger
-from agentkeel.workflows.dag.authority_check import authority_refusal
+from agentkeel.workflows.dag.authority_check import authority_refusal, role_refusal
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.effect_ledger import ClearedEffect
 from agentkeel.workflows.dag.effect_naming import names_every_argument
@@ -113,8 +113,10 @@ async def clear_effect(
         workflow.logger.info("side effect refused: %s %s", error.type, error.message)
         await ledger.record_refusal(request, error)
         raise StepRefused(error)
-    if payload is not None:  # ownership and tenant, before anything is claimed or asked
-        refused = await authority_refusal(call, spec, payload, key, ctx.tool_queue)
+    if payload is not None:  # role, ownership and tenant, before anything is claimed or asked
+        refused = role_refusal(spec, ctx.request.actor) or await authority_refusal(
+            call, spec, payload, key, ctx.tool_queue
+        )
         if refused is not None:
             await ledger.record_refusal(request, refused)
             raise StepRefused(refused)
