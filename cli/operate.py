@@ -63,7 +63,7 @@ def add_operator_parsers(sub: Any) -> None:
     calibrate.add_argument("--tenant", help="one tenant's runs only")
     calibrate.add_argument(
         "--basis",
-        choices=["reported", "logprobs"],
+        choices=["reported", "logprobs", "classifier"],
         default="reported",
         help="which confidence to calibrate (AGENTKEEL_ROUTE_CONFIDENCE; default reported)",
     )
