@@ -82,8 +82,15 @@ _NEGATED = re.compile(
     r"\b(?:don'?t|do\s+not|never|not|no\s+need\s+to|without)\s+(?:\w+\s+){0,2}$", re.I
 )
 """An asking word after these asks for nothing: "don't refund $26.97 on order 4774"."""
-_PAST = re.compile(r"\w*ed\b", re.I)
-"""An asking word in the past tells what happened: "you refunded $26.97 last week"."""
+_REST_OF_WORD = re.compile(r"\w*")
+
+
+def _in_the_past(text: str, word: re.Match[str]) -> bool:
+    """An asking word in the past tells what happened: "you refunded $26.97 last week",
+    "I deleted it" (the word as written, not the asking word's stem, ends in -ed)."""
+    rest = _REST_OF_WORD.match(text, word.end())
+    whole = word.group() + (rest.group() if rest else "")
+    return bool(rest and rest.group()) and whole.casefold().endswith("ed")
 _SENTENCES = re.compile(r"\.{2,}|…|(?<!\bno)(?<!\bNo)(?<!\bnr)[.!?](?=\s|$)(?!\s*#?\d)|\n")
 
 ASIDES = 3
@@ -137,6 +144,9 @@ class Region:
     """(name, amount): as many amounts as names pair in the order written, so "refund $5 on
     order 5903 and $26.97 on order 4774" asks $26.97 on 4774, not on 5903; otherwise each
     amount goes with the name written nearest it."""
+    clause: str = ""
+    """The asking's own clause (casefolded): where a target written as text must be, for
+    a tool that names its asking words ("keep dinner; delete lunch" asks to delete lunch)."""
 
 
 def spelled_out(text: str, rules: int = ASIDES) -> str:
@@ -222,11 +232,11 @@ def asked_regions(text: str, asking: tuple[str, ...], rules: int = ASIDES) -> li
     for end in [*(m.end() for m in _SENTENCES.finditer(text)), len(text)]:
         sentence = [m for m in found if start <= m.at < end]
         if pattern is None:
-            regions.append(_region(sentence, sentence, reading.asides))
+            regions.append(_region(sentence, sentence, reading.asides, text[start:end]))
         else:
             for word in pattern.finditer(text, start, end):
                 if reading.asides and (
-                    _PAST.match(text, word.end())
+                    _in_the_past(text, word)
                     or _NEGATED.search(text, max(start, word.start() - 40), word.start())
                 ):
                     continue  # told, or asked not to: nothing asked here
@@ -234,12 +244,14 @@ def asked_regions(text: str, asking: tuple[str, ...], rules: int = ASIDES) -> li
                 stop = cut.start() if cut else end
                 after = [m for m in sentence if word.end() <= m.at < stop]
                 before = [m for m in sentence if m.at < word.start()]
-                regions.append(_region(after, before, reading.asides))
+                opened = [c.end() for c in reading.cuts.finditer(text, start, word.start())]
+                clause = text[max([start, *opened]) : stop]
+                regions.append(_region(after, before, reading.asides, clause))
         start = end
     return regions
 
 
-def _region(after: list[Mention], before: list[Mention], paired: bool) -> Region:
+def _region(after: list[Mention], before: list[Mention], paired: bool, clause: str) -> Region:
     chosen: dict[Kind, list[Mention]] = {}
     for kind in ("amount", "name"):
         following = [m for m in after if m.kind == kind]
@@ -255,5 +267,8 @@ def _region(after: list[Mention], before: list[Mention], paired: bool) -> Region
             (min(names, key=lambda n: abs(n.at - a.at)).value, a.value) for a in amounts if names
         }
     return Region(
-        frozenset(m.value for m in names), frozenset(m.value for m in amounts), frozenset(pairs)
+        frozenset(m.value for m in names),
+        frozenset(m.value for m in amounts),
+        frozenset(pairs),
+        clause.casefold() if paired else "",
     )

@@ -8,6 +8,7 @@ why, so the effect gate refuses it or shows it to an approver (the domain's
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -72,7 +73,31 @@ def bind_to_asked(
             origins[name] = _untrusted(
                 f"{number} is mentioned in the request, not asked for ({_asked(regions)})"
             )
+    if rules >= ASIDES and spec.asked_by:
+        _bind_words(spec, resolved, origins, regions)
     return origins
+
+
+def _bind_words(
+    spec: ToolSpec,
+    resolved: Mapping[str, Any],
+    origins: dict[str, ArgumentOrigin],
+    regions: list[Region],
+) -> None:
+    """A target written as text the request names must be in an asking's own clause."""
+    for name, origin in origins.items():
+        value = resolved.get(name)
+        if name == spec.amount_arg or not origin.trusted or origin.says != NAMED:
+            continue
+        if not isinstance(value, str) or _number(value) is not None or not value.strip():
+            continue
+        wanted = re.compile(rf"(?<!\w){re.escape(value.strip().casefold())}(?!\w)")
+        if not any(wanted.search(r.clause) for r in regions):
+            asked = "; ".join(r.clause.strip() for r in regions if r.clause.strip())
+            origins[name] = _untrusted(
+                f"{value!r} is mentioned in the request, not asked for "
+                f"({'it asks: ' + asked if asked else 'it asks for nothing'})"
+            )
 
 
 def _pair(region: Region, amount: Any, targets: Mapping[str, int]) -> bool:

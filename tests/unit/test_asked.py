@@ -203,3 +203,32 @@ def test_more_ways_of_writing_an_amount(words: str, cents: int) -> None:
 def test_a_list_written_with_commas_is_two_numbers_not_money() -> None:
     facts = TrustedFacts("look at orders 5,50 please", rules=READS_ASIDES)
     assert facts.numbers("amount") == set() and facts.numbers("identity") == {5, 50}
+
+
+@pytest.mark.parametrize(
+    ("asked", "kept"),
+    [
+        ("keep dinner; delete lunch", "dinner"),
+        ("Don't delete dinner, delete lunch", "dinner"),
+        ("never delete dinner. delete lunch", "dinner"),
+        ("I deleted dinner yesterday, now delete lunch", "dinner"),
+    ],
+)
+def test_a_target_written_as_text_must_be_in_what_is_asked(asked: str, kept: str) -> None:
+    tools = dict(TOOLS)
+    tools["delete_note"] = dataclasses.replace(
+        TOOLS["create_refund"], name="delete_note", identity_args=(), amount_arg=None,
+        asked_by=("delete",),
+    )  # fmt: skip
+
+    def origins(note: str) -> dict:
+        plan = Plan.model_validate(
+            {"steps": [{"id": "d", "tool": "delete_note", "args": {"note": note}}]}
+        )
+        facts = TrustedFacts(asked, rules=READS_ASIDES)
+        provenance = Provenance({s.id: s for s in plan.steps}, tools, facts)
+        return provenance.of_call(plan.steps[0], {"note": note})
+
+    refused = origins(kept)["note"]
+    assert not refused.trusted and "not asked for" in refused.says, refused
+    assert origins("lunch")["note"].trusted
