@@ -78,6 +78,18 @@ LIMIT $6
 """
 
 
+_OPEN_CLAIMS = """
+SELECT effect_id, tool, workflow_id, run_id, call_id FROM agent_effects
+WHERE status = 'claimed' AND created_at < now() - make_interval(secs => $1)
+ORDER BY effect_id LIMIT $2
+"""
+
+_END_CLAIM = """
+UPDATE agent_effects SET status = $2, error_type = $3, reason = $4, settled_at = now()
+WHERE effect_id = $1 AND status = 'claimed'
+"""
+
+
 class EffectLedger:
     """The ledger's queries on one pool (workers' activities, the CLI, the gateway)."""
 
@@ -139,6 +151,18 @@ class EffectLedger:
                 reason=refusal.reason,
             )
         )
+
+    async def open_claims(self, older_than_s: float, limit: int = 100) -> list[asyncpg.Record]:
+        """Claims still open after `older_than_s` (oldest first): those of a run that ended
+        without settling them are the claim sweep's (`workers.claim_sweep`)."""
+        return list(await self._pool.fetch(_OPEN_CLAIMS, older_than_s, limit))
+
+    async def end_claim(
+        self, effect_id: int, status: EffectStatus, error_type: str, reason: str
+    ) -> bool:
+        """End one open claim; False when it had ended meanwhile (its run settled it)."""
+        done = await self._pool.execute(_END_CLAIM, effect_id, status.value, error_type, reason)
+        return bool(done.endswith(" 1"))
 
     async def entries(self, query: AuditQuery) -> list[AuditEntry]:
         rows = await self._pool.fetch(

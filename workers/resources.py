@@ -38,7 +38,13 @@ from agentkeel.schemas.approvals import ApprovalPolicy
 from agentkeel.schemas.tools.catalog import ACTIVITY_TOOLS
 from agentkeel.sdk.domain import Domain
 from agentkeel.sdk.serving import active_domain
-from agentkeel.settings.connections import http_client, postgres_pool, redact, redis_client
+from agentkeel.settings.connections import (
+    connect_temporal,
+    http_client,
+    postgres_pool,
+    redact,
+    redis_client,
+)
 from agentkeel.settings.domain_assembly import domain_settings, domain_tool_resources
 from agentkeel.settings.mcp_assembly import serve_domain_with_mcp
 from agentkeel.settings.model import (
@@ -48,6 +54,7 @@ from agentkeel.settings.model import (
     speculative_calls,
 )
 from agentkeel.workers.cache_assembly import build_caches, tool_activities
+from agentkeel.workers.claim_sweep import sweeping_claims
 from agentkeel.workers.policy_assembly import local_policy
 from agentkeel.workers.stand_ins import activity_name
 
@@ -130,6 +137,10 @@ async def _cpu_activities(
             domain_tool_resources(domain, pool=pool, http=http, settings=own_settings)
         )
         tools = FunctionTools(ACTIVITY_TOOLS, resources, domain.is_scoped)
+        ledger = EffectLedger(pool)
+        # Claims of runs that ended without settling them (terminated, timed out).
+        sweep = sweeping_claims(ledger, lambda: connect_temporal(settings, []))
+        stack.push_async_callback(_cancelled, asyncio.create_task(sweep))
         # What each tool took, as runs saw it: what a run with a deadline plans from.
         latencies = LatencyBook(redis)
         offers = _local_policy_offers(local or local_policy(settings), pool, redis, settings)
@@ -152,7 +163,7 @@ async def _cpu_activities(
             *(door_activity(method) for method in internal),
             *(
                 door_activity(method, EFFECT_CALLERS)
-                for method in EffectLedgerActivities(EffectLedger(pool)).all()
+                for method in EffectLedgerActivities(ledger).all()
             ),
         ]
     finally:

@@ -91,6 +91,8 @@ def _in_the_past(text: str, word: re.Match[str]) -> bool:
     rest = _REST_OF_WORD.match(text, word.end())
     whole = word.group() + (rest.group() if rest else "")
     return bool(rest and rest.group()) and whole.casefold().endswith("ed")
+
+
 _SENTENCES = re.compile(r"\.{2,}|…|(?<!\bno)(?<!\bNo)(?<!\bnr)[.!?](?=\s|$)(?!\s*#?\d)|\n")
 
 ASIDES = 3
