@@ -15,8 +15,10 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from typing import Any
 
+import asyncpg
 import structlog
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
@@ -25,8 +27,10 @@ from temporalio.service import RPCError
 from agentkeel.activities.effects_ledger import EffectLedger
 from agentkeel.schemas.effects import EffectStatus
 from agentkeel.schemas.errors import RUN_ENDED
+from agentkeel.settings.connections import connect_temporal
+from agentkeel.settings.model import Settings
 
-__all__ = ["sweep_claims", "sweeping_claims"]
+__all__ = ["sweep_claims", "sweeping_claims", "swept_ledger"]
 
 log = structlog.get_logger(__name__)
 
@@ -98,3 +102,17 @@ async def sweeping_claims(ledger: EffectLedger, connect: Connect, every_s: float
             raise
         except Exception as exc:  # Postgres or Temporal away: the next round tries again
             log.warning("claim_sweep_failed", error=str(exc))
+
+
+def swept_ledger(pool: asyncpg.Pool, settings: Settings, stack: AsyncExitStack) -> EffectLedger:
+    """The effects ledger of `pool`, swept (`sweeping_claims`, with a Temporal client of
+    `settings`) until `stack` closes."""
+    ledger = EffectLedger(pool)
+    task = asyncio.create_task(sweeping_claims(ledger, lambda: connect_temporal(settings, [])))
+
+    async def stop() -> None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    stack.push_async_callback(stop)
+    return ledger

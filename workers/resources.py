@@ -19,7 +19,7 @@ from agentkeel.activities.conversations import ConversationStore
 from agentkeel.activities.downstream.guard import Downstreams
 from agentkeel.activities.downstream.limiter import DownstreamLimiter
 from agentkeel.activities.downstream.sharing import SharedReads
-from agentkeel.activities.effects_ledger import EffectLedger, EffectLedgerActivities
+from agentkeel.activities.effects_ledger import EffectLedgerActivities
 from agentkeel.activities.hot_questions import WarmingActivities
 from agentkeel.activities.latency import LatencyActivities, LatencyBook, timed_tool
 from agentkeel.activities.local_policy import LocalPolicyActivities
@@ -39,7 +39,6 @@ from agentkeel.schemas.tools.catalog import ACTIVITY_TOOLS
 from agentkeel.sdk.domain import Domain
 from agentkeel.sdk.serving import active_domain
 from agentkeel.settings.connections import (
-    connect_temporal,
     http_client,
     postgres_pool,
     redact,
@@ -54,7 +53,7 @@ from agentkeel.settings.model import (
     speculative_calls,
 )
 from agentkeel.workers.cache_assembly import build_caches, tool_activities
-from agentkeel.workers.claim_sweep import sweeping_claims
+from agentkeel.workers.claim_sweep import swept_ledger
 from agentkeel.workers.policy_assembly import local_policy
 from agentkeel.workers.stand_ins import activity_name
 
@@ -137,10 +136,6 @@ async def _cpu_activities(
             domain_tool_resources(domain, pool=pool, http=http, settings=own_settings)
         )
         tools = FunctionTools(ACTIVITY_TOOLS, resources, domain.is_scoped)
-        ledger = EffectLedger(pool)
-        # Claims of runs that ended without settling them (terminated, timed out).
-        sweep = sweeping_claims(ledger, lambda: connect_temporal(settings, []))
-        stack.push_async_callback(_cancelled, asyncio.create_task(sweep))
         # What each tool took, as runs saw it: what a run with a deadline plans from.
         latencies = LatencyBook(redis)
         offers = _local_policy_offers(local or local_policy(settings), pool, redis, settings)
@@ -163,7 +158,7 @@ async def _cpu_activities(
             *(door_activity(method) for method in internal),
             *(
                 door_activity(method, EFFECT_CALLERS)
-                for method in EffectLedgerActivities(ledger).all()
+                for method in EffectLedgerActivities(swept_ledger(pool, settings, stack)).all()
             ),
         ]
     finally:
