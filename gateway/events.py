@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -46,12 +47,17 @@ class RunEvent:
     id: str
 
 
+_DIGITS = re.compile(r"[0-9]{1,19}")
+"""A part of an event id: ASCII digits, at most a 64-bit number's (`"²".isdigit()` holds, and
+`int` refuses 5000 digits: a header is untrusted input)."""
+
+
 def resume_point(last_event_id: str | None) -> tuple[str, int]:
     """(token-stream position, attempt) to resume after; the start for anything else."""
     position, _, attempt = (last_event_id or "").partition("/")
     head, _, seq = position.partition("-")
-    if head.isdigit() and (seq == "" or seq.isdigit()):
-        return position, int(attempt) if attempt.isdigit() else 0
+    if _DIGITS.fullmatch(head) and (seq == "" or _DIGITS.fullmatch(seq)):
+        return position, int(attempt) if _DIGITS.fullmatch(attempt) else 0
     return "0", 0
 
 
