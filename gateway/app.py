@@ -26,7 +26,7 @@ from agentkeel.gateway.metrics import serve_metrics
 from agentkeel.gateway.openapi import operation_id, serve_openapi
 from agentkeel.gateway.origin import BrowserGuard
 from agentkeel.gateway.problems import answer_problems
-from agentkeel.gateway.quotas import QuotaLimits, Quotas
+from agentkeel.gateway.quotas import deployment_quotas
 from agentkeel.gateway.routes.approvals import router as approval_routes
 from agentkeel.gateway.routes.audit import router as audit_routes
 from agentkeel.gateway.routes.dependencies import GatewayParts, watches
@@ -108,12 +108,7 @@ def create_app(client: AgentClient, keys: ApiKeys, settings: Settings | None = N
 
 
 def _parts(client: AgentClient, settings: Settings) -> GatewayParts:
-    quotas = None
-    if client.redis is not None:
-        limits = QuotaLimits.from_settings(settings)
-        quotas = Quotas(client.redis, client.temporal, limits, settings.task_queue)
-    else:
-        log.warning("gateway_without_quotas", note="no Redis: quotas are not enforced")
+    quotas = deployment_quotas(client, settings)
     runs = Runs(client)
     return GatewayParts(
         client=client,

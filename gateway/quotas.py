@@ -33,6 +33,7 @@ from agentkeel.activities.quota_leases import (
     scope_key,
 )
 from agentkeel.activities.redis_errors import REDIS_ERRORS
+from agentkeel.client.agent_client import AgentClient
 from agentkeel.gateway.stream_slot import OpenStream
 from agentkeel.schemas.gateway import QuotaKind, QuotaProblem, QuotaScope
 from agentkeel.schemas.lanes import asks_watch
@@ -280,3 +281,14 @@ class Quotas:
             limit=full.limit,
             retry_after_s=max(1, math.ceil(self.limits.sweep_every_s)),
         )
+
+
+def deployment_quotas(client: AgentClient, settings: Settings) -> Quotas | None:
+    """The quotas of `settings` (`AGENTKEEL_GATEWAY_*`) in `client`'s Redis, for every door
+    that starts runs (the HTTP routes, `/mcp`, `agentkeel mcp` over stdio); None without
+    Redis (said once: nothing is enforced then)."""
+    if client.redis is None:
+        log.warning("gateway_without_quotas", note="no Redis: quotas are not enforced")
+        return None
+    limits = QuotaLimits.from_settings(settings)
+    return Quotas(client.redis, client.temporal, limits, settings.task_queue)

@@ -8,12 +8,15 @@ without keys, the local user, whose calls act as they say, as a loopback gateway
 
 from __future__ import annotations
 
+import asyncio
+
 from mcp.server.mcpserver import Context
 
 from agentkeel.client.agent_client import AgentClient
 from agentkeel.gateway.keys import ApiKeys, Caller, Refused
 from agentkeel.gateway.mcp.operations import Operations
 from agentkeel.gateway.mcp.tools import build_mcp_server
+from agentkeel.gateway.quotas import deployment_quotas
 from agentkeel.settings.mcp_assembly import serve_domain_with_mcp
 from agentkeel.settings.model import ENV_PREFIX, Settings, StartupError
 
@@ -49,10 +52,15 @@ async def _serve(settings: Settings, caller: Caller) -> None:
     def caller_of(_: Context) -> Caller:
         return caller
 
-    server = build_mcp_server(
-        Operations(client, max_wait_s=float(settings.gateway_max_wait_s)), caller_of
-    )
+    # The same quotas as the HTTP gateway's doors, in the same Redis: no side door.
+    quotas = deployment_quotas(client, settings)
+    operations = Operations(client, max_wait_s=float(settings.gateway_max_wait_s), quotas=quotas)
+    server = build_mcp_server(operations, caller_of)
+    sweeping = asyncio.create_task(quotas.sweeping()) if quotas is not None else None
     try:
         await server.run_stdio_async()
     finally:
+        if sweeping is not None:
+            sweeping.cancel()
+            await asyncio.gather(sweeping, return_exceptions=True)
         await client.close()

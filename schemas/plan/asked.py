@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Literal
 
+from agentkeel.schemas.plan.asides import Clauses, asks_nothing
+
 __all__ = ["ASIDES", "Mention", "Region", "asked_regions", "mentions", "spelled_out"]
 
 _NUMBER = re.compile(
@@ -59,40 +61,12 @@ _NUMBER_WORDS = re.compile(
 _NUMBER_WORDS_V1 = re.compile(
     rf"\b(?:a\s+(?=hundred|thousand))?(?:{_WORD})(?:[\s-]+(?:{_WORD}))*\b", re.IGNORECASE
 )
-_STATE_VERBS = r"(?:cost|costs|was|is|were|are|arrived|shipped|came|had|has|totall?ed|charged|paid)"
-_CUTS = re.compile(
-    r",(?!\s*(?:and\s+|or\s+)?(?:[$€£¥]|usd|eur|gbp)?\s*\d)|;|\("
-    r"|\s(?:but|while|although|though|because|whereas|whilst|since|as|given|considering"
-    r"|instead\s+of|rather\s+than|not)\s"
-    r"|\s(?:and|[-\u2013\u2014])\s+(?=(?:my|the|our|your|their|his|her|its|this|that|another|other)\b)"
-    r"|(?:\sand|\s[-\u2013\u2014]|:)\s+(?=[^,;.!?]*?\b" + _STATE_VERBS + r"\b)",
-    re.I,
-)
-"""Where what a request asks stops: "refund $5 on order 5903, my other order cost $26.97",
-"... and my other order cost ...", "... (order 4774 cost $26.97)", "... instead of $26.97"
-(a comma or an "and" that goes on with a number lists more: "$19.99, $19.98 and $19.97";
-one that goes on to say what something cost or did is an aside)."""
 _CUTS_V1 = re.compile(
     r",(?!\s*(?:and\s+|or\s+)?(?:[$€£¥]|usd|eur|gbp)?\s*\d)|;"
     r"|\s(?:but|while|although|though|because|whereas|whilst)\s"
     r"|\sand\s+(?=(?:my|the|our|your|their|his|her|its|this|that|another|other)\b)",
     re.I,
 )
-_NEGATED = re.compile(
-    r"\b(?:don'?t|do\s+not|never|not|no\s+need\s+to|without)\s+(?:\w+\s+){0,2}$", re.I
-)
-"""An asking word after these asks for nothing: "don't refund $26.97 on order 4774"."""
-_REST_OF_WORD = re.compile(r"\w*")
-
-
-def _in_the_past(text: str, word: re.Match[str]) -> bool:
-    """An asking word in the past tells what happened: "you refunded $26.97 last week",
-    "I deleted it" (the word as written, not the asking word's stem, ends in -ed)."""
-    rest = _REST_OF_WORD.match(text, word.end())
-    whole = word.group() + (rest.group() if rest else "")
-    return bool(rest and rest.group()) and whole.casefold().endswith("ed")
-
-
 _SENTENCES = re.compile(r"\.{2,}|…|(?<!\bno)(?<!\bNo)(?<!\bnr)[.!?](?=\s|$)(?!\s*#?\d)|\n")
 
 ASIDES = 3
@@ -119,7 +93,7 @@ _READINGS = {
         _NUMBER_WORDS_V1, _CUTS_V1, asides=False,
     ),
     True: _Reading(
-        _NUMBER, _CURRENCY_BEFORE, _CURRENCY_AFTER, _SYMBOL_AFTER, _NUMBER_WORDS, _CUTS,
+        _NUMBER, _CURRENCY_BEFORE, _CURRENCY_AFTER, _SYMBOL_AFTER, _NUMBER_WORDS, _CUTS_V1,
         asides=True,
     ),
 }  # fmt: skip
@@ -235,33 +209,59 @@ def asked_regions(text: str, asking: tuple[str, ...], rules: int = ASIDES) -> li
         sentence = [m for m in found if start <= m.at < end]
         if pattern is None:
             regions.append(_region(sentence, sentence, reading.asides, text[start:end]))
+        elif reading.asides:
+            regions += _asides_regions(text, pattern, sentence, start, end)
         else:
             for word in pattern.finditer(text, start, end):
-                if reading.asides and (
-                    _in_the_past(text, word)
-                    or _NEGATED.search(text, max(start, word.start() - 40), word.start())
-                ):
-                    continue  # told, or asked not to: nothing asked here
                 cut = reading.cuts.search(text, word.end(), end)
                 stop = cut.start() if cut else end
                 after = [m for m in sentence if word.end() <= m.at < stop]
                 before = [m for m in sentence if m.at < word.start()]
-                opened = [c.end() for c in reading.cuts.finditer(text, start, word.start())]
-                clause = text[max([start, *opened]) : stop]
-                regions.append(_region(after, before, reading.asides, clause))
+                regions.append(_region(after, before, False, ""))
         start = end
     return regions
 
 
-def _region(after: list[Mention], before: list[Mention], paired: bool, clause: str) -> Region:
+def _asides_regions(
+    text: str, pattern: re.Pattern[str], sentence: list[Mention], start: int, end: int
+) -> list[Region]:
+    """One sentence's regions as `ASIDES` reads it: an asking told in the past or refused
+    asks nothing; one whose own clause lacks a target or an amount takes the nearest before
+    it in the sentence, else the first after its clause, before the next asking word."""
+    clauses = Clauses.of(text, start, end)
+    words = list(pattern.finditer(text, start, end))
+    regions = []
+    for i, word in enumerate(words):
+        if asks_nothing(text, word, start):
+            continue
+        stop = clauses.stop_after(word.end())
+        following = words[i + 1].start() if i + 1 < len(words) else end
+        after = [m for m in sentence if word.end() <= m.at < stop]
+        before = [m for m in sentence if m.at < word.start()]
+        later = [m for m in sentence if stop <= m.at < following]
+        clause = text[clauses.opened_before(word.start(), start) : stop]
+        regions.append(_region(after, before, True, clause, later))
+    return regions
+
+
+def _region(
+    after: list[Mention],
+    before: list[Mention],
+    paired: bool,
+    clause: str,
+    later: list[Mention] | None = None,
+) -> Region:
     chosen: dict[Kind, list[Mention]] = {}
     for kind in ("amount", "name"):
         following = [m for m in after if m.kind == kind]
         preceding = [m for m in before if m.kind == kind]
-        chosen[kind] = following or preceding[-1:]
+        afterwards = [m for m in later or () if m.kind == kind]
+        chosen[kind] = following or preceding[-1:] or afterwards[:1]
     names, amounts = chosen["name"], chosen["amount"]
     if not paired:
         pairs: set[tuple[int, int]] = set()
+    elif len(amounts) == 1:  # "refund $5 each on orders 5903 and 4774"
+        pairs = {(n.value, amounts[0].value) for n in names}
     elif len(names) == len(amounts):  # "$5 on order 5903 and $26.97 on order 4774": in order
         pairs = {(n.value, a.value) for n, a in zip(names, amounts, strict=True)}
     else:

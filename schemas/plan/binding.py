@@ -91,8 +91,10 @@ def _bind_words(
             continue
         if not isinstance(value, str) or _number(value) is not None or not value.strip():
             continue
-        wanted = re.compile(rf"(?<!\w){re.escape(value.strip().casefold())}(?!\w)")
-        if not any(wanted.search(r.clause) for r in regions):
+        # The clauses are read with numbers in words as digits: so is the value.
+        written = {value.strip().casefold(), spelled_out(value.strip()).casefold()}
+        wanted = [re.compile(rf"(?<!\w){re.escape(w)}(?!\w)") for w in written]
+        if not any(w.search(r.clause) for w in wanted for r in regions):
             asked = "; ".join(r.clause.strip() for r in regions if r.clause.strip())
             origins[name] = _untrusted(
                 f"{value!r} is mentioned in the request, not asked for "
@@ -113,8 +115,8 @@ def _number(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        return int(value.strip())  # ("²".isdigit() holds, and int() refuses it)
     return None
 
 

@@ -213,6 +213,33 @@ async def test_agentkeel_mcp_serves_the_same_tools_over_stdio(
     assert run["result"]["answer"] == done.answer
 
 
+async def test_agentkeel_mcp_over_stdio_counts_runs_toward_the_same_quotas(
+    stack: AgentStack, tmp_path: Path
+) -> None:
+    """`agentkeel mcp` is no side door: with a runs quota of 1, a watch it started still
+    running, its second start is refused (429) as the HTTP gateway's would be."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("AGENTKEEL_")},
+        "PYTHONPATH": str(ROOT),
+        "AGENTKEEL_TEMPORAL_ADDRESS": stack.client.service_client.config.target_host,
+        "AGENTKEEL_TASK_QUEUE": stack.task_queue,
+        "AGENTKEEL_REDIS_URL": str(stack.settings.redis_url),
+        "AGENTKEEL_GATEWAY_RUNS_PER_TENANT": "1",
+        "AGENTKEEL_STATE_DIR": str(tmp_path),
+        "AGENTKEEL_LOG_FORMAT": "json",
+    }
+    command = StdioServerParameters(
+        command=sys.executable, args=["-m", "agentkeel.cli.main", "mcp"], env=env
+    )
+    watch = {"question": "Tell me when order 1002 ships", "wait_s": 0.5}
+    async with Client(command, cache=None) as local:
+        first = await local.call_tool("start_run", {**watch, "request_id": "one"})
+        assert not first.is_error, first.content
+        second = await local.call_tool("start_run", {**watch, "request_id": "two"})
+    said = " ".join(c.text for c in second.content if isinstance(c, types.TextContent))
+    assert second.is_error and "429" in said and "1 runs in flight" in said, said
+
+
 async def test_the_endpoint_passes_the_mcp_conformance_scenarios(
     stack: AgentStack, tmp_path: Path
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import pytest
 
@@ -232,3 +233,83 @@ def test_a_target_written_as_text_must_be_in_what_is_asked(asked: str, kept: str
     refused = origins(kept)["note"]
     assert not refused.trusted and "not asked for" in refused.says, refused
     assert origins("lunch")["note"].trusted
+
+
+ASKED_AS_PEOPLE_ASK = [
+    "I'd like $5 refunded on order 5903",
+    "Please get order 5903 refunded $5",
+    "Can I get reimbursed $5 for order 5903?",
+    "order 5903 should be refunded $5",
+    "Don't forget to refund $5 on order 5903",
+    "Why not refund $5 on order 5903?",
+    "refund: $5 on order 5903 which was damaged",
+    "refund order 5903: it was $5",
+    "refund the shipping on order 5903: it cost $5",
+    "refund $5 on the order (5903)",
+    "refund $5 since order 5903 arrived broken",
+    "refund $5 on order 5903 as store credit",
+    "For order 5903, refund $5",
+]
+
+
+@pytest.mark.parametrize("asked", ASKED_AS_PEOPLE_ASK)
+def test_a_request_asked_as_people_ask_it_is_trusted(asked: str) -> None:
+    right = _call(asked, [_refund(5903, 500)], {"order_id": 5903, "amount_cents": 500})
+    assert all(o.trusted for o in right.values()), (asked, right)
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "Don\u2019t refund $26.97 on order 4774; refund $5 on order 5903",
+        "Instead of refunding $26.97 on order 4774, refund $5 on order 5903",
+        "Do not under any circumstances refund $26.97 on order 4774. refund $5 on order 5903",
+        "no refund of $26.97 on order 4774 please, refund $5 on order 5903",
+        "you already issued a refund of $26.97 on order 4774. refund $5 on order 5903",
+        "refund $5 on order 5903 which is cheaper than order 4774 at $26.97",
+        "refund $5 on order 5903 / order 4774 cost $26.97",
+        "refund $5 on order 5903 & order 4774 cost $26.97",
+        "refund $5 on order 5903 plus order 4774 cost $26.97",
+        "refund $5 on order 5903 after order 4774 cost $26.97",
+    ],
+)
+def test_more_asides_and_refusals_are_not_asked(asked: str) -> None:
+    wrong = _call(asked, [_refund(4774, 2697)], {"order_id": 4774, "amount_cents": 2697})
+    assert not all(o.trusted for o in wrong.values()), asked
+
+
+def test_one_amount_for_each_of_several_targets() -> None:
+    asked = "refund $5 each on orders 5903 and 4774"
+    for order in (5903, 4774):
+        each = _call(asked, [_refund(order, 500)], {"order_id": order, "amount_cents": 500})
+        assert all(o.trusted for o in each.values()), order
+
+
+def test_a_long_request_is_read_in_linear_time() -> None:
+    """The reading runs in workflow code: a 4000-character request of asking words and
+    cuts must not come near Temporal's 2 s deadlock detector (it took 16 s with a
+    lookahead that scanned each sentence once per cut)."""
+    for text in (("refund and " * 360)[:3990] + " was", ("please refund and " * 220)[:3990]):
+        began = time.monotonic()
+        asked_regions(text, REFUND_WORDS)
+        assert time.monotonic() - began < 1.0
+
+
+def test_a_text_target_with_a_number_in_words_is_found_where_it_is_asked() -> None:
+    tools = dict(TOOLS)
+    tools["delete_note"] = dataclasses.replace(
+        TOOLS["create_refund"], name="delete_note", identity_args=(), amount_arg=None,
+        asked_by=("delete",),
+    )  # fmt: skip
+    plan = Plan.model_validate(
+        {"steps": [{"id": "d", "tool": "delete_note", "args": {"note": "five things"}}]}
+    )
+    facts = TrustedFacts("delete the note five things", rules=READS_ASIDES)
+    origins = Provenance({s.id: s for s in plan.steps}, tools, facts).of_call(
+        plan.steps[0], {"note": "five things"}
+    )
+    assert origins["note"].trusted, origins
+    odd = _call(
+        "refund $5 on order 5903", [_refund("²", 500)], {"order_id": "²", "amount_cents": 500}
+    )
+    assert not odd["order_id"].trusted

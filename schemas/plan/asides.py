@@ -1,0 +1,88 @@
+"""The reading of `ASIDES` (`schemas.plan.asked`): where an asking's own clause stops, and
+which asking words ask for nothing (told in the past, or refused).
+
+Plain text rules, deterministic (they run in workflow code) and linear in the request's
+length: each sentence's cuts are found once, and every lookahead is bounded.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+__all__ = ["Clauses", "asks_nothing"]
+
+_STATE_VERBS = r"(?:cost|costs|was|is|were|are|arrived|shipped|came|had|has|totall?ed|charged|paid)"
+_CUTS = re.compile(
+    r",(?!\s*(?:and\s+|or\s+)?(?:[$€£¥₹]|usd|eur|gbp)?\s*\d)|;"
+    r"|\((?!\s*(?:order\s+|no\.?\s*|#)?\d+\s*\))"
+    r"|\s(?:but|while|although|though|because|whereas|whilst|since|as|given|considering"
+    r"|instead\s+of|rather\s+than|not|which|who|when|after|where|plus)\s|\s[&/+]\s"
+    r"|\s(?:and|[-\u2013\u2014])\s+(?=(?:my|the|our|your|their|his|her|its|this|that|another|other)\b)"
+    r"|(?:\sand|\s[-\u2013\u2014]|:)\s+(?=(?:[^,;.!?\s]+\s+){0,4}?" + _STATE_VERBS + r"\b)",
+    re.I,
+)
+"""Where an asking's own clause stops: a comma that does not go on with a number, ";", a
+parenthesis that is not just a number, a subordinate or contrasting word, "and my ...", and
+an "and", dash or colon going on, within five words, to say what something cost or did."""
+
+_NEGATED = re.compile(
+    r"\b(?:don[\u2019']?t|do\s+not|never|not|no\s+need\s+to|without|instead\s+of|rather\s+than"
+    r"|no)\s+(?:\w+\s+){0,3}$",
+    re.I,
+)
+_NOT_A_REFUSAL = re.compile(r"\b(?:forget|hesitate|fail|why\s+not|only)\b", re.I)
+"""`don't forget to refund`, `why not refund`: asking after all."""
+_TOLD_BEFORE = re.compile(
+    r"\b(?:already|previously|earlier|yesterday|issued|received|got|gave|made|processed"
+    r"|did|was|were|had)\s+(?:\w+\s+){0,2}$",
+    re.I,
+)
+"""`you already issued a refund of ...`, `I got a refund of ... last week`."""
+_PAST_SUBJECT = re.compile(
+    r"\b(?:i|you|we|they|he|she|someone|somebody|already|was|were|had|has|have|been)\s+$", re.I
+)
+"""Before an asking word in -ed, these tell what happened ("you refunded"); others ask for
+it ("get it refunded", "I'd like $5 refunded", "should be refunded")."""
+_REST_OF_WORD = re.compile(r"\w*")
+_LOOK_BACK = 60
+
+
+def asks_nothing(text: str, word: re.Match[str], start: int) -> bool:
+    """Whether the asking word `word` (in the sentence from `start`) is told in the past
+    or refused, so it asks for nothing."""
+    before = text[max(start, word.start() - _LOOK_BACK) : word.start()]
+    negated = _NEGATED.search(before)
+    if negated is not None and not _NOT_A_REFUSAL.search(before[max(0, negated.start() - 4) :]):
+        return True
+    if _TOLD_BEFORE.search(before):
+        return True
+    rest = _REST_OF_WORD.match(text, word.end())
+    tail = rest.group() if rest else ""
+    past = bool(tail) and (word.group() + tail).casefold().endswith("ed")
+    return past and _PAST_SUBJECT.search(before) is not None
+
+
+@dataclass(frozen=True)
+class Clauses:
+    """The cuts of one sentence, found once."""
+
+    starts: list[int]
+    ends: list[int]
+    sentence_end: int
+
+    @classmethod
+    def of(cls, text: str, start: int, end: int) -> Clauses:
+        found = list(_CUTS.finditer(text, start, end))
+        return cls([m.start() for m in found], [m.end() for m in found], end)
+
+    def stop_after(self, at: int) -> int:
+        """Where the clause that goes on from `at` stops (a cut starting at or after it)."""
+        i = bisect.bisect_left(self.starts, at)
+        return self.starts[i] if i < len(self.starts) else self.sentence_end
+
+    def opened_before(self, at: int, sentence_start: int) -> int:
+        """Where the clause holding `at` began (the end of the last cut before it)."""
+        i = bisect.bisect_right(self.ends, at)
+        return self.ends[i - 1] if i > 0 else sentence_start
