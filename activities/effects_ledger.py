@@ -79,8 +79,9 @@ LIMIT $6
 
 
 _OPEN_CLAIMS = """
-SELECT effect_id, tool, workflow_id, run_id, call_id FROM agent_effects
+SELECT effect_id, effect_key, tool, workflow_id, run_id FROM agent_effects
 WHERE status = 'claimed' AND created_at < now() - make_interval(secs => $1)
+  AND effect_id > $3
 ORDER BY effect_id LIMIT $2
 """
 
@@ -152,10 +153,13 @@ class EffectLedger:
             )
         )
 
-    async def open_claims(self, older_than_s: float, limit: int = 100) -> list[asyncpg.Record]:
-        """Claims still open after `older_than_s` (oldest first): those of a run that ended
-        without settling them are the claim sweep's (`workers.claim_sweep`)."""
-        return list(await self._pool.fetch(_OPEN_CLAIMS, older_than_s, limit))
+    async def open_claims(
+        self, older_than_s: float, limit: int = 100, after_id: int = 0
+    ) -> list[asyncpg.Record]:
+        """Claims still open after `older_than_s`, oldest first from past `after_id` (a
+        page): those of a run that ended without settling them are the claim sweep's
+        (`workers.claim_sweep`)."""
+        return list(await self._pool.fetch(_OPEN_CLAIMS, older_than_s, limit, after_id))
 
     async def end_claim(
         self, effect_id: int, status: EffectStatus, error_type: str, reason: str

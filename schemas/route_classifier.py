@@ -38,7 +38,7 @@ class TextEmbedder(Protocol):
 
 
 class RouteClassifier(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     embedder: str = Field(min_length=1)
     """The identity of the embedder it was trained on (`Embedder.identity`): a worker whose

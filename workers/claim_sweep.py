@@ -37,6 +37,7 @@ log = structlog.get_logger(__name__)
 Connect = Callable[[], Awaitable[Client]]
 
 EVERY_S = 60.0
+PAGE = 100
 OLDER_THAN_S = 300.0
 """A live run settles its claim within its call's timeout or waits for an approval: only a
 claim this old is looked at (and only its run's state decides)."""
@@ -45,35 +46,48 @@ claim this old is looked at (and only its run's state decides)."""
 async def sweep_claims(
     ledger: EffectLedger, client: Client, older_than_s: float = OLDER_THAN_S
 ) -> int:
-    """End the open claims, older than `older_than_s`, of runs that are closed; how many."""
-    ended = 0
-    for claim in await ledger.open_claims(older_than_s):
-        handle = client.get_workflow_handle(claim["workflow_id"], run_id=claim["run_id"])
-        try:
-            status = (await handle.describe()).status
-        except RPCError as exc:
-            log.warning("claim_sweep_run_unknown", workflow_id=handle.id, error=str(exc))
-            continue
-        if status in (None, WorkflowExecutionStatus.RUNNING):
-            continue
-        started = await _call_started(handle, claim["tool"], claim["call_id"])
-        how = status.name.lower()
-        if started:
-            outcome = EffectStatus.UNKNOWN
-            reason = f"its run ended ({how}) while the call was made: it may have moved"
-        else:
-            outcome = EffectStatus.CANCELLED
-            reason = f"its run ended ({how}) before the call started: nothing moved"
-        if await ledger.end_claim(claim["effect_id"], outcome, RUN_ENDED, reason):
-            ended += 1
-            log.info("claim_ended", effect_id=claim["effect_id"], status=outcome.value, run=how)
+    """End the open claims, older than `older_than_s`, of runs that are closed; how many.
+    Every open claim is looked at, a page at a time (live runs' claims, waiting for an
+    approval for days, never hide the others)."""
+    ended, after_id = 0, 0
+    while page := await ledger.open_claims(older_than_s, PAGE, after_id):
+        for claim in page:
+            ended += await _sweep_one(ledger, client, claim)
+        after_id = page[-1]["effect_id"]
+        if len(page) < PAGE:
+            break
     return ended
 
 
-async def _call_started(handle: WorkflowHandle[Any, Any], tool: str, call_id: str | None) -> bool:
-    """Whether the run scheduled `tool` for `call_id` (its effect call, not its
-    authority check); unsure (no call id) counts as started."""
-    if call_id is None:
+async def _sweep_one(ledger: EffectLedger, client: Client, claim: Any) -> int:
+    handle = client.get_workflow_handle(claim["workflow_id"], run_id=claim["run_id"])
+    try:
+        status = (await handle.describe()).status
+        if status == WorkflowExecutionStatus.CONTINUED_AS_NEW:
+            # The chain's later run may settle it (by its key): only once the chain ends.
+            status = (await client.get_workflow_handle(handle.id).describe()).status
+    except RPCError as exc:
+        log.warning("claim_sweep_run_unknown", workflow_id=handle.id, error=str(exc))
+        return 0
+    if status in (None, WorkflowExecutionStatus.RUNNING):
+        return 0
+    how = status.name.lower()
+    if await _call_started(handle, claim["tool"], claim["effect_key"]):
+        outcome = EffectStatus.UNKNOWN
+        reason = f"its run ended ({how}) after the call started: it may have moved"
+    else:
+        outcome = EffectStatus.CANCELLED
+        reason = f"its run ended ({how}) before the call started: nothing moved"
+    if not await ledger.end_claim(claim["effect_id"], outcome, RUN_ENDED, reason):
+        return 0
+    log.info("claim_ended", effect_id=claim["effect_id"], status=outcome.value, run=how)
+    return 1
+
+
+async def _call_started(handle: WorkflowHandle[Any, Any], tool: str, key: str | None) -> bool:
+    """Whether the run scheduled `tool` with the effect's idempotency key (its effect call,
+    not its authority check); a history it cannot tell from counts as started."""
+    if key is None:
         return True
     async for event in handle.fetch_history_events():
         if event.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
@@ -85,8 +99,9 @@ async def _call_started(handle: WorkflowHandle[Any, Any], tool: str, call_id: st
             payload = json.loads(attrs.input.payloads[0].data)
         except ValueError:
             return True
-        if payload.get("call_id") == call_id and not payload.get("authorize_only"):
-            return True
+        if not isinstance(payload, dict) or payload.get("idempotency_key") in (key, None):
+            if not (isinstance(payload, dict) and payload.get("authorize_only")):
+                return True
     return False
 
 

@@ -20,6 +20,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
+import structlog
+
 from agentkeel.inference.engines.protocol import Engine, JsonSchemaConstraint
 from agentkeel.inference.llm.decoding import choose, generate, request_of
 from agentkeel.schemas.route import ConfidenceBasis, Tier
@@ -33,6 +35,8 @@ __all__ = [
     "read_route",
     "reported_route_schema",
 ]
+
+log = structlog.get_logger(__name__)
 
 RouteConfidence = Literal["logprobs", "reported", "classifier"]
 """Where the router's confidence comes from (`AGENTKEEL_ROUTE_CONFIDENCE`)."""
@@ -84,9 +88,10 @@ async def read_route(
         if classify is None:
             raise ValueError("route confidence `classifier` without a classifier")
         (label, _), classified = await asyncio.gather(
-            choose(engine, tier, prompt(ROUTE_CUE), labels), classify()
+            choose(engine, tier, prompt(ROUTE_CUE), labels), _classified(classify)
         )
-        return label, classified, ConfidenceBasis.CLASSIFIER
+        basis = ConfidenceBasis.CLASSIFIER if classified is not None else ConfidenceBasis.UNMEASURED
+        return label, classified, basis
     if source == "logprobs":
         label, confidence = await choose(engine, tier, prompt(ROUTE_CUE), labels)
         basis = ConfidenceBasis.LOGPROBS if confidence is not None else ConfidenceBasis.UNMEASURED
@@ -98,3 +103,14 @@ async def read_route(
     )
     document = (await generate(engine, tier, request)).parsed
     return document["intent"], document["confidence"] / REPORTED_SCALE, ConfidenceBasis.REPORTED
+
+
+async def _classified(classify: Classify) -> float | None:
+    """The classifier's confidence; None (unmeasured: `unmeasured_route` decides) when it
+    fails, so a broken embedder degrades the route rather than failing the run."""
+    try:
+        confidence = await classify()
+    except Exception as exc:  # the embedder, a foreign vector: any of it is a measurement lost
+        log.warning("route_classifier_failed", error=str(exc))
+        return None
+    return confidence if 0.0 <= confidence <= 1.0 else None

@@ -9,26 +9,36 @@ from __future__ import annotations
 import asyncio
 
 import asyncpg
+import pytest
 from temporalio import activity
 
 from agentkeel.activities.effects_ledger import EffectLedger
 from agentkeel.schemas import errors
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.effects import AuditQuery, EffectStatus
+from agentkeel.workers import claim_sweep
 from agentkeel.workers.claim_sweep import sweep_claims
 from tests.support.agent_stack import StackFactory
 from tests.support.refunds import RefundScript, refundable_order, refunds_plan, until_awaiting
 
 
 async def test_a_terminated_run_waiting_for_approval_has_its_claim_cancelled(
-    make_stack: StackFactory, db: asyncpg.Pool
+    make_stack: StackFactory, db: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    order_id, owner = await refundable_order(db, at_least_cents=10_000)
+    """A live run's claim, older and waiting for an approval, is passed over (and the sweep
+    pages past it: one claim a page here) to the terminated run's."""
+    live_order, live_owner = await refundable_order(db, at_least_cents=10_000)
+    order_id, owner = await refundable_order(db, at_least_cents=10_000, other_than=live_order)
     customer = Actor(role="customer", subject=str(owner))
-    stack = await make_stack(policy=RefundScript([refunds_plan(order_id, 9_000)]))
+    plans = [refunds_plan(live_order, 9_000), refunds_plan(order_id, 9_000)]
+    stack = await make_stack(policy=RefundScript(plans))
+    live_customer = Actor(role="customer", subject=str(live_owner))
+    live = await stack.start(f"refund $90 on order {live_order}", actor=live_customer)
+    await until_awaiting(live)
     waiting = await stack.start(f"refund $90 on order {order_id}", actor=customer)
     await until_awaiting(waiting)
     await waiting.terminate("an operator stopped it")
+    monkeypatch.setattr(claim_sweep, "PAGE", 1)
     ledger = EffectLedger(db)
     query = AuditQuery(tenant=stack.tenant, target=f"order_id={order_id}")
     [open_claim] = await ledger.entries(query)
@@ -38,6 +48,8 @@ async def test_a_terminated_run_waiting_for_approval_has_its_claim_cancelled(
     assert entry.status == EffectStatus.CANCELLED and entry.error_type == errors.RUN_ENDED
     assert "terminated" in entry.reason and "before the call started" in entry.reason
     assert entry.settled_at is not None
+    [still] = await ledger.entries(AuditQuery(tenant=stack.tenant, target=f"order_id={live_order}"))
+    assert still.status == EffectStatus.CLAIMED, "a live run's claim is its own"
 
 
 async def test_a_terminated_run_whose_call_had_started_leaves_it_unknown(
@@ -66,4 +78,4 @@ async def test_a_terminated_run_whose_call_had_started_leaves_it_unknown(
     assert await sweep_claims(ledger, stack.client, older_than_s=0) >= 1
     [entry] = await ledger.entries(AuditQuery(tenant=stack.tenant, target=f"order_id={order_id}"))
     assert entry.status == EffectStatus.UNKNOWN and entry.error_type == errors.RUN_ENDED
-    assert "while the call was made" in entry.reason
+    assert "after the call started" in entry.reason

@@ -24,17 +24,20 @@ def step_of(result: AgentResult, tool: str) -> StepOutcome:
     return next(s for s in result.steps if s.tool == tool)
 
 
-async def refundable_order(db: asyncpg.Pool, *, at_least_cents: int) -> tuple[int, int]:
-    """An order (id, customer) with at least this much still refundable."""
+async def refundable_order(
+    db: asyncpg.Pool, *, at_least_cents: int, other_than: int | None = None
+) -> tuple[int, int]:
+    """An order (id, customer) with at least this much still refundable (not `other_than`)."""
     row = await db.fetchrow(
         """
         SELECT o.order_id, o.customer_id FROM orders o
-        WHERE o.status <> 'cancelled'
+        WHERE o.status <> 'cancelled' AND o.order_id <> coalesce($2::bigint, -1)
           AND o.total_cents - (SELECT coalesce(sum(amount_cents), 0) FROM refunds r
                                WHERE r.order_id = o.order_id) >= $1
         ORDER BY o.order_id LIMIT 1
         """,
         at_least_cents,
+        other_than,
     )
     assert row is not None
     return row["order_id"], row["customer_id"]

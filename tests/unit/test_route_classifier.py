@@ -61,6 +61,9 @@ def test_a_classifier_file_round_trips_and_refuses_what_it_is_not(tmp_path: Path
         RouteClassifier.load(tmp_path / "bad.json")
     with pytest.raises(ValueError, match=r"missing\.json: not a route classifier"):
         RouteClassifier.load(tmp_path / "missing.json")
+    (tmp_path / "nan.json").write_text(made.model_dump_json().replace("2.0", "NaN"))
+    with pytest.raises(ValueError, match="not a route classifier"):
+        RouteClassifier.load(tmp_path / "nan.json")
 
 
 def _recorded() -> list[TrainingRoute]:
@@ -147,6 +150,13 @@ async def test_the_cascade_routes_on_the_classifier_without_logprobs(
     unsure = await cascade.route(RouteInput(question=UNSURE))
     assert not unsure.confident and unsure.route.tier == Tier.HEAVY
     assert unsure.route.basis == ConfidenceBasis.CLASSIFIER
+
+    async def broken(question: str) -> float:
+        raise RuntimeError("the embedder is gone")
+
+    light.classify = broken  # a failing classifier leaves the route unmeasured: escalated
+    degraded = await cascade.route(RouteInput(question=SURE))
+    assert not degraded.confident and degraded.route.basis == ConfidenceBasis.UNMEASURED
 
 
 def test_a_worker_refuses_to_start_with_a_missing_or_foreign_classifier(
