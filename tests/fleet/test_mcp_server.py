@@ -218,13 +218,20 @@ async def test_agentkeel_mcp_over_stdio_counts_runs_toward_the_same_quotas(
 ) -> None:
     """`agentkeel mcp` is no side door: with a runs quota of 1, a watch it started still
     running, its second start is refused (429) as the HTTP gateway's would be."""
+    keys_file = tmp_path / "keys.json"
+    staff = {"role": "staff", "name": "ann"}
+    keys_file.write_text(
+        json.dumps({"keys": [{"token": "m" * 32, "tenant": stack.tenant, "actor": staff}]})
+    )
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("AGENTKEEL_")},
         "PYTHONPATH": str(ROOT),
         "AGENTKEEL_TEMPORAL_ADDRESS": stack.client.service_client.config.target_host,
         "AGENTKEEL_TASK_QUEUE": stack.task_queue,
         "AGENTKEEL_REDIS_URL": str(stack.settings.redis_url),
-        "AGENTKEEL_GATEWAY_RUNS_PER_TENANT": "1",
+        "AGENTKEEL_GATEWAY_RUNS_PER_KEY": "1",
+        "AGENTKEEL_API_KEYS_FILE": str(keys_file),
+        "AGENTKEEL_MCP_API_KEY": "m" * 32,
         "AGENTKEEL_STATE_DIR": str(tmp_path),
         "AGENTKEEL_LOG_FORMAT": "json",
     }
