@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from contextlib import suppress
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -42,3 +43,19 @@ class OpenStream:
             self.renewing.cancel()
             await asyncio.gather(self.renewing, return_exceptions=True)
         await self.quotas.release(self.lease)
+
+
+@asynccontextmanager
+async def following(quotas: Quotas | None, caller: str, tenant: str) -> AsyncIterator[None]:
+    """A stream slot held while a caller waits on a run (`POST /v1/runs?wait=true`, MCP's
+    waiting `start_run`): following a run counts as a stream at every door. `OverQuota`
+    when its key's or tenant's streams are full."""
+    if quotas is None:
+        yield
+        return
+    slot = await quotas.open_stream(caller, tenant)
+    slot.begin()
+    try:
+        yield
+    finally:
+        await slot.close()

@@ -19,6 +19,7 @@ from agentkeel.client.approvals import ApprovalRefused, decide_approval
 from agentkeel.gateway.keys import Caller, Refused
 from agentkeel.gateway.quotas import Quotas, watches
 from agentkeel.gateway.runs import Runs
+from agentkeel.gateway.stream_slot import following
 from agentkeel.schemas.approvals import ApprovalDecision
 from agentkeel.schemas.gateway import RunState, RunView
 from agentkeel.schemas.names import AGENT_WORKFLOW
@@ -62,8 +63,15 @@ class Operations:
         self, who: Caller, request: AgentRequest, wait_s: float, progress: Progress
     ) -> dict[str, Any]:
         """Start a run and answer with its result; still running after `wait_s`, its view
-        (the run goes on: read it with `get_run`)."""
+        (the run goes on: read it with `get_run`). Waiting holds a stream slot (it follows
+        the run, as `GET /v1/runs/{id}/events` does)."""
         admitted = who.admit(request)
+        async with following(self.quotas, who.quota_id, admitted.tenant):
+            return await self._start_and_wait(who, admitted, wait_s, progress)
+
+    async def _start_and_wait(
+        self, who: Caller, admitted: AgentRequest, wait_s: float, progress: Progress
+    ) -> dict[str, Any]:
         quotas = self.quotas
         lease = None
         if quotas is not None:

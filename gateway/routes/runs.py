@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import nullcontext
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Response
@@ -14,6 +15,7 @@ from temporalio.client import WorkflowExecutionStatus
 from agentkeel.gateway.events import run_events
 from agentkeel.gateway.keys import Refused
 from agentkeel.gateway.routes.dependencies import PROBLEMS, CallerDep, GatewayDep
+from agentkeel.gateway.stream_slot import following
 from agentkeel.schemas.gateway import RunState, RunView
 from agentkeel.schemas.request import AgentRequest
 
@@ -43,7 +45,8 @@ async def start_run(
     """Start a run (`202`, with its ids), or with `wait=true` answer with its result
     (`200`; `202` if it is not done within `timeout_s`, at most
     `AGENTKEEL_GATEWAY_MAX_WAIT_S`). An answer in the cache's exact tier comes at once
-    (`200`, `state: answered`), without a run. Past a quota of runs in flight, `429`."""
+    (`200`, `state: answered`), without a run. Past a quota of runs in flight (or, with
+    `wait=true`, of streams: waiting is following), `429`."""
     client, runs, quotas, max_wait_s = gw.client, gw.runs, gw.quotas, gw.max_wait_s
     if timeout_s is not None and timeout_s > max_wait_s:
         raise Refused(400, f"timeout_s: a request waits at most {max_wait_s:g} seconds")
@@ -54,32 +57,35 @@ async def start_run(
         response.status_code = 200
         answered = await client.resolve_outputs(cached)
         return RunView(workflow_id="", run_id="", state=RunState.ANSWERED, result=answered)
-    lease = await gw.reserve(who, admitted)
-    try:
-        handle = await client.start(admitted, coalesce=coalesce)
-    except BaseException:
-        await gw.release(lease)
-        raise
-    if quotas is not None and lease is not None:
-        lease = await quotas.started(lease, handle.id)
-    run_id = handle.result_run_id or ""
-    if not wait:
-        return RunView(workflow_id=handle.id, run_id=run_id, state=RunState.RUNNING)
-    try:
-        async with asyncio.timeout(waited_s):
-            result, _ = await runs.outcome(handle)
-        await gw.release(lease)  # ended: the slot is free now, not at the next sweep
-    except TimeoutError:
-        progress = await runs.progress(handle.id)
-        return RunView(
-            workflow_id=handle.id, run_id=run_id, state=RunState.RUNNING, progress=progress
-        )
-    response.status_code = 200
-    if result is not None:
-        return RunView(
-            workflow_id=handle.id, run_id=run_id, state=RunState.COMPLETED, result=result
-        )
-    return await runs.view(handle.id, await runs.checked(who, handle.id))
+    # Waiting on the run is following it: a stream slot while it waits, as for its events.
+    held = following(quotas, who.quota_id, admitted.tenant) if wait else nullcontext()
+    async with held:
+        lease = await gw.reserve(who, admitted)
+        try:
+            handle = await client.start(admitted, coalesce=coalesce)
+        except BaseException:
+            await gw.release(lease)
+            raise
+        if quotas is not None and lease is not None:
+            lease = await quotas.started(lease, handle.id)
+        run_id = handle.result_run_id or ""
+        if not wait:
+            return RunView(workflow_id=handle.id, run_id=run_id, state=RunState.RUNNING)
+        try:
+            async with asyncio.timeout(waited_s):
+                result, _ = await runs.outcome(handle)
+            await gw.release(lease)  # ended: the slot is free now, not at the next sweep
+        except TimeoutError:
+            progress = await runs.progress(handle.id)
+            return RunView(
+                workflow_id=handle.id, run_id=run_id, state=RunState.RUNNING, progress=progress
+            )
+        response.status_code = 200
+        if result is not None:
+            return RunView(
+                workflow_id=handle.id, run_id=run_id, state=RunState.COMPLETED, result=result
+            )
+        return await runs.view(handle.id, await runs.checked(who, handle.id))
 
 
 @router.get("/v1/runs/{workflow_id}", response_model=RunView, responses=PROBLEMS)

@@ -114,6 +114,10 @@ async def test_streams_have_a_quota_and_share_one_progress_poller(
             await asyncio.sleep(0.3)  # every stream open and polling
         problem = await over_quota(await http.get(path))
         assert (problem.quota, problem.scope, problem.limit) == ("streams", "key", 3)
+        # Waiting on a run is following it: no wait=true past the streams quota either.
+        body = {"question": QUESTION, "tenant": stack.tenant, "options": {"use_cache": False}}
+        waiting = await http.post("/v1/runs", params={"wait": "true"}, json=body)
+        assert (await over_quota(waiting)).quota == "streams"
         before, began = queries, time.monotonic()
         await asyncio.sleep(2.0)
         polled = queries - before
