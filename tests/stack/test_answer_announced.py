@@ -77,15 +77,7 @@ async def test_ask_returns_the_announced_answer_while_the_run_is_still_open(
     returns the same answer."""
     release = asyncio.Event()
     redis = aioredis.from_url(redis_url)
-
-    @activity.defn(name=names.STORE)
-    async def announce_then_hold(request: StoreInput) -> StoreResult:
-        if request.announce:
-            await announce(redis, request.result)
-            await release.wait()
-        return StoreResult(recorded=True, cached=False)
-
-    stack = await make_stack(replace_activities=[announce_then_hold])
+    stack = await make_stack(replace_activities=[_announce_then_hold(redis, release)])
     client, workflow_id, request = _asked(stack, "early")
     handle = stack.client.get_workflow_handle(workflow_id, result_type=AgentResult)
     try:
@@ -215,6 +207,20 @@ def _patch_ids(events: Sequence[HistoryEvent]) -> list[bytes]:
     ]
 
 
+def _announce_then_hold(redis: aioredis.Redis, release: asyncio.Event) -> Any:
+    """A stand-in store that announces the answer, then holds the run open until
+    `release` (the real one writes, then announces, then returns at once)."""
+
+    @activity.defn(name=names.STORE)
+    async def announce_then_hold(request: StoreInput) -> StoreResult:
+        if request.announce:
+            await announce(redis, request.result)
+            await release.wait()
+        return StoreResult(recorded=True, cached=False)
+
+    return announce_then_hold
+
+
 def _asked(stack: AgentStack, prefix: str) -> tuple[AgentClient, str, AgentRequest]:
     """A client of `stack`, a workflow id of its own and an order question, uncached."""
     request = AgentRequest(
@@ -231,15 +237,7 @@ async def test_the_gateway_answers_a_waiting_start_and_its_view_once_announced(
     same answer."""
     release = asyncio.Event()
     redis = aioredis.from_url(redis_url)
-
-    @activity.defn(name=names.STORE)
-    async def announce_then_hold(request: StoreInput) -> StoreResult:
-        if request.announce:
-            await announce(redis, request.result)
-            await release.wait()
-        return StoreResult(recorded=True, cached=False)
-
-    stack = await make_stack(replace_activities=[announce_then_hold])
+    stack = await make_stack(replace_activities=[_announce_then_hold(redis, release)])
     body = {"question": "where is order 1001", "tenant": stack.tenant}
     try:
         async with gateway(stack) as http:
