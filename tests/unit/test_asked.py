@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import pytest
 
@@ -16,26 +15,7 @@ from agentkeel.schemas.plan.provenance import (
     TrustedFacts,
 )
 from agentkeel.schemas.tools import TOOLS
-
-REFUND_WORDS = ("refund", "money back", "reimburs")
-
-
-def _call(
-    question: str,
-    steps: list[dict[str, object]],
-    resolved: dict[str, object],
-    rules: int = READS_ASIDES,
-) -> dict:
-    plan = Plan.model_validate({"steps": steps})
-    facts = TrustedFacts(question, rules=rules)
-    provenance = Provenance({s.id: s for s in plan.steps}, TOOLS, facts)
-    return provenance.of_call(plan.steps[-1], resolved)
-
-
-def _refund(order: object, amount: object) -> dict[str, object]:
-    args = {"order_id": order, "amount_cents": amount, "reason": "x"}
-    return {"id": "r", "tool": "create_refund", "args": args}
-
+from tests.support.asking import REFUND_WORDS, origins_of_last, refund_step
 
 LOOKUP: dict[str, object] = {"id": "s1", "tool": "get_order", "args": {"order_id": 5903}}
 
@@ -81,25 +61,31 @@ def test_what_is_asked_is_not_what_is_mentioned() -> None:
 
 def test_a_mentioned_pair_is_not_trusted_and_the_asked_pair_is() -> None:
     asked = "my other order 4774 cost $26.97 ... refund $5 on order 5903"
-    wrong = _call(asked, [_refund(4774, 2697)], {"order_id": 4774, "amount_cents": 2697})
+    wrong = origins_of_last(
+        asked, [refund_step(4774, 2697)], {"order_id": 4774, "amount_cents": 2697}
+    )
     assert not wrong["amount_cents"].trusted and "not what the request asks" in (
         wrong["amount_cents"].says
     )
-    mixed = _call(asked, [_refund(4774, 500)], {"order_id": 4774, "amount_cents": 500})
+    mixed = origins_of_last(
+        asked, [refund_step(4774, 500)], {"order_id": 4774, "amount_cents": 500}
+    )
     assert not mixed["amount_cents"].trusted
-    right = _call(asked, [_refund(5903, 500)], {"order_id": 5903, "amount_cents": 500})
+    right = origins_of_last(
+        asked, [refund_step(5903, 500)], {"order_id": 5903, "amount_cents": 500}
+    )
     assert all(o.trusted for o in right.values()), right
 
 
 def test_an_amount_from_a_lookup_when_the_request_named_none_is_shown_not_trusted() -> None:
-    steps = [LOOKUP, _refund("$s1.order_id", "$s1.total_cents")]
+    steps = [LOOKUP, refund_step("$s1.order_id", "$s1.total_cents")]
     # "five dollars" was not read before: the order's total stood in for it.
-    full = _call("refund order 5903", steps, {"order_id": 5903, "amount_cents": 31898})
+    full = origins_of_last("refund order 5903", steps, {"order_id": 5903, "amount_cents": 31898})
     assert not full["amount_cents"].trusted
     assert "names no amount" in full["amount_cents"].says and "get_order" in (
         full["amount_cents"].says
     )
-    five = _call("refund five dollars on order 5903", steps, {"amount_cents": 31898})
+    five = origins_of_last("refund five dollars on order 5903", steps, {"amount_cents": 31898})
     assert not five["amount_cents"].trusted
 
 
@@ -140,9 +126,13 @@ def test_an_aside_a_past_refund_or_a_refusal_is_not_asked(asked: str) -> None:
     regions = asked_regions(asked, REFUND_WORDS)
     assert {n for r in regions for n in r.names} == {5903}, regions
     assert {a for r in regions for a in r.amounts} == {500}, regions
-    wrong = _call(asked, [_refund(4774, 2697)], {"order_id": 4774, "amount_cents": 2697})
+    wrong = origins_of_last(
+        asked, [refund_step(4774, 2697)], {"order_id": 4774, "amount_cents": 2697}
+    )
     assert not all(o.trusted for o in wrong.values()), asked
-    right = _call(asked, [_refund(5903, 500)], {"order_id": 5903, "amount_cents": 500})
+    right = origins_of_last(
+        asked, [refund_step(5903, 500)], {"order_id": 5903, "amount_cents": 500}
+    )
     assert all(o.trusted for o in right.values()), (asked, right)
 
 
@@ -150,7 +140,7 @@ def test_runs_recorded_before_the_asides_reading_keep_theirs() -> None:
     """A run recorded under `provenance-asked-v1` replays its decisions as they were made."""
     asked = f"refund $5 on order 5903 and {MENTIONED}"
     resolved: dict[str, object] = {"order_id": 4774, "amount_cents": 2697}
-    before = _call(asked, [_refund(4774, 2697)], resolved, rules=READS_AS_ASKED)
+    before = origins_of_last(asked, [refund_step(4774, 2697)], resolved, rules=READS_AS_ASKED)
     assert all(o.trusted for o in before.values())
     facts = TrustedFacts("refund 5,50 € on order 5903", rules=READS_AS_ASKED)
     assert facts.numbers("amount") == {5000}  # the decimal comma was not read then
@@ -158,29 +148,33 @@ def test_runs_recorded_before_the_asides_reading_keep_theirs() -> None:
 
 def test_each_amount_goes_with_its_own_target() -> None:
     asked = "refund $5 on order 5903 and $26.97 on order 4774"
-    swapped = _call(asked, [_refund(5903, 2697)], {"order_id": 5903, "amount_cents": 2697})
+    swapped = origins_of_last(
+        asked, [refund_step(5903, 2697)], {"order_id": 5903, "amount_cents": 2697}
+    )
     assert not swapped["amount_cents"].trusted
     for order, cents in ((5903, 500), (4774, 2697)):
-        paired = _call(asked, [_refund(order, cents)], {"order_id": order, "amount_cents": cents})
+        paired = origins_of_last(
+            asked, [refund_step(order, cents)], {"order_id": order, "amount_cents": cents}
+        )
         assert all(o.trusted for o in paired.values()), (order, paired)
     # One target, several amounts: each is asked on it.
     both = "refund $5 and $3 on order 5903"
-    three = _call(both, [_refund(5903, 300)], {"order_id": 5903, "amount_cents": 300})
+    three = origins_of_last(both, [refund_step(5903, 300)], {"order_id": 5903, "amount_cents": 300})
     assert all(o.trusted for o in three.values())
 
 
 def test_a_mentioned_target_reached_by_a_lookup_is_still_not_asked() -> None:
     asked = f"my other {MENTIONED} ... refund $5 on order 5903"
     lookup: dict[str, object] = {"id": "s1", "tool": "get_order", "args": {"order_id": 4774}}
-    by_reference = _call(
+    by_reference = origins_of_last(
         asked,
-        [lookup, _refund("$s1.order_id", 500)],
+        [lookup, refund_step("$s1.order_id", 500)],
         {"order_id": 4774, "amount_cents": 500},
     )
     assert not all(o.trusted for o in by_reference.values()), by_reference
     lookup = {"id": "s1", "tool": "get_order", "args": {"order_id": 5903}}
-    asked_one = _call(
-        asked, [lookup, _refund("$s1.order_id", 500)], {"order_id": 5903, "amount_cents": 500}
+    asked_one = origins_of_last(
+        asked, [lookup, refund_step("$s1.order_id", 500)], {"order_id": 5903, "amount_cents": 500}
     )
     assert all(o.trusted for o in asked_one.values()), asked_one
 
@@ -233,83 +227,3 @@ def test_a_target_written_as_text_must_be_in_what_is_asked(asked: str, kept: str
     refused = origins(kept)["note"]
     assert not refused.trusted and "not asked for" in refused.says, refused
     assert origins("lunch")["note"].trusted
-
-
-ASKED_AS_PEOPLE_ASK = [
-    "I'd like $5 refunded on order 5903",
-    "Please get order 5903 refunded $5",
-    "Can I get reimbursed $5 for order 5903?",
-    "order 5903 should be refunded $5",
-    "Don't forget to refund $5 on order 5903",
-    "Why not refund $5 on order 5903?",
-    "refund: $5 on order 5903 which was damaged",
-    "refund order 5903: it was $5",
-    "refund the shipping on order 5903: it cost $5",
-    "refund $5 on the order (5903)",
-    "refund $5 since order 5903 arrived broken",
-    "refund $5 on order 5903 as store credit",
-    "For order 5903, refund $5",
-]
-
-
-@pytest.mark.parametrize("asked", ASKED_AS_PEOPLE_ASK)
-def test_a_request_asked_as_people_ask_it_is_trusted(asked: str) -> None:
-    right = _call(asked, [_refund(5903, 500)], {"order_id": 5903, "amount_cents": 500})
-    assert all(o.trusted for o in right.values()), (asked, right)
-
-
-@pytest.mark.parametrize(
-    "asked",
-    [
-        "Don\u2019t refund $26.97 on order 4774; refund $5 on order 5903",
-        "Instead of refunding $26.97 on order 4774, refund $5 on order 5903",
-        "Do not under any circumstances refund $26.97 on order 4774. refund $5 on order 5903",
-        "no refund of $26.97 on order 4774 please, refund $5 on order 5903",
-        "you already issued a refund of $26.97 on order 4774. refund $5 on order 5903",
-        "refund $5 on order 5903 which is cheaper than order 4774 at $26.97",
-        "refund $5 on order 5903 / order 4774 cost $26.97",
-        "refund $5 on order 5903 & order 4774 cost $26.97",
-        "refund $5 on order 5903 plus order 4774 cost $26.97",
-        "refund $5 on order 5903 after order 4774 cost $26.97",
-    ],
-)
-def test_more_asides_and_refusals_are_not_asked(asked: str) -> None:
-    wrong = _call(asked, [_refund(4774, 2697)], {"order_id": 4774, "amount_cents": 2697})
-    assert not all(o.trusted for o in wrong.values()), asked
-
-
-def test_one_amount_for_each_of_several_targets() -> None:
-    asked = "refund $5 each on orders 5903 and 4774"
-    for order in (5903, 4774):
-        each = _call(asked, [_refund(order, 500)], {"order_id": order, "amount_cents": 500})
-        assert all(o.trusted for o in each.values()), order
-
-
-def test_a_long_request_is_read_in_linear_time() -> None:
-    """The reading runs in workflow code: a 4000-character request of asking words and
-    cuts must not come near Temporal's 2 s deadlock detector (it took 16 s with a
-    lookahead that scanned each sentence once per cut)."""
-    for text in (("refund and " * 360)[:3990] + " was", ("please refund and " * 220)[:3990]):
-        began = time.monotonic()
-        asked_regions(text, REFUND_WORDS)
-        assert time.monotonic() - began < 1.0
-
-
-def test_a_text_target_with_a_number_in_words_is_found_where_it_is_asked() -> None:
-    tools = dict(TOOLS)
-    tools["delete_note"] = dataclasses.replace(
-        TOOLS["create_refund"], name="delete_note", identity_args=(), amount_arg=None,
-        asked_by=("delete",),
-    )  # fmt: skip
-    plan = Plan.model_validate(
-        {"steps": [{"id": "d", "tool": "delete_note", "args": {"note": "five things"}}]}
-    )
-    facts = TrustedFacts("delete the note five things", rules=READS_ASIDES)
-    origins = Provenance({s.id: s for s in plan.steps}, tools, facts).of_call(
-        plan.steps[0], {"note": "five things"}
-    )
-    assert origins["note"].trusted, origins
-    odd = _call(
-        "refund $5 on order 5903", [_refund("²", 500)], {"order_id": "²", "amount_cents": 500}
-    )
-    assert not odd["order_id"].trusted
