@@ -32,6 +32,7 @@ from agentkeel.schemas.errors import (
     INVALID_ARGUMENTS,
     MCP_INVALID_RESULT,
     MCP_TOOL_ERROR,
+    MCP_TOOLS_CHANGING,
     MCP_UNAVAILABLE,
     NOT_AUTHORIZED,
 )
@@ -93,6 +94,10 @@ class McpCall:
 
     async def __call__(self, args: McpArguments, ctx: ToolContext) -> McpResult:
         self._authorize(ctx)
+        if self._connection.unsettled is not None:
+            raise ApplicationError(
+                self._connection.unsettled, type=MCP_TOOLS_CHANGING, non_retryable=True
+            )
         try:
             client = await self._connection.client()
         except McpUnreachable as exc:

@@ -102,6 +102,8 @@ class McpConnection:
         self._lock = asyncio.Lock()
         self.opened = 0
         """How many times a connection was opened (1 + restarts after a break)."""
+        self.unsettled: str | None = None
+        """Why its tools are refused now: its list keeps changing (`McpToolSource`)."""
 
     def _target(self) -> Any:
         server = self.server

@@ -34,6 +34,10 @@ log = structlog.get_logger(__name__)
 LISTING_PREFIX = "agentkeel:mcp:listing:"
 
 
+CHANGES_PREFIX = "agentkeel:mcp:changes:"
+FLAP_WINDOW_S = 600
+"""The window a server's list changes are counted in (`ServerListings.count_change`)."""
+
 LISTING_TTL_S = 30 * 24 * 3600
 """A list no worker has seen for a month is not served: kept again at every listing."""
 
@@ -66,6 +70,20 @@ class ServerListings:
             await self._redis.set(self.key(server), listing, ex=LISTING_TTL_S)
         except REDIS_ERRORS as exc:  # others then fall back to leaving the tools out
             log.warning("mcp_listing_not_kept", server=server.name, error=str(exc))
+
+    async def count_change(self, server: McpServer) -> int:
+        """Count one change of `server`'s list, across the workers and their restarts; how
+        many in the window (`FLAP_WINDOW_S`, from the first). 1 when Redis does not say."""
+        key = CHANGES_PREFIX + self.key(server).removeprefix(LISTING_PREFIX)
+        try:
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.incr(key)
+                pipe.expire(key, FLAP_WINDOW_S, nx=True)
+                counted, _ = await pipe.execute()
+        except REDIS_ERRORS as exc:
+            log.warning("mcp_change_not_counted", server=server.name, error=str(exc))
+            return 1
+        return int(counted)
 
     async def recall(self, server: McpServer) -> list[types.Tool] | None:
         """The list last seen by any worker; None where none was kept or it is unreadable."""

@@ -30,7 +30,7 @@ import mcp.types as types
 import structlog
 
 from agentkeel.activities.mcp.connection import McpConnection, McpUnreachable
-from agentkeel.activities.mcp.listings import ServerListings
+from agentkeel.activities.mcp.listings import FLAP_WINDOW_S, ServerListings
 from agentkeel.activities.mcp.specs import mcp_downstream, served_specs
 from agentkeel.schemas.tools.downstreams import Downstream
 from agentkeel.schemas.tools.spec import ToolSpec
@@ -44,6 +44,10 @@ RETRY_FIRST_S = 5.0
 """The first wait before a server unavailable at start is asked again."""
 RETRY_MAX_S = 120.0
 """The longest wait between two asks of a server still unavailable."""
+FLAP_LIMIT = 3
+"""Changes of one server's list within `FLAP_WINDOW_S` (counted across the workers and
+their restarts) past which the worker stops restarting for it and refuses its tools
+(`McpToolsChanging`) until it keeps one list for a window."""
 
 
 class McpToolSource:
@@ -58,6 +62,7 @@ class McpToolSource:
             doubles, up to `RETRY_MAX_S`.
         listings: Where each server's last good list is kept for every worker
             (`listings`): a server unavailable at start is served as last listed.
+        settle_s: How long an unsettled server must keep one list (`FLAP_LIMIT`).
     """
 
     def __init__(
@@ -68,6 +73,7 @@ class McpToolSource:
         on_change: Callable[[str], None] | None = None,
         retry_s: float = RETRY_FIRST_S,
         listings: ServerListings | None = None,
+        settle_s: float = FLAP_WINDOW_S,
     ) -> None:
         names = [s.name for s in servers]
         twice = sorted({n for n in names if names.count(n) > 1})
@@ -76,6 +82,7 @@ class McpToolSource:
         self._on_change = on_change
         self._retry_s = retry_s
         self._listings = listings
+        self._settle_s = settle_s
         self.connections = [
             McpConnection(s, environ=environ, on_tools_changed=self._changed) for s in servers
         ]
@@ -220,17 +227,55 @@ class McpToolSource:
 
     async def _check(self, connection: McpConnection) -> None:
         name = connection.server.name
+        if connection.unsettled is not None:
+            return  # already waiting for it to settle (`_settle`)
         try:
             tools = await connection.list_tools()
         except McpUnreachable as exc:
             log.warning("mcp_relist_failed", server=name, error=str(exc))
             return
         now = sorted(_fingerprint(t) for t in tools)
-        if now != self._listed.get(name):
-            log.warning("mcp_catalog_changed", server=name, tools=[t.name for t in tools])
-            self._listed[name] = now
-            if self._on_change is not None:
-                self._on_change(name)
+        if now == self._listed.get(name):
+            return
+        log.warning("mcp_catalog_changed", server=name, tools=[t.name for t in tools])
+        changes = await self._listings.count_change(connection.server) if self._listings else 1
+        if changes > FLAP_LIMIT:
+            # Restarting on every change would take the worker and every other tool down
+            # with it, again and again: this server's tools are refused instead, until it
+            # keeps one list for a window, and the worker restarts onto that one.
+            connection.unsettled = (
+                f"MCP server {name} changed its tool list {changes} times in "
+                f"{FLAP_WINDOW_S // 60} minutes: its tools are refused until it keeps one"
+            )
+            log.warning("mcp_server_unsettled", server=name, changes=changes)
+            self._spawn(self._settle(connection, now))
+            return
+        self._listed[name] = now
+        if self._on_change is not None:
+            self._on_change(name)
+
+    async def _settle(self, connection: McpConnection, seen: list[str]) -> None:
+        """Wait for the unsettled server to keep one list for a window, then restart onto
+        it (or, back on the list this worker serves, serve its tools again)."""
+        name = connection.server.name
+        while True:
+            await asyncio.sleep(self._settle_s)
+            try:
+                now = sorted(_fingerprint(t) for t in await connection.list_tools())
+            except McpUnreachable:
+                continue
+            if now != seen:
+                seen = now  # changed again: another window
+                continue
+            connection.unsettled = None
+            if now != self._listed.get(name):
+                self._listed[name] = now
+                log.warning("mcp_server_settled", server=name, restart=True)
+                if self._on_change is not None:
+                    self._on_change(name)
+            else:
+                log.warning("mcp_server_settled", server=name, restart=False)
+            return
 
     async def close(self) -> None:
         for task in list(self._checks):

@@ -13,12 +13,14 @@ import pytest
 import redis.asyncio as aioredis
 from temporalio.exceptions import ApplicationError
 
+from agentkeel.activities.mcp import source as source_module
 from agentkeel.activities.mcp.listings import ServerListings
 from agentkeel.activities.mcp.source import McpToolSource
 from agentkeel.schemas.actor import Actor
-from agentkeel.schemas.errors import MCP_UNAVAILABLE
+from agentkeel.schemas.errors import MCP_TOOLS_CHANGING, MCP_UNAVAILABLE
 from agentkeel.sdk.context import ToolContext
 from agentkeel.sdk.mcp import McpServer
+from tests.domains.mcp_domain import TOOLBOX
 
 
 def _late_server(tmp_path: Path, ready: Path) -> Path:
@@ -92,3 +94,48 @@ async def test_a_server_no_worker_ever_listed_is_withdrawn(tmp_path: Path, redis
         await source.close()
         await redis.aclose()
     assert served == [] and list(source.withdrawn) == [f"{server.name}_*"]
+
+
+async def test_a_server_whose_list_keeps_changing_is_refused_not_restarted_for(
+    tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past `FLAP_LIMIT` changes in the window (0 here: the first), the worker does not
+    restart for the toolbox (which would stop every other tool with it): its tools are
+    refused with `McpToolsChanging` until it keeps one list for the settling time, then the
+    worker restarts onto that list. Real toolbox server, real Redis."""
+    monkeypatch.setattr(source_module, "FLAP_LIMIT", 0)
+    toolbox = McpServer(
+        name=f"tb{uuid.uuid4().hex[:6]}",
+        command=sys.executable,
+        args=(str(TOOLBOX),),
+        env={"TOOLBOX_STATE": str(tmp_path)},
+    )
+    redis = aioredis.from_url(redis_url)
+    listings = ServerListings(redis, scope=uuid.uuid4().hex)
+    changed: list[str] = []
+    source = McpToolSource([toolbox], listings=listings, on_change=changed.append, settle_s=1.0)
+    context = ToolContext(actor=Actor(role="staff"), resources=None, tenant="t")
+    try:
+        specs = {s.name.removeprefix(toolbox.tool_prefix): s for s in (await source.start())[0]}
+        grow, lookup = specs["grow"], specs["lookup"]
+        assert grow.fn is not None and lookup.fn is not None
+        await grow.fn(grow.activity_input_model.model_construct(), context)
+        [connection] = source.connections
+        for _ in range(100):
+            if connection.unsettled is not None:
+                break
+            await asyncio.sleep(0.05)
+        assert connection.unsettled is not None and changed == [], "refused, not restarted"
+        asked = lookup.activity_input_model.model_construct(key="k")
+        with pytest.raises(ApplicationError) as refused:
+            await lookup.fn(asked, context)
+        assert refused.value.type == MCP_TOOLS_CHANGING and refused.value.non_retryable
+        assert "changed its tool list" in str(refused.value)
+        for _ in range(100):  # it keeps the grown list: settled, the worker restarts onto it
+            if changed:
+                break
+            await asyncio.sleep(0.1)
+        assert changed == [toolbox.name] and connection.unsettled is None
+    finally:
+        await source.close()
+        await redis.aclose()
