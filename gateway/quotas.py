@@ -248,12 +248,14 @@ class Quotas:
             pipe.expire(self._limits_key, math.ceil(3 * self.limits.lease_s))
             await pipe.execute()
 
-    async def sweeping(self) -> None:
-        """`sweep` every third of a lease, for as long as the gateway runs (and publish the
-        limits each time: a Redis that restarted has them again)."""
+    async def sweeping(self, *, publish: bool = True) -> None:
+        """`sweep` every third of a lease, for as long as the gateway runs (and, `publish`,
+        publish the limits each time: a Redis that restarted has them again). `agentkeel
+        mcp` sweeps without publishing: the gateway's limits are the workers'."""
         while True:
             try:
-                await self.publish_limits()
+                if publish:
+                    await self.publish_limits()
                 await self.sweep()
             except (*REDIS_ERRORS, RPCError) as exc:
                 log.warning("gateway_quota_sweep_failed", error=repr(exc))

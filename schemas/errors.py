@@ -89,8 +89,9 @@ NOT_FOUND: Final = "NotFound"
 NOT_AUTHORIZED: Final = "NotAuthorized"
 """The run's actor may not read or change that row; the message names what was refused."""
 MCP_TOOLS_CHANGING: Final = "McpToolsChanging"
-"""The MCP server's tool list keeps changing: its tools are refused (not retried) until it
-keeps one list for a while, and the worker restarts onto it (`activities.mcp.source`)."""
+"""The MCP server's tool list keeps changing: its tools' calls are not sent (and are tried
+again a minute later) until it keeps one list, and the worker restarts onto it
+(`activities.mcp.source`)."""
 MCP_TOOL_ERROR: Final = "McpToolError"
 """An MCP server answered a tool call with `isError`: the tool ran and said it failed (a
 retry would ask the same), so the step fails with the server's text (`activities.mcp`)."""

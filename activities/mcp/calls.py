@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
+from datetime import timedelta
 from typing import Any
 
 import anyio
@@ -51,6 +52,10 @@ _NOT_RETRIED = frozenset({types.INVALID_PARAMS, types.METHOD_NOT_FOUND, types.IN
 _MAX_ERROR_TEXT = 2000
 PROGRESS_SIGNAL_EVERY_S = 1.0
 """A chatty server's progress reaches the run at most this often (each is a history event)."""
+
+
+UNSETTLED_RETRY_S = 60.0
+"""How long a call of an unsettled server's tool waits before it is tried again."""
 
 
 class McpCall:
@@ -95,8 +100,11 @@ class McpCall:
     async def __call__(self, args: McpArguments, ctx: ToolContext) -> McpResult:
         self._authorize(ctx)
         if self._connection.unsettled is not None:
+            # Never sent: retried later (perhaps on a worker the server has settled for).
             raise ApplicationError(
-                self._connection.unsettled, type=MCP_TOOLS_CHANGING, non_retryable=True
+                self._connection.unsettled,
+                type=MCP_TOOLS_CHANGING,
+                next_retry_delay=timedelta(seconds=UNSETTLED_RETRY_S),
             )
         try:
             client = await self._connection.client()

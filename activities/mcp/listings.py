@@ -71,19 +71,26 @@ class ServerListings:
         except REDIS_ERRORS as exc:  # others then fall back to leaving the tools out
             log.warning("mcp_listing_not_kept", server=server.name, error=str(exc))
 
-    async def count_change(self, server: McpServer) -> int:
-        """Count one change of `server`'s list, across the workers and their restarts; how
-        many in the window (`FLAP_WINDOW_S`, from the first). 1 when Redis does not say."""
-        key = CHANGES_PREFIX + self.key(server).removeprefix(LISTING_PREFIX)
+    async def count_change(self, server: McpServer, listing: str) -> int:
+        """Count a change of `server`'s list to `listing` (its fingerprint) once for the
+        deployment, however many processes see it; how many changes in the window
+        (`FLAP_WINDOW_S`, from the first). 1 when Redis does not say."""
+        name = self.key(server).removeprefix(LISTING_PREFIX)
+        digest = hashlib.blake2b(listing.encode(), digest_size=8).hexdigest()
+        seen = f"{CHANGES_PREFIX}{name}:seen:{digest}"
+        count = f"{CHANGES_PREFIX}{name}"
         try:
-            async with self._redis.pipeline(transaction=True) as pipe:
-                pipe.incr(key)
-                pipe.expire(key, FLAP_WINDOW_S, nx=True)
-                counted, _ = await pipe.execute()
+            if await self._redis.set(seen, 1, ex=FLAP_WINDOW_S, nx=True):
+                async with self._redis.pipeline(transaction=True) as pipe:
+                    # The window opens with the first change (SET NX EX: any Redis version).
+                    pipe.set(count, 0, ex=FLAP_WINDOW_S, nx=True)
+                    pipe.incr(count)
+                    _, counted = await pipe.execute()
+                return int(counted)
+            return int(await self._redis.get(count) or 1)
         except REDIS_ERRORS as exc:
             log.warning("mcp_change_not_counted", server=server.name, error=str(exc))
             return 1
-        return int(counted)
 
     async def recall(self, server: McpServer) -> list[types.Tool] | None:
         """The list last seen by any worker; None where none was kept or it is unreadable."""

@@ -31,7 +31,7 @@ import structlog
 
 from agentkeel.activities.mcp.connection import McpConnection, McpUnreachable
 from agentkeel.activities.mcp.listings import FLAP_WINDOW_S, ServerListings
-from agentkeel.activities.mcp.specs import mcp_downstream, served_specs
+from agentkeel.activities.mcp.specs import mcp_downstream, served_specs, without_collisions
 from agentkeel.schemas.tools.downstreams import Downstream
 from agentkeel.schemas.tools.spec import ToolSpec
 from agentkeel.sdk.mcp import McpServer, mcp_tool_name
@@ -88,6 +88,9 @@ class McpToolSource:
         ]
         self._listed: dict[str, list[str]] = {}
         self._checks: set[asyncio.Task[None]] = set()
+        self._checking: dict[str, asyncio.Lock] = {}
+        self._changed_at: dict[str, float] = {}
+        """When an unsettled server last said its list changed (loop time)."""
         self.withdrawn: dict[str, str] = {}
         """Catalog name (or `server_*` for all of a server's) -> why it is not served: a
         server that could not be reached or listed at start, a tool that cannot be served
@@ -134,26 +137,7 @@ class McpToolSource:
                 transport=server.transport,
                 tools=[s.name for s in served],
             )
-        return self._without_collisions(specs, set(taken)), downstreams
-
-    def _without_collisions(self, specs: list[ToolSpec], taken: set[str]) -> list[ToolSpec]:
-        names = [s.name for s in specs]
-        twice = {n for n in names if names.count(n) > 1}
-        for name in sorted(twice):
-            reason = f"MCP tool name {name!r} is listed by more than one server"
-            log.warning("mcp_tool_refused", tool=name, error=reason)
-            self.withdrawn[name] = reason
-        for name in sorted(taken & set(names)):
-            log.warning(
-                "mcp_tool_refused",
-                tool=name,
-                error=f"MCP tool name {name!r} is the domain's own or a built-in tool: "
-                "that one is served (set the server's `prefix`)",
-            )
-        dropped = twice | taken
-        for intent, members in self.intents.items():
-            self.intents[intent] = [m for m in members if m not in dropped]
-        return [s for s in specs if s.name not in dropped]
+        return without_collisions(specs, set(taken), self.withdrawn, self.intents), downstreams
 
     async def _listing(
         self, connection: McpConnection, answer: list[types.Tool] | BaseException
@@ -227,54 +211,68 @@ class McpToolSource:
 
     async def _check(self, connection: McpConnection) -> None:
         name = connection.server.name
-        if connection.unsettled is not None:
-            return  # already waiting for it to settle (`_settle`)
-        try:
-            tools = await connection.list_tools()
-        except McpUnreachable as exc:
-            log.warning("mcp_relist_failed", server=name, error=str(exc))
-            return
-        now = sorted(_fingerprint(t) for t in tools)
-        if now == self._listed.get(name):
-            return
-        log.warning("mcp_catalog_changed", server=name, tools=[t.name for t in tools])
-        changes = await self._listings.count_change(connection.server) if self._listings else 1
-        if changes > FLAP_LIMIT:
-            # Restarting on every change would take the worker and every other tool down
-            # with it, again and again: this server's tools are refused instead, until it
-            # keeps one list for a window, and the worker restarts onto that one.
-            connection.unsettled = (
-                f"MCP server {name} changed its tool list {changes} times in "
-                f"{FLAP_WINDOW_S // 60} minutes: its tools are refused until it keeps one"
+        lock = self._checking.setdefault(name, asyncio.Lock())
+        async with lock:  # notifications come in bursts: one check at a time per server
+            if connection.unsettled is not None:
+                self._changed_at[name] = asyncio.get_running_loop().time()
+                return  # `_settle` waits for a window without changes
+            try:
+                tools = await connection.list_tools()
+            except McpUnreachable as exc:
+                log.warning("mcp_relist_failed", server=name, error=str(exc))
+                return
+            now = sorted(_fingerprint(t) for t in tools)
+            if now == self._listed.get(name):
+                return
+            log.warning("mcp_catalog_changed", server=name, tools=[t.name for t in tools])
+            listings = self._listings
+            changes = (
+                await listings.count_change(connection.server, "\n".join(now)) if listings else 1
             )
-            log.warning("mcp_server_unsettled", server=name, changes=changes)
-            self._spawn(self._settle(connection, now))
-            return
-        self._listed[name] = now
+            if changes > FLAP_LIMIT:
+                self._unsettle(connection, changes)
+                return
+            self._listed[name] = now
         if self._on_change is not None:
             self._on_change(name)
 
-    async def _settle(self, connection: McpConnection, seen: list[str]) -> None:
-        """Wait for the unsettled server to keep one list for a window, then restart onto
-        it (or, back on the list this worker serves, serve its tools again)."""
+    def _unsettle(self, connection: McpConnection, changes: int) -> None:
+        """Restarting on every change would take the worker and every other tool down
+        with it, again and again: this server's tools are refused instead, until it keeps
+        one list for a window, and the worker restarts onto that one."""
         name = connection.server.name
+        connection.unsettled = (
+            f"MCP server {name} changed its tool list {changes} times in "
+            f"{FLAP_WINDOW_S // 60} minutes: its tools are refused until it keeps one"
+        )
+        log.warning("mcp_server_unsettled", server=name, changes=changes)
+        self._changed_at[name] = asyncio.get_running_loop().time()
+        self._spawn(self._settle(connection))
+
+    async def _settle(self, connection: McpConnection) -> None:
+        """Wait until the unsettled server has said nothing changed for a whole window and
+        lists the same at its start and end, then restart onto that list (or, back on the
+        list this worker serves, serve its tools again)."""
+        name = connection.server.name
+        loop = asyncio.get_running_loop()
+        seen: list[str] | None = None
         while True:
             await asyncio.sleep(self._settle_s)
             try:
                 now = sorted(_fingerprint(t) for t in await connection.list_tools())
             except McpUnreachable:
+                seen = None
                 continue
-            if now != seen:
-                seen = now  # changed again: another window
+            quiet = loop.time() - self._changed_at.get(name, 0.0) >= self._settle_s
+            if now != seen or not quiet:
+                seen = now  # changed meanwhile: another window
                 continue
             connection.unsettled = None
-            if now != self._listed.get(name):
-                self._listed[name] = now
-                log.warning("mcp_server_settled", server=name, restart=True)
-                if self._on_change is not None:
-                    self._on_change(name)
-            else:
-                log.warning("mcp_server_settled", server=name, restart=False)
+            restart = now != self._listed.get(name)
+            self._listed[name] = now
+            log.warning("mcp_server_settled", server=name, restart=restart)
+            if restart and self._on_change is not None:
+                self._on_change(name)
             return
 
     async def close(self) -> None:

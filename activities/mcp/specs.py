@@ -18,6 +18,7 @@ from datetime import timedelta
 from functools import partial
 
 import mcp.types as types
+import structlog
 
 from agentkeel.activities.mcp.calls import McpCall
 from agentkeel.activities.mcp.connection import McpConnection
@@ -32,6 +33,8 @@ from agentkeel.sdk.mcp import McpServer, McpToolPolicy, mcp_tool_name
 __all__ = ["McpPolicy", "mcp_downstream", "policy", "served_specs", "tool_specs"]
 
 NON_RETRYABLE = (NOT_FOUND, NOT_AUTHORIZED, MCP_TOOL_ERROR, MCP_INVALID_RESULT)
+
+log = structlog.get_logger(__name__)
 
 
 class McpPolicy:
@@ -169,3 +172,31 @@ def _spec(connection: McpConnection, tool: types.Tool, downstream: Downstream) -
         takes_context=True,
         render=partial(mcp_render, name),
     )
+
+
+def without_collisions(
+    specs: list[ToolSpec],
+    taken: set[str],
+    withdrawn: dict[str, str],
+    intents: dict[str, list[str]],
+) -> list[ToolSpec]:
+    """`specs` without the tools whose catalog name another server's tool has (both are
+    withdrawn, with why) or one of `taken` has (the domain's own tools and the built-ins:
+    theirs stands, this one is logged and left out); `intents` lose them too."""
+    names = [s.name for s in specs]
+    twice = {n for n in names if names.count(n) > 1}
+    for name in sorted(twice):
+        reason = f"MCP tool name {name!r} is listed by more than one server"
+        log.warning("mcp_tool_refused", tool=name, error=reason)
+        withdrawn[name] = reason
+    for name in sorted(taken & set(names)):
+        log.warning(
+            "mcp_tool_refused",
+            tool=name,
+            error=f"MCP tool name {name!r} is the domain's own or a built-in tool: "
+            "that one is served (set the server's `prefix`)",
+        )
+    dropped = twice | taken
+    for intent, members in intents.items():
+        intents[intent] = [m for m in members if m not in dropped]
+    return [s for s in specs if s.name not in dropped]

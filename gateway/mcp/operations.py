@@ -66,6 +66,8 @@ class Operations:
         (the run goes on: read it with `get_run`). Waiting holds a stream slot (it follows
         the run, as `GET /v1/runs/{id}/events` does)."""
         admitted = who.admit(request)
+        if wait_s <= 0:  # nothing to follow
+            return await self._start_and_wait(who, admitted, wait_s, progress)
         async with following(self.quotas, who.quota_id, admitted.tenant):
             return await self._start_and_wait(who, admitted, wait_s, progress)
 
@@ -86,8 +88,23 @@ class Operations:
             raise
         if quotas is not None and lease is not None:
             lease = await quotas.started(lease, handle.id)
-        run_id = handle.result_run_id or ""
         outcome = asyncio.ensure_future(self.runs.outcome(handle))
+        try:
+            return await self._followed(who, handle, outcome, lease, wait_s, progress)
+        finally:  # whatever ended the wait (a client gone, an RPC error), it waits no more
+            outcome.cancel()
+            await asyncio.gather(outcome, return_exceptions=True)
+
+    async def _followed(
+        self,
+        who: Caller,
+        handle: Any,
+        outcome: asyncio.Future[Any],
+        lease: Any,
+        wait_s: float,
+        progress: Progress,
+    ) -> dict[str, Any]:
+        quotas, run_id = self.quotas, handle.result_run_id or ""
         last: tuple[float, float | None, str] | None = None
         try:
             async with asyncio.timeout(min(wait_s, self.max_wait_s)):
@@ -99,7 +116,6 @@ class Operations:
                         last = said
                     await asyncio.wait({outcome}, timeout=POLL_EVERY_S)
         except TimeoutError:
-            outcome.cancel()
             view = RunView(
                 workflow_id=handle.id,
                 run_id=run_id,

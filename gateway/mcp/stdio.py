@@ -56,7 +56,7 @@ async def _serve(settings: Settings, caller: Caller) -> None:
     quotas = deployment_quotas(client, settings)
     operations = Operations(client, max_wait_s=float(settings.gateway_max_wait_s), quotas=quotas)
     server = build_mcp_server(operations, caller_of)
-    sweeping = asyncio.create_task(quotas.sweeping()) if quotas is not None else None
+    sweeping = asyncio.create_task(quotas.sweeping(publish=False)) if quotas is not None else None
     try:
         await server.run_stdio_async()
     finally:

@@ -129,7 +129,8 @@ async def test_a_server_whose_list_keeps_changing_is_refused_not_restarted_for(
         asked = lookup.activity_input_model.model_construct(key="k")
         with pytest.raises(ApplicationError) as refused:
             await lookup.fn(asked, context)
-        assert refused.value.type == MCP_TOOLS_CHANGING and refused.value.non_retryable
+        assert refused.value.type == MCP_TOOLS_CHANGING and not refused.value.non_retryable
+        assert refused.value.next_retry_delay is not None  # tried again later, never sent
         assert "changed its tool list" in str(refused.value)
         for _ in range(100):  # it keeps the grown list: settled, the worker restarts onto it
             if changed:
@@ -138,4 +139,20 @@ async def test_a_server_whose_list_keeps_changing_is_refused_not_restarted_for(
         assert changed == [toolbox.name] and connection.unsettled is None
     finally:
         await source.close()
+        await redis.aclose()
+
+
+async def test_a_change_is_counted_once_however_many_processes_see_it(redis_url: str) -> None:
+    """Every worker (and gateway) connected to a server hears its change: the deployment
+    counts the change to a given list once, so it takes that many real changes to flap."""
+    redis = aioredis.from_url(redis_url)
+    server = McpServer(name=f"counted{uuid.uuid4().hex[:6]}", command="x")
+    workers = [ServerListings(redis, scope="ns:q") for _ in range(3)]
+    try:
+        assert [await w.count_change(server, "list B") for w in workers] == [1, 1, 1]
+        assert await workers[0].count_change(server, "list C") == 2
+        assert await workers[1].count_change(server, "list C") == 2
+    finally:
+        keys = [k async for k in redis.scan_iter(f"agentkeel:mcp:changes:{server.name}:*")]
+        await redis.delete(*keys)
         await redis.aclose()

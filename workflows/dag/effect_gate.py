@@ -204,7 +204,6 @@ def _origins(call: ToolCall, ctx: RunContext) -> dict[str, ArgumentOrigin]:
         return {}
     # Asked here, per side effect, so a run that makes none records no marker for it.
     if workflow.patched(PROVENANCE_ASIDES_PATCH):
-        workflow.patched(PROVENANCE_PATCH)  # its marker too: a rollback reads as asked
         rules = READS_ASIDES
     else:
         rules = READS_AS_ASKED if workflow.patched(PROVENANCE_PATCH) else 1

@@ -46,9 +46,7 @@ def _chain_naming() -> bool | None:
     if not workflow.patched(EFFECT_CHAIN_PATCH):
         return None
     if workflow.info().continued_run_id is None:
-        # Its marker too: a worker of the release before (a rollback) reads this run's
-        # effects named as they were, by every argument.
-        return workflow.patched(EFFECT_IDENTITY_PATCH) or True
+        return True
     naming = workflow.memo_value(EFFECT_NAMING_MEMO, None, type_hint=str)
     if naming not in (BY_EVERY_ARGUMENT, BY_TOOL):
         return None
