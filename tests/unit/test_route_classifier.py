@@ -8,13 +8,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pytest
 
-from agentkeel.client.classifier_training import FEWEST_ROUTES, TrainingRoute, train
-from agentkeel.client.route_training import fit, out_of_fold, roc_auc
-from agentkeel.inference.llm.route_classifier import classifier_scorer
-from agentkeel.schemas.route_classifier import RouteClassifier
+np = pytest.importorskip("numpy", reason="the semantic extra (the training needs numpy)")
+
+from agentkeel.client.classifier_training import FEWEST_ROUTES, TrainingRoute, train  # noqa: E402
+from agentkeel.client.route_training import fit, out_of_fold, roc_auc  # noqa: E402
+from agentkeel.inference.llm.route_classifier import classifier_scorer  # noqa: E402
+from agentkeel.schemas.route_classifier import RouteClassifier  # noqa: E402
 
 if TYPE_CHECKING:
     from agentkeel.activities.cache.semantic.embedder import Embedder
