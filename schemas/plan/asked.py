@@ -83,17 +83,16 @@ class _Reading:
     currency_after: re.Pattern[str]
     symbol_after: re.Pattern[str]
     number_words: re.Pattern[str]
-    cuts: re.Pattern[str]
     asides: bool
 
 
 _READINGS = {
     False: _Reading(
         _NUMBER_V1, _CURRENCY_BEFORE_V1, _CURRENCY_AFTER_V1, _SYMBOL_AFTER_V1,
-        _NUMBER_WORDS_V1, _CUTS_V1, asides=False,
+        _NUMBER_WORDS_V1, asides=False,
     ),
     True: _Reading(
-        _NUMBER, _CURRENCY_BEFORE, _CURRENCY_AFTER, _SYMBOL_AFTER, _NUMBER_WORDS, _CUTS_V1,
+        _NUMBER, _CURRENCY_BEFORE, _CURRENCY_AFTER, _SYMBOL_AFTER, _NUMBER_WORDS,
         asides=True,
     ),
 }  # fmt: skip
@@ -213,7 +212,7 @@ def asked_regions(text: str, asking: tuple[str, ...], rules: int = ASIDES) -> li
             regions += _asides_regions(text, pattern, sentence, start, end)
         else:
             for word in pattern.finditer(text, start, end):
-                cut = reading.cuts.search(text, word.end(), end)
+                cut = _CUTS_V1.search(text, word.end(), end)  # (`asides.Clauses` from rules 3)
                 stop = cut.start() if cut else end
                 after = [m for m in sentence if word.end() <= m.at < stop]
                 before = [m for m in sentence if m.at < word.start()]

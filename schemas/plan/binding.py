@@ -34,7 +34,7 @@ def bind_to_asked(
     `written`: the step's arguments as the plan wrote them (a literal or a reference);
     `resolved`: as the call will send them. Three rules: an amount the request names must
     be asked together with the targets the request names (a region of
-    `asked_regions`); an amount looked up (an order's total) stands only where the request
+    `asked_regions`); an amount looked up (a record's total) stands only where the request
     names no amount and is then shown as such, never taken as asked; a target the request
     names must be one it asks for."""
     regions = asked_regions(text, spec.asked_by, rules)
@@ -42,7 +42,7 @@ def bind_to_asked(
     spelled = {m.value for m in named if m.kind == "name"}
     # A target is bound by its value, however the plan reached it: one the request names is
     # checked whether it was written as a literal or looked up by a reference
-    # (`get_order(4774)`, then `order_id=$s1.order_id`).
+    # (a lookup of record 4774, then its id by reference: `$s1.id`).
     targets = {
         name: number
         for name, origin in origins.items()
