@@ -186,7 +186,8 @@ class InferenceActivities:
     def _plan_ahead(self, request: calls.RouteInput) -> asyncio.Task[calls.PlanResult] | None:
         """The planner, started now on the request alone, where the route is forecast to
         be unsure (`activities.plan_ahead`); None otherwise."""
-        if not request.plan_ahead or not self._forecast.expects_unsure(request.tenant):
+        scope = scope_of(activity.info().task_queue)
+        if not request.plan_ahead or not self._forecast.expects_unsure(request.tenant, scope):
             return None
         asked = request.model_dump(exclude={"plan_ahead"})
         planning = calls.PlanInput(**asked, route=AHEAD_ROUTE)

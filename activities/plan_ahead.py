@@ -8,7 +8,11 @@ The price is a plan started in vain for a confident request of such a tenant; th
 forecast keeps that rare (it plans ahead only while most recent routes were unsure).
 With a store (`activities.forecast_store`, in Redis), the forecast is the fleet's: every
 inference worker records its routes there, and one that has not seen a tenant lately
-reads them, so a new or restarted worker plans ahead from its first request.
+reads them, so a new or restarted worker plans ahead from its first request. A tenant
+with too few routes of its own is forecast from its deployment's (every tenant's routes),
+and a deployment with too few from `unseen` (by default ahead: at most a few plans are
+cancelled before the history says otherwise, where waiting costs every such run a whole
+model stage).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections import deque
 from agentkeel.activities.forecast_store import ForecastStore
 from agentkeel.inference.llm.cascade import count_override
 from agentkeel.schemas.choices import PlanAhead as PlanAhead
+from agentkeel.schemas.choices import PlanAheadUnseen
 from agentkeel.schemas.route import STAND_IN_INTENT, ConfidenceBasis, Route, Tier
 
 AHEAD_ROUTE = Route(
@@ -56,6 +61,9 @@ def beside(router: Route, planned: Route) -> Route:
     )
 
 
+SEEN_ENOUGH = 3
+"""Routes a history needs before the forecast goes by it."""
+
 REFRESH_S = 2.0
 """How long a worker trusts its copy of a tenant's shared history before reading it again
 (in the background: a route never waits for a refresh)."""
@@ -71,23 +79,29 @@ class UnsureForecast:
         above: float = 0.5,
         window: int = 20,
         tenants: int = 1024,
+        unseen: PlanAheadUnseen = "ahead",
         store: ForecastStore | None = None,
     ) -> None:
-        """`store`: the fleet's shared history (None: this process's memory alone)."""
+        """`unseen`: what `auto` does where neither the tenant nor its deployment has
+        routed `SEEN_ENOUGH` times; `store`: the fleet's shared history (None: this
+        process's memory alone)."""
         self.mode = mode
         self.above = above
+        self.unseen = unseen
         self.store = store
         self._window = window
         self._tenants = tenants
         self._recent: dict[str, deque[bool]] = {}
+        self._deployments: dict[str, deque[bool]] = {}
         self._read_at: dict[str, float] = {}
         self._refreshing: set[str] = set()
         self._background: set[asyncio.Task[None]] = set()  # held until done (asyncio's rule)
 
     async def ready(self, scope: str, tenant: str) -> None:
-        """Bring this tenant's history from the store before `expects_unsure` decides: read
-        and waited for (briefly) when this worker has none, refreshed in the background
-        when its copy is older than `REFRESH_S`."""
+        """Bring this tenant's history and its deployment's from the store before
+        `expects_unsure` decides: read and waited for (briefly) when this worker has none
+        for the tenant, refreshed in the background when its copy is older than
+        `REFRESH_S`."""
         if self.mode != "auto" or self.store is None:
             return
         read_at = self._read_at.get(tenant)
@@ -99,18 +113,28 @@ class UnsureForecast:
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 
-    def expects_unsure(self, tenant: str) -> bool:
+    def expects_unsure(self, tenant: str, scope: str = "") -> bool:
+        """By the tenant's last routes; where it has too few, by its deployment's (`scope`);
+        where that has too few too, by `unseen`."""
         if self.mode != "auto":
             return self.mode == "always"
-        recent = self._recent.get(tenant)
-        if not recent or len(recent) < min(3, self._window):
-            return False  # too little seen: plan after the route, as without a forecast
-        return sum(recent) / len(recent) > self.above
+        enough = min(SEEN_ENOUGH, self._window)
+        for recent in (self._recent.get(tenant), self._deployments.get(scope)):
+            if recent is not None and len(recent) >= enough:
+                return sum(recent) / len(recent) > self.above
+        return self.unseen == "ahead"
 
     def observe(self, tenant: str, unsure: bool, *, scope: str = "") -> None:
         self._history(tenant).append(unsure)
+        self._deployment(scope).append(unsure)
         if self.store is not None and self.mode == "auto":
             self.store.record(scope, tenant, unsure)
+
+    def _deployment(self, scope: str) -> deque[bool]:
+        recent = self._deployments.get(scope)
+        if recent is None:  # one per task queue this worker serves: a handful
+            recent = self._deployments[scope] = deque(maxlen=self._window)
+        return recent
 
     def _history(self, tenant: str) -> deque[bool]:
         recent = self._recent.get(tenant)
@@ -125,11 +149,17 @@ class UnsureForecast:
     async def _refresh(self, scope: str, tenant: str) -> None:
         assert self.store is not None
         try:
-            shared = await self.store.recent(scope, tenant)
+            shared = await self.store.histories(scope, tenant)
         finally:
             self._refreshing.discard(tenant)
         self._read_at[tenant] = time.monotonic()
-        if shared:  # the fleet's history, this worker's own routes included
-            history = self._history(tenant)
-            history.clear()
-            history.extend(shared)
+        if shared is None:
+            return
+        # The fleet's histories, this worker's own routes included.
+        for history, outcomes in (
+            (self._history(tenant), shared[0]),
+            (self._deployment(scope), shared[1]),
+        ):
+            if outcomes:
+                history.clear()
+                history.extend(outcomes)

@@ -15,7 +15,9 @@
   planner starts beside the router (`AGENTKEEL_PLAN_AHEAD=auto`, the default; the
   forecast is in Redis), and the question names the orders its first reads need, which
   start at the run's first moment (speculation, up to 8 reads). Cold: a tenant nobody has
-  seen (no forecast: route, then plan) and a question that names nothing.
+  seen (no history of its own: the forecast goes by its deployment's routes, every
+  tenant's, and where those are too few by `AGENTKEEL_PLAN_AHEAD_UNSEEN`) and a question
+  that names nothing, so no read starts before the planner writes it.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["PlanAhead", "PromptApi"]
+__all__ = ["PlanAhead", "PlanAheadUnseen", "PromptApi"]
 
 PromptApi = Literal["auto", "chat", "completions"]
 """How an engine sends a request: `chat` (messages through the model's chat template: the
@@ -17,3 +17,8 @@ no template), or `auto` (chat where the model has a chat template, see each engi
 PlanAhead = Literal["auto", "always", "off"]
 """`auto`: plan ahead for a tenant whose recent routes were mostly unsure; `always`;
 `off`: plan only after an unsure route."""
+
+PlanAheadUnseen = Literal["ahead", "after"]
+"""What `auto` does where neither the tenant nor the deployment has routed enough to go
+by: `ahead` (plan beside the router: the price is at most a few plans cancelled when the
+router turns out sure) or `after` (route, then plan)."""

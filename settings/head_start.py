@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from agentkeel.schemas.choices import PlanAhead
+from agentkeel.schemas.choices import PlanAhead, PlanAheadUnseen
 from agentkeel.settings.types import MODEL_CONFIG, Fraction, NotNegative, OnOff
 
 __all__ = ["HeadStartSettings", "speculative_calls"]
@@ -44,7 +44,12 @@ class HeadStartSettings(BaseModel):
     the whole plan and its checks); `off`: every step waits for the whole plan."""
     plan_ahead_above: Fraction = 0.5
     """The share of a tenant's last 20 routes that were unsure above which `auto` plans
-    ahead."""
+    ahead (of its deployment's last 20, every tenant's, for a tenant with fewer than 3)."""
+    plan_ahead_unseen: PlanAheadUnseen = "ahead"
+    """What `auto` does where neither the tenant nor its deployment has 3 routes to go by
+    (a new deployment, or one quiet for a week): `ahead`, plan beside the router (at most
+    a few planner calls cancelled before the history says otherwise); `after`, route,
+    then plan."""
 
 
 def speculative_calls(settings: HeadStartSettings) -> int:

@@ -276,7 +276,9 @@ async def inference_resources(
 def unsure_forecast(settings: Settings) -> UnsureForecast:
     """When the inference worker plans beside the router (`AGENTKEEL_PLAN_AHEAD*`); the
     forecast is shared through Redis once the worker has a Redis client."""
-    return UnsureForecast(settings.plan_ahead, above=settings.plan_ahead_above)
+    return UnsureForecast(
+        settings.plan_ahead, above=settings.plan_ahead_above, unseen=settings.plan_ahead_unseen
+    )
 
 
 def usage_metering(settings: Settings, redis: aioredis.Redis | None) -> UsageMetering:

@@ -27,12 +27,31 @@ async def test_a_new_worker_reads_the_fleets_history_before_its_first_route(
     assert seen.store is not None
     await seen.store.flush()
 
-    restarted = UnsureForecast(store=ForecastStore(redis))
-    assert not restarted.expects_unsure("acme")  # nothing read yet
+    # `unseen="after"`: with nothing read, a route would come first.
+    restarted = UnsureForecast(store=ForecastStore(redis), unseen="after")
+    assert not restarted.expects_unsure("acme", scope)  # nothing read yet
     await restarted.ready(scope, "acme")
-    assert restarted.expects_unsure("acme")
-    await restarted.ready(scope, "other")
-    assert not restarted.expects_unsure("other")
+    assert restarted.expects_unsure("acme", scope)
+    await restarted.ready(scope, "other")  # too new: its deployment's routes decide
+    assert restarted.expects_unsure("other", scope)
+
+
+async def test_a_new_tenant_is_forecast_from_its_deployments_routes_on_any_worker(
+    redis: aioredis.Redis,
+) -> None:
+    scope, store = _scope(), ForecastStore(redis)
+    first = UnsureForecast(store=store)
+    for tenant in ("a", "b", "c", "d"):  # one route each: none has a history of its own
+        first.observe(tenant, unsure=True, scope=scope)
+    await store.flush()
+    assert await store.histories(scope, "new") == ([], [True] * 4)
+
+    other_worker = UnsureForecast(store=ForecastStore(redis), unseen="after")
+    await other_worker.ready(scope, "new")
+    assert other_worker.expects_unsure("new", scope)
+    quiet = UnsureForecast(store=ForecastStore(redis), unseen="after")
+    await quiet.ready(_scope(), "new")  # a deployment nobody has routed in
+    assert not quiet.expects_unsure("new", scope)
 
 
 async def test_the_shared_history_keeps_the_window_and_follows_confident_routes(

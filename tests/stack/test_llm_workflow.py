@@ -40,7 +40,7 @@ async def test_an_unsure_route_is_planned_and_answered_by_the_heavy_model(
     policy, light, heavy = cascade(
         {"refund": 0.55, "order_status": 0.45}, [{**STATUS_PLAN, "intent": "order_status"}]
     )
-    stack = await make_stack(policy=policy)
+    stack = await make_stack(policy=policy, plan_ahead="off")  # the planner after the route
     result = await stack.ask("where's my parcel for 1001", options={"use_cache": False})
 
     assert result.route.tier == Tier.HEAVY

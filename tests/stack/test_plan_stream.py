@@ -7,7 +7,9 @@ read both made starts once, before the plan activity ends, and the final plan ad
 as it adopts a read that reads it (started once the first returned, resolved). A chain
 of reads, each reading the one before, starts link by link while the plan is written.
 A side effect signalled as a plan step never starts. A plan attempt that dies mid-stream
-(its model server gone) and is retried starts the read it had sent once."""
+(its model server gone) and is retried starts the read it had sent once. The planner
+runs after the route (`plan_ahead="off"`), in a plan activity of its own, which the tests
+read in the history."""
 
 from __future__ import annotations
 
@@ -70,7 +72,9 @@ async def test_reads_start_as_the_plan_streams_and_the_final_plan_decides(
     make_stack: StackFactory,
 ) -> None:
     orders = StandInOrders(hold_s=0.05)
-    stack = await make_stack(policy=streaming_cascade(), replace_activities=[orders.get_order])
+    stack = await make_stack(
+        plan_ahead="off", policy=streaming_cascade(), replace_activities=[orders.get_order]
+    )
     handle = await stack.start(_question(), options={"use_cache": False})
     await _when_planning(handle)
     # Model output is untrusted: a side effect signalled as a plan step, and a read signalled
@@ -109,7 +113,7 @@ async def test_reads_start_as_the_plan_streams_and_the_final_plan_decides(
 
 
 async def test_a_worker_with_streaming_off_plans_whole(make_stack: StackFactory) -> None:
-    stack = await make_stack(policy=streaming_cascade(), plan_stream="off")
+    stack = await make_stack(plan_ahead="off", policy=streaming_cascade(), plan_stream="off")
     handle = await stack.start(_question(), options={"use_cache": False})
     result = await handle.result()
     history = await handle.fetch_history()
@@ -150,7 +154,7 @@ async def test_a_plan_attempt_that_dies_mid_stream_starts_its_read_once(
         LlmPolicy(light, tier=Tier.LIGHT), LlmPolicy(DiesMidPlan(), tier=Tier.HEAVY)
     )
     orders = StandInOrders(hold_s=0.05)
-    stack = await make_stack(policy=policy, replace_activities=[orders.get_order])
+    stack = await make_stack(plan_ahead="off", policy=policy, replace_activities=[orders.get_order])
     handle = await stack.start(_question(), options={"use_cache": False})
     result = await handle.result()
     history = await handle.fetch_history()
@@ -186,7 +190,7 @@ async def test_a_chain_of_reads_starts_link_by_link_while_the_plan_is_written(
     light = FakeEngine("light-fake", label_probs=UNSURE, documents=[chain])
     policy = CascadePolicy(LlmPolicy(light, tier=Tier.LIGHT), LlmPolicy(heavy, tier=Tier.HEAVY))
     orders = StandInOrders(hold_s=0.05)
-    stack = await make_stack(policy=policy, replace_activities=[orders.get_order])
+    stack = await make_stack(plan_ahead="off", policy=policy, replace_activities=[orders.get_order])
     handle = await stack.start(_question(), options={"use_cache": False})
     await _when_planning(handle)
     # A step reading a step nobody streamed is never taken, however it is signalled.

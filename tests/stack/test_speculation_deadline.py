@@ -1,5 +1,7 @@
 """Speculative reads and deadlines on the real stack: dev server, Postgres, Redis, the
-carrier service; only the models are scripted (`FakeEngine`, with latencies)."""
+carrier service; only the models are scripted (`FakeEngine`, with latencies). Each stack
+plans after its route (`plan_ahead="off"`): these are the reads made while the heavy model
+plans after an unsure route."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from tests.support.speculation import KB_ONLY, QUESTION, STEPS, StandInOrders, c
 
 
 async def test_a_predicted_read_runs_while_the_heavy_model_plans(make_stack: StackFactory) -> None:
-    stack = await make_stack(policy=cascade(STEPS, heavy_s=0.4))
+    stack = await make_stack(plan_ahead="off", policy=cascade(STEPS, heavy_s=0.4))
     result = await stack.ask(QUESTION, options={"use_cache": False})
 
     assert result.route.tier == Tier.HEAVY
@@ -37,7 +39,7 @@ async def test_a_predicted_read_runs_while_the_heavy_model_plans(make_stack: Sta
 async def test_a_read_the_plan_does_not_make_is_cancelled_and_reported(
     make_stack: StackFactory,
 ) -> None:
-    stack = await make_stack(policy=cascade(KB_ONLY, heavy_s=0.2))
+    stack = await make_stack(plan_ahead="off", policy=cascade(KB_ONLY, heavy_s=0.2))
     result = await stack.ask(QUESTION, options={"use_cache": False})
 
     assert [s.tool for s in result.steps] == ["search_kb"]
@@ -59,7 +61,7 @@ async def test_a_speculative_read_that_failed_for_good_is_its_steps_failure(
     the step takes it rather than make the call a second time."""
     orders = StandInOrders(failing=1)
     stack = await make_stack(
-        policy=cascade(STEPS, heavy_s=0.3), replace_activities=[orders.get_order]
+        plan_ahead="off", policy=cascade(STEPS, heavy_s=0.3), replace_activities=[orders.get_order]
     )
     result = await stack.ask(QUESTION, options={"use_cache": False})
 
@@ -79,7 +81,7 @@ async def test_a_speculative_read_out_of_retries_is_made_again_by_its_step(
     answer) leaves the call to its step, with retries of its own."""
     orders = StandInOrders(failing=3, final=False)  # the tool's three attempts
     stack = await make_stack(
-        policy=cascade(STEPS, heavy_s=0.3), replace_activities=[orders.get_order]
+        plan_ahead="off", policy=cascade(STEPS, heavy_s=0.3), replace_activities=[orders.get_order]
     )
     result = await stack.ask(QUESTION, options={"use_cache": False})
 
@@ -95,7 +97,9 @@ async def test_a_slow_read_the_plan_does_not_make_is_cancelled_when_the_plan_arr
 ) -> None:
     orders = StandInOrders(hold_s=5.0)
     stack = await make_stack(
-        policy=cascade(KB_ONLY, heavy_s=0.2), replace_activities=[orders.get_order]
+        plan_ahead="off",
+        policy=cascade(KB_ONLY, heavy_s=0.2),
+        replace_activities=[orders.get_order],
     )
     result = await stack.ask(QUESTION, options={"use_cache": False})
     assert result.speculation is not None
@@ -111,7 +115,9 @@ async def test_a_slow_read_the_plan_does_not_make_is_cancelled_when_the_plan_arr
 
 
 async def test_a_speculation_setting_of_off_starts_nothing(make_stack: StackFactory) -> None:
-    stack = await make_stack(policy=cascade(STEPS, heavy_s=0.1), speculation="off")
+    stack = await make_stack(
+        plan_ahead="off", policy=cascade(STEPS, heavy_s=0.1), speculation="off"
+    )
     result = await stack.ask(QUESTION, options={"use_cache": False})
     assert result.speculation is None
     assert [s.status for s in result.steps] == [StepStatus.SUCCEEDED] * 2
@@ -121,7 +127,9 @@ async def test_a_tight_deadline_trades_tier_and_optional_steps_and_is_met(
     make_stack: StackFactory,
 ) -> None:
     async with serving(400) as slow_carrier:
-        stack = await make_stack(policy=cascade(STEPS, heavy_s=0.5), carrier_url=slow_carrier)
+        stack = await make_stack(
+            plan_ahead="off", policy=cascade(STEPS, heavy_s=0.5), carrier_url=slow_carrier
+        )
         # Unconstrained first: complete, and what the workers measure for the next run.
         full = await stack.ask(QUESTION, options={"use_cache": False})
         assert [s.status for s in full.steps] == [StepStatus.SUCCEEDED] * 2
@@ -150,7 +158,9 @@ async def test_a_tight_deadline_trades_tier_and_optional_steps_and_is_met(
 async def test_a_deadline_that_cannot_be_met_is_said_at_once(make_stack: StackFactory) -> None:
     async with serving(400) as slow_carrier:
         mandatory = [{**s, "optional": False} for s in STEPS]
-        stack = await make_stack(policy=cascade(mandatory, heavy_s=0.3), carrier_url=slow_carrier)
+        stack = await make_stack(
+            plan_ahead="off", policy=cascade(mandatory, heavy_s=0.3), carrier_url=slow_carrier
+        )
         await stack.ask(QUESTION, options={"use_cache": False})
         result = await stack.ask(QUESTION, options={"use_cache": False, "deadline_ms": 150})
 
@@ -174,7 +184,7 @@ async def test_a_watch_cannot_be_planned_against_a_deadline(make_stack: StackFac
             "repeat": {"until": {"ref": "$s2.status", "in": ["delivered"]}, "every_s": 60},
         },
     ]
-    stack = await make_stack(policy=cascade(watch, heavy_s=0.05))
+    stack = await make_stack(plan_ahead="off", policy=cascade(watch, heavy_s=0.05))
     result = await stack.ask(QUESTION, options={"use_cache": False, "deadline_ms": 60_000})
     assert result.deadline is not None and not result.deadline.met
     assert result.deadline.decisions[-1].kind is DecisionKind.INFEASIBLE

@@ -131,16 +131,35 @@ async def test_a_plan_made_beside_the_router_is_told_against_the_routers_measure
 
 def test_auto_plans_ahead_only_for_a_tenant_whose_routes_were_mostly_unsure() -> None:
     forecast = UnsureForecast("auto", above=0.5, window=10)
-    assert not forecast.expects_unsure("a")  # nothing seen yet
     for unsure in (True, True, True, False):
-        forecast.observe("a", unsure=unsure)
-    assert forecast.expects_unsure("a")
-    assert not forecast.expects_unsure("b")
+        forecast.observe("a", unsure=unsure, scope="shop")
+    assert forecast.expects_unsure("a", "shop")
     for _ in range(10):
-        forecast.observe("a", unsure=False)
-    assert not forecast.expects_unsure("a")
+        forecast.observe("a", unsure=False, scope="shop")
+    assert not forecast.expects_unsure("a", "shop")
     assert UnsureForecast("off").expects_unsure("a") is False
     assert UnsureForecast("always").expects_unsure("a") is True
+
+
+def test_a_tenant_too_new_for_a_history_is_forecast_from_its_deployments() -> None:
+    forecast = UnsureForecast("auto", above=0.5, window=10)
+    for tenant in ("a", "b", "c"):  # one route each: no tenant has a history of its own
+        forecast.observe(tenant, unsure=True, scope="shop")
+    assert forecast.expects_unsure("new", "shop")
+    forecast.observe("d", unsure=False, scope="bank")
+    forecast.observe("new", unsure=False, scope="shop")
+    forecast.observe("new", unsure=False, scope="shop")
+    assert forecast.expects_unsure("new", "shop")  # two of its own: the deployment's 3 of 5
+    forecast.observe("new", unsure=False, scope="shop")
+    assert not forecast.expects_unsure("new", "shop")  # its own three now decide
+    assert not forecast.expects_unsure("other", "shop")  # the deployment's: 3 of 6
+    # A deployment with too few routes goes by `unseen`; another deployment's say nothing.
+    assert forecast.expects_unsure("x", "bank")
+    assert not UnsureForecast("auto", unseen="after").expects_unsure("x", "bank")
+    sure = UnsureForecast("auto", above=0.5)
+    for tenant in ("a", "b", "c"):
+        sure.observe(tenant, unsure=False, scope="shop")
+    assert not sure.expects_unsure("new", "shop")
 
 
 class _FailingPlanner(FakeScriptedPolicy):
