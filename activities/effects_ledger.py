@@ -16,8 +16,8 @@ from typing import Any
 import asyncpg
 from temporalio import activity
 
-from agentkeel.schemas import names
-from agentkeel.schemas.actor import Actor
+from agentkeel.schemas import errors, names
+from agentkeel.schemas.actor import Actor, role_refusal_reason
 from agentkeel.schemas.effects import (
     COUNTED,
     AuditEntry,
@@ -184,6 +184,12 @@ class EffectLedgerActivities:
 
     @activity.defn(name=names.CLAIM_EFFECT)
     async def claim_effect(self, claim: EffectClaim) -> EffectClaimed:
+        refused = role_refusal_reason(claim.tool, claim.allowed_roles, claim.actor)
+        if refused is not None:  # an audit row only: nothing claimed, nothing counted
+            await self._ledger.refuse(
+                EffectRefusal(claim=claim, error_type=errors.NOT_AUTHORIZED, reason=refused)
+            )
+            return EffectClaimed(refused_role=refused)
         return await self._ledger.claim(claim)
 
     @activity.defn(name=names.SETTLE_EFFECT)

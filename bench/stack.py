@@ -121,6 +121,8 @@ async def bench_stack(
                 "database_url": database_url,
                 "redis_url": config.redis_url,
                 "task_queue": f"bench-{uuid.uuid4().hex[:12]}",
+                # What the workers' own clients dial (the ledger's claim sweep): this server.
+                "temporal_address": env.client.service_client.config.target_host,
                 **settings_overrides,
             }
         )

@@ -9,6 +9,7 @@ tool activity beside the plan's arguments, never inside them.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from anyascii import anyascii
@@ -70,6 +71,14 @@ class Actor(BaseModel):
 
 
 SYSTEM_ACTOR = Actor()
+
+
+def role_refusal_reason(tool: str, allowed: Sequence[str] | None, actor: Actor) -> str | None:
+    """Why `actor` may not call `tool`, whose `allowed` roles leave its role out; None where
+    it may (every role where `allowed` is None; the system role always)."""
+    if allowed is None or actor.role == SYSTEM_ROLE or actor.role in allowed:
+        return None
+    return f"{actor.describe()} may not call {tool} (it allows {', '.join(allowed) or 'no role'})"
 
 
 def name_skeleton(name: str) -> str:

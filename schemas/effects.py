@@ -78,6 +78,10 @@ class EffectClaim(BaseModel):
     (not yet made) count toward their own actor, never toward a target for anyone else:
     the tool checks that the row is theirs only when it runs, so a customer's claim on
     another's order must not hold back the effects others make there."""
+    allowed_roles: list[str] | None = None
+    """The roles the tool allows (the catalog's as the run claimed); an actor of another
+    role is refused by the claim itself, before anything is claimed, so the decision is in
+    the run's history whatever the catalog says when it is replayed. None: every role."""
 
 
 class EffectClaimed(BaseModel):
@@ -90,6 +94,9 @@ class EffectClaimed(BaseModel):
     already_made: bool = False
     """The same effect (same key) was made before: the tool answers with it, nothing moves
     again and no approval is asked."""
+    refused_role: str | None = None
+    """Why the actor's role may not make it (`EffectClaim.allowed_roles`): nothing was
+    claimed, the refusal is recorded, and the step fails `NotAuthorized`."""
 
     @property
     def moved_cents(self) -> int:

@@ -119,6 +119,10 @@ async def sweeping_claims(ledger: EffectLedger, connect: Connect, every_s: float
             log.warning("claim_sweep_failed", error=str(exc))
 
 
+STOP_WAIT_S = 2.0
+"""The longest a worker's shutdown waits for a sweep in flight to end."""
+
+
 def swept_ledger(pool: asyncpg.Pool, settings: Settings, stack: AsyncExitStack) -> EffectLedger:
     """The effects ledger of `pool`, swept (`sweeping_claims`, with a Temporal client of
     `settings`) until `stack` closes."""
@@ -127,7 +131,9 @@ def swept_ledger(pool: asyncpg.Pool, settings: Settings, stack: AsyncExitStack) 
 
     async def stop() -> None:
         task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        # Bounded: a connect to an unreachable Temporal may finish its own retries before
+        # it sees the cancel, and a worker's shutdown must not wait for that.
+        await asyncio.wait([task], timeout=STOP_WAIT_S)
 
     stack.push_async_callback(stop)
     return ledger

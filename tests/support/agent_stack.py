@@ -151,6 +151,8 @@ async def _start_stack(
         database_url=session.database_url,
         redis_url=redis_url or session.redis_url,
         task_queue=queue,
+        # What the workers' own clients dial (the ledger's claim sweep): this test's server.
+        temporal_address=temporal.service_client.config.target_host,
         # The embedder costs seconds per process: only the tests about it load it.
         semantic_cache="on" if semantic else "off",
         # Tests check behaviour, not speed, on a shared 2-core machine.

@@ -16,7 +16,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from agentkeel.schemas import errors
-from agentkeel.schemas.actor import SYSTEM_ROLE, Actor
+from agentkeel.schemas.actor import Actor, role_refusal_reason
 from agentkeel.schemas.result import StepError
 from agentkeel.schemas.tools import ToolSpec
 from agentkeel.workflows.dag.calls import ToolCall
@@ -24,6 +24,10 @@ from agentkeel.workflows.dag.calls import ToolCall
 ROLES_PATCH = "roles-before-claim-v1"
 """Runs started before it left a tool's `roles` to the call: a role it refuses was claimed
 in the ledger and put to an approver first."""
+ROLES_IN_CLAIM_PATCH = "roles-in-claim-v1"
+"""Runs started before it read a tool's `roles` in workflow code, from the catalog of the
+worker that replays them: a catalog widened or narrowed since then replays differently.
+Now the claim's local activity decides it, and its result is in the history."""
 AUTHORIZE_PATCH = "authorize-before-claim-v1"
 """Runs started before it claimed first; the tool checked its authority when it ran."""
 
@@ -31,15 +35,16 @@ REFUSED_BY_AUTHORITY = (errors.NOT_AUTHORIZED, errors.NOT_FOUND)
 
 
 def role_refusal(spec: ToolSpec, actor: Actor) -> StepError | None:
-    """`NotAuthorized` where the tool's `roles` leave out the actor's (asked before any
-    claim, in workflow code: the roles are the catalog's)."""
-    roles = spec.roles
-    if roles is None or actor.role == SYSTEM_ROLE or actor.role in roles:
+    """`NotAuthorized` where the tool's `roles` leave out the actor's: how runs started
+    before `ROLES_IN_CLAIM_PATCH` decided it, in workflow code, from the catalog of the
+    worker replaying them (kept for their replay)."""
+    message = role_refusal_reason(spec.name, spec.roles, actor)
+    if message is None or not workflow.patched(ROLES_PATCH):
         return None
-    if not workflow.patched(ROLES_PATCH):
-        return None
-    allowed = ", ".join(roles) or "no role"
-    message = f"{actor.describe()} may not call {spec.name} (it allows {allowed})"
+    return refused_by_role(message)
+
+
+def refused_by_role(message: str) -> StepError:
     return StepError(type=errors.NOT_AUTHORIZED, message=message, non_retryable=True)
 
 

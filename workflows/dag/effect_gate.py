@@ -36,7 +36,12 @@ from agentkeel.schemas.result import StepError
 from agentkeel.schemas.tools import ToolSpec
 from agentkeel.sdk.serving import active_domain
 from agentkeel.workflows.dag import effect_ledger as ledger
-from agentkeel.workflows.dag.authority_check import authority_refusal, role_refusal
+from agentkeel.workflows.dag.authority_check import (
+    ROLES_IN_CLAIM_PATCH,
+    authority_refusal,
+    refused_by_role,
+    role_refusal,
+)
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.effect_ledger import ClearedEffect
 from agentkeel.workflows.dag.effect_naming import names_every_argument
@@ -113,10 +118,12 @@ async def clear_effect(
         workflow.logger.info("side effect refused: %s %s", error.type, error.message)
         await ledger.record_refusal(request, error)
         raise StepRefused(error)
-    if payload is not None:  # role, ownership and tenant, before anything is claimed or asked
-        refused = role_refusal(spec, ctx.request.actor) or await authority_refusal(
-            call, spec, payload, key, ctx.tool_queue
-        )
+    roles_in_claim = workflow.patched(ROLES_IN_CLAIM_PATCH)  # where the old check asked
+    if roles_in_claim:
+        request.allowed_roles = None if spec.roles is None else list(spec.roles)
+    if payload is not None:  # ownership and tenant (and, before the patch, the role)
+        refused = None if roles_in_claim else role_refusal(spec, ctx.request.actor)
+        refused = refused or await authority_refusal(call, spec, payload, key, ctx.tool_queue)
         if refused is not None:
             await ledger.record_refusal(request, refused)
             raise StepRefused(refused)
@@ -136,6 +143,8 @@ async def clear_effect(
         if not to_the_end and workflow.patched(CLAIM_CANCEL_PATCH):
             await ledger.end_cancelled(claiming, call, "being claimed", only_ours=True)
         raise
+    if claimed.refused_role is not None:  # recorded by the claim; nothing was claimed
+        raise StepRefused(refused_by_role(claimed.refused_role))
     cleared = ClearedEffect(key=key, claimed=True, already_made=claimed.already_made)
     if claimed.already_made:  # the tool answers with the effect it made; nothing moves again
         return cleared
