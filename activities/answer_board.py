@@ -19,17 +19,25 @@ ANNOUNCE_TIMEOUT_S = 0.25
 run's own result, not every run record a half-second socket timeout."""
 
 
-async def announce(redis: aioredis.Redis, result: AgentResult) -> None:
+async def announce(
+    redis: aioredis.Redis, result: AgentResult, *, also_run_id: str | None = None
+) -> None:
     """One entry on the run's answer stream (a retried store leaves one: an exact
-    `MAXLEN 1`). Redis not answering costs callers only the wait for the run's result."""
-    key = answer_key(result.workflow_id, result.run_id)
+    `MAXLEN 1`), and on `also_run_id`'s (the first run of a chain this run continues, whose
+    key the caller who started the chain watches). Redis not answering costs callers only
+    the wait for the run's result."""
+    run_ids = [result.run_id, *([also_run_id] if also_run_id else [])]
     try:
         async with asyncio.timeout(ANNOUNCE_TIMEOUT_S):
-            async with redis.pipeline(transaction=True) as pipe:  # (one key: fine on a cluster)
-                pipe.xadd(
-                    key, {ANSWER_FIELD: result.model_dump_json()}, maxlen=1, approximate=False
-                )
-                pipe.expire(key, ANSWER_TTL_S)
-                await pipe.execute()
+            for run_id in run_ids:  # one key a transaction: fine on a cluster
+                await _announce_on(redis, answer_key(result.workflow_id, run_id), result)
     except (*REDIS_ERRORS, TimeoutError) as exc:
+        key = answer_key(result.workflow_id, result.run_id)
         log.warning("answer_not_announced", key=key, error=str(exc) or type(exc).__name__)
+
+
+async def _announce_on(redis: aioredis.Redis, key: str, result: AgentResult) -> None:
+    async with redis.pipeline(transaction=True) as pipe:
+        pipe.xadd(key, {ANSWER_FIELD: result.model_dump_json()}, maxlen=1, approximate=False)
+        pipe.expire(key, ANSWER_TTL_S)
+        await pipe.execute()

@@ -80,7 +80,7 @@ class StoreActivities:
         if request.announce and self._redis is not None:
             # After the record and the cache entry: a caller that returns on it may ask its
             # next turn (which reads this record) or the same question (this entry) at once.
-            await announce(self._redis, result)
+            await announce(self._redis, result, also_run_id=request.first_run_id)
         return StoreResult(recorded=True, cached=cached, cache_ttl_s=ttl_s)
 
 

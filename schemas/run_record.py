@@ -19,6 +19,9 @@ class StoreInput(BaseModel):
     announce: bool = False
     """Announce the answer once it is recorded (`schemas.answers`): the run's final answer,
     not a record of a cancelled or stopped run."""
+    first_run_id: str | None = None
+    """The first run of a chain this run continues (continue-as-new): its answer is also
+    announced on that run's key, which a caller who started the chain watches."""
 
 
 class StoreResult(BaseModel):

@@ -176,6 +176,36 @@ async def test_the_watch_takes_a_valid_announcement_only_and_stops_when_told(
         await redis.aclose()
 
 
+async def test_a_continued_run_announces_on_the_key_its_chains_caller_watches(
+    redis_url: str,
+) -> None:
+    """A run that continues a chain (continue-as-new) announces its answer on its own key
+    and on the first run's, which the caller who started the chain watches."""
+    redis = aioredis.from_url(redis_url)
+    workflow_id = f"chain-{uuid.uuid4().hex[:8]}"
+    keys = [answer_key(workflow_id, run) for run in ("first", "third")]
+    never: asyncio.Future[AgentResult] = asyncio.get_running_loop().create_future()
+    continued = AgentResult.model_validate(
+        {
+            "answer": "Found: delivered.",
+            "route": {"intent": "lookup", "confidence": 1.0},
+            "cache": "miss",
+            "plan": {"steps": []},
+            "workflow_id": workflow_id,
+            "run_id": "third",
+        }
+    )
+    try:
+        await announce(redis, continued, also_run_id="first")
+        got = await asyncio.wait_for(first_answer(never, redis, workflow_id, "first"), 5)
+        assert got == continued
+        assert await AnswerWatch(redis, workflow_id, "third", window_s=1).answer() == continued
+    finally:
+        never.cancel()
+        await redis.delete(*keys)
+        await redis.aclose()
+
+
 async def test_a_worker_that_serves_no_policy_step_is_never_offered_one(
     make_stack: StackFactory,
 ) -> None:

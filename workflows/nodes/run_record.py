@@ -161,6 +161,7 @@ async def _write_record(
                 actor=request.actor,
                 request_id=request.request_id,
                 announce=announce,
+                first_run_id=_first_run_if_continued(),
             ),
             result_type=StoreResult,
             start_to_close_timeout=timeouts.STORE_TIMEOUT,
@@ -175,3 +176,10 @@ async def _write_record(
         workflow.logger.error("run record not stored: %s", exc.cause)
         return [f"run record not stored: {exc.cause}"]
     return []
+
+
+def _first_run_if_continued() -> str | None:
+    """The chain's first run id where this run continues it (None for a first run)."""
+    info = workflow.info()
+    first = info.first_execution_run_id
+    return first if first and first != info.run_id else None
