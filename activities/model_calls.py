@@ -180,6 +180,8 @@ class InferenceActivities:
             return routed, None
         if routed.confident and routed.draft_plan is not None:
             ahead.cancel()  # the router's draft plan serves: the planner's work is dropped
+            # Awaited, so what it spent is in this activity's usage before it is settled.
+            await asyncio.gather(ahead, return_exceptions=True)
             return routed, None
         return routed, await _unless_failed(ahead)
 

@@ -7,7 +7,10 @@ engine sends the same bytes as before, head first (the prefix cache sees no chan
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -48,7 +51,8 @@ async def generate(engine: Engine, tier: Tier, request: GenerateRequest) -> Gene
     cost."""
     started = time.perf_counter()
     with model_span(engine, tier) as span:
-        result = await engine.generate(request)
+        with _spent_if_cancelled(engine, tier, request, [], span):
+            result = await engine.generate(request)
         usage = result.usage
         prompt, output = _counted(engine, tier, request, usage, result.text, span)
         record_usage(span, prompt, output, result.finish_reason)
@@ -86,6 +90,20 @@ def _counted(
     return prompt, output
 
 
+@contextmanager
+def _spent_if_cancelled(
+    engine: Engine, tier: Tier, request: GenerateRequest, parts: list[str], span: trace.Span
+) -> Iterator[None]:
+    """A call cancelled midway (a plan started beside a router that turned out sure) has
+    still cost its prompt and what it decoded: entered in the book (estimated) before the
+    cancel goes on, so usage and budgets count the work thrown away too."""
+    try:
+        yield
+    except asyncio.CancelledError:
+        _counted(engine, tier, request, None, "".join(parts), span)
+        raise
+
+
 async def stream(
     engine: Engine, tier: Tier, request: GenerateRequest, sink: TokenSink | None
 ) -> tuple[list[str], datetime | None]:
@@ -95,7 +113,7 @@ async def stream(
     first_at: datetime | None = None
     asked_at = datetime.now(UTC)
     usage: Usage | None = None
-    with model_span(engine, tier) as span:
+    with model_span(engine, tier) as span, _spent_if_cancelled(engine, tier, request, parts, span):
         async for delta in engine.stream(request):
             usage = delta.usage or usage
             if not delta.text:
@@ -138,7 +156,7 @@ async def generate_plan(engine: Engine, tier: Tier, request: GenerateRequest) ->
     parts: list[str] = []
     finish: FinishReason | None = None
     usage: Usage | None = None
-    with model_span(engine, tier) as span:
+    with model_span(engine, tier) as span, _spent_if_cancelled(engine, tier, request, parts, span):
         async for delta in engine.stream(request):  # checks the whole text after the last piece
             usage = delta.usage or usage
             if delta.text:

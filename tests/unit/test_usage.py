@@ -166,6 +166,34 @@ async def test_model_calls_enter_the_activitys_book_even_from_tasks_it_starts() 
     assert light.prompt_tokens == 2 * approx_tokens("head the question")
 
 
+class _Endless(FakeEngine):
+    """Streams a word every few milliseconds until it is cancelled."""
+
+    async def stream(self, request: GenerateRequest) -> AsyncIterator[TokenDelta]:
+        while True:
+            await asyncio.sleep(0.005)
+            yield TokenDelta(text="word ")
+
+
+async def test_a_call_cancelled_midway_still_counts_its_prompt_and_what_it_decoded() -> None:
+    """A plan started beside a router that turned out sure is cancelled: its tokens were
+    spent all the same, and a budget must see them."""
+    request = GenerateRequest(system="head ", prompt="the question")
+    streamed = stream(_Endless("heavy"), Tier.HEAVY, request, None)
+    whole = generate(FakeEngine("heavy", answer="late", delay_s=30), Tier.HEAVY, request)
+    for call, decoded_some in ((streamed, True), (whole, False)):
+        with metering_usage() as book:
+            task = asyncio.ensure_future(call)
+            await asyncio.sleep(0.1)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        [spent] = book.lines
+        assert spent.tier is Tier.HEAVY and spent.estimated
+        assert spent.prompt_tokens == approx_tokens("head the question")
+        # Streamed: the words it had written; whole: nothing came back to count.
+        assert (spent.completion_tokens > 1) is decoded_some, spent
+
+
 def test_the_deployments_run_budget_is_a_ceiling_a_request_cannot_lift() -> None:
     from agentkeel.client.budgets import held_under
     from agentkeel.schemas.request import AgentRequest, RunOptions
