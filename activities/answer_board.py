@@ -26,14 +26,16 @@ async def announce(
     `MAXLEN 1`), and on `also_run_id`'s (the first run of a chain this run continues, whose
     key the caller who started the chain watches). Redis not answering costs callers only
     the wait for the run's result."""
-    run_ids = [result.run_id, *([also_run_id] if also_run_id else [])]
-    try:
-        async with asyncio.timeout(ANNOUNCE_TIMEOUT_S):
-            for run_id in run_ids:  # one key a transaction: fine on a cluster
-                await _announce_on(redis, answer_key(result.workflow_id, run_id), result)
-    except (*REDIS_ERRORS, TimeoutError) as exc:
-        key = answer_key(result.workflow_id, result.run_id)
-        log.warning("answer_not_announced", key=key, error=str(exc) or type(exc).__name__)
+    # The key the chain's caller watches first; one key a transaction (fine on a cluster).
+    run_ids = [*([also_run_id] if also_run_id else []), result.run_id]
+    for run_id in run_ids:
+        key = answer_key(result.workflow_id, run_id)
+        try:
+            async with asyncio.timeout(ANNOUNCE_TIMEOUT_S):
+                await _announce_on(redis, key, result)
+        except (*REDIS_ERRORS, TimeoutError) as exc:
+            log.warning("answer_not_announced", key=key, error=str(exc) or type(exc).__name__)
+            return  # Redis is not answering: the next key would wait as long for nothing
 
 
 async def _announce_on(redis: aioredis.Redis, key: str, result: AgentResult) -> None:

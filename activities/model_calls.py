@@ -189,11 +189,14 @@ class InferenceActivities:
         """The planner, started now on the request alone, where the route is forecast to
         be unsure (`activities.plan_ahead`); None otherwise."""
         scope = scope_of(activity.info().task_queue)
-        if not request.plan_ahead or not self._forecast.expects_unsure(request.tenant, scope):
+        release = self._forecast.plan_ahead(request.tenant, scope) if request.plan_ahead else None
+        if release is None:
             return None
         asked = request.model_dump(exclude={"plan_ahead"})
         planning = calls.PlanInput(**asked, route=AHEAD_ROUTE)
-        return asyncio.create_task(self._planned(planning))
+        task = asyncio.create_task(self._planned(planning))
+        task.add_done_callback(release)
+        return task
 
     async def _planned(self, request: calls.PlanInput) -> calls.PlanResult:
         started = time.perf_counter()

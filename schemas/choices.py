@@ -20,5 +20,5 @@ PlanAhead = Literal["auto", "always", "off"]
 
 PlanAheadUnseen = Literal["ahead", "after"]
 """What `auto` does where neither the tenant nor the deployment has routed enough to go
-by: `ahead` (plan beside the router: the price is at most a few plans cancelled when the
-router turns out sure) or `after` (route, then plan)."""
+by: `ahead` (plan beside the router, for a few routes at a time: the price is the plans
+cancelled where the router turns out sure) or `after` (route, then plan)."""

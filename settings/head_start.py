@@ -47,9 +47,9 @@ class HeadStartSettings(BaseModel):
     ahead (of its deployment's last 20, every tenant's, for a tenant with fewer than 3)."""
     plan_ahead_unseen: PlanAheadUnseen = "ahead"
     """What `auto` does where neither the tenant nor its deployment has 3 routes to go by
-    (a new deployment, or one quiet for a week): `ahead`, plan beside the router (at most
-    a few planner calls cancelled before the history says otherwise); `after`, route,
-    then plan."""
+    (a new deployment, or one quiet for a week): `ahead`, plan beside the router, for at
+    most 3 routes at a time per worker (a planner cancelled where the route is sure is
+    counted in usage); `after`, route, then plan."""
 
 
 def speculative_calls(settings: HeadStartSettings) -> int:

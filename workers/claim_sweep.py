@@ -133,7 +133,9 @@ def swept_ledger(pool: asyncpg.Pool, settings: Settings, stack: AsyncExitStack) 
         task.cancel()
         # Bounded: a connect to an unreachable Temporal may finish its own retries before
         # it sees the cancel, and a worker's shutdown must not wait for that.
-        await asyncio.wait([task], timeout=STOP_WAIT_S)
+        _, pending = await asyncio.wait([task], timeout=STOP_WAIT_S)
+        if pending:
+            log.warning("claim_sweep_not_stopped", waited_s=STOP_WAIT_S)
 
     stack.push_async_callback(stop)
     return ledger

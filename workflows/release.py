@@ -40,7 +40,8 @@ claim-cancel-v2, authorize-before-claim-v1, roles-before-claim-v1, roles-in-clai
 (`workflows.approvals`), watch-quota-v1 (`workflows.dag.watch_slot`), replan-ahead-v1
 (`workflows.nodes.join`), replan-patch-v1 (`workflows.dag.plan_patch`), policy-offer-v1
 (`workflows.nodes.cache_lookup`: asked by every run at its start), run-budget-v1
-(`workflows.budget`: asked only by a run with `options.budget`); in `CacheWarmerWorkflow`,
+(`workflows.budget`: asked only by a run with `options.budget`), budget-routes-first-v1
+(`workflows.nodes.model_calls`: the same); in `CacheWarmerWorkflow`,
 warm-tenant-fairness-v1 (`workflows.warmer`)."""
 
 

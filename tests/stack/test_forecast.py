@@ -23,7 +23,7 @@ async def test_a_new_worker_reads_the_fleets_history_before_its_first_route(
     for _ in range(4):
         await seen.ready(scope, "acme")
         seen.observe("acme", unsure=True, scope=scope)
-    assert seen.expects_unsure("acme")
+    assert seen.expects_unsure("acme", scope)
     assert seen.store is not None
     await seen.store.flush()
 
@@ -49,9 +49,11 @@ async def test_a_new_tenant_is_forecast_from_its_deployments_routes_on_any_worke
     other_worker = UnsureForecast(store=ForecastStore(redis), unseen="after")
     await other_worker.ready(scope, "new")
     assert other_worker.expects_unsure("new", scope)
-    quiet = UnsureForecast(store=ForecastStore(redis), unseen="after")
-    await quiet.ready(_scope(), "new")  # a deployment nobody has routed in
-    assert not quiet.expects_unsure("new", scope)
+    quiet, nobodys = UnsureForecast(store=ForecastStore(redis), unseen="after"), _scope()
+    await quiet.ready(nobodys, "new")  # a deployment nobody has routed in
+    assert not quiet.expects_unsure("new", nobodys)
+    await quiet.ready(scope, "new")  # this one's routes are read by any worker
+    assert quiet.expects_unsure("new", scope)
 
 
 async def test_the_shared_history_keeps_the_window_and_follows_confident_routes(
@@ -66,7 +68,7 @@ async def test_the_shared_history_keeps_the_window_and_follows_confident_routes(
     assert await store.recent(scope, "acme") == [True, False, False, False, False]
     second = UnsureForecast(store=store, window=5)
     await second.ready(scope, "acme")
-    assert not second.expects_unsure("acme")
+    assert not second.expects_unsure("acme", scope)
 
 
 async def test_an_unreachable_store_leaves_the_workers_own_memory() -> None:
@@ -75,7 +77,7 @@ async def test_an_unreachable_store_leaves_the_workers_own_memory() -> None:
     await forecast.ready("scope", "acme")  # answers at once, with nothing read
     for _ in range(3):
         forecast.observe("acme", unsure=True, scope="scope")
-    assert forecast.expects_unsure("acme")
+    assert forecast.expects_unsure("acme", "scope")
     assert await ForecastStore(down).recent("scope", "acme") is None
     await down.aclose()
 
@@ -87,5 +89,5 @@ async def test_modes_other_than_auto_never_touch_the_store(redis: aioredis.Redis
     await always.ready(scope, "acme")
     always.observe("acme", unsure=False, scope=scope)
     await store.flush()
-    assert always.expects_unsure("acme")
+    assert always.expects_unsure("acme", scope)
     assert await store.recent(scope, "acme") == []

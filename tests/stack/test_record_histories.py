@@ -28,6 +28,7 @@ from agentkeel.schemas.search_attributes import AGENT_QUESTION
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
 from agentkeel.workflows.budget import RUN_BUDGET_PATCH
+from agentkeel.workflows.dag.authority_check import ROLES_IN_CLAIM_PATCH
 from agentkeel.workflows.dag.fan_out import child_workflow_id
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
 from agentkeel.workflows.nodes.cache_lookup import POLICY_OFFER_PATCH
@@ -237,6 +238,18 @@ async def test_record_policy_offer_history(make_stack: StackFactory) -> None:
     handle = await stack.start("where's my parcel for 1001")
     await handle.result()
     await _save("model_route_unoffered", await handle.fetch_history(), folder=POLICY_OFFER_PATCH)
+
+
+@pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
+async def test_record_roles_in_claim_history(
+    make_stack: StackFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A staff refund refused by the claim under `roles-in-claim-v1` (the tool given roles
+    for this run only): it replays under the shop's catalog, which gives it none."""
+    from tests.stack.test_roles_in_claim import refused_by_roles
+
+    history = await refused_by_roles(await make_stack(), monkeypatch)
+    await _save("role_refused_by_the_claim", history, folder=ROLES_IN_CLAIM_PATCH)
 
 
 async def _save(name: str, history: WorkflowHistory, *, folder: str = RELEASE_PATCH) -> None:

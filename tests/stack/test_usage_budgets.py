@@ -22,6 +22,7 @@ from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from agentkeel.activities.usage_ledger import UsageLedger
 from agentkeel.client.budgets import BudgetExhaustedError, WindowBudgets, WindowLimits
 from agentkeel.gateway.keys import ApiKeys
+from agentkeel.schemas import names
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult, CacheStatus, StepStatus
@@ -30,6 +31,7 @@ from agentkeel.schemas.usage import ModelUsage, RunUsage, parse_prices
 from agentkeel.settings.ports import free_port
 from tests.support.agent_stack import StackFactory
 from tests.support.gateway_http import OTHER_STAFF_TOKEN, STAFF_TOKEN, bearer, gateway, key
+from tests.support.history import scheduled_activities
 from tests.support.shop_model import (
     ORDER_QUESTION,
     POLICY_QUESTION,
@@ -38,6 +40,7 @@ from tests.support.shop_model import (
 )
 
 NO_CACHE = {"use_cache": False}
+BIG = {"tokens": 10_000_000}
 
 
 async def run_row(database_url: str, run_id: str) -> asyncpg.Record:
@@ -126,6 +129,23 @@ async def test_a_spent_run_budget_degrades_to_the_light_tier_then_stops_by_name(
     assert partial.usage.total_tokens >= routed + 1
     row = await run_row(database_url, partial.run_id)
     assert row["prompt_tokens"] + row["completion_tokens"] == partial.usage.total_tokens
+
+
+async def test_a_run_under_a_budget_plans_only_once_its_route_needs_a_plan(
+    make_stack: StackFactory,
+) -> None:
+    """Planning beside the router throws the planner's tokens away when the route is sure:
+    a run that pays for its tokens (`options.budget`) routes first, then plans."""
+    async with shop_cascade() as (policy, _):
+        stack = await make_stack(policy=policy, plan_ahead="always")
+        budgeted = await stack.start(ORDER_QUESTION, options={**NO_CACHE, "budget": BIG})
+        await budgeted.result()
+        free = await stack.start(ORDER_QUESTION, options=NO_CACHE)
+        await free.result()
+    plans = [
+        scheduled_activities(await h.fetch_history()).count(names.PLAN) for h in (budgeted, free)
+    ]
+    assert plans == [1, 0]  # a plan of its own after the route; the free run's beside it
 
 
 async def test_a_key_past_its_window_budget_is_refused_new_runs(

@@ -137,8 +137,8 @@ def test_auto_plans_ahead_only_for_a_tenant_whose_routes_were_mostly_unsure() ->
     for _ in range(10):
         forecast.observe("a", unsure=False, scope="shop")
     assert not forecast.expects_unsure("a", "shop")
-    assert UnsureForecast("off").expects_unsure("a") is False
-    assert UnsureForecast("always").expects_unsure("a") is True
+    assert UnsureForecast("off").expects_unsure("a", "shop") is False
+    assert UnsureForecast("always").expects_unsure("a", "shop") is True
 
 
 def test_a_tenant_too_new_for_a_history_is_forecast_from_its_deployments() -> None:
@@ -160,6 +160,24 @@ def test_a_tenant_too_new_for_a_history_is_forecast_from_its_deployments() -> No
     for tenant in ("a", "b", "c"):
         sure.observe(tenant, unsure=False, scope="shop")
     assert not sure.expects_unsure("new", "shop")
+
+
+def test_a_new_deployment_plans_ahead_for_a_few_routes_at_a_time_only() -> None:
+    """On `unseen` alone (a deployment with fewer than 3 routes) a worker starts at most 3
+    plans ahead at once: a burst of first requests does not start a planner for each."""
+    forecast = UnsureForecast("auto")
+    held = [forecast.plan_ahead(f"t{i}", "new") for i in range(5)]
+    assert [r is not None for r in held] == [True, True, True, False, False]
+    first = held[0]
+    assert first is not None
+    first(None)  # that plan is done: its place is free again
+    assert forecast.plan_ahead("t5", "new") is not None
+    # Once the deployment has a history, it decides, and nothing is held.
+    for tenant in ("a", "b", "c"):
+        forecast.observe(tenant, unsure=True, scope="new")
+    assert all(forecast.plan_ahead(f"u{i}", "new") is not None for i in range(5))
+    assert UnsureForecast("auto", unseen="after").plan_ahead("t", "new") is None
+    assert UnsureForecast("off").plan_ahead("t", "new") is None
 
 
 class _FailingPlanner(FakeScriptedPolicy):

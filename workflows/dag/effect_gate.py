@@ -118,7 +118,9 @@ async def clear_effect(
         workflow.logger.info("side effect refused: %s %s", error.type, error.message)
         await ledger.record_refusal(request, error)
         raise StepRefused(error)
-    roles_in_claim = workflow.patched(ROLES_IN_CLAIM_PATCH)  # where the old check asked
+    # Asked for every effect, whatever the tool's roles: asking only where a tool has
+    # roles would make the marker itself depend on the catalog the patch takes out.
+    roles_in_claim = workflow.patched(ROLES_IN_CLAIM_PATCH)
     if roles_in_claim:
         request.allowed_roles = None if spec.roles is None else list(spec.roles)
     if payload is not None:  # ownership and tenant (and, before the patch, the role)

@@ -117,10 +117,18 @@ def _allow_effects_of(state: AgentState, route: Route) -> None:
     state["context"].allowed_effects = requested_side_effects(route.intent)
 
 
+BUDGET_ROUTES_FIRST_PATCH = "budget-routes-first-v1"
+"""Runs under a budget started before it planned beside the router, as any run: a sure
+route then threw the planner's tokens away, and they counted against the run's budget."""
+
+
 async def route(state: AgentState) -> dict[str, Any]:
     stage(state, "routing")
     started = workflow.now()
-    ahead = state["request"].options.deadline_ms is None
+    options = state["request"].options
+    ahead = options.deadline_ms is None
+    if ahead and options.budget is not None and workflow.patched(BUDGET_ROUTES_FIRST_PATCH):
+        ahead = False  # the run pays for its planner's tokens: spent only once it is needed
     stream = ahead and wanted(state)  # a plan made beside the router streams its reads too
     async with PlanWindow(state["context"], open_=stream):
         routed: RouteResult = await call_model(

@@ -161,7 +161,7 @@ async def _write_record(
                 actor=request.actor,
                 request_id=request.request_id,
                 announce=announce,
-                first_run_id=_first_run_if_continued(),
+                first_run_id=_first_run_if_continued(state),
             ),
             result_type=StoreResult,
             start_to_close_timeout=timeouts.STORE_TIMEOUT,
@@ -178,8 +178,7 @@ async def _write_record(
     return []
 
 
-def _first_run_if_continued() -> str | None:
-    """The chain's first run id where this run continues it (None for a first run)."""
-    info = workflow.info()
-    first = info.first_execution_run_id
-    return first if first and first != info.run_id else None
+def _first_run_if_continued(state: AgentState) -> str | None:
+    """The chain's first run id where this run continued it as new (None otherwise: a
+    retried, cron or reset run has its own first run id, but no caller watching it)."""
+    return workflow.info().first_execution_run_id if state["progress"].continued else None
