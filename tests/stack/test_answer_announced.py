@@ -129,6 +129,20 @@ async def test_a_run_cancelled_while_it_records_announces_nothing(
         await redis.aclose()
 
 
+def _answered(answer: str, workflow_id: str, run_id: str) -> AgentResult:
+    """A run's result as a store step announces it."""
+    return AgentResult.model_validate(
+        {
+            "answer": answer,
+            "route": {"intent": "lookup", "confidence": 1.0},
+            "cache": "miss",
+            "plan": {"steps": []},
+            "workflow_id": workflow_id,
+            "run_id": run_id,
+        }
+    )
+
+
 async def test_the_watch_takes_a_valid_announcement_only_and_stops_when_told(
     redis_url: str,
 ) -> None:
@@ -148,16 +162,7 @@ async def test_the_watch_takes_a_valid_announcement_only_and_stops_when_told(
             await first_answer(failed(), redis, workflow_id, "silent", window_s=5)
 
         # A valid announcement answers though the run's result never comes.
-        announced = AgentResult.model_validate(
-            {
-                "answer": "Found: shipped.",
-                "route": {"intent": "lookup", "confidence": 1.0},
-                "cache": "miss",
-                "plan": {"steps": []},
-                "workflow_id": workflow_id,
-                "run_id": "good",
-            }
-        )
+        announced = _answered("Found: shipped.", workflow_id, "good")
         await redis.xadd(keys[1], {ANSWER_FIELD: announced.model_dump_json()})
         got = await asyncio.wait_for(first_answer(never, redis, workflow_id, "good"), 5)
         assert got == announced and never.cancelled()
@@ -185,16 +190,7 @@ async def test_a_continued_run_announces_on_the_key_its_chains_caller_watches(
     workflow_id = f"chain-{uuid.uuid4().hex[:8]}"
     keys = [answer_key(workflow_id, run) for run in ("first", "third")]
     never: asyncio.Future[AgentResult] = asyncio.get_running_loop().create_future()
-    continued = AgentResult.model_validate(
-        {
-            "answer": "Found: delivered.",
-            "route": {"intent": "lookup", "confidence": 1.0},
-            "cache": "miss",
-            "plan": {"steps": []},
-            "workflow_id": workflow_id,
-            "run_id": "third",
-        }
-    )
+    continued = _answered("Found: delivered.", workflow_id, "third")
     try:
         await announce(redis, continued, also_run_id="first")
         got = await asyncio.wait_for(first_answer(never, redis, workflow_id, "first"), 5)
