@@ -11,6 +11,7 @@ from typing import Any
 
 import asyncpg
 import pytest
+import redis.asyncio as aioredis
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
@@ -19,6 +20,7 @@ from agentkeel.client.watches import format_waiting
 from agentkeel.client.watches import waiting_runs as list_waiting_runs
 from agentkeel.examples.shop.demo_watch import ship_order
 from agentkeel.schemas import errors, names
+from agentkeel.schemas.answers import ANSWER_FIELD, answer_key
 from agentkeel.schemas.model_calls import RouteInput, RouteResult
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.request import AgentRequest, RunOptions
@@ -233,3 +235,12 @@ async def test_a_watch_that_fired_after_continuing_streams_its_answer_to_the_cli
     ).fetch_history()
     started = history.events[0].workflow_execution_started_event_attributes
     assert started.continued_execution_run_id  # the answer came from a continued run
+    # Announced on the key of the run the caller started too (the chain's first run's).
+    redis = aioredis.from_url(redis_url)
+    try:
+        key = answer_key(workflow_id, started.first_execution_run_id)
+        [(_, fields)] = await redis.xrange(key)
+    finally:
+        await redis.aclose()
+    announced = AgentResult.model_validate_json(fields[ANSWER_FIELD.encode()])
+    assert (announced.run_id, announced.answer) == (result.run_id, result.answer)
