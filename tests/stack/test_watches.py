@@ -239,8 +239,11 @@ async def test_a_watch_that_fired_after_continuing_streams_its_answer_to_the_cli
     redis = aioredis.from_url(redis_url)
     try:
         key = answer_key(workflow_id, started.first_execution_run_id)
-        [(_, fields)] = await redis.xrange(key)
+        entries = await redis.xrange(key)
     finally:
         await redis.aclose()
+    assert entries is not None
+    [(_, fields)] = entries
+    assert fields is not None
     announced = AgentResult.model_validate_json(fields[ANSWER_FIELD.encode()])
     assert (announced.run_id, announced.answer) == (result.run_id, result.answer)
