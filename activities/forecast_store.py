@@ -59,15 +59,9 @@ class ForecastStore:
         self._routes.push(self.key(scope, tenant), outcome)
         self._routes.push(self.deployment_key(scope), outcome)
 
-    async def recent(self, scope: str, tenant: str) -> list[bool] | None:
-        """The tenant's recent routes, oldest first ([] when none); None when Redis could
-        not say in time."""
-        both = await self.histories(scope, tenant)
-        return None if both is None else both[0]
-
     async def histories(self, scope: str, tenant: str) -> tuple[list[bool], list[bool]] | None:
-        """The tenant's recent routes and its deployment's (every tenant's), oldest first,
-        read in one round trip; None when Redis could not say in time."""
+        """The tenant's recent routes and its deployment's (every tenant's), oldest first
+        ([] when none), read in one round trip; None when Redis could not say in time."""
         last = self._window - 1
         try:
             async with asyncio.timeout(READ_TIMEOUT_S):

@@ -137,7 +137,7 @@ class InferenceActivities:
         scope = scope_of(activity.info().task_queue)
         await self._forecast.ready(scope, request.tenant)
         async with early_reads(request.stream_steps and self._stream_plans):
-            routed, ahead = await self._routed(request, asked_only)
+            routed, ahead = await self._routed(request, asked_only, scope)
         served = routed.confident and routed.draft_plan is not None
         self._forecast.observe(request.tenant, unsure=not served, scope=scope)
         if ahead is not None:
@@ -164,10 +164,10 @@ class InferenceActivities:
         return routed
 
     async def _routed(
-        self, request: calls.RouteInput, asked_only: list[calls.ConversationTurn]
+        self, request: calls.RouteInput, asked_only: list[calls.ConversationTurn], scope: str
     ) -> tuple[calls.RouteResult, calls.PlanResult | None]:
         """The router's answer, and the plan made beside it where one was and serves."""
-        ahead = self._plan_ahead(request)
+        ahead = self._plan_ahead(request, scope)
         try:
             routed = await self._model(
                 self._policy.route(request.model_copy(update={"history": asked_only}))
@@ -185,10 +185,11 @@ class InferenceActivities:
             return routed, None
         return routed, await _unless_failed(ahead)
 
-    def _plan_ahead(self, request: calls.RouteInput) -> asyncio.Task[calls.PlanResult] | None:
+    def _plan_ahead(
+        self, request: calls.RouteInput, scope: str
+    ) -> asyncio.Task[calls.PlanResult] | None:
         """The planner, started now on the request alone, where the route is forecast to
         be unsure (`activities.plan_ahead`); None otherwise."""
-        scope = scope_of(activity.info().task_queue)
         release = self._forecast.plan_ahead(request.tenant, scope) if request.plan_ahead else None
         if release is None:
             return None

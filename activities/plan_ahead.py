@@ -138,8 +138,11 @@ class UnsureForecast:
     def plan_ahead(self, tenant: str, scope: str) -> Release | None:
         """Whether to start the planner beside this route: None where not; else what to call
         once that plan is done (it frees the place of a plan started on `unseen` alone)."""
-        if self.mode != "auto" or self._by_history(tenant, scope) is not None:
-            return _nothing_held if self.expects_unsure(tenant, scope) else None
+        if self.mode != "auto":
+            return _nothing_held if self.mode == "always" else None
+        by_history = self._by_history(tenant, scope)
+        if by_history is not None:
+            return _nothing_held if by_history else None
         held = self._unseen_ahead.get(scope, 0)
         if self.unseen != "ahead" or held >= SEEN_ENOUGH:
             return None

@@ -65,7 +65,7 @@ async def test_the_shared_history_keeps_the_window_and_follows_confident_routes(
     for unsure in (True, True, True, False, False, False, False):
         first.observe("acme", unsure=unsure, scope=scope)
     await store.flush()
-    assert await store.recent(scope, "acme") == [True, False, False, False, False]
+    assert await store.histories(scope, "acme") == ([True, False, False, False, False],) * 2
     second = UnsureForecast(store=store, window=5)
     await second.ready(scope, "acme")
     assert not second.expects_unsure("acme", scope)
@@ -78,7 +78,7 @@ async def test_an_unreachable_store_leaves_the_workers_own_memory() -> None:
     for _ in range(3):
         forecast.observe("acme", unsure=True, scope="scope")
     assert forecast.expects_unsure("acme", "scope")
-    assert await ForecastStore(down).recent("scope", "acme") is None
+    assert await ForecastStore(down).histories("scope", "acme") is None
     await down.aclose()
 
 
@@ -90,4 +90,4 @@ async def test_modes_other_than_auto_never_touch_the_store(redis: aioredis.Redis
     always.observe("acme", unsure=False, scope=scope)
     await store.flush()
     assert always.expects_unsure("acme", scope)
-    assert await store.recent(scope, "acme") == []
+    assert await store.histories(scope, "acme") == ([], [])

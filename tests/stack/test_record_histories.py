@@ -242,13 +242,13 @@ async def test_record_policy_offer_history(make_stack: StackFactory) -> None:
 
 @pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
 async def test_record_roles_in_claim_history(
-    make_stack: StackFactory, monkeypatch: pytest.MonkeyPatch
+    make_stack: StackFactory, db: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A staff refund refused by the claim under `roles-in-claim-v1` (the tool given roles
     for this run only): it replays under the shop's catalog, which gives it none."""
     from tests.stack.test_roles_in_claim import refused_by_roles
 
-    history = await refused_by_roles(await make_stack(), monkeypatch)
+    history = await refused_by_roles(await make_stack(), db, monkeypatch)
     await _save("role_refused_by_the_claim", history, folder=ROLES_IN_CLAIM_PATCH)
 
 

@@ -9,8 +9,6 @@ server's `roles` would."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 import asyncpg
 import pytest
@@ -27,49 +25,41 @@ from tests.support.agent_stack import AgentStack, StackFactory
 from tests.support.refunds import refundable_order, refunds_of, staff, step_of
 
 
-@asynccontextmanager
-async def db_pool(stack: AgentStack) -> AsyncIterator[asyncpg.Pool]:
-    pool = await asyncpg.create_pool(stack.settings.database_url, min_size=1, max_size=2)
-    try:
-        yield pool
-    finally:
-        await pool.close()
-
-
 def _with_roles(monkeypatch: pytest.MonkeyPatch, tool: str, roles: tuple[str, ...]) -> None:
     tools = catalog._catalog().tools
     monkeypatch.setitem(tools, tool, dataclasses.replace(tools[tool], roles=roles))
 
 
-async def refused_by_roles(stack: AgentStack, monkeypatch: pytest.MonkeyPatch) -> WorkflowHistory:
+async def refused_by_roles(
+    stack: AgentStack, db: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> WorkflowHistory:
     """A staff refund of $5 with `create_refund` allowing customers only: refused by the
     claim, nothing claimed or made; its history."""
-    async with db_pool(stack) as db:
-        order_id, _ = await refundable_order(db, at_least_cents=500)
-        _with_roles(monkeypatch, "create_refund", ("customer",))
-        result = await stack.ask(
-            f"Please refund $5.00 for order {order_id}, it arrived damaged",
-            actor=staff("ann"),
-            options={"use_cache": False},
-        )
-        refund = step_of(result, "create_refund")
-        assert refund.status == StepStatus.FAILED and refund.error is not None
-        assert refund.error.type == errors.NOT_AUTHORIZED
-        assert "staff ann may not call create_refund (it allows customer)" in refund.error.message
-        assert await refunds_of(db, order_id) == []
-        rows = await db.fetch(
-            "SELECT status, error_type, effect_key FROM agent_effects WHERE workflow_id = $1",
-            result.workflow_id,
-        )
+    order_id, _ = await refundable_order(db, at_least_cents=500)
+    _with_roles(monkeypatch, "create_refund", ("customer",))
+    result = await stack.ask(
+        f"Please refund $5.00 for order {order_id}, it arrived damaged",
+        actor=staff("ann"),
+        options={"use_cache": False},
+    )
+    refund = step_of(result, "create_refund")
+    assert refund.status == StepStatus.FAILED and refund.error is not None
+    assert refund.error.type == errors.NOT_AUTHORIZED
+    assert "staff ann may not call create_refund (it allows customer)" in refund.error.message
+    assert await refunds_of(db, order_id) == []
+    rows = await db.fetch(
+        "SELECT status, error_type, effect_key FROM agent_effects WHERE workflow_id = $1",
+        result.workflow_id,
+    )
     # The refusal's audit row only: no key held, nothing claimed or counted.
     assert [tuple(r) for r in rows] == [("refused", errors.NOT_AUTHORIZED, None)]
     return await stack.client.get_workflow_handle(result.workflow_id).fetch_history()
 
 
 async def test_a_role_refused_by_the_claim_replays_under_a_widened_catalog(
-    make_stack: StackFactory, monkeypatch: pytest.MonkeyPatch
+    make_stack: StackFactory, db: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    history = await refused_by_roles(await make_stack(), monkeypatch)
+    history = await refused_by_roles(await make_stack(), db, monkeypatch)
     replayer = Replayer(workflows=[AgentWorkflow, FanOutWorkflow], plugins=agentkeel_plugins())
     for widened in (("customer", "staff"), ("staff",)):
         # Staff may now refund: a run that read the roles in workflow code would take
