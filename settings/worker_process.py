@@ -43,9 +43,12 @@ class WorkerProcessSettings(BaseModel):
     plans and answers itself as local activities, without a hop to the inference queue;
     `off`: every policy step goes to the inference pool."""
 
-    cpu_workflow_slots: AtLeastOne = 100
+    cpu_workflow_slots: AtLeastOne = 8
     """Workflow tasks the CPU worker takes at once. Tasks it has not taken wait in
-    Temporal's backlog, where lanes order them (interactive first, `schemas.lanes`)."""
+    Temporal's backlog, where lanes order them (interactive first, `schemas.lanes`). Its
+    workflow code runs on one event loop whatever the cores, so more taken at once only
+    queue inside the worker, past the lanes; raise it where the Temporal server is far
+    (about the workflow tasks a second it serves times the round trip to the server)."""
     cpu_activity_slots: AtLeastOne = 200
     """Activities (tools, cache, run records) the CPU worker takes at once; past it they
     wait in Temporal's backlog, in lane order. The DB pool bounds the tools anyway."""

@@ -3,7 +3,9 @@ CPU and memory allow (Temporal's resource-based tuner), up to that count.
 
 Lanes (`schemas.lanes`) order only what waits in the server's backlog. A worker with many
 fixed slots takes a background burst in at once, and interactive tasks that arrive after it
-queue behind the burst inside the worker, where no priority applies. With `resource`, past
+queue behind the burst inside the worker, where no priority applies. So the default is a
+few workflow tasks (8; the SDK's is 100): a worker's workflow code runs on one event loop,
+and more tasks taken at once would only wait there. With `resource`, past
 a small floor the worker takes a new workflow task or activity only while the machine's CPU
 (and memory) is under the target: more of the burst stays on the server, where interactive
 tasks are handed out first.
@@ -91,5 +93,5 @@ def cpu_slots(settings: WorkerProcessSettings) -> CpuSlots:
 
 
 DEFAULT_SLOTS = cpu_slots(WorkerProcessSettings())
-"""The settings' defaults (`settings.worker_process`): fixed, 100 workflow tasks, 200
+"""The settings' defaults (`settings.worker_process`): fixed, 8 workflow tasks, 200
 activities."""

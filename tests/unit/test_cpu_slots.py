@@ -43,7 +43,7 @@ def test_the_settings_give_the_tuner_and_refuse_a_target_past_one() -> None:
             {"AGENTKEEL_CPU_SLOT_TUNER": "resource", "AGENTKEEL_CPU_SLOT_TARGET": "0.7"}
         )
     )
-    assert (slots.tuner, slots.cpu_target, slots.workflow_tasks) == ("resource", 0.7, 100)
+    assert (slots.tuner, slots.cpu_target, slots.workflow_tasks) == ("resource", 0.7, 8)
     assert "AGENTKEEL_CPU_SLOT_TARGET" in refused(CPU_SLOT_TARGET="1.5")
     assert "AGENTKEEL_CPU_SLOT_TARGET" in refused(CPU_SLOT_TARGET="0")
     assert "AGENTKEEL_CPU_SLOT_TUNER" in refused(CPU_SLOT_TUNER="elastic")
