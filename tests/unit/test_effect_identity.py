@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime
+from typing import Any
 
 from agentkeel.schemas import errors
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.approvals import ApprovalRecord, ApprovalRequest
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.tools import TOOLS, ToolSpec
-from agentkeel.workflows.dag.effect_gate import effect_identity
+from agentkeel.workflows.dag.effect_naming import effect_identity
 
 
 def _spec(identity_args: tuple[str, ...] = ()) -> ToolSpec:
@@ -34,6 +35,35 @@ def test_without_identity_arguments_every_argument_names_the_effect() -> None:
 def test_declared_identity_arguments_name_the_effect_alone() -> None:
     spec = _spec(identity_args=("note",))
     assert effect_identity(spec, {"note": "a", "why": "x"}) == "delete_note:note=a"
+
+
+def test_two_different_calls_never_share_a_name_once_spelled_unambiguously() -> None:
+    """Spelled as they print, these pairs of different calls shared one name, so the second
+    of a pair counted as made already and skipped its approval."""
+    spec = _spec()
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]] = [
+        ({"to": "bob", "body": "hi:cc=eve"}, {"to": "bob", "body": "hi", "cc": "eve"}),
+        ({"a": "x:b=y"}, {"a": "x", "b": "y"}),
+        ({"x": None}, {"x": "None"}),
+        ({"x": True}, {"x": "True"}),
+        ({"x": [1, 2]}, {"x": "[1,2]"}),
+        ({"x": {"a": 1}}, {"x": '{"a":1}'}),
+        ({"a=b": "c"}, {"a": "b=c"}),
+    ]
+    for one, other in pairs:
+        assert effect_identity(spec, one) == effect_identity(spec, other), "the old spelling"
+        named = [effect_identity(spec, args, unambiguous=True) for args in (one, other)]
+        assert named[0] != named[1], (one, other)
+    # Values that read back as themselves are spelled as before: keys of runs in flight hold.
+    plain = {"note": "lunch with Ana", "n": 7, "tags": ["a"], "on": False}
+    assert effect_identity(spec, plain, unambiguous=True) == effect_identity(spec, plain)
+    declared = _spec(identity_args=("note",))
+    assert effect_identity(declared, {"note": "a:b"}, unambiguous=True) != effect_identity(
+        declared, {"note": "a:c"}, unambiguous=True
+    )
+    assert effect_identity(declared, {"note": "a", "why": "x:y"}, unambiguous=True) == (
+        "delete_note:note=a"
+    )
 
 
 def _request(approval_id: int) -> ApprovalRequest:

@@ -13,7 +13,7 @@ from agentkeel.schemas.actor import Actor, name_skeleton, same_person
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.plan.provenance import Provenance, TrustedFacts
 from agentkeel.schemas.tools import TOOLS
-from agentkeel.workflows.dag.effect_gate import effect_identity
+from agentkeel.workflows.dag.effect_naming import effect_identity
 
 
 def _origins(question: str, steps: list[dict], *, subject: str | None = None, caller=False):

@@ -19,8 +19,6 @@ Refusals, decisions and how each call ended are recorded in the ledger (the audi
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 from datetime import timedelta
 from typing import Any
 
@@ -44,7 +42,12 @@ from agentkeel.workflows.dag.authority_check import (
 )
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.effect_ledger import ClearedEffect
-from agentkeel.workflows.dag.effect_naming import names_every_argument
+from agentkeel.workflows.dag.effect_naming import (
+    effect_identity,
+    named_values,
+    names_every_argument,
+    spelling_unambiguous,
+)
 from agentkeel.workflows.dag.run_context import RunContext
 from agentkeel.workflows.dag.tool_activity import StepRefused
 
@@ -72,33 +75,6 @@ CLAIM_CANCEL_WAIT_PATCH = "claim-cancel-v2"
 `ActivityError` went past the handler, the claim left open); now the write is shielded
 from the cancel, runs to its end, and its claim is then ended."""
 
-_LONGEST_IDENTITY = 200
-"""Past this, the arguments are named by their digest (a note's text, say), not spelled out."""
-
-
-def effect_identity(spec: ToolSpec, args: dict[str, Any], *, every_argument: bool = True) -> str:
-    """What the effect changes, as its key names it: `issue_credit:account_id=7:amount_cents=5`.
-
-    A tool that declares its identity arguments is named by those and its amount, so a
-    replan that rewords a `reason` finds the same effect. One that declares none is named by
-    every argument: two calls that differ in anything are two effects, each approved and
-    made on its own (`every_argument=False`: runs recorded before, by the tool alone)."""
-    if spec.identity_args or not every_argument:
-        named = [*spec.identity_args, *([spec.amount_arg] if spec.amount_arg else [])]
-        parts = [f"{name}={args.get(name)}" for name in named]
-        return ":".join([spec.name, *parts])
-    spelled = ":".join([spec.name, *(f"{k}={_plain(args[k])}" for k in sorted(args))])
-    if len(spelled) <= _LONGEST_IDENTITY:
-        return spelled
-    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
-    return f"{spec.name}:args#{hashlib.sha256(canonical.encode()).hexdigest()[:32]}"
-
-
-def _plain(value: Any) -> str:
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-    return str(value)
-
 
 async def clear_effect(
     call: ToolCall, spec: ToolSpec, ctx: RunContext, payload: dict[str, Any] | None = None
@@ -110,7 +86,11 @@ async def clear_effect(
     ctx.effect_origins[call.step_id] = origins
     every_argument = names_every_argument()
     ctx.effects_by_every_argument = every_argument  # handed on to a continued run
-    key = ctx.effect_key(effect_identity(spec, call.args, every_argument=every_argument))
+    named = named_values(spec, call.args, every_argument=every_argument)
+    unambiguous = spelling_unambiguous(named)
+    key = ctx.effect_key(
+        effect_identity(spec, call.args, every_argument=every_argument, unambiguous=unambiguous)
+    )
     request = ledger.claim_of(call, spec, ctx, key, origins)
     untrusted = {name: o for name, o in origins.items() if not o.trusted}
     error = untrusted_refusal(call.tool, call.call_id, untrusted, active_domain().untrusted_effects)

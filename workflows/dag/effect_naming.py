@@ -13,13 +13,26 @@ naming there on handing on (asked at the effect, not at the hand-on: a patch fir
 after a local activity of the same workflow task does not replay under a query). A memo is not
 the workflow's input, so workers of an earlier release read such a continued run as
 before (a `Continuation` refuses fields it does not know).
+
+`effect-identity-v3` names an effect whose named values would not read back as themselves
+(a text with `:` or `=`, or one that prints as `None` or a list does) by the digest of the
+values' JSON: spelled as `k=v` pairs joined by `:`, two different calls could share one
+name, and the second then counted as made already, skipping its approval. Asked only at
+such an effect; every other name is spelled as before. A chain continued as new asks it
+afresh: an effect with such a value, made by a run of the chain before the release and
+planned again by one after it, would get a new key (as `effect-identity-v1` once did).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from typing import Any
 
 from temporalio import workflow
+
+from agentkeel.schemas.tools import ToolSpec
 
 EFFECT_IDENTITY_PATCH = "effect-identity-v1"
 """Runs started before it name a tool that declares no identity arguments by the tool (and
@@ -29,9 +42,89 @@ EFFECT_CHAIN_PATCH = "effect-identity-v2"
 """Runs started before it ask `EFFECT_IDENTITY_PATCH` at their first effect and hand
 nothing on; a run they continue asks it again."""
 
+EFFECT_SPELLING_PATCH = "effect-identity-v3"
+"""Runs started before it spell every value of an effect's name as it prints, so two
+different calls could share one name (`body="hi:cc=eve"` and `body="hi", cc="eve"`; `None`
+and `"None"`) and the second count as made already. Asked only at an effect whose
+arguments could be spelled so."""
+
 EFFECT_NAMING_MEMO = "agentkeel.effect_naming"
 BY_EVERY_ARGUMENT = "every-argument"
 BY_TOOL = "tool"
+
+
+_LONGEST_IDENTITY = 200
+"""Past this, the arguments are named by their digest (a note's text, say), not spelled out."""
+_SPELLS_AMBIGUOUSLY = re.compile(r"[:=\\]|^(?:None|True|False)$|^[\[{]")
+"""A text spelled as it prints could read as another value, or as more arguments: `k=v`
+pairs are joined by `:`, and `None`, `True`, a list print as their texts do."""
+
+
+def effect_identity(
+    spec: ToolSpec,
+    args: dict[str, Any],
+    *,
+    every_argument: bool = True,
+    unambiguous: bool = False,
+) -> str:
+    """What the effect changes, as its key names it: `issue_credit:account_id=7:amount_cents=5`.
+
+    A tool that declares its identity arguments is named by those and its amount, so a
+    replan that rewords a `reason` finds the same effect. One that declares none is named by
+    every argument: two calls that differ in anything are two effects, each approved and
+    made on its own (`every_argument=False`: runs recorded before, by the tool alone).
+    `unambiguous` (`EFFECT_SPELLING_PATCH`): where a named value would not read back as
+    itself (`_SPELLS_AMBIGUOUSLY`), the name is the digest of the values' JSON, so two
+    different calls never share one. (`7` and `"7"` still name one effect, as one.)"""
+    values = named_values(spec, args, every_argument=every_argument)
+    if unambiguous and not spelled_as_themselves(values):
+        return _digest(spec, values)
+    if spec.identity_args or not every_argument:
+        return ":".join([spec.name, *(f"{name}={value}" for name, value in values.items())])
+    spelled = ":".join([spec.name, *(f"{k}={_plain(v)}" for k, v in values.items())])
+    if len(spelled) <= _LONGEST_IDENTITY:
+        return spelled
+    return _digest(spec, values)
+
+
+def named_values(spec: ToolSpec, args: dict[str, Any], *, every_argument: bool) -> dict[str, Any]:
+    """The arguments an effect's name spells, in its order."""
+    if spec.identity_args or not every_argument:
+        named = [*spec.identity_args, *([spec.amount_arg] if spec.amount_arg else [])]
+        return {name: args.get(name) for name in named}
+    return {key: args[key] for key in sorted(args)}
+
+
+def spelling_unambiguous(values: dict[str, Any]) -> bool:
+    """Asked at each side effect with its `named_values`: whether its name digests values
+    that would not read back as themselves (`EFFECT_SPELLING_PATCH`, asked only there, so
+    the run's history has a marker only where the name would differ)."""
+    return not spelled_as_themselves(values) and workflow.patched(EFFECT_SPELLING_PATCH)
+
+
+def spelled_as_themselves(values: dict[str, Any]) -> bool:
+    """Whether every `key=value` reads back as itself between `:` separators."""
+    return all(_spells_as_itself(key, value) for key, value in values.items())
+
+
+def _spells_as_itself(key: str, value: Any) -> bool:
+    if _SPELLS_AMBIGUOUSLY.search(key):
+        return False
+    if isinstance(value, str):
+        return _SPELLS_AMBIGUOUSLY.search(value) is None
+    # JSON (a list, a mapping) or a number, `None`, a bool: no text spells as these now.
+    return value is None or isinstance(value, (bool, int, float, list, dict))
+
+
+def _digest(spec: ToolSpec, args: dict[str, Any]) -> str:
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
+    return f"{spec.name}:args#{hashlib.sha256(canonical.encode()).hexdigest()[:32]}"
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return str(value)
 
 
 def names_every_argument() -> bool:
