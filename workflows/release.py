@@ -36,9 +36,9 @@ early-speculation-v1 and speculation-failure-v1 (`workflows.speculation`), plan-
 effect-identity-v1 and effect-identity-v2 (`workflows.dag.effect_naming`: asked at a run's
 first effect), effect-identity-v3 (the same: asked only at an effect whose name would spell
 a value that does not read back as itself), provenance-asked-v1, provenance-asked-v2,
-claim-release-v1, claim-cancel-v1, claim-cancel-v2, authorize-before-claim-v1,
-roles-before-claim-v1, roles-in-claim-v1 (`workflows.dag.effect_gate` and the plan checks),
-approval-cancel-record-v1
+provenance-asked-v3, claim-release-v1, claim-cancel-v1, claim-cancel-v2,
+authorize-before-claim-v1, roles-before-claim-v1, roles-in-claim-v1
+(`workflows.dag.effect_gate` and the plan checks), approval-cancel-record-v1
 (`workflows.approvals`), watch-quota-v1 (`workflows.dag.watch_slot`), replan-ahead-v1
 (`workflows.nodes.join`), replan-patch-v1 (`workflows.dag.plan_patch`), policy-offer-v1
 (`workflows.nodes.cache_lookup`: asked by every run at its start), run-budget-v1

@@ -16,8 +16,9 @@ from decimal import Decimal, InvalidOperation
 from typing import Literal
 
 from agentkeel.schemas.plan.asides import Clauses, asks_nothing
+from agentkeel.schemas.plan.second_thoughts import asked_amounts
 
-__all__ = ["ASIDES", "Mention", "Region", "asked_regions", "mentions", "spelled_out"]
+__all__ = ["AMENDED", "ASIDES", "Mention", "Region", "asked_regions", "mentions", "spelled_out"]
 
 _NUMBER = re.compile(
     r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|\d+,\d{2}(?![\d,])|\d+(?:\.\d+)?"
@@ -74,6 +75,9 @@ ASIDES = 3
 with asides, past and refused askings, each amount paired with its own target, decimal
 commas, `$5k`, more currencies and `one hundred and five`; 2 reads as `provenance-asked-v1`
 recorded (and 1, the numbers alone, as before it)."""
+AMENDED = 4
+"""From here an asking's corrected amounts and the prices it tells of its target are not
+asked (`schemas.plan.second_thoughts`)."""
 
 
 @dataclass(frozen=True)
@@ -209,7 +213,7 @@ def asked_regions(text: str, asking: tuple[str, ...], rules: int = ASIDES) -> li
         if pattern is None:
             regions.append(_region(sentence, sentence, reading.asides, text[start:end]))
         elif reading.asides:
-            regions += _asides_regions(text, pattern, sentence, start, end)
+            regions += _asides_regions(text, pattern, sentence, (start, end), rules >= AMENDED)
         else:
             for word in pattern.finditer(text, start, end):
                 cut = _CUTS_V1.search(text, word.end(), end)  # (`asides.Clauses` from rules 3)
@@ -222,11 +226,17 @@ def asked_regions(text: str, asking: tuple[str, ...], rules: int = ASIDES) -> li
 
 
 def _asides_regions(
-    text: str, pattern: re.Pattern[str], sentence: list[Mention], start: int, end: int
+    text: str,
+    pattern: re.Pattern[str],
+    sentence: list[Mention],
+    span: tuple[int, int],
+    amended: bool,
 ) -> list[Region]:
     """One sentence's regions as `ASIDES` reads it: an asking told in the past or refused
     asks nothing; one whose own clause lacks a target or an amount takes the nearest before
-    it in the sentence, else the first after its clause, before the next asking word."""
+    it in the sentence, else the first after its clause, before the next asking word.
+    `amended` (`AMENDED`): less its corrected amounts and the prices it tells."""
+    start, end = span
     clauses = Clauses.of(text, start, end)
     words = list(pattern.finditer(text, start, end))
     regions = []
@@ -238,9 +248,20 @@ def _asides_regions(
         after = [m for m in sentence if word.end() <= m.at < stop]
         before = [m for m in sentence if m.at < word.start()]
         later = [m for m in sentence if stop <= m.at < following]
+        if amended:
+            amounts = asked_amounts(
+                text,
+                [m for m in after if m.kind == "amount"],
+                [m for m in later if m.kind == "amount"],
+            )
+            after = sorted([*(m for m in after if m.kind == "name"), *amounts], key=_at)
         clause = text[clauses.opened_before(word.start(), start) : stop]
         regions.append(_region(after, before, True, clause, later))
     return regions
+
+
+def _at(mention: Mention) -> int:
+    return mention.at
 
 
 def _region(

@@ -13,7 +13,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentkeel.schemas.origin import ArgumentOrigin
-from agentkeel.schemas.plan.asked import ASIDES, Region, asked_regions, mentions, spelled_out
+from agentkeel.schemas.plan.asked import (
+    AMENDED,
+    ASIDES,
+    Region,
+    asked_regions,
+    mentions,
+    spelled_out,
+)
 from agentkeel.schemas.plan.references import Reference
 from agentkeel.schemas.tools.spec import ToolSpec
 
@@ -59,9 +66,12 @@ def bind_to_asked(
                 origins[amount_arg] = _untrusted(
                     f"the request names no amount: {amount} cents is {origins[amount_arg].says}"
                 )
-            elif not any(amount in r.amounts for r in regions):
+            elif not any(
+                _pair(r, amount, targets) if rules >= AMENDED else amount in r.amounts
+                for r in regions
+            ):
                 origins[amount_arg] = _untrusted(
-                    f"{amount} is not an amount the request asks ({_asked(regions)})"
+                    f"{_describe(amount, targets)} is not what the request asks ({_asked(regions)})"
                 )
         elif not any(_pair(r, amount, targets) for r in regions):
             origins[amount_arg] = _untrusted(

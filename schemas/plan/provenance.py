@@ -28,7 +28,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, get_args
 
 from agentkeel.schemas.origin import ArgumentOrigin
-from agentkeel.schemas.plan.asked import ASIDES, mentions, spelled_out
+from agentkeel.schemas.plan.asked import AMENDED, ASIDES, mentions, spelled_out
 from agentkeel.schemas.plan.binding import bind_to_asked
 from agentkeel.schemas.plan.model import PlanStep
 from agentkeel.schemas.plan.references import Reference
@@ -45,6 +45,10 @@ every argument of a side effect without identity arguments checked); 1: as befor
 READS_ASIDES = ASIDES
 """From here `schemas.plan.asked` also reads asides, past and refused askings, pairs each
 amount with its own target, and binds a looked-up target by its value (`ASIDES`)."""
+READS_AMENDED = AMENDED
+"""From here a corrected amount and a price told of the target are not asked
+(`schemas.plan.second_thoughts`), and an amount looked up is paired with its own target
+as a written one is (`schemas.plan.binding`)."""
 
 
 @dataclass(frozen=True)

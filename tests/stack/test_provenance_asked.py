@@ -109,3 +109,32 @@ async def test_a_mentioned_order_reached_by_lookup_or_told_in_an_aside_is_not_re
         assert refund.error is not None, question
         assert refund.error.type == errors.UNTRUSTED_ARGUMENT, (question, refund.error)
     assert await refunds_of(db, oid) == []
+
+
+async def test_a_corrected_amount_a_told_price_or_another_orders_total_is_not_refunded(
+    make_stack: StackFactory, db: asyncpg.Pool
+) -> None:
+    """The scripted model refunds the amount the request corrected, the price it told of
+    the order, or the total of the other order it asks about, looked up and sent by
+    reference; only the $5 asked on the order asked is refunded."""
+    [other, asked] = await _small_orders(db)
+    aid, price = asked["order_id"], f"${asked['total_cents'] / 100:.2f}"
+    lookup = {"id": "s1", "tool": "get_order", "args": {"order_id": other["order_id"]}}
+    its_total: dict[str, object] = {"steps": [lookup, _refund(aid, "$s1.total_cents", "s1")]}
+    cases: list[tuple[str, dict[str, object]]] = [
+        (f"refund {price}, sorry, $5 on order {aid}",
+         {"steps": [_refund(aid, asked["total_cents"])]}),
+        (f"refund $5 on my {price} order {aid}", {"steps": [_refund(aid, asked["total_cents"])]}),
+        (f"refund ${other['total_cents'] / 100:.2f} on order {other['order_id']} and $5 on "
+         f"order {aid}", its_total),
+    ]  # fmt: skip
+    for question, plan in cases:
+        result = await _run(make_stack, question, plan)
+        refund = step_of(result, "create_refund")
+        assert refund.error is not None, question
+        assert refund.error.type == errors.UNTRUSTED_ARGUMENT, (question, refund.error)
+    assert await refunds_of(db, aid) == []
+    corrected = f"refund {price}, no wait, $5 on order {aid}"
+    right = await _run(make_stack, corrected, {"steps": [_refund(aid, 500)]})
+    assert step_of(right, "create_refund").status == StepStatus.SUCCEEDED
+    assert [r["amount_cents"] for r in await refunds_of(db, aid)] == [500]

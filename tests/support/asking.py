@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentkeel.schemas.plan.model import Plan
-from agentkeel.schemas.plan.provenance import READS_ASIDES, Provenance, TrustedFacts
+from agentkeel.schemas.plan.provenance import READS_AMENDED, Provenance, TrustedFacts
 from agentkeel.schemas.tools import TOOLS
 
 REFUND_WORDS = ("refund", "money back", "reimburs")
@@ -17,7 +17,7 @@ def origins_of_last(
     question: str,
     steps: list[dict[str, object]],
     resolved: dict[str, object],
-    rules: int = READS_ASIDES,
+    rules: int = READS_AMENDED,
 ) -> dict[str, Any]:
     """The argument origins of the plan's last step, called with `resolved`."""
     plan = Plan.model_validate({"steps": steps})

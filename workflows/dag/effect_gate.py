@@ -29,7 +29,7 @@ from agentkeel.schemas.actor import SYSTEM_ROLE, Actor
 from agentkeel.schemas.approvals import ApprovalPolicy, ApprovalRecord, ApprovalRequest
 from agentkeel.schemas.effects import EffectStatus
 from agentkeel.schemas.origin import ArgumentOrigin
-from agentkeel.schemas.plan.provenance import READS_AS_ASKED, READS_ASIDES
+from agentkeel.schemas.plan.provenance import READS_AMENDED, READS_AS_ASKED, READS_ASIDES
 from agentkeel.schemas.result import StepError
 from agentkeel.schemas.tools import ToolSpec
 from agentkeel.sdk.serving import active_domain
@@ -57,6 +57,10 @@ plan, the planner's intent allowing effects, approvers compared by name, limits 
 without the ledger)."""
 
 
+PROVENANCE_AMENDED_PATCH = "provenance-asked-v3"
+"""Runs started before it read requests as `PROVENANCE_ASIDES_PATCH` recorded
+(`TrustedFacts.rules` 3): a corrected amount and a price told of the target asked, and
+an amount looked up not paired with its own target."""
 PROVENANCE_ASIDES_PATCH = "provenance-asked-v2"
 """Runs started before it read requests as `PROVENANCE_PATCH` recorded (`TrustedFacts.rules`
 2): no asides, past or refused askings, amounts not paired with their own targets, a target
@@ -194,7 +198,9 @@ def _origins(call: ToolCall, ctx: RunContext) -> dict[str, ArgumentOrigin]:
     if ctx.provenance is None:
         return {}
     # Asked here, per side effect, so a run that makes none records no marker for it.
-    if workflow.patched(PROVENANCE_ASIDES_PATCH):
+    if workflow.patched(PROVENANCE_AMENDED_PATCH):
+        rules = READS_AMENDED
+    elif workflow.patched(PROVENANCE_ASIDES_PATCH):
         rules = READS_ASIDES
     else:
         rules = READS_AS_ASKED if workflow.patched(PROVENANCE_PATCH) else 1

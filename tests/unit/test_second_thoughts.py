@@ -1,0 +1,67 @@
+"""An asking's corrected amounts and the prices it tells of its target are not asked
+(`schemas.plan.second_thoughts`, from `READS_AMENDED`), and an amount looked up goes with
+its own target as a written one does."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentkeel.schemas.plan.provenance import READS_ASIDES
+from tests.support.asking import origins_of_last, refund_step
+
+
+def _trusted(question: str, amount: int, order: int = 5903, rules: int | None = None) -> bool:
+    step = refund_step(order, amount)
+    resolved = {"order_id": order, "amount_cents": amount, "reason": "x"}
+    origins = (
+        origins_of_last(question, [step], resolved)
+        if rules is None
+        else origins_of_last(question, [step], resolved, rules)
+    )
+    return all(o.trusted for o in origins.values())
+
+
+@pytest.mark.parametrize(
+    ("question", "asked", "not_asked"),
+    [
+        ("refund $50, sorry, $5 on order 5903", 500, 5000),
+        ("refund $50 no wait $5 on order 5903", 500, 5000),
+        ("refund $50 -- sorry I meant $5 -- on order 5903", 500, 5000),
+        ("refund $5, actually make it $50, on order 5903", 5000, 500),
+        ("refund $5 on my $19 order 5903", 500, 1900),
+        ("refund $5 of the $19.99 I paid for order 5903", 500, 1999),
+        ("refund $5 on order 5903 that I bought for $19", 500, 1900),
+        ("refund $5 on order 5903 that cost $19", 500, 1900),
+        ("refund $5 on order 5903, I actually paid $19", 500, 1900),
+        ("refund $5 rather than $50 on order 5903", 500, 5000),
+    ],
+)
+def test_only_the_amount_the_asking_settles_on_is_asked(
+    question: str, asked: int, not_asked: int
+) -> None:
+    assert _trusted(question, asked), question
+    assert not _trusted(question, not_asked), question
+
+
+def test_a_price_alone_is_still_what_is_asked() -> None:
+    assert _trusted("give me a refund of the $19 I paid for order 5903", 1900)
+    assert _trusted("refund the $19 order 5903", 1900)
+
+
+def test_runs_recorded_before_read_as_they_were() -> None:
+    assert _trusted("refund $5 on my $19 order 5903", 1900, rules=READS_ASIDES)
+
+
+def test_an_amount_looked_up_goes_with_its_own_target() -> None:
+    lookup: dict[str, object] = {"id": "g", "tool": "get_order", "args": {"order_id": 4774}}
+    by_reference = {**refund_step(5903, "$g.total_cents")}
+    resolved = {"order_id": 5903, "amount_cents": 1900, "reason": "x"}
+    question = "refund $19 on order 4774 and $5 on order 5903"
+    origins = origins_of_last(question, [lookup, by_reference], resolved)
+    assert not origins["amount_cents"].trusted
+    assert "not what the request asks" in origins["amount_cents"].says
+    before = origins_of_last(question, [lookup, by_reference], resolved, READS_ASIDES)
+    assert before["amount_cents"].trusted, "read as recorded before"
+    on_its_own = {"order_id": 4774, "amount_cents": 1900, "reason": "x"}
+    step = refund_step(4774, "$g.total_cents")
+    assert origins_of_last(question, [lookup, step], on_its_own)["amount_cents"].trusted
