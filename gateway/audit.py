@@ -10,6 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 
 import asyncpg
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
 
 from agentkeel.activities.effects_ledger import EffectLedger
 from agentkeel.gateway.keys import Caller, Refused
@@ -47,6 +49,10 @@ def audit_query(
             until=until,
             limit=limit,
         )
+    except ValidationError as exc:
+        # Answered as any invalid query is: its first error in a line, all in `errors`.
+        errors = [{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]
+        raise RequestValidationError(errors) from None
     except ValueError as exc:
         raise Refused(422, str(exc)) from None
 

@@ -81,6 +81,14 @@ def test_every_error_is_problem_details_with_a_stable_type(http: TestClient) -> 
         plan = http.post("/v1/runs", content=body.encode(),
                          headers={**AUTH, "content-type": "application/json"})  # fmt: skip
         assert says in _problem(plan, 422, "invalid-request")["detail"], bad
+    # A value the audit's query model refuses is answered as FastAPI's own refusals are: a
+    # line naming the parameter, every error in `errors`, nothing of the input echoed.
+    for query, where in (("limit=-1", "limit"), (f"limit={10**30}", "limit"),
+                         ("actor=%00", "actor"), ("actor=" + "a" * 600, "actor")):  # fmt: skip
+        audit = _problem(http.get(f"/v1/audit?{query}", headers=AUTH), 422, "invalid-request")
+        assert audit["detail"].startswith(f"query.{where}: ") and "\n" not in audit["detail"]
+        assert audit["errors"][0]["loc"] == ["query", where], query
+        assert "input" not in audit["errors"][0] and "a" * 600 not in str(audit), query
 
 
 def test_each_problem_type_is_described_where_its_uri_points(http: TestClient) -> None:
