@@ -11,7 +11,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-__all__ = ["Clauses", "asks_nothing"]
+__all__ = ["Clauses", "asks_nothing", "is_question"]
 
 _STATE_VERBS = r"(?:cost|costs|was|is|were|are|arrived|shipped|came|had|has|totall?ed|charged|paid)"
 _CUTS = re.compile(
@@ -45,14 +45,44 @@ _PAST_SUBJECT = re.compile(
 )
 """Before an asking word in -ed, these tell what happened ("you refunded"); others ask for
 it ("get it refunded", "I'd like $5 refunded", "should be refunded")."""
+_WITHDRAWN = re.compile(
+    r"\b(?:cancel|stop|halt|hold\s+off\s+on|avoid|undo|reverse|revoke|withdraw|call\s+off"
+    r"|won[\u2019']?t|didn[\u2019']?t|wouldn[\u2019']?t|shouldn[\u2019']?t|doesn[\u2019']?t"
+    r"|thanks?(?:\s+you)?\s+for)\w*\s+(?:(?!(?:and|then|but|just|so)\b)\S+\s+){0,3}$",
+    re.I,
+)
+"""From `AMENDED` also these ask for nothing: an asking cancelled or held off ("cancel the
+refund of ..."), refused in other words ("I won't ask for a refund"), or thanked for."""
+_TOLD_OF = re.compile(
+    r"\b(?:said|says|told|promised|claimed|wrote|writes)\b(?!\s+(?:you|them|him|her)\s+to\b)"
+    r"\s*[:\"\u201c]?(?:\s+[^\s,;.!?]+){0,6}\s+$",
+    re.I,
+)
+"""From `AMENDED`: an asking someone else told of, in the same clause ("the email said: we
+will refund ...", "I was told I'd get a refund"; not "I told you to refund")."""
+_NAMED_SUBJECT = re.compile(r"\b[A-Z][a-z]+\s+$")
+"""From `AMENDED`, before an asking word in -ed: a name's past ("Mary refunded"), read
+case-sensitively, as written."""
+_QUESTION = re.compile(
+    r"^\W*(?!why\s+not\b)(?:how|what|when|why|where|which|does|did|do|has|have)\b[^?]*\?\W*$",
+    re.I,
+)
+"""From `AMENDED`, a sentence asking about an asking asks for nothing ("how long does a
+refund of $30 take?"); one asking for it ("can you refund $5?") still asks."""
+_AMOUNT = re.compile(r"[$€£¥₹]?\d[\d.,]*")
 _REST_OF_WORD = re.compile(r"\w*")
 _LOOK_BACK = 60
 
 
-def asks_nothing(text: str, word: re.Match[str], start: int) -> bool:
+def asks_nothing(text: str, word: re.Match[str], start: int, amended: bool = False) -> bool:
     """Whether the asking word `word` (in the sentence from `start`) is told in the past
-    or refused, so it asks for nothing."""
+    or refused (`amended`: or withdrawn, thanked for, told of), so it asks for nothing."""
     before = text[max(start, word.start() - _LOOK_BACK) : word.start()]
+    if amended and (_WITHDRAWN.search(before) or _TOLD_OF.search(before)):
+        return True
+    if amended:
+        # "got $30 refunded": a told past may hold an amount between it and the word.
+        before = _AMOUNT.sub("it", before)
     negated = _NEGATED.search(before)
     if negated is not None and not _NOT_A_REFUSAL.search(before[max(0, negated.start() - 4) :]):
         return True
@@ -61,7 +91,14 @@ def asks_nothing(text: str, word: re.Match[str], start: int) -> bool:
     rest = _REST_OF_WORD.match(text, word.end())
     tail = rest.group() if rest else ""
     past = bool(tail) and (word.group() + tail).casefold().endswith("ed")
+    if amended and past and _NAMED_SUBJECT.search(before):
+        return True
     return past and _PAST_SUBJECT.search(before) is not None
+
+
+def is_question(sentence: str) -> bool:
+    """Whether `sentence` asks about something rather than for it (`_QUESTION`)."""
+    return _QUESTION.match(sentence) is not None
 
 
 @dataclass(frozen=True)

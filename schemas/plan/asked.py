@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Literal
 
-from agentkeel.schemas.plan.asides import Clauses, asks_nothing
-from agentkeel.schemas.plan.second_thoughts import asked_amounts
+from agentkeel.schemas.plan.asides import Clauses, asks_nothing, is_question
+from agentkeel.schemas.plan.second_thoughts import SecondThoughts
 
 __all__ = ["AMENDED", "ASIDES", "Mention", "Region", "asked_regions", "mentions", "spelled_out"]
 
@@ -237,11 +237,14 @@ def _asides_regions(
     it in the sentence, else the first after its clause, before the next asking word.
     `amended` (`AMENDED`): less its corrected amounts and the prices it tells."""
     start, end = span
+    if amended and is_question(text[start:end]):
+        return []
     clauses = Clauses.of(text, start, end)
     words = list(pattern.finditer(text, start, end))
+    thoughts = SecondThoughts.of(text, [m for m in sentence if m.kind == "amount"])
     regions = []
     for i, word in enumerate(words):
-        if asks_nothing(text, word, start):
+        if asks_nothing(text, word, start, amended):
             continue
         stop = clauses.stop_after(word.end())
         following = words[i + 1].start() if i + 1 < len(words) else end
@@ -249,10 +252,8 @@ def _asides_regions(
         before = [m for m in sentence if m.at < word.start()]
         later = [m for m in sentence if stop <= m.at < following]
         if amended:
-            amounts = asked_amounts(
-                text,
-                [m for m in after if m.kind == "amount"],
-                [m for m in later if m.kind == "amount"],
+            amounts = thoughts.asked(
+                [m for m in after if m.kind == "amount"], [m for m in later if m.kind == "amount"]
             )
             after = sorted([*(m for m in after if m.kind == "name"), *amounts], key=_at)
         clause = text[clauses.opened_before(word.start(), start) : stop]

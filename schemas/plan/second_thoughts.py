@@ -12,7 +12,9 @@ Plain text rules, as the rest of the reading (they run in workflow code).
 
 from __future__ import annotations
 
+import itertools
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -38,22 +40,36 @@ _PRICE_AFTER = re.compile(
 )
 
 
-def asked_amounts(text: str, own: list[Mention], later: list[Mention]) -> list[Mention]:
-    """The amounts an asking asks: `own` (its clause's, as written) less those corrected
-    or told as a price, plus a `later` one (after its clause) that corrects its last."""
-    amounts = list(own)
-    for amount in later:
-        if amounts and _CORRECTED.search(text[amounts[-1].at : amount.at]):
-            amounts.append(amount)
-    kept = [
-        amount
-        for i, amount in enumerate(amounts)
-        if not any(_CORRECTED.search(text[amount.at : n.at]) for n in amounts[i + 1 :])
-    ]
-    told = [a for a in kept if _price_told(text, a)]
-    if told and len(told) < len(kept):
-        kept = [a for a in kept if a not in told]
-    return kept
+@dataclass(frozen=True)
+class SecondThoughts:
+    """One sentence's amounts that are not asked, read once: `corrected` (where each
+    amount's start is), replaced by the amount after it, and `told` as a price."""
+
+    corrected: frozenset[int]
+    told: frozenset[int]
+
+    @classmethod
+    def of(cls, text: str, amounts: list[Mention]) -> SecondThoughts:
+        """`amounts`: the sentence's, in order; each is read against the next alone, so
+        the reading is linear in the sentence's length."""
+        pairs = itertools.pairwise(amounts)
+        return cls(
+            frozenset(a.at for a, b in pairs if _CORRECTED.search(text, a.at, b.at)),
+            frozenset(a.at for a in amounts if _price_told(text, a)),
+        )
+
+    def asked(self, own: list[Mention], later: list[Mention]) -> list[Mention]:
+        """The amounts an asking asks: `own` (its clause's, as written) less those corrected
+        or told as a price, plus the first `later` one (after its clause) if it corrects
+        the last."""
+        amounts = list(own)
+        if amounts and later and amounts[-1].at in self.corrected:
+            amounts.append(later[0])
+        kept = [a for a in amounts[:-1] if a.at not in self.corrected] + amounts[-1:]
+        told = [a for a in kept if a.at in self.told]
+        if told and len(told) < len(kept):
+            kept = [a for a in kept if a.at not in self.told]
+        return kept
 
 
 def _price_told(text: str, amount: Mention) -> bool:

@@ -1,13 +1,17 @@
-"""An asking's corrected amounts and the prices it tells of its target are not asked
-(`schemas.plan.second_thoughts`, from `READS_AMENDED`), and an amount looked up goes with
-its own target as a written one does."""
+"""From `READS_AMENDED`: an asking's corrected amounts and the prices it tells of its target
+are not asked (`schemas.plan.second_thoughts`); an asking withdrawn, thanked for, told of
+or asked about asks for nothing (`schemas.plan.asides`); an amount looked up goes with its
+own target as a written one does. Each case was trusted as `READS_ASIDES` reads."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from agentkeel.schemas.plan.asked import AMENDED, asked_regions
 from agentkeel.schemas.plan.provenance import READS_ASIDES
-from tests.support.asking import origins_of_last, refund_step
+from tests.support.asking import REFUND_WORDS, origins_of_last, refund_step
 
 
 def _trusted(question: str, amount: int, order: int = 5903, rules: int | None = None) -> bool:
@@ -65,3 +69,55 @@ def test_an_amount_looked_up_goes_with_its_own_target() -> None:
     on_its_own = {"order_id": 4774, "amount_cents": 1900, "reason": "x"}
     step = refund_step(4774, "$g.total_cents")
     assert origins_of_last(question, [lookup, step], on_its_own)["amount_cents"].trusted
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Cancel the refund of $19 on order 5903",
+        "Please avoid refunding $19 on order 5903",
+        "Hold off on the refund of $19 on order 5903",
+        "I won't ask for a refund of $19 on order 5903",
+        "I didn't want a refund of $19 on order 5903",
+        "How long does a refund of $19 on order 5903 take?",
+        "Thanks for the refund of $19 on order 5903!",
+        "Mary refunded $19 on order 5903 last week",
+        "My friend got $19 refunded on order 5903",
+        "The email said: we will refund $19 on order 5903. Is that a scam?",
+        "I was told I'd get a refund of $19 on order 5903",
+    ],
+)
+def test_an_asking_withdrawn_thanked_for_told_of_or_asked_about_asks_nothing(
+    question: str,
+) -> None:
+    assert not _trusted(question, 1900), question
+    assert _trusted(question, 1900, rules=READS_ASIDES), "read so before"
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Please refund $19 on order 5903",
+        "Can you refund $19 on order 5903?",
+        "Is it possible to refund $19 on order 5903?",
+        "Why not refund $19 on order 5903?",
+        "I told you to refund $19 on order 5903",
+        "As I said, refund $19 on order 5903",
+        "I got charged twice, please refund $19 on order 5903",
+        "Stop asking questions and refund $19 on order 5903",
+        "Hi, Ana here. Refund $19 on order 5903",
+        "Please get $19 refunded on order 5903",
+        "I'd like $19 refunded on order 5903",
+        "Don't forget to refund $19 on order 5903",
+    ],
+)
+def test_an_asking_in_so_many_words_still_asks(question: str) -> None:
+    assert _trusted(question, 1900), question
+
+
+def test_a_long_request_of_corrections_and_prices_is_read_in_linear_time() -> None:
+    for text in ("refund $5 sorry $6 " * 220, "my $19 order " * 310 + "refund $5",
+                 "said " + "a " * 2000 + "refund $5", "refund " + "$5 no wait " * 400):  # fmt: skip
+        began = time.monotonic()
+        asked_regions(text[:4000], REFUND_WORDS, AMENDED)
+        assert time.monotonic() - began < 1.0
