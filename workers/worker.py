@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -31,6 +29,12 @@ from agentkeel.settings.model import (
 )
 from agentkeel.settings.namespace_setup import ensure_search_attributes
 from agentkeel.settings.tracing import configure_tracing
+from agentkeel.workers.generations import (
+    follow_catalog,
+    restart_for_new_catalog,
+    serve_generations,
+    stop_on_signals,
+)
 from agentkeel.workers.policy_assembly import build_policy
 from agentkeel.workers.readiness import Readiness, health_endpoint
 from agentkeel.workers.resources import (
@@ -153,10 +157,7 @@ def inference_worker(
 async def _run_until_signalled(worker: Worker, readiness: Readiness) -> None:
     """Serve until SIGTERM or SIGINT, then drain: polling stops, activities in flight get
     `GRACEFUL_SHUTDOWN` to finish. Ready (`workers.readiness`) only in between."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     async with worker:
         readiness.ready = True  # models, caches and indexes were loaded before the worker
         log.info("worker_started", task_queue=worker.task_queue)
@@ -193,28 +194,44 @@ async def _cpu_worker(settings: Settings, readiness: Readiness) -> None:
     client = await connect(settings)
     # AgentWorkflow upserts these; without them its workflow tasks would fail.
     await ensure_search_attributes(client, settings.temporal_namespace)
-    # The catalog is installed in here (its MCP servers' tools listed) before anything
-    # reads it, the warming schedule included.
-    async with cpu_activities(settings, on_mcp_change=_restart_for_new_catalog) as activities:
-        await ensure_warming_schedule(client, settings)
-        worker = cpu_worker(
-            client,
-            settings.task_queue,
-            activities,
-            sandboxed=settings.sandboxed_workflows(),
-            inline_activations=settings.inline_activations(),
-            deployment=deployment_config(settings),
-            held_patches=settings.held_patch_ids(),
-            slots=cpu_slots(settings),
-        )
-        await _run_until_signalled(worker, readiness)
 
+    generations = 0
 
-def _restart_for_new_catalog(server: str) -> None:
-    """An MCP server's tools changed: stop as on SIGTERM (activities in flight finish), so
-    the supervisor starts this worker again with the new catalog and its new version."""
-    log.warning("worker_restarting_for_new_catalog", mcp_server=server)
-    os.kill(os.getpid(), signal.SIGTERM)
+    @asynccontextmanager
+    async def serve(on_mcp_change: Callable[[str], None]) -> AsyncIterator[None]:
+        nonlocal generations
+        generations += 1
+        # Temporal's core takes one worker per task queue per client connection: a next
+        # generation, polling beside the one before, has a connection of its own.
+        own = client if generations == 1 else await connect(settings)
+        # The catalog is installed in here (its MCP servers' tools listed) before anything
+        # reads it, the warming schedule included.
+        async with cpu_activities(settings, on_mcp_change=on_mcp_change) as activities:
+            await ensure_warming_schedule(own, settings)
+            worker = cpu_worker(
+                own,
+                settings.task_queue,
+                activities,
+                sandboxed=settings.sandboxed_workflows(),
+                inline_activations=settings.inline_activations(),
+                deployment=deployment_config(settings),
+                held_patches=settings.held_patch_ids(),
+                slots=cpu_slots(settings),
+            )
+            async with worker:
+                log.info("worker_started", task_queue=worker.task_queue)
+                yield
+            log.info("worker_stopped", task_queue=worker.task_queue)
+
+    if settings.inline_activations():
+        # A changed MCP tool list is served by a next generation beside this one.
+        await serve_generations(serve, readiness, stop_on_signals())
+        return
+    # Activations on threads carry no context for a generation's catalog: restart instead.
+    async with serve(restart_for_new_catalog):
+        readiness.ready = True
+        await stop_on_signals().wait()
+        readiness.ready = False
 
 
 async def run_inference_worker(settings: Settings) -> None:
@@ -228,9 +245,12 @@ async def run_inference_worker(settings: Settings) -> None:
     # Live (not ready) from the start; the catalog (its MCP tools too) is what prompts and
     # the plan schema describe.
     async with health_endpoint(settings.health_address) as readiness:
-        # Its prompts and plan schema describe the catalog: a changed tool list restarts
-        # it as it does the CPU worker.
-        async with serve_domain_with_mcp(settings, on_change=_restart_for_new_catalog):
+        # Its prompts and plan schema describe the catalog: a changed tool list is read
+        # by its next activities (`follow_catalog`); its models stay loaded.
+        def listed(changed: Callable[[str], None]) -> AbstractAsyncContextManager[object]:
+            return serve_domain_with_mcp(settings, on_change=changed)
+
+        async with follow_catalog(listed):
             await _inference_worker(settings, readiness)
 
 

@@ -1,23 +1,22 @@
 """A worker's MCP servers: connected at start, their tools listed as catalog entries.
 
-The catalog is fixed for a process's life (runs in flight must see the tools they were
-planned with), so the tools are listed once, when the worker starts, and the catalog
-version derives from what was listed: a server whose tool list changes changes the
+A catalog is fixed for a worker generation's life (runs in flight must see the tools they
+were planned with), so the tools are listed once, when the generation starts, and the
+catalog version derives from what was listed: a server whose tool list changes changes the
 version, and no cached path outlives the tools it was planned with. A server unavailable
 at start is served as any worker last listed it (`listings`: every worker holds one
 catalog). A running worker told of a change (`notifications/tools/list_changed`) lists
-again and, when the list differs, calls `on_change`; the workers then stop gracefully, to
-be started again with the new catalog (by `agentkeel up`'s watchdog, or the deployment's
-supervisor).
+again and, when the list differs, calls `on_change`: the CPU worker then serves the new
+catalog in a next generation, built beside the serving one, which drains after it
+(`workers.generations`); the inference worker reads it in place.
 
-Why not swap the catalog live: workflow code reads the catalog while it runs and while
-it replays (plan checks, effect admission, activity options), so a run's history replays
-only against the catalog its decisions were made with; a swap under the workflows a
-worker holds would change a run's decisions between two of its tasks, and a sound swap
-would have to keep every run's catalog, old tools and all, until the run ends, which the
-server that dropped them cannot serve. A Temporal worker's activity set is fixed when it
-is made besides, as are the caches' versions and the downstream caps: the restart makes
-all of them anew at once (`docs/mcp.md`, "A changed tool list").
+Why a generation and not the catalog swapped under the running worker: workflow code reads
+the catalog while it runs and while it replays (plan checks, effect admission, activity
+options), so a swap under the workflows a worker holds would change a run's decisions
+between two of its tasks. A Temporal worker's activity set is fixed when it is made
+besides, as are the caches' versions and the downstream caps: a generation makes all of
+them anew at once, its runs replayed against its own catalog, as a restart did
+(`docs/mcp.md`, "A changed tool list").
 """
 
 from __future__ import annotations

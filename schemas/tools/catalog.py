@@ -2,8 +2,14 @@
 
 One process serves one domain (`agentkeel.sdk.serving`), installed once at start, before
 any workflow or activity runs; so the catalog the workflow validates plans against is
-fixed for the process's life, as determinism needs. `TOOLS`, `ACTIVITY_TOOLS` and
+fixed for a worker's life, as determinism needs. `TOOLS`, `ACTIVITY_TOOLS` and
 `SIDE_EFFECT_TOOLS` are live views of it: read them, never copy them at import.
+
+A worker that serves a changed MCP tool list without stopping (`workers.generations`)
+starts its successor beside it in a context of its own (`open_generation`): there the
+domain installed is that generation's catalog, read by every task the generation starts
+(its workflow activations, its activities), while the one before drains on its own. Code
+outside any generation reads the newest catalog installed.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence, Set
+from contextvars import ContextVar
 from typing import Protocol
 
 from temporalio import workflow
@@ -28,6 +35,7 @@ __all__ = [
     "catalog_version",
     "has_side_effect",
     "install_domain",
+    "open_generation",
     "requested_side_effects",
     "served_domain",
     "set_domain_loader",
@@ -66,6 +74,21 @@ _current: _Catalog | None = None
 _default_loader: Callable[[], ServedDomain] | None = None
 
 
+class _Generation:
+    """One worker generation's catalog, filled by the first `install_domain` within it."""
+
+    catalog: _Catalog | None = None
+
+
+_generation: ContextVar[_Generation | None] = ContextVar("agentkeel_catalog", default=None)
+
+
+def open_generation() -> None:
+    """From here on in the current context (and in the tasks it starts), `install_domain`
+    installs a catalog of this context's own, beside any other generation's."""
+    _generation.set(_Generation())
+
+
 def set_domain_loader(loader: Callable[[], ServedDomain]) -> None:
     """How a process that installed no domain gets one on first use: the SDK registers
     its loader (the domain `AGENTKEEL_DOMAIN` names) when `agentkeel` is imported."""
@@ -77,8 +100,17 @@ def install_domain(domain: ServedDomain) -> ServedDomain:
     """Serve `domain` in this process: done once at start by workers, clients and tests.
 
     Installing another domain later is refused (the same value again is a no-op): runs in
-    flight would otherwise see their catalog change under them."""
+    flight would otherwise see their catalog change under them. Within a generation
+    (`open_generation`) it installs that generation's catalog, once, and makes it the
+    newest."""
     global _current
+    generation = _generation.get()
+    if generation is not None:
+        if generation.catalog is None:
+            generation.catalog = _current = _Catalog(domain)
+        elif generation.catalog.domain is not domain:
+            raise RuntimeError("this worker generation already serves a catalog")
+        return domain
     if _current is not None and _current.domain is not domain:
         raise RuntimeError(
             f"this process serves domain {_current.domain.name!r}; it cannot switch to "
@@ -91,6 +123,9 @@ def install_domain(domain: ServedDomain) -> ServedDomain:
 
 def _catalog() -> _Catalog:
     global _current
+    generation = _generation.get()
+    if generation is not None and generation.catalog is not None:
+        return generation.catalog
     if _current is None:
         if workflow.unsafe.in_sandbox():
             # Importing a domain (its clients, its I/O) inside a sandboxed workflow fails

@@ -4,8 +4,8 @@ its own tools only.
 `server-memory`'s `delete_entities` needs an approval (the deployment's configuration) and
 declares no identity arguments, so every argument names the effect: deleting note B after
 an approver saw "delete note A" waits for a decision of its own. The toolbox's tool list
-growing a tool with a reserved argument name restarts the worker, which then serves every
-other tool and refuses that one, saying why.
+growing a tool with a reserved argument name is served by the worker's next generation
+(the same process), which serves every other tool and refuses that one, saying why.
 """
 
 from __future__ import annotations
@@ -85,12 +85,16 @@ async def test_a_tool_with_a_reserved_argument_is_refused_and_the_rest_served(
     mcp: McpStack,
 ) -> None:
     grow = await mcp.start({"steps": [{"id": "s1", "tool": "tb_grow_bad", "args": {}}]})
-    first = mcp.workers[0]
-    assert await asyncio.wait_for(first.wait(), timeout=30) == 0, "restarts for the new list"
-    restarted = await mcp.start_worker()
+    worker = mcp.workers[0]
     assert (await asyncio.wait_for(grow.result(), timeout=60))["steps"][0]["status"] == (
         "succeeded"
     )
+    log = mcp.state / "worker-0.log"
+    for _ in range(600):  # the next generation, with the new list, serves
+        if "worker_serving_catalog" in log.read_text():
+            break
+        await asyncio.sleep(0.1)
+    assert "worker_serving_catalog" in log.read_text()
     with pytest.raises(WorkflowFailureError) as refused:
         await mcp.run({"steps": [{"id": "s1", "tool": "tb_bad", "args": {"tenant": "x"}}]})
     said = str(refused.value.cause)
@@ -99,7 +103,7 @@ async def test_a_tool_with_a_reserved_argument_is_refused_and_the_rest_served(
     assert looked["steps"][0]["status"] == "succeeded", "the server's other tools serve"
     time = {"id": "s1", "tool": "time_get_current_time", "args": {"timezone": "UTC"}}
     assert (await mcp.run({"steps": [time]}))["steps"][0]["status"] == "succeeded"
-    assert restarted.returncode is None, "the worker keeps serving"
+    assert worker.returncode is None, "the worker keeps serving, never restarted"
 
 
 async def test_an_mcp_side_effect_on_a_target_the_request_never_named_is_refused(
