@@ -47,8 +47,10 @@ class WorkerProcessSettings(BaseModel):
     """Workflow tasks the CPU worker takes at once. Tasks it has not taken wait in
     Temporal's backlog, where lanes order them (interactive first, `schemas.lanes`). Its
     workflow code runs on one event loop whatever the cores, so more taken at once only
-    queue inside the worker, past the lanes; raise it where the Temporal server is far
-    (about the workflow tasks a second it serves times the round trip to the server)."""
+    queue inside the worker, past the lanes. A task holds its slot while its local
+    activities (cache, ledger, records) run: raise it where the Temporal server is far or
+    those stores slow (about the workflow tasks a second it serves times the time each
+    holds its slot)."""
     cpu_activity_slots: AtLeastOne = 200
     """Activities (tools, cache, run records) the CPU worker takes at once; past it they
     wait in Temporal's backlog, in lane order. The DB pool bounds the tools anyway."""

@@ -144,8 +144,11 @@ class _Succession:
                 log.error("worker_new_catalog_failed", error=str(exc) or type(exc).__name__)
                 current.changed.clear()
                 continue
-            await current.close()
-            self.current = successor
+            self.current = successor  # serving now, whatever the one before's drain does
+            try:
+                await current.close()
+            except Exception as exc:  # its drain failed; the successor serves on
+                log.error("worker_generation_not_drained", error=str(exc) or type(exc).__name__)
             log.info("worker_serving_catalog", generation="new")
 
 

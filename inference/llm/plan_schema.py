@@ -12,11 +12,12 @@ scheduler's validation checks afterwards.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import cache
+from functools import lru_cache
 from typing import Any
 
 from agentkeel.schemas.plan.model import MAX_WATCH_S, REPEAT_FLOOR_S
 from agentkeel.schemas.tools import TOOLS, ToolSpec
+from agentkeel.schemas.tools.catalog import catalog_version
 
 MAX_STEPS = 8
 """Longer plans are cut by the grammar: nothing in the catalog needs more."""
@@ -92,11 +93,13 @@ def plan_json_schema(
         patch: a replan that patches the round before it (`PlanInput.patch`): each step
             names its `id` (the id of a step it replaces, or a new one).
     """
-    return _plan_schema(tuple(intents) if intents else (), patch)
+    return _plan_schema(tuple(intents) if intents else (), patch, catalog_version())
 
 
-@cache
-def _plan_schema(intents: tuple[str, ...], patch: bool = False) -> dict[str, Any]:
+@lru_cache(maxsize=16)
+def _plan_schema(intents: tuple[str, ...], patch: bool, catalog: str) -> dict[str, Any]:
+    """Made once per catalog (`catalog`, its version): a changed MCP tool list is offered
+    from the next plan on."""
     properties: dict[str, Any] = {}
     required = []
     if intents:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from functools import cache
+from functools import lru_cache
 
 from agentkeel.inference.llm.plan_document import model_document
 from agentkeel.schemas.tools import TOOLS
+from agentkeel.schemas.tools.catalog import catalog_version
 from agentkeel.sdk.serving import active_domain
 
 UNCERTAIN = "uncertain"
@@ -69,9 +70,14 @@ def quoted(source: str, text: str) -> str:
     return f'<data source="{source}">\n{safe}</data>\n'
 
 
-@cache
 def system_prefix() -> str:
-    """The shared, stable head of every prompt: role, intents, tools, plan format."""
+    """The shared, stable head of every prompt: role, intents, tools, plan format (made
+    once per catalog: a changed MCP tool list is described from the next prompt on)."""
+    return _system_prefix(catalog_version())
+
+
+@lru_cache(maxsize=4)
+def _system_prefix(catalog: str) -> str:
     domain = active_domain()
     tools = "\n".join(_tool_line(name) for name in TOOLS)
     listed = "\n".join(

@@ -54,46 +54,61 @@ _WITHDRAWN = re.compile(
 """From `AMENDED` also these ask for nothing: an asking cancelled or held off ("cancel the
 refund of ..."), refused in other words ("I won't ask for a refund"), or thanked for."""
 _TOLD_OF = re.compile(
-    r"\b(?:said|says|told|promised|claimed|wrote|writes)\b(?!\s+(?:you|them|him|her)\s+to\b)"
+    r"\b(?:said|says|told|promised|claimed|wrote|writes)\b(?!\s+(?:\w+\s+)?to\b|\s+please\b)"
     r"\s*[:\"\u201c]?(?:\s+[^\s,;.!?]+){0,6}\s+$",
     re.I,
 )
 """From `AMENDED`: an asking someone else told of, in the same clause ("the email said: we
-will refund ...", "I was told I'd get a refund"; not "I told you to refund")."""
+will refund ...", "I was told I'd get a refund"; not "I told you to refund", "support
+said to refund")."""
 _NAMED_SUBJECT = re.compile(r"\b[A-Z][a-z]+\s+$")
 """From `AMENDED`, before an asking word in -ed: a name's past ("Mary refunded"), read
 case-sensitively, as written."""
 _QUESTION = re.compile(
-    r"^\W*(?!why\s+not\b)(?:how|what|when|why|where|which|does|did|do|has|have)\b[^?]*\?\W*$",
+    r"^\W*(?!why\s+not\b|how\s+about\b|what\s+about\b)"
+    r"(?:how|what|when|why|where|which|does|did|has|have)\b"
+    r"(?![^?]*\b(?:can|could|would|will)\s+(?:you|u|someone|somebody)\b)[^?]*\?\W*$",
     re.I,
 )
 """From `AMENDED`, a sentence asking about an asking asks for nothing ("how long does a
-refund of $30 take?"); one asking for it ("can you refund $5?") still asks."""
+refund of $30 take?"); one asking for it still asks ("can you refund $5?", "when can you
+refund ...?", "what about refunding ...?")."""
 _AMOUNT = re.compile(r"[$€£¥₹]?\d[\d.,]*")
 _REST_OF_WORD = re.compile(r"\w*")
 _LOOK_BACK = 60
 
 
-def asks_nothing(text: str, word: re.Match[str], start: int, amended: bool = False) -> bool:
+def asks_nothing(
+    text: str, word: re.Match[str], start: int, clause_start: int | None = None
+) -> bool:
     """Whether the asking word `word` (in the sentence from `start`) is told in the past
-    or refused (`amended`: or withdrawn, thanked for, told of), so it asks for nothing."""
-    before = text[max(start, word.start() - _LOOK_BACK) : word.start()]
-    if amended and (_WITHDRAWN.search(before) or _TOLD_OF.search(before)):
+    or refused, so it asks for nothing. `clause_start` (from `AMENDED`: where the asking's
+    own clause began): also withdrawn, thanked for or told of within that clause."""
+    if clause_start is not None and _amended_nothing(text, word, clause_start):
         return True
-    if amended:
-        # "got $30 refunded": a told past may hold an amount between it and the word.
-        before = _AMOUNT.sub("it", before)
+    before = text[max(start, word.start() - _LOOK_BACK) : word.start()]
     negated = _NEGATED.search(before)
     if negated is not None and not _NOT_A_REFUSAL.search(before[max(0, negated.start() - 4) :]):
         return True
     if _TOLD_BEFORE.search(before):
         return True
+    return _past(text, word) and _PAST_SUBJECT.search(before) is not None
+
+
+def _amended_nothing(text: str, word: re.Match[str], clause_start: int) -> bool:
+    own = text[max(clause_start, word.start() - _LOOK_BACK) : word.start()]
+    if _WITHDRAWN.search(own) or _TOLD_OF.search(own):
+        return True
+    # "my friend got $30 refunded": a told past may hold an amount between it and the word.
+    if _TOLD_BEFORE.search(_AMOUNT.sub("it", own)):
+        return True
+    return _past(text, word) and _NAMED_SUBJECT.search(own) is not None
+
+
+def _past(text: str, word: re.Match[str]) -> bool:
     rest = _REST_OF_WORD.match(text, word.end())
     tail = rest.group() if rest else ""
-    past = bool(tail) and (word.group() + tail).casefold().endswith("ed")
-    if amended and past and _NAMED_SUBJECT.search(before):
-        return True
-    return past and _PAST_SUBJECT.search(before) is not None
+    return bool(tail) and (word.group() + tail).casefold().endswith("ed")
 
 
 def is_question(sentence: str) -> bool:

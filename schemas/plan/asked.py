@@ -241,22 +241,24 @@ def _asides_regions(
         return []
     clauses = Clauses.of(text, start, end)
     words = list(pattern.finditer(text, start, end))
-    thoughts = SecondThoughts.of(text, [m for m in sentence if m.kind == "amount"])
+    amounts = [m for m in sentence if m.kind == "amount"]
+    thoughts = SecondThoughts.of(text, amounts) if amended else None
     regions = []
     for i, word in enumerate(words):
-        if asks_nothing(text, word, start, amended):
+        opened = clauses.opened_before(word.start(), start)
+        if asks_nothing(text, word, start, opened if amended else None):
             continue
         stop = clauses.stop_after(word.end())
         following = words[i + 1].start() if i + 1 < len(words) else end
         after = [m for m in sentence if word.end() <= m.at < stop]
         before = [m for m in sentence if m.at < word.start()]
         later = [m for m in sentence if stop <= m.at < following]
-        if amended:
+        if thoughts is not None:
             amounts = thoughts.asked(
                 [m for m in after if m.kind == "amount"], [m for m in later if m.kind == "amount"]
             )
             after = sorted([*(m for m in after if m.kind == "name"), *amounts], key=_at)
-        clause = text[clauses.opened_before(word.start(), start) : stop]
+        clause = text[opened:stop]
         regions.append(_region(after, before, True, clause, later))
     return regions
 

@@ -24,20 +24,24 @@ _CURRENCY = r"(?:[$€£¥₹]|usd|eur|gbp|inr|jpy)"
 _CORRECTED = re.compile(
     r"(?:\bsorry|\bno\s+wait|\bwait|\bi\s+mean[t]?|\bactually|\bmake\s+(?:it|that)"
     r"|\bcorrection|\bscratch\s+that)\b[\s,:;.!-]*"
-    r"(?:(?:i\s+)?mean[t]?\s+|make\s+(?:it|that)\s+)?" + _CURRENCY + r"?\s*$",
+    r"(?:(?:i\s+)?mean[t]?\s+|make\s+(?:it|that)\s+)?(?:" + _CURRENCY + r"\s*)?$",
     re.IGNORECASE,
 )
 """What stands right before an amount that replaces the one before it."""
 _PRICE_BEFORE = re.compile(
     r"\b(?:worth|priced\s+at|cost(?:s|ing)?|out\s+of|of\s+the|of\s+my|paid|spent"
-    r"|bought(?:\s+it)?\s+for|total(?:\s+of)?)\s*" + _CURRENCY + r"?\s*$",
+    r"|bought(?:\s+it)?\s+for|total(?:\s+of)?)\s*(?:" + _CURRENCY + r"\s*)?$",
     re.IGNORECASE,
 )
 _PRICE_AFTER = re.compile(
-    r"[\d.,]+\s*k?\s*(?:[$€£¥₹]|dollars?|usd|euros?|eur|bucks|quid|pounds?|gbp)?\s+"
+    r"[\d.,]+(?:\s*k)?(?:\s*(?:[$€£¥₹]|dollars?|usd|euros?|eur|bucks|quid|pounds?|gbp))?\s+"
     r"(?:(?:order|item|purchase|product)s?\b|(?:that\s+|which\s+)?(?:i|we)\s+(?:paid|spent)\b)",
     re.IGNORECASE,
 )
+"""Each part of the amount's own text is optional once and taken by one quantifier: no
+run of spaces can be split between two of them (the reading runs in workflow code)."""
+_WINDOW = 60
+"""How far around an amount its price is read: the patterns name a few words at most."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,9 @@ class SecondThoughts:
         the reading is linear in the sentence's length."""
         pairs = itertools.pairwise(amounts)
         return cls(
-            frozenset(a.at for a, b in pairs if _CORRECTED.search(text, a.at, b.at)),
+            frozenset(
+                a.at for a, b in pairs if _CORRECTED.search(text, max(a.at, b.at - _WINDOW), b.at)
+            ),
             frozenset(a.at for a in amounts if _price_told(text, a)),
         )
 
@@ -74,6 +80,6 @@ class SecondThoughts:
 
 def _price_told(text: str, amount: Mention) -> bool:
     return bool(
-        _PRICE_BEFORE.search(text[max(0, amount.at - 40) : amount.at])
-        or _PRICE_AFTER.match(text, amount.at)
+        _PRICE_BEFORE.search(text, max(0, amount.at - _WINDOW), amount.at)
+        or _PRICE_AFTER.match(text, amount.at, amount.at + _WINDOW)
     )

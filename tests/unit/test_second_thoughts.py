@@ -109,6 +109,15 @@ def test_an_asking_withdrawn_thanked_for_told_of_or_asked_about_asks_nothing(
         "Please get $19 refunded on order 5903",
         "I'd like $19 refunded on order 5903",
         "Don't forget to refund $19 on order 5903",
+        "cancel order 5903, refund $19",
+        "My order 5903 didn't arrive; please refund $19",
+        "It doesn't work, refund $19 on order 5903",
+        "thanks for the help, refund $19 on order 5903",
+        "Support said to refund $19 on order 5903",
+        "my wife said please refund $19 on order 5903",
+        "When can you refund $19 on order 5903?",
+        "What about refunding $19 on order 5903?",
+        "do you refund $19 on order 5903? please do",
     ],
 )
 def test_an_asking_in_so_many_words_still_asks(question: str) -> None:
@@ -117,7 +126,10 @@ def test_an_asking_in_so_many_words_still_asks(question: str) -> None:
 
 def test_a_long_request_of_corrections_and_prices_is_read_in_linear_time() -> None:
     for text in ("refund $5 sorry $6 " * 220, "my $19 order " * 310 + "refund $5",
-                 "said " + "a " * 2000 + "refund $5", "refund " + "$5 no wait " * 400):  # fmt: skip
+                 "said " + "a " * 2000 + "refund $5", "refund " + "$5 no wait " * 400,
+                 "please refund $5" + " " * 3990 + "x", "refund $1" + " " * 3990 + "order",
+                 "sorry" + " " * 3990 + "$5 refund", "refund $5 " + "sorry " * 650 + "$6",
+                 "refund $5 " + "$6 " * 1300):  # fmt: skip
         began = time.monotonic()
         asked_regions(text[:4000], REFUND_WORDS, AMENDED)
-        assert time.monotonic() - began < 1.0
+        assert time.monotonic() - began < 0.5, text[:40]

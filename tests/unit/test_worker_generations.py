@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 
 import pytest
 
+from agentkeel.inference.llm.plan_schema import plan_json_schema
 from agentkeel.schemas.tools import catalog
 from agentkeel.schemas.tools.catalog import TOOLS, catalog_version, install_domain
 from agentkeel.schemas.tools.spec import ToolSpec
@@ -45,9 +47,12 @@ def _process_catalog_kept(monkeypatch: pytest.MonkeyPatch) -> None:
 class _Lists:
     """An MCP server's successive tool lists, and what each generation did and saw."""
 
-    def __init__(self, *lists: tuple[str, ...], failing: int | None = None) -> None:
+    def __init__(
+        self, *lists: tuple[str, ...], failing: int | None = None, undrained: int | None = None
+    ) -> None:
         self.lists = list(lists)
         self.failing = failing
+        self.undrained = undrained
         self.events: list[str] = []
         self.changes: list[Callable[[str], None]] = []
         self.seen: dict[int, set[str]] = {}
@@ -68,6 +73,8 @@ class _Lists:
             yield
         finally:
             self.events.append(f"{number} drained")
+        if number == self.undrained:
+            raise RuntimeError("a server's connection failed to close")
 
     async def _read(self, number: int) -> None:
         while True:
@@ -129,10 +136,28 @@ async def test_the_inference_worker_follows_a_changed_list_in_place() -> None:
     lists = _Lists(("tb_lookup",), ("tb_lookup", "tb_grown"))
     async with follow_catalog(lists.serve):
         assert set(TOOLS) == {"tb_lookup", "wait"}
+        assert "tb_grown" not in json.dumps(plan_json_schema())
         lists.changes[0]("toolbox")
         await _until(lambda: "0 drained" in lists.events)
         assert lists.events == ["0 serving", "1 serving", "0 drained"]
         assert set(TOOLS) == {"tb_lookup", "tb_grown", "wait"}
+        assert "tb_grown" in json.dumps(plan_json_schema()), "the planner is offered it"
     assert lists.events[-1] == "1 drained"
+    for task in lists.tasks:
+        task.cancel()
+
+
+async def test_a_generation_whose_drain_fails_leaves_its_successor_serving() -> None:
+    lists = _Lists(("tb_lookup",), ("tb_lookup", "tb_grown"), undrained=0)
+    stop, readiness = asyncio.Event(), Readiness()
+    serving = asyncio.create_task(serve_generations(lists.serve, readiness, stop))
+    await _until(lambda: lists.events == ["0 serving"])
+    lists.changes[0]("toolbox")
+    await _until(lambda: "0 drained" in lists.events)
+    await asyncio.sleep(0.02)
+    assert not serving.done() and readiness.ready, "the successor serves on"
+    stop.set()
+    await serving
+    assert lists.events == ["0 serving", "1 serving", "0 drained", "1 drained"]
     for task in lists.tasks:
         task.cancel()

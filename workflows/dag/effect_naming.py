@@ -19,8 +19,9 @@ before (a `Continuation` refuses fields it does not know).
 values' JSON: spelled as `k=v` pairs joined by `:`, two different calls could share one
 name, and the second then counted as made already, skipping its approval. Asked only at
 such an effect; every other name is spelled as before. A chain continued as new asks it
-afresh: an effect with such a value, made by a run of the chain before the release and
-planned again by one after it, would get a new key (as `effect-identity-v1` once did).
+afresh, and so does a run started again with the same `request_id`: an effect with such a
+value, made before the release and planned again after it by the chain or by the same
+request sent again, would get a new key (as `effect-identity-v1` once did).
 """
 
 from __future__ import annotations
