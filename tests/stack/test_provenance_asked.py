@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 import asyncpg
+from temporalio.client import WorkflowHistory
 
 from agentkeel.schemas import errors
 from agentkeel.schemas.result import AgentResult, StepStatus
@@ -138,3 +139,17 @@ async def test_a_corrected_amount_a_told_price_or_another_orders_total_is_not_re
     right = await _run(make_stack, corrected, {"steps": [_refund(aid, 500)]})
     assert step_of(right, "create_refund").status == StepStatus.SUCCEEDED
     assert [r["amount_cents"] for r in await refunds_of(db, aid)] == [500]
+
+
+async def corrected_refund_history(make_stack: StackFactory, db: asyncpg.Pool) -> WorkflowHistory:
+    """The history of a run whose scripted model refunds the amount its request corrected
+    (refused under `provenance-asked-v3`): recorded for the replay tests."""
+    [_, asked] = await _small_orders(db)
+    aid, price = asked["order_id"], f"${asked['total_cents'] / 100:.2f}"
+    plan = {"steps": [_refund(aid, asked["total_cents"])]}
+    stack = await make_stack(policy=RefundScript([plan]))
+    handle = await stack.start(f"refund {price}, sorry, $5 on order {aid}", actor=staff("ann"))
+    result = await asyncio.wait_for(handle.result(), 60)
+    refund = step_of(result, "create_refund")
+    assert refund.error is not None and refund.error.type == errors.UNTRUSTED_ARGUMENT
+    return await handle.fetch_history()

@@ -29,6 +29,7 @@ from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
 from agentkeel.workflows.budget import RUN_BUDGET_PATCH
 from agentkeel.workflows.dag.authority_check import ROLES_IN_CLAIM_PATCH
+from agentkeel.workflows.dag.effect_gate import PROVENANCE_AMENDED_PATCH
 from agentkeel.workflows.dag.fan_out import child_workflow_id
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
 from agentkeel.workflows.nodes.cache_lookup import POLICY_OFFER_PATCH
@@ -250,6 +251,18 @@ async def test_record_roles_in_claim_history(
 
     history = await refused_by_roles(await make_stack(), db, monkeypatch)
     await _save("role_refused_by_the_claim", history, folder=ROLES_IN_CLAIM_PATCH)
+
+
+@pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
+async def test_record_provenance_amended_history(
+    make_stack: StackFactory, db: asyncpg.Pool
+) -> None:
+    """A refund of the amount its request corrected, refused under `provenance-asked-v3`:
+    it replays as refused."""
+    from tests.stack.test_provenance_asked import corrected_refund_history
+
+    history = await corrected_refund_history(make_stack, db)
+    await _save("corrected_amount_refused", history, folder=PROVENANCE_AMENDED_PATCH)
 
 
 async def _save(name: str, history: WorkflowHistory, *, folder: str = RELEASE_PATCH) -> None:
