@@ -38,6 +38,17 @@ async def _run(make_stack: StackFactory, question: str, plan: dict[str, object])
     return await asyncio.wait_for(handle.result(), 60)
 
 
+async def _each_untrusted(
+    make_stack: StackFactory, cases: list[tuple[str, dict[str, object]]]
+) -> None:
+    """Each question's scripted plan runs, and its refund is refused as untrusted."""
+    for question, plan in cases:
+        result = await _run(make_stack, question, plan)
+        refund = step_of(result, "create_refund")
+        assert refund.error is not None, question
+        assert refund.error.type == errors.UNTRUSTED_ARGUMENT, (question, refund.error)
+
+
 def _refund(order: object, amount: object, *after: str) -> dict[str, object]:
     args = {"order_id": order, "amount_cents": amount, "reason": "asked"}
     return {"id": "r", "tool": "create_refund", "args": args, "after": list(after)}
@@ -104,11 +115,7 @@ async def test_a_mentioned_order_reached_by_lookup_or_told_in_an_aside_is_not_re
         (f"Don't refund anything on order {oid}; refund $5 on order {asked['order_id']}",
          five_on_other),
     ]  # fmt: skip
-    for question, plan in cases:
-        result = await _run(make_stack, question, plan)
-        refund = step_of(result, "create_refund")
-        assert refund.error is not None, question
-        assert refund.error.type == errors.UNTRUSTED_ARGUMENT, (question, refund.error)
+    await _each_untrusted(make_stack, cases)
     assert await refunds_of(db, oid) == []
 
 
@@ -129,11 +136,7 @@ async def test_a_corrected_amount_a_told_price_or_another_orders_total_is_not_re
         (f"refund ${other['total_cents'] / 100:.2f} on order {other['order_id']} and $5 on "
          f"order {aid}", its_total),
     ]  # fmt: skip
-    for question, plan in cases:
-        result = await _run(make_stack, question, plan)
-        refund = step_of(result, "create_refund")
-        assert refund.error is not None, question
-        assert refund.error.type == errors.UNTRUSTED_ARGUMENT, (question, refund.error)
+    await _each_untrusted(make_stack, cases)
     assert await refunds_of(db, aid) == []
     corrected = f"refund {price}, no wait, $5 on order {aid}"
     right = await _run(make_stack, corrected, {"steps": [_refund(aid, 500)]})

@@ -82,6 +82,22 @@ class _Lists:
             await asyncio.sleep(0.005)
 
 
+async def _served(lists: _Lists) -> tuple[asyncio.Event, Readiness, asyncio.Task[None]]:
+    """`serve_generations` of `lists`, its first generation serving: its stop, its
+    readiness, its task."""
+    stop, readiness = asyncio.Event(), Readiness()
+    serving = asyncio.create_task(serve_generations(lists.serve, readiness, stop))
+    await _until(lambda: readiness.ready and lists.events == ["0 serving"])
+    return stop, readiness, serving
+
+
+async def _stopped(lists: _Lists, stop: asyncio.Event, serving: asyncio.Task[None]) -> None:
+    stop.set()
+    await serving
+    for task in lists.tasks:
+        task.cancel()
+
+
 async def _until(condition: Callable[[], bool]) -> None:
     for _ in range(400):
         if condition():
@@ -92,9 +108,7 @@ async def _until(condition: Callable[[], bool]) -> None:
 
 async def test_a_changed_list_is_served_beside_the_old_one_each_reading_its_own() -> None:
     lists = _Lists(("tb_lookup",), ("tb_lookup", "tb_grown"))
-    stop, readiness = asyncio.Event(), Readiness()
-    serving = asyncio.create_task(serve_generations(lists.serve, readiness, stop))
-    await _until(lambda: readiness.ready and lists.events == ["0 serving"])
+    stop, readiness, serving = await _served(lists)
     first = catalog_version()
     lists.changes[0]("toolbox")
     await _until(lambda: "0 drained" in lists.events)
@@ -102,21 +116,16 @@ async def test_a_changed_list_is_served_beside_the_old_one_each_reading_its_own(
     assert lists.events == ["0 serving", "1 serving", "0 drained"]
     assert readiness.ready
     await asyncio.sleep(0.02)
-    stop.set()
-    await serving
+    await _stopped(lists, stop, serving)
     assert lists.events[-1] == "1 drained" and not readiness.ready
     assert lists.seen[0] == {"tb_lookup,wait"}, "the old generation read only its own catalog"
     assert lists.seen[1] == {"tb_grown,tb_lookup,wait"}
     assert catalog_version() != first, "outside any generation: the newest"
-    for task in lists.tasks:
-        task.cancel()
 
 
 async def test_a_next_generation_that_cannot_be_built_leaves_the_serving_one() -> None:
     lists = _Lists(("tb_lookup",), ("tb_lookup", "tb_grown"), failing=1)
-    stop, readiness = asyncio.Event(), Readiness()
-    serving = asyncio.create_task(serve_generations(lists.serve, readiness, stop))
-    await _until(lambda: lists.events == ["0 serving"])
+    stop, readiness, serving = await _served(lists)
     lists.changes[0]("toolbox")
     await _until(lambda: "1 failed" in lists.events)
     await asyncio.sleep(0.02)
@@ -124,10 +133,7 @@ async def test_a_next_generation_that_cannot_be_built_leaves_the_serving_one() -
     lists.changes[0]("toolbox")  # the next change tries again
     await _until(lambda: "0 drained" in lists.events)
     assert lists.events == ["0 serving", "1 failed", "2 serving", "0 drained"]
-    stop.set()
-    await serving
-    for task in lists.tasks:
-        task.cancel()
+    await _stopped(lists, stop, serving)
 
 
 async def test_the_inference_worker_follows_a_changed_list_in_place() -> None:
@@ -149,9 +155,7 @@ async def test_the_inference_worker_follows_a_changed_list_in_place() -> None:
 
 async def test_a_generation_whose_drain_fails_leaves_its_successor_serving() -> None:
     lists = _Lists(("tb_lookup",), ("tb_lookup", "tb_grown"), undrained=0)
-    stop, readiness = asyncio.Event(), Readiness()
-    serving = asyncio.create_task(serve_generations(lists.serve, readiness, stop))
-    await _until(lambda: lists.events == ["0 serving"])
+    stop, readiness, serving = await _served(lists)
     lists.changes[0]("toolbox")
     await _until(lambda: "0 drained" in lists.events)
     await asyncio.sleep(0.02)
