@@ -254,11 +254,8 @@ async def test_record_roles_in_claim_history(
 
 
 @pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
-async def test_record_provenance_amended_history(
-    make_stack: StackFactory, db: asyncpg.Pool
-) -> None:
-    """A refund of the amount its request corrected, refused under `provenance-asked-v3`:
-    it replays as refused."""
+async def test_record_amended_history(make_stack: StackFactory, db: asyncpg.Pool) -> None:
+    """A refund of the amount its request corrected, refused under `provenance-asked-v3`."""
     from tests.stack.test_provenance_asked import corrected_refund_history
 
     history = await corrected_refund_history(make_stack, db)
