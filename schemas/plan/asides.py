@@ -45,14 +45,19 @@ _PAST_SUBJECT = re.compile(
 )
 """Before an asking word in -ed, these tell what happened ("you refunded"); others ask for
 it ("get it refunded", "I'd like $5 refunded", "should be refunded")."""
+_GAP = r"(?:(?!(?:and|then|but|just|so|please)\b)\S+\s+)"
+"""A word between a withdrawal and the asking it governs: none that starts another one."""
 _WITHDRAWN = re.compile(
-    r"\b(?:cancel|stop|halt|hold\s+off\s+on|avoid|undo|reverse|revoke|withdraw|call\s+off"
-    r"|won[\u2019']?t|didn[\u2019']?t|wouldn[\u2019']?t|shouldn[\u2019']?t|doesn[\u2019']?t"
-    r"|thanks?(?:\s+you)?\s+for)\w*\s+(?:(?!(?:and|then|but|just|so)\b)\S+\s+){0,3}$",
+    r"\b(?:cancel|stop|halt|hold\s+off\s+on|avoid|undo|reverse|revoke|withdraw|call\s+off)"
+    r"\w*\s+" + _GAP + r"{0,3}$"
+    r"|\b(?:won|didn|wouldn|shouldn|doesn|don)[\u2019']?t\s+(?:\w+\s+)?"
+    r"(?:want|need|ask|request|expect)\w*\s+" + _GAP + r"{0,2}$"
+    r"|\bthanks?(?:\s+you)?\s+for\s+(?:(?:the|my|your|this|that|a|an)\s+)?(?:\w+\s+)?$",
     re.I,
 )
 """From `AMENDED` also these ask for nothing: an asking cancelled or held off ("cancel the
-refund of ..."), refused in other words ("I won't ask for a refund"), or thanked for."""
+refund of ..."), not wanted ("I won't ask for a refund", "I didn't want a refund"), or
+thanked for ("thanks for the quick refund of ...")."""
 _TOLD_OF = re.compile(
     r"\b(?:said|says|told|promised|claimed|wrote|writes)\b(?!\s+(?:\w+\s+)?to\b|\s+please\b)"
     r"\s*[:\"\u201c]?(?:\s+[^\s,;.!?]+){0,6}\s+$",

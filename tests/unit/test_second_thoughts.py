@@ -81,6 +81,8 @@ def test_an_amount_looked_up_goes_with_its_own_target() -> None:
         "I didn't want a refund of $19 on order 5903",
         "How long does a refund of $19 on order 5903 take?",
         "Thanks for the refund of $19 on order 5903!",
+        "Thanks for the quick refund of $19 on order 5903",
+        "I didn't request a refund of $19 on order 5903",
         "Mary refunded $19 on order 5903 last week",
         "My friend got $19 refunded on order 5903",
         "The email said: we will refund $19 on order 5903. Is that a scam?",
@@ -118,6 +120,9 @@ def test_an_asking_withdrawn_thanked_for_told_of_or_asked_about_asks_nothing(
         "When can you refund $19 on order 5903?",
         "What about refunding $19 on order 5903?",
         "do you refund $19 on order 5903? please do",
+        "Thanks for your help please refund $19 on order 5903",
+        "This doesn't fit refund $19 on order 5903",
+        "cancel the subscription please refund $19 on order 5903",
     ],
 )
 def test_an_asking_in_so_many_words_still_asks(question: str) -> None:
