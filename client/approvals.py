@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from temporalio.client import Client, WorkflowUpdateFailedError
+import asyncio
+import time
+import uuid
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from agentkeel.schemas import errors
 from agentkeel.schemas.approvals import ApprovalAnswer, ApprovalDecision
@@ -48,12 +54,43 @@ async def decide_approval(
             raise NothingAwaiting(error_type, f"{workflow_id}: {message}")
         raise ApprovalRefused(error_type, f"{workflow_id}: {message}")
     try:
-        answer: ApprovalAnswer = await handle.execute_update(
-            APPROVE_UPDATE, decision, result_type=ApprovalAnswer
-        )
+        return await _decide_when_ready(handle, decision)
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
         if isinstance(cause, ApplicationError):
             raise ApprovalRefused(cause.type or errors.APPLICATION_ERROR, cause.message) from None
         raise
-    return answer
+
+
+NOT_READY_WAIT_S = 30.0
+"""How long a decision waits while the run's workflow task is failing (the server refuses
+updates then: `WorkflowNotReady`); a worker moving the run to another release or
+restarting causes that for a moment. After it the refusal reaches the caller."""
+
+
+async def _decide_when_ready(
+    handle: WorkflowHandle[Any, Any], decision: ApprovalDecision
+) -> ApprovalAnswer:
+    """The update, tried again while the server says the run is not ready for it. One
+    update id for every try: the server takes the decision at most once."""
+    update_id = f"approve-{decision.approval_id}-{uuid.uuid4().hex[:12]}"
+    deadline = time.monotonic() + NOT_READY_WAIT_S
+    delay_s = 0.25
+    while True:
+        try:
+            answer: ApprovalAnswer = await handle.execute_update(
+                APPROVE_UPDATE, decision, id=update_id, result_type=ApprovalAnswer
+            )
+            return answer
+        except RPCError as exc:
+            if not _not_ready(exc) or time.monotonic() + delay_s > deadline:
+                raise
+        await asyncio.sleep(delay_s)
+        delay_s = min(delay_s * 2, 2.0)
+
+
+def _not_ready(exc: RPCError) -> bool:
+    """The server's `WorkflowNotReady`: a refusal for now, not of the decision."""
+    return exc.status == RPCStatusCode.FAILED_PRECONDITION and any(
+        detail.type_url.endswith("WorkflowNotReadyFailure") for detail in exc.grpc_status.details
+    )

@@ -6,7 +6,9 @@ endpoints, the local stack's servers) and by the tests that start them beside ea
 
 from __future__ import annotations
 
+import random
 import socket
+from pathlib import Path
 
 from agentkeel.settings.errors import StartupError
 
@@ -24,24 +26,50 @@ def port_answers(host: str, port: int, timeout_s: float = 0.5) -> bool:
         return False
 
 
+LOWEST_PICKED = 15000
+"""Below it are the ports well-known servers listen on (Postgres, Redis, Temporal)."""
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+"""Where Linux says which ports it gives outgoing connections (elsewhere: IANA's 49152)."""
+
+
+def _picked_range() -> range:
+    """Ports below the OS's ephemeral range: no outgoing connection is given one of them,
+    so a port found free here stays free until its server binds it (one picked by the OS,
+    from the ephemeral range, can be taken meanwhile by any process's next connection)."""
+    try:
+        first_ephemeral = int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        first_ephemeral = 49152
+    return range(LOWEST_PICKED, max(first_ephemeral, LOWEST_PICKED + 1000))
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return not port_answers(host, port, timeout_s=0.1)
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port nothing listens on now (the OS's choice): for stacks beside another one."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+    """A port nothing listens on now, outside the ephemeral range: for stacks beside
+    another one."""
+    picked = _picked_range()
+    for _ in range(200):
+        port = random.choice(picked)
+        if _bindable(host, port):
+            return port
+    raise StartupError(f"no free port found on {host} in {picked.start}-{picked.stop - 1}")
 
 
 def free_port_pair(host: str = "127.0.0.1") -> int:
     """A port that is free and whose next port is free too (the workers' metrics take two:
-    `stack_metrics_addresses`): both held while checked, so neither is taken meanwhile."""
-    for _ in range(50):
-        with socket.socket() as first, socket.socket() as second:
-            first.bind((host, 0))
-            port = int(first.getsockname()[1])
-            try:
-                second.bind((host, port + 1))
-            except OSError:
-                continue
+    `stack_metrics_addresses`)."""
+    picked = _picked_range()
+    for _ in range(200):
+        port = random.choice(picked[:-1])
+        if _bindable(host, port) and _bindable(host, port + 1):
             return port
     raise StartupError(f"no two consecutive free ports found on {host}")
 

@@ -178,7 +178,7 @@ class AgentWorkflow:
         authority = since(AUTHORITY_PATCH)
         request = parse_request(inputs, strict=authority)
         # Subject patterns came with this release: a run recorded before replays unchecked.
-        check_request(request, subject_patterns=workflow.patched(RELEASE_PATCH))
+        check_request(request, subject_patterns=since(RELEASE_PATCH))
         carried = parse_continuation(inputs)
         if since(TENANT_ATTRIBUTE_PATCH):
             workflow.upsert_search_attributes(start_attributes(request))
@@ -199,7 +199,7 @@ class AgentWorkflow:
                 waits=self._waits,
                 authority=authority,
                 local_policy=None if since(LOCAL_POLICY_PATCH) else False,
-                policy_offer=workflow.patched(POLICY_OFFER_PATCH),
+                policy_offer=since(POLICY_OFFER_PATCH),
             ),
         }
         self._context = state["context"]

@@ -30,6 +30,7 @@ from agentkeel.schemas.search_attributes import AGENT_AWAITING
 from agentkeel.schemas.tools.spec import money
 from agentkeel.sdk.serving import active_domain
 from agentkeel.workflows.metrics import observe_approval
+from agentkeel.workflows.release import since
 
 AWAITING_APPROVAL = "approval"
 
@@ -131,7 +132,7 @@ class ApprovalGate:
                 pass
             except BaseException:  # cancelled while waiting: the wait ends without a decision
                 observe_approval("abandoned")
-                if not workflow.patched(CANCELLED_RECORD_PATCH):
+                if not since(CANCELLED_RECORD_PATCH):
                     raise  # recorded before: the next request took this id again
                 self._progress.approvals.append(
                     ApprovalRecord(

@@ -23,6 +23,7 @@ from temporalio import workflow
 from agentkeel.schemas.route import Route, Tier
 from agentkeel.schemas.usage import RunBudget, RunUsage
 from agentkeel.workflows.dag.run_context import RunContext
+from agentkeel.workflows.release import since
 
 RUN_BUDGET_PATCH = "run-budget-v1"
 """Runs with `options.budget` degrade to the light tier and stop with `BudgetExhausted`."""
@@ -61,7 +62,7 @@ def budget_gate(context: RunContext, request: Asked) -> tuple[BudgetDecision, As
     """The decision for the next model call, and its request: as it was, or (`LIGHT`) with
     its route on the light tier."""
     budget = context.request.options.budget
-    if budget is None or not workflow.patched(RUN_BUDGET_PATCH):
+    if budget is None or not since(RUN_BUDGET_PATCH):
         return BudgetDecision.GO, request
     decision = decide(budget, context.usage)
     if decision is not BudgetDecision.LIGHT:

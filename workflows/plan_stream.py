@@ -28,12 +28,12 @@ import json
 from typing import Any
 
 from pydantic import ValidationError
-from temporalio import workflow
 
 from agentkeel.schemas.speculation import MAX_SPECULATIVE_CALLS, PredictedCall, may_run_ahead
 from agentkeel.schemas.tools import TOOLS, ToolSpec
 from agentkeel.workflows.dag.resolve import resolve
 from agentkeel.workflows.dag.run_context import RunContext
+from agentkeel.workflows.release import since
 from agentkeel.workflows.speculation import Speculation
 from agentkeel.workflows.state import AgentState
 
@@ -83,7 +83,7 @@ def take(context: RunContext | None, call: PredictedCall) -> bool:
     if pool is not None and pool.holds(spec.name, args):
         _name_step(pool, call, pool.task_of(spec.name, args))
         return False  # this very call already taken (a re-sent signal, a decode again)
-    if not _room(context) or not workflow.patched(PLAN_STREAM_PATCH):
+    if not _room(context) or not since(PLAN_STREAM_PATCH):
         return False
     if pool is None:
         pool = context.speculation = Speculation()
@@ -147,7 +147,7 @@ def _take_after(context: RunContext, spec: ToolSpec, call: PredictedCall) -> boo
     if any(wait is None for wait in waits) or not _room(context):
         pool.by_step.pop(call.step, None)
         return False
-    if not workflow.patched(PLAN_STREAM_PATCH):
+    if not since(PLAN_STREAM_PATCH):
         return False
     ready = [wait[1] for wait in waits if wait is not None]
     task = asyncio.ensure_future(_when_ready(context, pool, spec, call, ready))

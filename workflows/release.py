@@ -18,19 +18,32 @@ plain `workflow.patched()`, until a later release id gathers it.
 Workers of the previous release cannot replay a run that carries `RELEASE_PATCH` (an
 unknown marker is a nondeterminism error): roll this release out first with it held
 (`AGENTKEEL_HELD_PATCHES=release-2026-12`; `docs/deployment.md`).
+
+`SECOND_RELEASE_PATCH` gathers every change gated after `RELEASE_PATCH` the same way, and
+for a reason beyond the events it saves: a change's own id asked right after a local
+activity's result (the path cache's lookup, a read run as a local activity) can land, on
+the worker that ran it, in the workflow task after the one holding the activity's marker
+(the SDK completes a task and starts the next at once, for instance when it heartbeats a
+task whose local activities run long). A replay resolves that result in the earlier task,
+asks the id before it has seen the marker, takes the old branch and fails the run's
+workflow tasks from then on (seen: a run moved to another worker of the next release).
+A run begun on this code asks `SECOND_RELEASE_PATCH` first thing, before any activity,
+and no change's own id after it. A change gated after it asks its id at the run's start
+too, or where no local activity's result can precede it in the same workflow task.
 """
 
 from __future__ import annotations
 
 from temporalio import workflow
 
-__all__ = ["RELEASE_PATCH", "since"]
+__all__ = ["RELEASE_PATCH", "SECOND_RELEASE_PATCH", "since"]
 
 RELEASE_PATCH = "release-2026-12"
 """Stands for: authority-v1, tenant-attribute-v1, local-policy-v1, effect-rules-v1,
 tool-tenant-v1, fan-out-children-v1, outputs-by-reference-v1, deadline-v1, speculation-v1.
 
-Changes gated after it, each asking its own id where a run takes its branch:
+Changes gated after it, gathered by `SECOND_RELEASE_PATCH` (a run recorded before that asked
+each id where it took the branch):
 early-speculation-v1 and speculation-failure-v1 (`workflows.speculation`), plan-stream-v1
 (`workflows.plan_stream`), question-attribute-v1 (`workflows.visibility`),
 effect-identity-v1 and effect-identity-v2 (`workflows.dag.effect_naming`: asked at a run's
@@ -44,10 +57,37 @@ authorize-before-claim-v1, roles-before-claim-v1, roles-in-claim-v1
 (`workflows.nodes.cache_lookup`: asked by every run at its start), run-budget-v1
 (`workflows.budget`: asked only by a run with `options.budget`), budget-routes-first-v1
 (`workflows.nodes.model_calls`: the same); in `CacheWarmerWorkflow`,
-warm-tenant-fairness-v1 (`workflows.warmer`)."""
+warm-tenant-fairness-v1 (`workflows.warmer`: asked after a task-queue activity, whose result
+always opens a workflow task of its own; not gathered)."""
+
+
+FIRST_RELEASE_CHANGES = frozenset(
+    {
+        RELEASE_PATCH,
+        "authority-v1",
+        "tenant-attribute-v1",
+        "local-policy-v1",
+        "effect-rules-v1",
+        "tool-tenant-v1",
+        "fan-out-children-v1",
+        "outputs-by-reference-v1",
+        "deadline-v1",
+        "speculation-v1",
+    }
+)
+"""What `RELEASE_PATCH` stands for (itself included)."""
+
+SECOND_RELEASE_PATCH = "release-2026-12-06"
+"""Stands for every change above: those of `RELEASE_PATCH` and every one gated after it.
+Changes gated after it: none yet."""
 
 
 def since(change: str) -> bool:
     """Whether this run takes the branch of `change`: always for a run begun on this
-    release; for an older run, as its history's marker for `change` says."""
-    return workflow.patched(RELEASE_PATCH) or workflow.patched(change)
+    release; for an older run, as its history's markers say (the release that gathered
+    `change`, else `change`'s own)."""
+    if workflow.patched(SECOND_RELEASE_PATCH):
+        return True
+    if change in FIRST_RELEASE_CHANGES and workflow.patched(RELEASE_PATCH):
+        return True
+    return workflow.patched(change)

@@ -37,6 +37,7 @@ from agentkeel.schemas.speculation import (
 from agentkeel.schemas.tools import TOOLS, ToolSpec
 from agentkeel.workflows.dag.calls import ToolCall
 from agentkeel.workflows.dag.tool_activity import execute_tool, with_tenant
+from agentkeel.workflows.release import since
 
 SPECULATION_PATCH = "speculation-v1"
 """Reads predicted by an unsure route start while the heavy model plans."""
@@ -149,7 +150,7 @@ class Speculation:
             self._report(running, SpeculationOutcome.FAILED, step_id=call.call_id)
             # Failed for good, or cancelled with the step that waited for it.
             final = failed.retry_state == RetryState.NON_RETRYABLE_FAILURE
-            if (final or is_cancelled_exception(failed)) and workflow.patched(FAILED_TWIN_PATCH):
+            if (final or is_cancelled_exception(failed)) and since(FAILED_TWIN_PATCH):
                 raise
             return False, None
         done_by = running.finished if running.finished is not None else asked

@@ -19,6 +19,7 @@ from agentkeel.schemas.search_attributes import (
     AGENT_TIER,
     shown_question,
 )
+from agentkeel.workflows.release import since
 from agentkeel.workflows.state import AgentState
 
 QUESTION_ATTRIBUTE_PATCH = "question-attribute-v1"
@@ -30,7 +31,7 @@ def start_attributes(request: AgentRequest) -> list[SearchAttributeUpdate[Any]]:
     """The search attributes a run sets at its start: its tenant, and (on this code) the
     beginning of its question, so the Web UI's run list can say what each run was asked."""
     updates: list[SearchAttributeUpdate[Any]] = [AGENT_TENANT.value_set(request.tenant)]
-    if workflow.patched(QUESTION_ATTRIBUTE_PATCH):
+    if since(QUESTION_ATTRIBUTE_PATCH):
         updates.append(AGENT_QUESTION.value_set(shown_question(request.question)))
     return updates
 

@@ -72,10 +72,8 @@ class SecondThoughts:
         if amounts and later and amounts[-1].at in self.corrected:
             amounts.append(later[0])
         kept = [a for a in amounts[:-1] if a.at not in self.corrected] + amounts[-1:]
-        told = [a for a in kept if a.at in self.told]
-        if told and len(told) < len(kept):
-            kept = [a for a in kept if a.at not in self.told]
-        return kept
+        untold = [a for a in kept if a.at not in self.told]
+        return untold if untold else kept  # a price told of every amount: it is the one
 
 
 def _price_told(text: str, amount: Mention) -> bool:

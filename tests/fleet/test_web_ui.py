@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from agentkeel.cli.stack.procs import find_temporal_binary
 from agentkeel.cli.stack.temporal import queue_poll_flags
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.settings.namespace_setup import ensure_search_attributes
+from agentkeel.settings.ports import free_port
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from tests.support.agent_stack import StackFactory
 
@@ -23,15 +23,9 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 async def with_ui() -> AsyncIterator[tuple[WorkflowEnvironment, int]]:
-    port = _free_port()
+    port = free_port()
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=find_temporal_binary(),
         ui=True,

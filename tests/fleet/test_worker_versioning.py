@@ -23,11 +23,12 @@ from temporalio.api.workflowservice.v1 import (
     SetWorkerDeploymentCurrentVersionRequest,
 )
 from temporalio.client import Client, WorkflowHandle
+from temporalio.service import RPCError
 
 from agentkeel.cli.stack.fleet import WorkerFleet
-from agentkeel.schemas import names
+from agentkeel.client.approvals import decide_approval
 from agentkeel.schemas.actor import Actor
-from agentkeel.schemas.approvals import ApprovalAnswer, ApprovalDecision
+from agentkeel.schemas.approvals import ApprovalDecision
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.workflows.agent import AgentWorkflow
 from tests.support.fleet_stack import fleet_env, fleet_settings, identities
@@ -155,6 +156,18 @@ async def _identities_after_approval(handle: WorkflowHandle[Any, Any]) -> list[s
     return found
 
 
+async def _failed_tasks(handle: WorkflowHandle[Any, Any]) -> list[str]:
+    """Each failed or timed-out workflow task of the run: who took it and why."""
+    found = []
+    async for event in handle.fetch_history_events():
+        if event.HasField("workflow_task_failed_event_attributes"):
+            failed = event.workflow_task_failed_event_attributes
+            found.append(f"{failed.identity}: {failed.cause} {failed.failure.message}")
+        elif event.HasField("workflow_task_timed_out_event_attributes"):
+            found.append(f"timed out: {event.workflow_task_timed_out_event_attributes}")
+    return found
+
+
 async def test_a_run_in_flight_moves_to_the_next_version_and_completes_there(
     client: Client, versioned: WorkerFleet, database_url: str, carrier_url: str, tmp_path: Path
 ) -> None:
@@ -188,13 +201,16 @@ async def test_a_run_in_flight_moves_to_the_next_version_and_completes_there(
         await upgraded.wait_polling(client)
         await _make_current(client, first.worker_deployment, NEXT_BUILD_ID)
         assert all(w.process.poll() is None for w in versioned.workers), "release-1 still up"
-        answer = await handle.execute_update(
-            names.APPROVE_UPDATE,
-            ApprovalDecision(
-                approved=True, approver="bob", reason="damage confirmed", approval_id=1
-            ),
-            result_type=ApprovalAnswer,
+        decision = ApprovalDecision(
+            approved=True, approver="bob", reason="damage confirmed", approval_id=1
         )
+        try:
+            # The public path (the gateway's, the CLI's): it waits out a moment in which
+            # the server refuses updates while the run moves to the new release.
+            answer = await decide_approval(client, handle.id, decision)
+        except RPCError:
+            failed = await _failed_tasks(handle)
+            raise AssertionError(f"the run's workflow tasks failed: {failed}") from None
         assert answer.approved
         result = await asyncio.wait_for(handle.result(), 120)
         [refund] = [s for s in result.steps if s.tool == "create_refund"]

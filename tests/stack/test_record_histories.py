@@ -6,7 +6,9 @@ To re-record after an intended, versioned change (gate it with `workflow.patched
 
 Recordings go to a folder named by the current release id (`workflows.release`), so
 re-recording never overwrites the histories of earlier code: the top-level files were
-recorded before `release-2026-12` (one marker per change), the folder's after it.
+recorded before `release-2026-12` (one marker per change), its folder's after it, each
+other change's folder under `release-2026-12` with that change's own marker, and
+`release-2026-12-06`'s under the release that gathers them all (one marker a run).
 """
 
 from __future__ import annotations
@@ -27,15 +29,10 @@ from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.search_attributes import AGENT_QUESTION
 from agentkeel.workers.temporal_client import agentkeel_plugins
 from agentkeel.workflows.agent import AgentWorkflow
-from agentkeel.workflows.budget import RUN_BUDGET_PATCH
-from agentkeel.workflows.dag.authority_check import ROLES_IN_CLAIM_PATCH
-from agentkeel.workflows.dag.effect_gate import PROVENANCE_AMENDED_PATCH
 from agentkeel.workflows.dag.fan_out import child_workflow_id
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
 from agentkeel.workflows.nodes.cache_lookup import POLICY_OFFER_PATCH
-from agentkeel.workflows.plan_stream import PLAN_STREAM_PATCH
-from agentkeel.workflows.release import RELEASE_PATCH
-from agentkeel.workflows.speculation import EARLY_SPECULATION_PATCH
+from agentkeel.workflows.release import RELEASE_PATCH, SECOND_RELEASE_PATCH
 from agentkeel.workflows.visibility import QUESTION_ATTRIBUTE_PATCH
 from tests.support.agent_stack import AgentStack, StackFactory
 from tests.support.fakes import FakeScriptedPolicy
@@ -195,7 +192,7 @@ async def test_record_early_speculation_histories(make_stack: StackFactory) -> N
         stack = await make_stack(policy=confident(steps, delay_s=0.2))
         handle = await stack.start(f"where is order 1001 ({name})")
         await handle.result()
-        await _save(name, await handle.fetch_history(), folder=EARLY_SPECULATION_PATCH)
+        await _save(name, await handle.fetch_history())
 
 
 @pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
@@ -207,7 +204,7 @@ async def test_record_plan_stream_histories(make_stack: StackFactory) -> None:
     stack = await make_stack(policy=streaming_cascade())
     handle = await stack.start("my parcel has not come, what now", options={"use_cache": False})
     await handle.result()
-    await _save("plan_stream_adopted", await handle.fetch_history(), folder=PLAN_STREAM_PATCH)
+    await _save("plan_stream_adopted", await handle.fetch_history())
 
 
 @pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
@@ -223,7 +220,7 @@ async def test_record_run_budget_history(make_stack: StackFactory) -> None:
         handle = await stack.start(ORDER_QUESTION, options={"use_cache": False, "budget": budget})
         with pytest.raises(WorkflowFailureError):
             await handle.result()
-    await _save("run_budget_stopped", await handle.fetch_history(), folder=RUN_BUDGET_PATCH)
+    await _save("run_budget_stopped", await handle.fetch_history())
 
 
 @pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
@@ -238,7 +235,7 @@ async def test_record_policy_offer_history(make_stack: StackFactory) -> None:
     stack = await make_stack(policy=policy)
     handle = await stack.start("where's my parcel for 1001")
     await handle.result()
-    await _save("model_route_unoffered", await handle.fetch_history(), folder=POLICY_OFFER_PATCH)
+    await _save("model_route_unoffered", await handle.fetch_history())
 
 
 @pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
@@ -250,7 +247,7 @@ async def test_record_roles_in_claim_history(
     from tests.stack.test_roles_in_claim import refused_by_roles
 
     history = await refused_by_roles(await make_stack(), db, monkeypatch)
-    await _save("role_refused_by_the_claim", history, folder=ROLES_IN_CLAIM_PATCH)
+    await _save("role_refused_by_the_claim", history)
 
 
 @pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
@@ -259,41 +256,42 @@ async def test_record_amended_history(make_stack: StackFactory, db: asyncpg.Pool
     from tests.stack.test_provenance_asked import corrected_refund_history
 
     history = await corrected_refund_history(make_stack, db)
-    await _save("corrected_amount_refused", history, folder=PROVENANCE_AMENDED_PATCH)
+    await _save("corrected_amount_refused", history)
 
 
-async def _save(name: str, history: WorkflowHistory, *, folder: str = RELEASE_PATCH) -> None:
-    # A change gated after the release records into a folder of its own patch id.
-    into = HISTORIES / folder
+async def _save(name: str, history: WorkflowHistory) -> None:
+    into = HISTORIES / SECOND_RELEASE_PATCH
     into.mkdir(parents=True, exist_ok=True)
     (into / f"{name}.json").write_text(history.to_json())
 
 
-async def test_a_held_release_patch_records_what_the_previous_release_recorded(
+async def test_held_release_patches_record_what_the_previous_releases_recorded(
     make_stack: StackFactory,
 ) -> None:
-    """Rolled out with `AGENTKEEL_HELD_PATCHES=release-2026-12`, a new run records the
-    per-change markers the previous release's code asks for (so its workers can replay it),
-    and replays on this code too; without, it records the release's one marker."""
+    """Rolled out with a release's id held (`AGENTKEEL_HELD_PATCHES`), a new run records the
+    markers the previous release's code asks for (so its workers can replay it), and replays
+    on this code too; without, it records this release's one marker."""
     question = "Where is order 1001?"
-    # The release's id, and the changes gated after it, held together.
-    every_run = f"{RELEASE_PATCH},{QUESTION_ATTRIBUTE_PATCH},{POLICY_OFFER_PATCH}"
-    held = await make_stack(held_patches=every_run)
-    handle = await held.start(question, options={"use_cache": False})
-    await handle.result()
-    history = await handle.fetch_history()
-    # What the previous release's code recorded for this run (git 04c2bfd).
-    previous = ["authority-v1", "tenant-attribute-v1", "local-policy-v1", "effect-rules-v1"]
-    assert _marked(history) == [*previous, "tool-tenant-v1"]
     replayer = Replayer(workflows=[AgentWorkflow, FanOutWorkflow], plugins=agentkeel_plugins())
-    replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-    assert replayed.replay_failure is None, replayed.replay_failure
-    plain = await make_stack()
-    handle = await plain.start(question, options={"use_cache": False})
-    await handle.result()
-    fresh = await handle.fetch_history()
-    assert _marked(fresh) == [RELEASE_PATCH, QUESTION_ATTRIBUTE_PATCH, POLICY_OFFER_PATCH]
-    replayed = await replayer.replay_workflow(fresh, raise_on_replay_failure=False)
-    assert replayed.replay_failure is None, replayed.replay_failure
-    described = await handle.describe()
-    assert described.typed_search_attributes.get(AGENT_QUESTION) == question
+
+    async def recorded(held: str = "") -> WorkflowHistory:
+        stack = await make_stack(held_patches=held) if held else await make_stack()
+        handle = await stack.start(question, options={"use_cache": False})
+        await handle.result()
+        history = await handle.fetch_history()
+        replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+        assert replayed.replay_failure is None, replayed.replay_failure
+        shown = (await handle.describe()).typed_search_attributes.get(AGENT_QUESTION)
+        assert shown == (question if QUESTION_ATTRIBUTE_PATCH not in held else None)
+        return history
+
+    # Every release's id and the changes gated between them, held: what the code before
+    # `release-2026-12` recorded for this run (git 04c2bfd).
+    every_run = f"{RELEASE_PATCH},{QUESTION_ATTRIBUTE_PATCH},{POLICY_OFFER_PATCH}"
+    first = await recorded(f"{SECOND_RELEASE_PATCH},{every_run}")
+    previous = ["authority-v1", "tenant-attribute-v1", "local-policy-v1", "effect-rules-v1"]
+    assert _marked(first) == [*previous, "tool-tenant-v1"]
+    # The second release's id held: what `release-2026-12`'s code recorded.
+    second = await recorded(SECOND_RELEASE_PATCH)
+    assert _marked(second) == [RELEASE_PATCH, QUESTION_ATTRIBUTE_PATCH, POLICY_OFFER_PATCH]
+    assert _marked(await recorded()) == [SECOND_RELEASE_PATCH]

@@ -22,10 +22,11 @@ from agentkeel.examples.shop.tools import (
     TrackShipmentInput,
 )
 from agentkeel.schemas.tools import ACTIVITY_TOOLS, TOOLS
+from agentkeel.settings.ports import free_port
 from tests.support.shop_tools import ShopActivities
-from tests.support.tool_fixtures import _free_port, run
 from tests.support.tool_fixtures import carrier_url as carrier_url
 from tests.support.tool_fixtures import http as http
+from tests.support.tool_fixtures import run
 from tests.support.tool_fixtures import seeded_dsn as seeded_dsn
 
 
@@ -164,6 +165,6 @@ async def test_missing_entities_are_non_retryable_not_found(
 
 async def test_track_shipment_with_the_carrier_down_is_retryable(pool: asyncpg.Pool) -> None:
     async with httpx.AsyncClient(timeout=2) as client:
-        acts = ShopActivities(pool, client, f"http://127.0.0.1:{_free_port()}")
+        acts = ShopActivities(pool, client, f"http://127.0.0.1:{free_port()}")
         with pytest.raises(httpx.ConnectError):
             await run(acts.track_shipment, TrackShipmentInput(tracking_number="TRK0000001001"))

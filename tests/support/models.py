@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
 from agentkeel.inference.engines.vllm_local import VllmEngine
 from agentkeel.inference.model_builds.gemma_cpu import CHAT_TEMPLATE
 from agentkeel.schemas.vllm_settings import VllmSettings
+from agentkeel.settings.ports import free_port
 
 if TYPE_CHECKING:
     from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
@@ -85,12 +85,6 @@ async def vllm_engine(model_dir: Path) -> AsyncIterator[VllmEngine]:
     report(f"in-process load + warm-up {time.monotonic() - started:.1f} s")
     yield engine
     await engine.close()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -17,7 +16,7 @@ from redis.exceptions import RedisError
 
 from agentkeel.cli.stack.procs import StackError
 from agentkeel.cli.stack.services import redis_binary
-from agentkeel.settings.ports import port_answers
+from agentkeel.settings.ports import free_port, port_answers
 
 REDIS_START_TIMEOUT_S = 10.0
 
@@ -41,12 +40,6 @@ async def redis_probe(url: str, *, timeout_s: float) -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def embedded_redis() -> Iterator[EmbeddedRedis]:
     """A redis-server of its own on a free TCP port, without persistence; killed on exit."""
@@ -57,7 +50,7 @@ def embedded_redis() -> Iterator[EmbeddedRedis]:
     workdir = tempfile.mkdtemp(prefix="agentkeel-redis-")
     try:
         for _attempt in range(3):  # another process may take the free port before Redis does
-            port = _free_port()
+            port = free_port()
             proc = subprocess.Popen(
                 [
                     *(binary, "--port", str(port)),

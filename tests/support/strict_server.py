@@ -7,13 +7,13 @@ per question, a one-step plan, the first label of a choice, a fixed answer."""
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 from aiohttp import web
 
+from agentkeel.settings.ports import free_port
 from tests.support.openai_strict import strict_problems
 
 MODEL = "fake-hosted"
@@ -94,18 +94,12 @@ def _reply(text: str) -> web.Response:
     )  # fmt: skip
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @asynccontextmanager
 async def serving(server: FakeStrictHostedServer) -> AsyncIterator[str]:
     """The fake served on a free port: its `/v1` base URL."""
     runner = web.AppRunner(server.app())
     await runner.setup()
-    port = _free_port()
+    port = free_port()
     await web.TCPSite(runner, "127.0.0.1", port).start()
     try:
         yield f"http://127.0.0.1:{port}/v1"

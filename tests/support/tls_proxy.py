@@ -25,6 +25,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from agentkeel.settings.ports import free_port
+
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 
 
@@ -143,12 +145,6 @@ def make_pki(folder: Path) -> Pki:
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _config(folder: Path, port: int, upstream: str, pki: Pki, mtls: bool, api_key: str) -> str:
     client_check = f"ssl_client_certificate {pki.ca_cert}; ssl_verify_client on;" if mtls else ""
     # An API key is carried as `authorization: Bearer <key>`; a wrong one gets gRPC's
@@ -195,7 +191,7 @@ def tls_proxy(
     """nginx terminating TLS on a free port in front of `upstream`; yields `127.0.0.1:port`."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "temp").mkdir(exist_ok=True)
-    port = _free_port()
+    port = free_port()
     conf = folder / "nginx.conf"
     conf.write_text(_config(folder, port, upstream, pki, mtls, api_key))
     proc = subprocess.Popen(

@@ -5,7 +5,6 @@ worker."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import typing
 from collections.abc import AsyncIterator
 
@@ -14,13 +13,8 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 from agentkeel.examples.shop.carrier import serve
+from agentkeel.settings.ports import free_port
 from tests.support.pg import fresh_database
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +26,7 @@ async def seeded_dsn(admin_dsn: str) -> AsyncIterator[str]:
 @pytest.fixture(scope="module")
 async def carrier_url() -> AsyncIterator[str]:
     """The real carrier service, on a free port, through `serve`."""
-    port = _free_port()
+    port = free_port()
     server = asyncio.create_task(serve("127.0.0.1", port, latency_ms=5))
     url = f"http://127.0.0.1:{port}"
     try:

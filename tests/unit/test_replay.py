@@ -20,7 +20,7 @@ from agentkeel.workflows.budget import RUN_BUDGET_PATCH
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
 from agentkeel.workflows.nodes.cache_lookup import POLICY_OFFER_PATCH
 from agentkeel.workflows.plan_stream import PLAN_STREAM_PATCH
-from agentkeel.workflows.release import RELEASE_PATCH
+from agentkeel.workflows.release import RELEASE_PATCH, SECOND_RELEASE_PATCH
 from agentkeel.workflows.speculation import EARLY_SPECULATION_PATCH
 from agentkeel.workflows.visibility import QUESTION_ATTRIBUTE_PATCH
 from tests.support.history import _marked
@@ -41,6 +41,26 @@ def test_histories_are_committed() -> None:
     after = sorted((HISTORIES / RELEASE_PATCH).glob("*.json"))
     assert len(before) >= 22, "recorded histories of earlier code are missing"
     assert len(after) >= 21, f"histories recorded under {RELEASE_PATCH} are missing"
+    second = sorted((HISTORIES / SECOND_RELEASE_PATCH).glob("*.json"))
+    assert len(second) >= 28, f"histories recorded under {SECOND_RELEASE_PATCH} are missing"
+
+
+def test_runs_of_the_second_release_ask_one_id_before_any_activity() -> None:
+    """A run begun on the second release asks one patch id, in its first workflow task,
+    before any local activity: no later workflow task holds a marker whose absence a
+    replay could misread (`workflows.release` says how that failed a run's replay)."""
+    for path in sorted((HISTORIES / SECOND_RELEASE_PATCH).glob("*.json")):
+        assert _patch_ids(path) == [SECOND_RELEASE_PATCH], path.name
+        history = WorkflowHistory.from_json(path.stem, path.read_text())
+        markers = [e for e in history.events if e.HasField("marker_recorded_event_attributes")]
+        patch = markers[0].marker_recorded_event_attributes
+        assert patch.marker_name == "core_patch", path.name
+        first_task_done = next(
+            e.event_id
+            for e in history.events
+            if e.HasField("workflow_task_completed_event_attributes")
+        )
+        assert patch.workflow_task_completed_event_id == first_task_done, path.name
 
 
 def test_runs_of_this_release_record_one_patch_marker() -> None:

@@ -20,6 +20,7 @@ from agentkeel.schemas.actor import Actor, role_refusal_reason
 from agentkeel.schemas.result import StepError
 from agentkeel.schemas.tools import ToolSpec
 from agentkeel.workflows.dag.calls import ToolCall
+from agentkeel.workflows.release import since
 
 ROLES_PATCH = "roles-before-claim-v1"
 """Runs started before it left a tool's `roles` to the call: a role it refuses was claimed
@@ -39,7 +40,7 @@ def role_refusal(spec: ToolSpec, actor: Actor) -> StepError | None:
     before `ROLES_IN_CLAIM_PATCH` decided it, in workflow code, from the catalog of the
     worker replaying them (kept for their replay)."""
     message = role_refusal_reason(spec.name, spec.roles, actor)
-    if message is None or not workflow.patched(ROLES_PATCH):
+    if message is None or not since(ROLES_PATCH):
         return None
     return refused_by_role(message)
 
@@ -54,7 +55,7 @@ async def authority_refusal(
     """Why the actor may not make this effect (`NotAuthorized`, `NotFound`), or None when
     the tool's own check passes or it declares none. Other failures of the check fail the
     step as a failed call would."""
-    if spec.authorize is None or not workflow.patched(AUTHORIZE_PATCH):
+    if spec.authorize is None or not since(AUTHORIZE_PATCH):
         return None
     checked = {**payload, "idempotency_key": key, "authorize_only": True}
     try:

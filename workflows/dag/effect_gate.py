@@ -50,6 +50,7 @@ from agentkeel.workflows.dag.effect_naming import (
 )
 from agentkeel.workflows.dag.run_context import RunContext
 from agentkeel.workflows.dag.tool_activity import StepRefused
+from agentkeel.workflows.release import since
 
 EFFECT_RULES_PATCH = "effect-rules-v1"
 """Runs started before it keep the rules they were recorded with (keys by place in the
@@ -104,7 +105,7 @@ async def clear_effect(
         raise StepRefused(error)
     # Asked for every effect, whatever the tool's roles: asking only where a tool has
     # roles would make the marker itself depend on the catalog the patch takes out.
-    roles_in_claim = workflow.patched(ROLES_IN_CLAIM_PATCH)
+    roles_in_claim = since(ROLES_IN_CLAIM_PATCH)
     if roles_in_claim:
         request.allowed_roles = None if spec.roles is None else list(spec.roles)
     if payload is not None:  # ownership and tenant (and, before the patch, the role)
@@ -115,7 +116,7 @@ async def clear_effect(
             raise StepRefused(refused)
     # Claimed before any approval: a concurrent run of the same actor or on the same
     # target counts this amount from now on, approved or still waiting.
-    to_the_end = workflow.patched(CLAIM_CANCEL_WAIT_PATCH)
+    to_the_end = since(CLAIM_CANCEL_WAIT_PATCH)
     claiming = ClearedEffect(key=key, claimed=True)
     try:
         async with ctx.effect_claims:
@@ -126,7 +127,7 @@ async def clear_effect(
     except asyncio.CancelledError:
         # Cancelled while the claim was being written: it may have been, so it is ended
         # (a no-op where it was not, or where it is another attempt's effect, made).
-        if not to_the_end and workflow.patched(CLAIM_CANCEL_PATCH):
+        if not to_the_end and since(CLAIM_CANCEL_PATCH):
             await ledger.end_cancelled(claiming, call, "being claimed", only_ours=True)
         raise
     if claimed.refused_role is not None:  # recorded by the claim; nothing was claimed
@@ -151,7 +152,7 @@ async def clear_effect(
     except asyncio.CancelledError:
         # Cancelled while it waited: nothing moved, so its claim ends here rather than
         # counting against the actor and the target for the rest of the window.
-        if workflow.patched(CLAIM_RELEASE_PATCH):
+        if since(CLAIM_RELEASE_PATCH):
             await ledger.end_cancelled(cleared, call, "it waited for approval")
         raise
     return cleared
@@ -198,12 +199,12 @@ def _origins(call: ToolCall, ctx: RunContext) -> dict[str, ArgumentOrigin]:
     if ctx.provenance is None:
         return {}
     # Asked here, per side effect, so a run that makes none records no marker for it.
-    if workflow.patched(PROVENANCE_AMENDED_PATCH):
+    if since(PROVENANCE_AMENDED_PATCH):
         rules = READS_AMENDED
-    elif workflow.patched(PROVENANCE_ASIDES_PATCH):
+    elif since(PROVENANCE_ASIDES_PATCH):
         rules = READS_ASIDES
     else:
-        rules = READS_AS_ASKED if workflow.patched(PROVENANCE_PATCH) else 1
+        rules = READS_AS_ASKED if since(PROVENANCE_PATCH) else 1
     provenance = ctx.provenance.under(rules)
     step = provenance.step(call.step_id)
     return provenance.of_call(step, call.args) if step is not None else {}

@@ -34,6 +34,7 @@ from typing import Any
 from temporalio import workflow
 
 from agentkeel.schemas.tools import ToolSpec
+from agentkeel.workflows.release import since
 
 EFFECT_IDENTITY_PATCH = "effect-identity-v1"
 """Runs started before it name a tool that declares no identity arguments by the tool (and
@@ -78,7 +79,7 @@ def effect_identity(
     itself (`_SPELLS_AMBIGUOUSLY`), the name is the digest of the values' JSON, so two
     different calls never share one. (`7` and `"7"` still name one effect, as one.)"""
     values = named_values(spec, args, every_argument=every_argument)
-    if unambiguous and not spelled_as_themselves(values):
+    if unambiguous and not _spelled_as_themselves(values):
         return _digest(spec, values)
     if spec.identity_args or not every_argument:
         return ":".join([spec.name, *(f"{name}={value}" for name, value in values.items())])
@@ -100,10 +101,10 @@ def spelling_unambiguous(values: dict[str, Any]) -> bool:
     """Asked at each side effect with its `named_values`: whether its name digests values
     that would not read back as themselves (`EFFECT_SPELLING_PATCH`, asked only there, so
     the run's history has a marker only where the name would differ)."""
-    return not spelled_as_themselves(values) and workflow.patched(EFFECT_SPELLING_PATCH)
+    return not _spelled_as_themselves(values) and since(EFFECT_SPELLING_PATCH)
 
 
-def spelled_as_themselves(values: dict[str, Any]) -> bool:
+def _spelled_as_themselves(values: dict[str, Any]) -> bool:
     """Whether every `key=value` reads back as itself between `:` separators."""
     return all(_spells_as_itself(key, value) for key, value in values.items())
 
@@ -133,11 +134,11 @@ def names_every_argument() -> bool:
     A run that predates `EFFECT_CHAIN_PATCH`, or whose continuer wrote no naming, asks
     `EFFECT_IDENTITY_PATCH` (as before); both answers are memoized for the run."""
     naming = _chain_naming()
-    return naming if naming is not None else workflow.patched(EFFECT_IDENTITY_PATCH)
+    return naming if naming is not None else since(EFFECT_IDENTITY_PATCH)
 
 
 def _chain_naming() -> bool | None:
-    if not workflow.patched(EFFECT_CHAIN_PATCH):
+    if not since(EFFECT_CHAIN_PATCH):
         return None
     if workflow.info().continued_run_id is None:
         return True

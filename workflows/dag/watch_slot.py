@@ -20,6 +20,7 @@ from agentkeel.schemas.errors import WATCH_QUOTA_FULL
 from agentkeel.schemas.lanes import WatchSlotHold, asks_watch
 from agentkeel.schemas.result import StepError
 from agentkeel.workflows.dag.run_context import RunContext
+from agentkeel.workflows.release import since
 
 WATCH_QUOTA_PATCH = "watch-quota-v1"
 """Runs started before it took no watch slot of their own (the gateway's sweep counted a
@@ -34,7 +35,7 @@ async def hold_watch_slot(ctx: RunContext) -> StepError | None:
     request = ctx.request
     if request.usage_key is None or asks_watch(request):
         return None  # no door counted it, or its door counted it as a watch
-    if not workflow.patched(WATCH_QUOTA_PATCH):
+    if not since(WATCH_QUOTA_PATCH):
         return None
     hold = WatchSlotHold(
         usage_key=request.usage_key,

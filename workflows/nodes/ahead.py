@@ -1,7 +1,7 @@
 """What a run does ahead of its plan: speculative reads, and fitting the plan to a deadline.
 
 Used by the `plan`, `execute`, `respond` and `store` nodes; each behaviour behind its own
-`workflow.patched()` gate, asked only by runs that use it (a deadline given, reads
+`since()` gate, asked only by runs that use it (a deadline given, reads
 predicted), so every history recorded before them replays as it ran.
 """
 
@@ -53,7 +53,7 @@ def speculate_at_once(state: AgentState, predicted: list[PredictedCall]) -> None
         or request.options.deadline_ms is not None
         or context.speculation is not None
         or not context.authority
-        or not workflow.patched(EARLY_SPECULATION_PATCH)
+        or not since(EARLY_SPECULATION_PATCH)
     ):
         return
     context.speculation = Speculation()

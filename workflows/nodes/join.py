@@ -24,6 +24,7 @@ from agentkeel.workflows import timeouts
 from agentkeel.workflows.nodes.ahead import end_speculation
 from agentkeel.workflows.nodes.model_calls import asked, call_model, noted
 from agentkeel.workflows.plan_stream import PlanWindow, wanted
+from agentkeel.workflows.release import since
 from agentkeel.workflows.state import AgentState
 from agentkeel.workflows.visibility import add_timing
 
@@ -46,7 +47,7 @@ async def join(state: AgentState) -> dict[str, Any]:
     ahead = None
     # Not under a run budget: the join's tokens decide what the next plan may spend.
     wanted = may_replan and request.options.replan_ahead and request.options.budget is None
-    if wanted and workflow.patched(REPLAN_AHEAD_PATCH):
+    if wanted and since(REPLAN_AHEAD_PATCH):
         ahead = asyncio.ensure_future(_plan_again(state, current, replans + 1))
     try:
         joined: JoinResult = await call_model(

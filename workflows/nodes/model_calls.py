@@ -35,6 +35,7 @@ from agentkeel.workflows.nodes.ahead import before_planning, refused
 from agentkeel.workflows.nodes.run_record import stop_for_budget
 from agentkeel.workflows.nodes.templated import templated_answer
 from agentkeel.workflows.plan_stream import PlanWindow, wanted
+from agentkeel.workflows.release import since
 from agentkeel.workflows.state import AgentState
 from agentkeel.workflows.visibility import add_timing, elapsed_ms, publish_route, stage
 
@@ -127,7 +128,7 @@ async def route(state: AgentState) -> dict[str, Any]:
     started = workflow.now()
     options = state["request"].options
     ahead = options.deadline_ms is None
-    if ahead and options.budget is not None and workflow.patched(BUDGET_ROUTES_FIRST_PATCH):
+    if ahead and options.budget is not None and since(BUDGET_ROUTES_FIRST_PATCH):
         ahead = False  # the run pays for its planner's tokens: spent only once it is needed
     stream = ahead and wanted(state)  # a plan made beside the router streams its reads too
     async with PlanWindow(state["context"], open_=stream):

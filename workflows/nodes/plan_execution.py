@@ -20,6 +20,7 @@ from agentkeel.workflows.nodes.ahead import (
     refused,
 )
 from agentkeel.workflows.outputs import carry_by_reference, load_referenced
+from agentkeel.workflows.release import since
 from agentkeel.workflows.state import AgentState
 from agentkeel.workflows.visibility import add_timing, stage
 
@@ -89,7 +90,7 @@ async def execute(state: AgentState) -> dict[str, Any]:
 def _patches(state: AgentState) -> bool:
     """Whether this replan's plan is a patch of the round before it: the planner was asked
     for one (`options.replan_patch`) and wrote one (a stand-in's whole plan is not)."""
-    return bool(state.get("patching")) and workflow.patched(REPLAN_PATCH_PATCH)
+    return bool(state.get("patching")) and since(REPLAN_PATCH_PATCH)
 
 
 def _still_read(state: AgentState, carried: list[StepOutcome]) -> set[str]:
