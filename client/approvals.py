@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -17,6 +18,8 @@ from agentkeel.schemas.names import APPROVE_UPDATE, PROGRESS_QUERY
 from agentkeel.schemas.progress import RunProgress
 
 __all__ = ["ApprovalRefused", "NothingAwaiting", "decide_approval"]
+
+T = TypeVar("T")
 
 
 class ApprovalRefused(Exception):
@@ -46,15 +49,21 @@ async def decide_approval(
     """
     run_id = (await temporal.get_workflow_handle(workflow_id).describe()).run_id
     handle = temporal.get_workflow_handle(workflow_id, run_id=run_id)
-    progress = await handle.query(PROGRESS_QUERY, result_type=RunProgress)
+    progress = await _when_ready(lambda: handle.query(PROGRESS_QUERY, result_type=RunProgress))
     refused = progress.refuse_decision(decision.approval_id)
     if refused is not None:
         error_type, message = refused
         if error_type == errors.NO_APPROVAL_PENDING:
             raise NothingAwaiting(error_type, f"{workflow_id}: {message}")
         raise ApprovalRefused(error_type, f"{workflow_id}: {message}")
+    # One update id for every try: the server takes the decision at most once.
+    update_id = f"approve-{decision.approval_id}-{uuid.uuid4().hex[:12]}"
     try:
-        return await _decide_when_ready(handle, decision)
+        return await _when_ready(
+            lambda: handle.execute_update(
+                APPROVE_UPDATE, decision, id=update_id, result_type=ApprovalAnswer
+            )
+        )
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
         if isinstance(cause, ApplicationError):
@@ -68,20 +77,14 @@ updates then: `WorkflowNotReady`); a worker moving the run to another release or
 restarting causes that for a moment. After it the refusal reaches the caller."""
 
 
-async def _decide_when_ready(
-    handle: WorkflowHandle[Any, Any], decision: ApprovalDecision
-) -> ApprovalAnswer:
-    """The update, tried again while the server says the run is not ready for it. One
-    update id for every try: the server takes the decision at most once."""
-    update_id = f"approve-{decision.approval_id}-{uuid.uuid4().hex[:12]}"
+async def _when_ready(call: Callable[[], Awaitable[T]]) -> T:
+    """`call` (a query or the update), tried again while the server says the run is not
+    ready for it, for at most `NOT_READY_WAIT_S`; any other error at once."""
     deadline = time.monotonic() + NOT_READY_WAIT_S
     delay_s = 0.25
     while True:
         try:
-            answer: ApprovalAnswer = await handle.execute_update(
-                APPROVE_UPDATE, decision, id=update_id, result_type=ApprovalAnswer
-            )
-            return answer
+            return await call()
         except RPCError as exc:
             if not _not_ready(exc) or time.monotonic() + delay_s > deadline:
                 raise
@@ -91,6 +94,10 @@ async def _decide_when_ready(
 
 def _not_ready(exc: RPCError) -> bool:
     """The server's `WorkflowNotReady`: a refusal for now, not of the decision."""
-    return exc.status == RPCStatusCode.FAILED_PRECONDITION and any(
-        detail.type_url.endswith("WorkflowNotReadyFailure") for detail in exc.grpc_status.details
-    )
+    if exc.status != RPCStatusCode.FAILED_PRECONDITION:
+        return False
+    try:
+        details = exc.grpc_status.details
+    except Exception:  # status bytes that do not parse: not the refusal we wait out
+        return False
+    return any(detail.type_url.endswith("WorkflowNotReadyFailure") for detail in details)

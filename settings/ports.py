@@ -33,14 +33,20 @@ EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 
 
 def _picked_range() -> range:
-    """Ports below the OS's ephemeral range: no outgoing connection is given one of them,
+    """Ports outside the OS's ephemeral range: no outgoing connection is given one of them,
     so a port found free here stays free until its server binds it (one picked by the OS,
-    from the ephemeral range, can be taken meanwhile by any process's next connection)."""
+    from the ephemeral range, can be taken meanwhile by any process's next connection).
+    Below the range where there is room, else above it; an empty range where neither has
+    (`free_port` then takes the OS's choice)."""
     try:
-        first_ephemeral = int(EPHEMERAL_RANGE.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        first_ephemeral = 49152
-    return range(LOWEST_PICKED, max(first_ephemeral, LOWEST_PICKED + 1000))
+        first, last = (int(p) for p in EPHEMERAL_RANGE.read_text().split()[:2])
+    except (OSError, ValueError):
+        first, last = 49152, 65535
+    if first - LOWEST_PICKED >= 1000:
+        return range(LOWEST_PICKED, first)
+    if 65535 - last >= 1000:
+        return range(last + 1, 65536)
+    return range(0)
 
 
 def _bindable(host: str, port: int) -> bool:
@@ -56,17 +62,19 @@ def free_port(host: str = "127.0.0.1") -> int:
     """A port nothing listens on now, outside the ephemeral range: for stacks beside
     another one."""
     picked = _picked_range()
-    for _ in range(200):
+    for _ in range(200 if picked else 0):
         port = random.choice(picked)
         if _bindable(host, port):
             return port
-    raise StartupError(f"no free port found on {host} in {picked.start}-{picked.stop - 1}")
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))  # the OS's choice: no room outside its range, or none free there
+        return int(s.getsockname()[1])
 
 
 def free_port_pair(host: str = "127.0.0.1") -> int:
     """A port that is free and whose next port is free too (the workers' metrics take two:
     `stack_metrics_addresses`)."""
-    picked = _picked_range()
+    picked = _picked_range() or range(LOWEST_PICKED, 65536)
     for _ in range(200):
         port = random.choice(picked[:-1])
         if _bindable(host, port) and _bindable(host, port + 1):

@@ -10,10 +10,11 @@ every change gated before it: `since(change)` is true for such a run without ask
 replay `since` falls back to each change's own marker, exactly as that run was recorded
 (`tests/unit/test_replay.py` replays both kinds).
 
-`RELEASE_PATCH` is asked first thing in `AgentWorkflow.run` (`workflow.patched` memoizes
-it for the rest of the run); a `FanOutWorkflow` part asks it at its first `since`, where
-it asked its own change before. A change made after this release gets its own id and a
-plain `workflow.patched()`, until a later release id gathers it.
+The releases' ids are asked first thing in `AgentWorkflow.run` (`workflow.patched`
+memoizes each for the rest of the run); a `FanOutWorkflow` part asks them at its first
+`since` (in its first workflow task), where it asked its own change before. A change made
+after a release gets its own id, asked through `since` (which falls through to it), until
+a later release id gathers it.
 
 Workers of the previous release cannot replay a run that carries `RELEASE_PATCH` (an
 unknown marker is a nondeterminism error): roll this release out first with it held
@@ -36,7 +37,7 @@ from __future__ import annotations
 
 from temporalio import workflow
 
-__all__ = ["RELEASE_PATCH", "SECOND_RELEASE_PATCH", "since"]
+__all__ = ["RELEASE_PATCH", "SECOND_RELEASE_CHANGES", "SECOND_RELEASE_PATCH", "since"]
 
 RELEASE_PATCH = "release-2026-12"
 """Stands for: authority-v1, tenant-attribute-v1, local-policy-v1, effect-rules-v1,
@@ -78,15 +79,45 @@ FIRST_RELEASE_CHANGES = frozenset(
 """What `RELEASE_PATCH` stands for (itself included)."""
 
 SECOND_RELEASE_PATCH = "release-2026-12-06"
-"""Stands for every change above: those of `RELEASE_PATCH` and every one gated after it.
-Changes gated after it: none yet."""
+"""Stands for `FIRST_RELEASE_CHANGES` and every change gated after them up to 2026-12-06."""
+
+SECOND_RELEASE_CHANGES = FIRST_RELEASE_CHANGES | frozenset(
+    {
+        "early-speculation-v1",
+        "speculation-failure-v1",
+        "plan-stream-v1",
+        "question-attribute-v1",
+        "effect-identity-v1",
+        "effect-identity-v2",
+        "effect-identity-v3",
+        "provenance-asked-v1",
+        "provenance-asked-v2",
+        "provenance-asked-v3",
+        "claim-release-v1",
+        "claim-cancel-v1",
+        "claim-cancel-v2",
+        "authorize-before-claim-v1",
+        "roles-before-claim-v1",
+        "roles-in-claim-v1",
+        "approval-cancel-record-v1",
+        "watch-quota-v1",
+        "replan-ahead-v1",
+        "replan-patch-v1",
+        "policy-offer-v1",
+        "run-budget-v1",
+        "budget-routes-first-v1",
+    }
+)
+"""What `SECOND_RELEASE_PATCH` stands for. A change gated after it is not in here: it asks
+its own id (`since` falls through to it), at the run's start or where no local activity's
+result can precede it in the same workflow task, until a later release gathers it."""
 
 
 def since(change: str) -> bool:
-    """Whether this run takes the branch of `change`: always for a run begun on this
-    release; for an older run, as its history's markers say (the release that gathered
-    `change`, else `change`'s own)."""
-    if workflow.patched(SECOND_RELEASE_PATCH):
+    """Whether this run takes the branch of `change`: always for a run begun on a release
+    that gathers it; for an older run, as its history's markers say (the release that
+    gathered `change`, else `change`'s own)."""
+    if change in SECOND_RELEASE_CHANGES and workflow.patched(SECOND_RELEASE_PATCH):
         return True
     if change in FIRST_RELEASE_CHANGES and workflow.patched(RELEASE_PATCH):
         return True

@@ -7,6 +7,7 @@ the top-level files before `release-2026-12` (one marker per change), the folder
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from agentkeel.workflows.budget import RUN_BUDGET_PATCH
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
 from agentkeel.workflows.nodes.cache_lookup import POLICY_OFFER_PATCH
 from agentkeel.workflows.plan_stream import PLAN_STREAM_PATCH
-from agentkeel.workflows.release import RELEASE_PATCH, SECOND_RELEASE_PATCH
+from agentkeel.workflows.release import RELEASE_PATCH, SECOND_RELEASE_CHANGES, SECOND_RELEASE_PATCH
 from agentkeel.workflows.speculation import EARLY_SPECULATION_PATCH
 from agentkeel.workflows.visibility import QUESTION_ATTRIBUTE_PATCH
 from tests.support.history import _marked
@@ -104,3 +105,16 @@ async def test_recorded_history_replays(path: Path) -> None:
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
+
+
+def test_the_second_release_gathers_real_patch_ids() -> None:
+    """Every id the second release stands for is one the workflow code gates a change with
+    (a misspelt one would leave that change's own marker asked)."""
+    defined = {
+        match.group(1)
+        for path in (HISTORIES.parent.parent / "workflows").rglob("*.py")
+        for match in re.finditer(r'^\w+_PATCH = "([\w.-]+)"', path.read_text(), re.MULTILINE)
+    }
+    assert SECOND_RELEASE_CHANGES <= defined, SECOND_RELEASE_CHANGES - defined
+    ungathered = {SECOND_RELEASE_PATCH, "warm-tenant-fairness-v1"}
+    assert defined - SECOND_RELEASE_CHANGES == ungathered, "a later change: list it here"
