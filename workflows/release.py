@@ -40,8 +40,7 @@ from temporalio import workflow
 __all__ = ["RELEASE_PATCH", "SECOND_RELEASE_CHANGES", "SECOND_RELEASE_PATCH", "since"]
 
 RELEASE_PATCH = "release-2026-12"
-"""Stands for: authority-v1, tenant-attribute-v1, local-policy-v1, effect-rules-v1,
-tool-tenant-v1, fan-out-children-v1, outputs-by-reference-v1, deadline-v1, speculation-v1.
+"""Stands for `FIRST_RELEASE_CHANGES` (below).
 
 Changes gated after it, gathered by `SECOND_RELEASE_PATCH` (a run recorded before that asked
 each id where it took the branch):

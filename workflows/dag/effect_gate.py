@@ -198,7 +198,8 @@ def approval_reason(
 def _origins(call: ToolCall, ctx: RunContext) -> dict[str, ArgumentOrigin]:
     if ctx.provenance is None:
         return {}
-    # Asked here, per side effect, so a run that makes none records no marker for it.
+    # Asked here, per side effect: a run begun before `release-2026-12-06` that makes
+    # none recorded no marker for them.
     if since(PROVENANCE_AMENDED_PATCH):
         rules = READS_AMENDED
     elif since(PROVENANCE_ASIDES_PATCH):

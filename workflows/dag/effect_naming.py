@@ -99,8 +99,8 @@ def named_values(spec: ToolSpec, args: dict[str, Any], *, every_argument: bool) 
 
 def spelling_unambiguous(values: dict[str, Any]) -> bool:
     """Asked at each side effect with its `named_values`: whether its name digests values
-    that would not read back as themselves (`EFFECT_SPELLING_PATCH`, asked only there, so
-    the run's history has a marker only where the name would differ)."""
+    that would not read back as themselves (`EFFECT_SPELLING_PATCH`, asked only there: a
+    run begun before `release-2026-12-06` has its marker only where the name differs)."""
     return not _spelled_as_themselves(values) and since(EFFECT_SPELLING_PATCH)
 
 
