@@ -15,6 +15,7 @@ contract, in every run's history, so rename a tool only together with a new one.
 from __future__ import annotations
 
 import inspect
+import re
 import types
 import typing
 from collections.abc import Awaitable, Callable, Sequence
@@ -44,6 +45,7 @@ def tool(
     side_effect: bool = False,
     cache_ttl: timedelta | None = None,
     amount_arg: str | None = None,
+    amount_currency: str | None = None,
     needs_approval: bool = False,
     identity_args: Sequence[str] = (),
     trusted_fields: Sequence[str] = (),
@@ -71,6 +73,8 @@ def tool(
             reaches it before its commit: return once the effect has committed.
         cache_ttl: For a read: how long its results are reused (None: never cached).
         amount_arg: The argument holding the money it moves, in cents (for approvals).
+        amount_currency: The currency of those cents (ISO 4217: "USD"): a request's
+            amount written in another ("5€") is not one it asks this tool to move.
         needs_approval: For a side effect: every call waits for an approver.
         identity_args: For a side effect: the arguments naming the row it changes (its
             key and approval name them; none: every argument does).
@@ -97,6 +101,12 @@ def tool(
         raise ToolDefinitionError("retries counts attempts in all: at least 1")
     if side_effect and cache_ttl is not None:
         raise ToolDefinitionError("a side effect is never cached: drop cache_ttl")
+    if amount_currency is not None and not re.fullmatch(r"[A-Z]{3}", amount_currency):
+        raise ToolDefinitionError(
+            f"amount_currency must be an ISO 4217 code such as 'USD', got {amount_currency!r}"
+        )
+    if amount_currency is not None and amount_arg is None:
+        raise ToolDefinitionError("amount_currency says what amount_arg holds: name amount_arg")
     declared = dict(locals())  # the parameters, as given: `_Declared` has one field each
     for listed in ("identity_args", "trusted_fields", "asked_by", "non_retryable_errors"):
         declared[listed] = tuple(declared[listed])
@@ -115,6 +125,7 @@ class _Declared:
     side_effect: bool
     cache_ttl: timedelta | None
     amount_arg: str | None
+    amount_currency: str | None
     needs_approval: bool
     identity_args: tuple[str, ...]
     trusted_fields: tuple[str, ...]
@@ -152,6 +163,7 @@ class _Declared:
             asked_by=self.asked_by,
             authorize=self.authorize,
             amount_arg=self.amount_arg,
+            amount_currency=self.amount_currency,
             needs_approval=self.needs_approval,
             non_retryable_errors=self.non_retryable_errors,
             downstream=self.downstream,

@@ -28,16 +28,29 @@ the worker that ran it, in the workflow task after the one holding the activity'
 task whose local activities run long). A replay resolves that result in the earlier task,
 asks the id before it has seen the marker, takes the old branch and fails the run's
 workflow tasks from then on (seen: a run moved to another worker of the next release).
-A run begun on this code asks `SECOND_RELEASE_PATCH` first thing, before any activity,
-and no change's own id after it. A change gated after it asks its id at the run's start
-too, or where no local activity's result can precede it in the same workflow task.
+A run begun on the second release asks `SECOND_RELEASE_PATCH` first thing, before any
+activity, and no change's own id after it.
+
+`THIRD_RELEASE_PATCH` gathers the second release's changes and the changes made after it
+(`THIRD_RELEASE_CHANGES`), which have no id of their own: a run begun on this code asks it
+first thing and no other id; an older run asks it at its start too (absent: False), so it
+never takes a later change's branch. A later change joins `THIRD_RELEASE_CHANGES` only
+together with a new release id (workers of this release would take its marker for this
+release's and run the old branch); until then it asks its own id at the run's start.
 """
 
 from __future__ import annotations
 
 from temporalio import workflow
 
-__all__ = ["RELEASE_PATCH", "SECOND_RELEASE_CHANGES", "SECOND_RELEASE_PATCH", "since"]
+__all__ = [
+    "RELEASE_PATCH",
+    "SECOND_RELEASE_CHANGES",
+    "SECOND_RELEASE_PATCH",
+    "THIRD_RELEASE_CHANGES",
+    "THIRD_RELEASE_PATCH",
+    "since",
+]
 
 RELEASE_PATCH = "release-2026-12"
 """Stands for `FIRST_RELEASE_CHANGES` (below).
@@ -112,10 +125,24 @@ its own id (`since` falls through to it), at the run's start or where no local a
 result can precede it in the same workflow task, until a later release gathers it."""
 
 
+THIRD_RELEASE_PATCH = "release-2026-12-07"
+"""Stands for `SECOND_RELEASE_CHANGES` and `THIRD_RELEASE_CHANGES`."""
+
+THIRD_RELEASE_CHANGES = frozenset({"provenance-asked-v4"})
+"""Changes made after `SECOND_RELEASE_PATCH` that have no marker of their own: only a run
+begun on this release takes their branches. A run begun before it never does, even where
+it goes on (rather than replays) on this code, so none of them is asked after a local
+activity's result (`since` asks only this release's id for them, at the run's start)."""
+
+
 def since(change: str) -> bool:
     """Whether this run takes the branch of `change`: always for a run begun on a release
     that gathers it; for an older run, as its history's markers say (the release that
     gathered `change`, else `change`'s own)."""
+    if change in THIRD_RELEASE_CHANGES:
+        return workflow.patched(THIRD_RELEASE_PATCH)
+    if change in SECOND_RELEASE_CHANGES and workflow.patched(THIRD_RELEASE_PATCH):
+        return True
     if change in SECOND_RELEASE_CHANGES and workflow.patched(SECOND_RELEASE_PATCH):
         return True
     if change in FIRST_RELEASE_CHANGES and workflow.patched(RELEASE_PATCH):

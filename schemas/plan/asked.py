@@ -16,52 +16,27 @@ from decimal import Decimal, InvalidOperation
 from typing import Literal
 
 from agentkeel.schemas.plan.asides import Clauses, asks_nothing, is_question
+from agentkeel.schemas.plan.kinds import currency_fits, same_noun, with_kinds
+from agentkeel.schemas.plan.readings import (
+    CENTS_AFTER,
+    DECIMAL_COMMA,
+    READINGS,
+    THOUSANDS_AFTER,
+    UNITS,
+)
 from agentkeel.schemas.plan.second_thoughts import SecondThoughts
 
-__all__ = ["AMENDED", "ASIDES", "Mention", "Region", "asked_regions", "mentions", "spelled_out"]
+__all__ = [
+    "AMENDED",
+    "ASIDES",
+    "TARGETS",
+    "Mention",
+    "Region",
+    "asked_regions",
+    "mentions",
+    "spelled_out",
+]
 
-_NUMBER = re.compile(
-    r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|\d+,\d{2}(?![\d,])|\d+(?:\.\d+)?"
-)
-"""A number as people write it: `1002`, `19.50`, `1,250.00`, and `5,50` (a decimal comma,
-money only where a currency stands beside it: else two numbers, as a list writes them)."""
-_DECIMAL_COMMA = re.compile(r"^\d+,\d{2}$")
-_THOUSANDS_AFTER = re.compile(r"^k\b", re.IGNORECASE)
-"""`$5k`: five thousand."""
-_CURRENCY_BEFORE = re.compile(
-    r"(?:[$€£¥₹]|\b(?:usd|eur|gbp|chf|cad|aud|jpy|inr))\s*$", re.IGNORECASE
-)
-_CURRENCY_AFTER = re.compile(
-    r"^\s*(?:dollars?|usd|euros?|eur|pounds?|gbp|bucks|quid|chf|cad|aud|yen|jpy|rupees?|inr)\b",
-    re.IGNORECASE,
-)
-_SYMBOL_AFTER = re.compile(r"^\s?[$€£¥₹]")
-"""`5$`, `5 €`: the symbol after the number, as many write it."""
-_NUMBER_V1 = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
-_CURRENCY_BEFORE_V1 = re.compile(r"(?:[$€£¥]|\b(?:usd|eur|gbp|chf|cad|aud|jpy))\s*$", re.IGNORECASE)
-_CURRENCY_AFTER_V1 = re.compile(
-    r"^\s*(?:dollars?|usd|euros?|eur|pounds?|gbp|bucks|chf|cad|aud|yen|jpy)\b", re.IGNORECASE
-)
-_SYMBOL_AFTER_V1 = re.compile(r"^\s?[$€£¥]")
-_CENTS_AFTER = re.compile(r"^\s*(?:cents?\b|¢)", re.IGNORECASE)
-
-_UNITS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
-    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
-    "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
-    "seventy": 70, "eighty": 80, "ninety": 90,
-}  # fmt: skip
-_SCALES = {"hundred": 100, "thousand": 1000}
-_WORD = "|".join([*_UNITS, *_SCALES])
-_NUMBER_WORDS = re.compile(
-    rf"\b(?:a\s+(?=hundred|thousand))?(?:{_WORD})(?:[\s-]+(?:and[\s-]+)?(?:{_WORD}))*\b",
-    re.IGNORECASE,
-)
-"""`twenty-five`, `a hundred`, `one hundred and five`."""
-_NUMBER_WORDS_V1 = re.compile(
-    rf"\b(?:a\s+(?=hundred|thousand))?(?:{_WORD})(?:[\s-]+(?:{_WORD}))*\b", re.IGNORECASE
-)
 _CUTS_V1 = re.compile(
     r",(?!\s*(?:and\s+|or\s+)?(?:[$€£¥]|usd|eur|gbp)?\s*\d)|;"
     r"|\s(?:but|while|although|though|because|whereas|whilst)\s"
@@ -78,28 +53,10 @@ recorded (and 1, the numbers alone, as before it)."""
 AMENDED = 4
 """From here an asking's corrected amounts and the prices it tells of its target are not
 asked (`schemas.plan.second_thoughts`)."""
+TARGETS = 5
+"""From here each amount carries its currency and each name its noun (`schemas.plan.kinds`):
+a side effect takes only amounts in the currency it moves, and targets of its own kind."""
 
-
-@dataclass(frozen=True)
-class _Reading:
-    number: re.Pattern[str]
-    currency_before: re.Pattern[str]
-    currency_after: re.Pattern[str]
-    symbol_after: re.Pattern[str]
-    number_words: re.Pattern[str]
-    asides: bool
-
-
-_READINGS = {
-    False: _Reading(
-        _NUMBER_V1, _CURRENCY_BEFORE_V1, _CURRENCY_AFTER_V1, _SYMBOL_AFTER_V1,
-        _NUMBER_WORDS_V1, asides=False,
-    ),
-    True: _Reading(
-        _NUMBER, _CURRENCY_BEFORE, _CURRENCY_AFTER, _SYMBOL_AFTER, _NUMBER_WORDS,
-        asides=True,
-    ),
-}  # fmt: skip
 
 Kind = Literal["amount", "name"]
 
@@ -111,6 +68,10 @@ class Mention:
     at: int
     value: int
     kind: Kind
+    currency: str | None = None
+    """An amount's currency as written (from `TARGETS`): an ISO code, `$`, `¥`, or None."""
+    noun: str | None = None
+    """What a name is said to be (from `TARGETS`): "order" in "order 5903", else None."""
 
 
 @dataclass(frozen=True)
@@ -126,11 +87,36 @@ class Region:
     clause: str = ""
     """The asking's own clause (casefolded): where a target written as text must be, for
     a tool that names its asking words ("keep dinner; delete lunch" asks to delete lunch)."""
+    named: tuple[Mention, ...] = ()
+    """The names asked, with their nouns, and the amounts asked, with their currencies."""
+
+    def amounts_in(self, currency: str | None) -> frozenset[int]:
+        """The amounts asked that a tool moving `currency` may take (None: every one)."""
+        return frozenset(
+            m.value
+            for m in self.named
+            if m.kind == "amount" and currency_fits(m.currency, currency)
+        )
+
+    def names_of(self, noun: str) -> frozenset[int]:
+        """The names asked as a `noun` (`kinds.arg_noun`): none where no name is."""
+        return frozenset(
+            m.value for m in self.named if m.kind == "name" and m.noun and same_noun(m.noun, noun)
+        )
+
+    def names_for(self, noun: str) -> frozenset[int]:
+        """The names an argument holding a `noun` may take: where any name is asked as one,
+        every name but those said to be something else ("refund $5 for item 1001 on order
+        5903": 5903); else every name asked."""
+        if not self.names_of(noun):
+            return self.names
+        other = {m.value for m in self.named if m.noun and not same_noun(m.noun, noun)}
+        return self.names - other
 
 
 def spelled_out(text: str, rules: int = ASIDES) -> str:
     """`text` with numbers written in words as digits: "five dollars" is "5 dollars"."""
-    words = _READINGS[rules >= ASIDES].number_words
+    words = READINGS[rules >= ASIDES].number_words
     return words.sub(lambda m: _words_value(m.group()), text)
 
 
@@ -141,8 +127,8 @@ def _words_value(words: str) -> str:
             continue
         if word == "a":
             current = current or 1
-        elif word in _UNITS:
-            current += _UNITS[word]
+        elif word in UNITS:
+            current += UNITS[word]
         elif word == "hundred":
             current = (current or 1) * 100
         elif word == "thousand":
@@ -157,24 +143,26 @@ def mentions(text: str, *, symbol_after: bool = False, rules: int = ASIDES) -> l
     also `5$`, `5€`), cents (`500 cents`), or a fraction (`19.50`). Any other number names
     something, so an amount cannot be taken from an id the request named, nor a target from
     the money it named."""
-    reading = _READINGS[rules >= ASIDES]
+    reading = READINGS[rules >= ASIDES]
     found: list[Mention] = []
+    ends: list[int] = []
     for match in reading.number.finditer(text):
         written = match.group()
         before = text[max(0, match.start() - 5) : match.start()]
         after = text[match.end() : match.end() + 12]
-        thousands = reading.asides and bool(_THOUSANDS_AFTER.match(after))
+        thousands = reading.asides and bool(THOUSANDS_AFTER.match(after))
         after = after[1:] if thousands else after
         money = bool(
             reading.currency_before.search(before)
             or reading.currency_after.match(after)
             or (symbol_after and reading.symbol_after.match(after))
         )
-        if reading.asides and _DECIMAL_COMMA.match(written):
+        if reading.asides and DECIMAL_COMMA.match(written):
             if not money:  # "orders 5,50": two numbers
                 whole, part = written.split(",")
                 found.append(Mention(match.start(), int(whole), "name"))
                 found.append(Mention(match.start() + len(whole) + 1, int(part), "name"))
+                ends += [match.start() + len(whole), match.end()]
                 continue
             written = written.replace(",", ".")
         try:
@@ -183,7 +171,7 @@ def mentions(text: str, *, symbol_after: bool = False, rules: int = ASIDES) -> l
             continue
         if thousands:
             value *= 1000
-        if _CENTS_AFTER.match(after):
+        if CENTS_AFTER.match(after):
             cents, kind = value, "amount"
         elif money or value != value.to_integral_value():
             cents, kind = value * 100, "amount"
@@ -191,7 +179,8 @@ def mentions(text: str, *, symbol_after: bool = False, rules: int = ASIDES) -> l
             cents, kind = value, "name"
         if cents == cents.to_integral_value():
             found.append(Mention(match.start(), int(cents), kind))  # type: ignore[arg-type]
-    return found
+            ends.append(match.end())
+    return with_kinds(text, found, ends) if rules >= TARGETS else found
 
 
 def asked_regions(text: str, asking: tuple[str, ...], rules: int = ASIDES) -> list[Region]:
@@ -202,7 +191,7 @@ def asked_regions(text: str, asking: tuple[str, ...], rules: int = ASIDES) -> li
     comma, "but", the sentence's end); where none follows, the nearest before it in the
     sentence ("for order 5903, refund $5"). Numbers of a sentence without an asking word
     are mentioned, not asked."""
-    reading = _READINGS[rules >= ASIDES]
+    reading = READINGS[rules >= ASIDES]
     text = spelled_out(text, rules)
     found = mentions(text, symbol_after=True, rules=rules)
     pattern = re.compile("|".join(rf"\b{re.escape(w)}" for w in asking), re.I) if asking else None
@@ -296,4 +285,5 @@ def _region(
         frozenset(m.value for m in amounts),
         frozenset(pairs),
         clause.casefold() if paired else "",
+        (*names, *amounts),
     )

@@ -16,16 +16,20 @@ from agentkeel.schemas.origin import ArgumentOrigin
 from agentkeel.schemas.plan.asked import (
     AMENDED,
     ASIDES,
+    TARGETS,
     Region,
     asked_regions,
     mentions,
     spelled_out,
 )
+from agentkeel.schemas.plan.kinds import arg_noun, currency_fits
 from agentkeel.schemas.plan.references import Reference
 from agentkeel.schemas.tools.spec import ToolSpec
 
 NAMED = "named in the request"
 """What provenance says of a literal the request's words contain."""
+SUBJECT = "the actor's own subject"
+"""What provenance says of a literal that is the actor's subject."""
 
 
 def bind_to_asked(
@@ -59,33 +63,68 @@ def bind_to_asked(
         and (origin.says == NAMED or (rules >= ASIDES and number in spelled))
     }
     amount_arg = spec.amount_arg
+    # From `TARGETS` amounts and names have kinds (before, none: every one fits).
+    currency = spec.amount_currency if rules >= TARGETS else None
     if amount_arg is not None and amount_arg in origins and origins[amount_arg].trusted:
         amount = resolved.get(amount_arg)
+        unasked = f"{_describe(amount, targets)} is not what the request asks ({_asked(regions)})"
         if Reference.parse(written.get(amount_arg)) is not None:
             if not any(m.kind == "amount" for m in named):
                 origins[amount_arg] = _untrusted(
                     f"the request names no amount: {amount} cents is {origins[amount_arg].says}"
                 )
             elif not any(
-                _pair(r, amount, targets) if rules >= AMENDED else amount in r.amounts
+                _pair(r, amount, targets, currency) if rules >= AMENDED else amount in r.amounts
                 for r in regions
             ):
-                origins[amount_arg] = _untrusted(
-                    f"{_describe(amount, targets)} is not what the request asks ({_asked(regions)})"
-                )
-        elif not any(_pair(r, amount, targets) for r in regions):
-            origins[amount_arg] = _untrusted(
-                f"{_describe(amount, targets)} is not what the request asks ({_asked(regions)})"
-            )
+                origins[amount_arg] = _untrusted(unasked)
+        elif not any(_pair(r, amount, targets, currency) for r in regions):
+            origins[amount_arg] = _untrusted(unasked + _foreign(regions, amount, currency))
             return origins
     for name, number in targets.items():
-        if not any(number in r.names for r in regions):
+        if not any(number in r.names_for(arg_noun(name)) for r in regions):
             origins[name] = _untrusted(
                 f"{number} is mentioned in the request, not asked for ({_asked(regions)})"
             )
+    if rules >= TARGETS:
+        _bind_looked_up(spec, resolved, origins, targets, regions)
     if rules >= ASIDES and spec.asked_by:
         _bind_words(spec, resolved, origins, regions)
     return origins
+
+
+def _bind_looked_up(
+    spec: ToolSpec,
+    resolved: Mapping[str, Any],
+    origins: dict[str, ArgumentOrigin],
+    targets: Mapping[str, int],
+    regions: list[Region],
+) -> None:
+    """A target looked up (a customer's orders, then one of them by reference) where the
+    request asks for targets of its kind ("refund $5 on order 5903") must be one of them:
+    the customer's other order may not stand in for the one asked."""
+    for name, origin in origins.items():
+        noun = arg_noun(name)
+        number = _number(resolved.get(name))
+        if name == spec.amount_arg or name in targets or number is None or not noun:
+            continue
+        if not origin.trusted or origin.says == SUBJECT:
+            continue
+        asked = frozenset[int]().union(*(r.names_of(noun) for r in regions))
+        if asked and not any(number in r.names_for(noun) for r in regions):
+            listed = ", ".join(str(n) for n in sorted(asked))
+            origins[name] = _untrusted(
+                f"{number} was looked up ({origin.says}); the request asks for {noun} {listed}"
+            )
+
+
+def _foreign(regions: list[Region], amount: Any, currency: str | None) -> str:
+    """Why an amount the request writes is not asked: another currency than the tool's."""
+    for region in regions:
+        for m in region.named:
+            if m.kind == "amount" and m.value == amount and not currency_fits(m.currency, currency):
+                return f"; it writes that amount in {m.currency}, and this tool moves {currency}"
+    return ""
 
 
 def _bind_words(
@@ -112,8 +151,12 @@ def _bind_words(
             )
 
 
-def _pair(region: Region, amount: Any, targets: Mapping[str, int]) -> bool:
-    if amount not in region.amounts or not all(t in region.names for t in targets.values()):
+def _pair(
+    region: Region, amount: Any, targets: Mapping[str, int], currency: str | None = None
+) -> bool:
+    if amount not in region.amounts_in(currency):
+        return False
+    if not all(t in region.names_for(arg_noun(name)) for name, t in targets.items()):
         return False
     if len(region.names) <= 1 or not targets or not region.pairs:
         return True  # (a reading before `ASIDES` pairs nothing)

@@ -28,8 +28,8 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, get_args
 
 from agentkeel.schemas.origin import ArgumentOrigin
-from agentkeel.schemas.plan.asked import AMENDED, ASIDES, mentions, spelled_out
-from agentkeel.schemas.plan.binding import bind_to_asked
+from agentkeel.schemas.plan.asked import AMENDED, ASIDES, TARGETS, mentions, spelled_out
+from agentkeel.schemas.plan.binding import SUBJECT, bind_to_asked
 from agentkeel.schemas.plan.model import PlanStep
 from agentkeel.schemas.plan.references import Reference
 from agentkeel.schemas.tools.spec import ToolSpec
@@ -49,6 +49,9 @@ READS_AMENDED = AMENDED
 """From here a corrected amount and a price told of the target are not asked
 (`schemas.plan.second_thoughts`), and an amount looked up is paired with its own target
 as a written one is (`schemas.plan.binding`)."""
+READS_TARGETS = TARGETS
+"""From here amounts are bound in the tool's currency and targets by their kind, and a
+target looked up may not stand in for the one the request asks (`schemas.plan.kinds`)."""
 
 
 @dataclass(frozen=True)
@@ -176,7 +179,7 @@ class Provenance:
             return _trusted("a constant")
         subject = self._facts.subject
         if role != "amount" and subject is not None and str(value) == subject:
-            return _trusted("the actor's own subject")
+            return _trusted(SUBJECT)
         numbers = self._numbers[role]
         if isinstance(value, int) and value in numbers:
             return _trusted("named in the request")

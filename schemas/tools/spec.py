@@ -104,6 +104,10 @@ class ToolSpec:
     amount_arg: str | None = None
     """The argument holding money this tool moves, in cents: above the approval thresholds
     the run waits for an approver before the call."""
+    amount_currency: str | None = None
+    """The currency of `amount_arg`'s cents (ISO 4217, "USD"): an amount a request writes in
+    another ("5€", "GBP 5") is not one it asks this tool to move. None: not known (any
+    amount written as money counts)."""
     non_retryable_errors: tuple[str, ...] = field(default=(NOT_FOUND, NOT_AUTHORIZED))
     downstream: Downstream | None = None
     """The service each call loads (capped across all runs and workers); None: none (a

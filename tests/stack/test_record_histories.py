@@ -7,8 +7,9 @@ To re-record after an intended, versioned change (gate it with `workflow.patched
 Recordings go to a folder named by the current release id (`workflows.release`), so
 re-recording never overwrites the histories of earlier code: the top-level files were
 recorded before `release-2026-12` (one marker per change), its folder's after it, each
-other change's folder under `release-2026-12` with that change's own marker, and
-`release-2026-12-06`'s under the release that gathers them all (one marker a run).
+other change's folder under `release-2026-12` with that change's own marker,
+`release-2026-12-06`'s under the release that gathers them all (one marker a run), and
+`release-2026-12-07`'s under the third release (one marker a run, its own).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from agentkeel.workflows.agent import AgentWorkflow
 from agentkeel.workflows.dag.fan_out import child_workflow_id
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
 from agentkeel.workflows.nodes.cache_lookup import POLICY_OFFER_PATCH
-from agentkeel.workflows.release import RELEASE_PATCH, SECOND_RELEASE_PATCH
+from agentkeel.workflows.release import RELEASE_PATCH, SECOND_RELEASE_PATCH, THIRD_RELEASE_PATCH
 from agentkeel.workflows.visibility import QUESTION_ATTRIBUTE_PATCH
 from tests.support.agent_stack import AgentStack, StackFactory
 from tests.support.fakes import FakeScriptedPolicy
@@ -260,7 +261,7 @@ async def test_record_amended_history(make_stack: StackFactory, db: asyncpg.Pool
 
 
 async def _save(name: str, history: WorkflowHistory) -> None:
-    into = HISTORIES / SECOND_RELEASE_PATCH
+    into = HISTORIES / THIRD_RELEASE_PATCH
     into.mkdir(parents=True, exist_ok=True)
     (into / f"{name}.json").write_text(history.to_json())
 
@@ -288,10 +289,12 @@ async def test_held_release_patches_record_what_the_previous_releases_recorded(
     # Every release's id and the changes gated between them, held: what the code before
     # `release-2026-12` recorded for this run (git 04c2bfd).
     every_run = f"{RELEASE_PATCH},{QUESTION_ATTRIBUTE_PATCH},{POLICY_OFFER_PATCH}"
-    first = await recorded(f"{SECOND_RELEASE_PATCH},{every_run}")
+    later = f"{THIRD_RELEASE_PATCH},{SECOND_RELEASE_PATCH}"
+    first = await recorded(f"{later},{every_run}")
     previous = ["authority-v1", "tenant-attribute-v1", "local-policy-v1", "effect-rules-v1"]
     assert _marked(first) == [*previous, "tool-tenant-v1"]
-    # The second release's id held: what `release-2026-12`'s code recorded.
-    second = await recorded(SECOND_RELEASE_PATCH)
+    # Both later ids held: what `release-2026-12` recorded; the third's: `-12-06`'s.
+    second = await recorded(later)
     assert _marked(second) == [RELEASE_PATCH, QUESTION_ATTRIBUTE_PATCH, POLICY_OFFER_PATCH]
-    assert _marked(await recorded()) == [SECOND_RELEASE_PATCH]
+    assert _marked(await recorded(THIRD_RELEASE_PATCH)) == [SECOND_RELEASE_PATCH]
+    assert _marked(await recorded()) == [THIRD_RELEASE_PATCH]

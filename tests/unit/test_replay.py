@@ -21,7 +21,13 @@ from agentkeel.workflows.budget import RUN_BUDGET_PATCH
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
 from agentkeel.workflows.nodes.cache_lookup import POLICY_OFFER_PATCH
 from agentkeel.workflows.plan_stream import PLAN_STREAM_PATCH
-from agentkeel.workflows.release import RELEASE_PATCH, SECOND_RELEASE_CHANGES, SECOND_RELEASE_PATCH
+from agentkeel.workflows.release import (
+    RELEASE_PATCH,
+    SECOND_RELEASE_CHANGES,
+    SECOND_RELEASE_PATCH,
+    THIRD_RELEASE_CHANGES,
+    THIRD_RELEASE_PATCH,
+)
 from agentkeel.workflows.speculation import EARLY_SPECULATION_PATCH
 from agentkeel.workflows.visibility import QUESTION_ATTRIBUTE_PATCH
 from tests.support.history import _marked
@@ -44,14 +50,18 @@ def test_histories_are_committed() -> None:
     assert len(after) >= 21, f"histories recorded under {RELEASE_PATCH} are missing"
     second = sorted((HISTORIES / SECOND_RELEASE_PATCH).glob("*.json"))
     assert len(second) >= 28, f"histories recorded under {SECOND_RELEASE_PATCH} are missing"
+    third = sorted((HISTORIES / THIRD_RELEASE_PATCH).glob("*.json"))
+    assert len(third) >= 28, f"histories recorded under {THIRD_RELEASE_PATCH} are missing"
 
 
-def test_runs_of_the_second_release_ask_one_id_before_any_activity() -> None:
-    """A run begun on the second release asks one patch id, in its first workflow task,
-    before any local activity: no later workflow task holds a marker whose absence a
-    replay could misread (`workflows.release` says how that failed a run's replay)."""
-    for path in sorted((HISTORIES / SECOND_RELEASE_PATCH).glob("*.json")):
-        assert _patch_ids(path) == [SECOND_RELEASE_PATCH], path.name
+@pytest.mark.parametrize("release", [SECOND_RELEASE_PATCH, THIRD_RELEASE_PATCH])
+def test_runs_of_the_later_releases_ask_one_id_before_any_activity(release: str) -> None:
+    """A run begun on the second release or a later one asks one patch id, in its first
+    workflow task, before any local activity: no later workflow task holds a marker whose
+    absence a replay could misread (`workflows.release` says how that failed a run's
+    replay)."""
+    for path in sorted((HISTORIES / release).glob("*.json")):
+        assert _patch_ids(path) == [release], path.name
         history = WorkflowHistory.from_json(path.stem, path.read_text())
         markers = [e for e in history.events if e.HasField("marker_recorded_event_attributes")]
         patch = markers[0].marker_recorded_event_attributes
@@ -107,14 +117,17 @@ async def test_recorded_history_replays(path: Path) -> None:
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
 
 
-def test_the_second_release_gathers_real_patch_ids() -> None:
-    """Every id the second release stands for is one the workflow code gates a change with
-    (a misspelt one would leave that change's own marker asked)."""
+def test_the_releases_gather_real_patch_ids() -> None:
+    """Every id a release stands for is one the workflow code gates a change with (a
+    misspelt one would leave that change's own marker asked); every change is gathered by
+    a release but the warmer's."""
     defined = {
         match.group(1)
         for path in (HISTORIES.parent.parent / "workflows").rglob("*.py")
         for match in re.finditer(r'^\w+_PATCH = "([\w.-]+)"', path.read_text(), re.MULTILINE)
     }
-    assert SECOND_RELEASE_CHANGES <= defined, SECOND_RELEASE_CHANGES - defined
-    ungathered = {SECOND_RELEASE_PATCH, "warm-tenant-fairness-v1"}
-    assert defined - SECOND_RELEASE_CHANGES == ungathered, "a later change: list it here"
+    gathered = SECOND_RELEASE_CHANGES | THIRD_RELEASE_CHANGES
+    assert gathered <= defined, gathered - defined
+    assert not SECOND_RELEASE_CHANGES & THIRD_RELEASE_CHANGES
+    ungathered = {SECOND_RELEASE_PATCH, THIRD_RELEASE_PATCH, "warm-tenant-fairness-v1"}
+    assert defined - gathered == ungathered, "a later change: list it here"

@@ -29,7 +29,12 @@ from agentkeel.schemas.actor import SYSTEM_ROLE, Actor
 from agentkeel.schemas.approvals import ApprovalPolicy, ApprovalRecord, ApprovalRequest
 from agentkeel.schemas.effects import EffectStatus
 from agentkeel.schemas.origin import ArgumentOrigin
-from agentkeel.schemas.plan.provenance import READS_AMENDED, READS_AS_ASKED, READS_ASIDES
+from agentkeel.schemas.plan.provenance import (
+    READS_AMENDED,
+    READS_AS_ASKED,
+    READS_ASIDES,
+    READS_TARGETS,
+)
 from agentkeel.schemas.result import StepError
 from agentkeel.schemas.tools import ToolSpec
 from agentkeel.sdk.serving import active_domain
@@ -58,6 +63,10 @@ plan, the planner's intent allowing effects, approvers compared by name, limits 
 without the ledger)."""
 
 
+PROVENANCE_TARGETS_PATCH = "provenance-asked-v4"
+"""Runs started before it read requests as `PROVENANCE_AMENDED_PATCH` recorded: amounts in
+any currency, targets of any kind, a looked-up target standing in for the one asked.
+Gathered by `release.THIRD_RELEASE_PATCH` (asked at the run's start)."""
 PROVENANCE_AMENDED_PATCH = "provenance-asked-v3"
 """Runs started before it read requests as `PROVENANCE_ASIDES_PATCH` recorded
 (`TrustedFacts.rules` 3): a corrected amount and a price told of the target asked, and
@@ -198,9 +207,11 @@ def approval_reason(
 def _origins(call: ToolCall, ctx: RunContext) -> dict[str, ArgumentOrigin]:
     if ctx.provenance is None:
         return {}
-    # Asked here, per side effect: a run begun before `release-2026-12-06` that makes
-    # none recorded no marker for them.
-    if since(PROVENANCE_AMENDED_PATCH):
+    # The third release's id was asked at the run's start; the older ones are asked here,
+    # per side effect, only by a run begun before `release-2026-12-06`.
+    if since(PROVENANCE_TARGETS_PATCH):
+        rules = READS_TARGETS
+    elif since(PROVENANCE_AMENDED_PATCH):
         rules = READS_AMENDED
     elif since(PROVENANCE_ASIDES_PATCH):
         rules = READS_ASIDES

@@ -22,7 +22,7 @@ from agentkeel.schemas.approvals import ApprovalPolicy
 from agentkeel.schemas.model_calls import PlanInput, RouteInput
 from agentkeel.schemas.origin import ArgumentOrigin
 from agentkeel.schemas.plan.model import Plan, PlanStep
-from agentkeel.schemas.plan.provenance import READS_AMENDED, Provenance, TrustedFacts
+from agentkeel.schemas.plan.provenance import READS_TARGETS, Provenance, TrustedFacts
 from agentkeel.schemas.plan.validation import PlanValidationError, validate_plan
 from agentkeel.schemas.request import RunOptions
 from agentkeel.schemas.result import StepError
@@ -120,7 +120,7 @@ async def rehearse(
         text=question,
         subject=actor.subject,
         caller_plan=intent == "given_plan",
-        rules=READS_AMENDED,
+        rules=READS_TARGETS,
     )
     provenance = Provenance({s.id: s for s in plan.steps}, tools, facts)
     effects = [

@@ -80,6 +80,7 @@ async def _may_refund(args: CreateRefundArgs, ctx: ToolContext) -> None:
     max_concurrency=1,
     non_retryable_errors=(NOT_FOUND, NOT_AUTHORIZED, REFUND_REJECTED),
     amount_arg="amount_cents",
+    amount_currency="USD",
     identity_args=("order_id",),
     # What a request asks with: "my order 4774 cost $26.97 ... refund $5 on 5903" asks
     # $5 on order 5903, and mentions the rest.
