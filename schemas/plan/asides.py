@@ -58,6 +58,15 @@ _WITHDRAWN = re.compile(
 """From `AMENDED` also these ask for nothing: an asking cancelled or held off ("cancel the
 refund of ..."), not wanted ("I won't ask for a refund", "I didn't want a refund"), or
 thanked for ("thanks for the quick refund of ...")."""
+_DROPPED = re.compile(
+    r"\b(?:forget(?:\s+about)?|never\s*mind|scratch|drop|skip|ignore|disregard|no\s+need\s+for"
+    r"|no\s+more|nix)\s+" + _GAP + r"{0,3}$",
+    re.I,
+)
+"""From `TARGETS` also these withdraw an asking: "forget the refund", "never mind the refund
+of ...", "scratch the refund", "no need for a refund" (not after a negation: "don't
+forget to refund" asks)."""
+_KEPT = re.compile(r"\b(?:don[\u2019']?t|do\s+not|never|not|can[\u2019']?t|cannot)\s+$", re.I)
 _TOLD_OF = re.compile(
     r"\b(?:said|says|told|promised|claimed|wrote|writes)\b(?!\s+(?:\w+\s+)?to\b|\s+please\b)"
     r"\s*[:\"\u201c]?(?:\s+[^\s,;.!?]+){0,6}\s+$",
@@ -84,12 +93,20 @@ _LOOK_BACK = 60
 
 
 def asks_nothing(
-    text: str, word: re.Match[str], start: int, clause_start: int | None = None
+    text: str,
+    word: re.Match[str],
+    start: int,
+    clause_start: int | None = None,
+    *,
+    dropped: bool = False,
 ) -> bool:
     """Whether the asking word `word` (in the sentence from `start`) is told in the past
     or refused, so it asks for nothing. `clause_start` (from `AMENDED`: where the asking's
-    own clause began): also withdrawn, thanked for or told of within that clause."""
+    own clause began): also withdrawn, thanked for or told of within that clause;
+    `dropped` (from `TARGETS`): also dropped there ("forget the refund")."""
     if clause_start is not None and _amended_nothing(text, word, clause_start):
+        return True
+    if clause_start is not None and dropped and _dropped(text, word, clause_start):
         return True
     before = text[max(start, word.start() - _LOOK_BACK) : word.start()]
     negated = _NEGATED.search(before)
@@ -108,6 +125,12 @@ def _amended_nothing(text: str, word: re.Match[str], clause_start: int) -> bool:
     if _TOLD_BEFORE.search(_AMOUNT.sub("it", own)):
         return True
     return _past(text, word) and _NAMED_SUBJECT.search(own) is not None
+
+
+def _dropped(text: str, word: re.Match[str], clause_start: int) -> bool:
+    own = text[max(clause_start, word.start() - _LOOK_BACK) : word.start()]
+    found = _DROPPED.search(own)
+    return found is not None and _KEPT.search(own, 0, found.start()) is None
 
 
 def _past(text: str, word: re.Match[str]) -> bool:

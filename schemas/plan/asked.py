@@ -19,10 +19,11 @@ from agentkeel.schemas.plan.asides import Clauses, asks_nothing, is_question
 from agentkeel.schemas.plan.kinds import currency_fits, same_noun, with_kinds
 from agentkeel.schemas.plan.readings import (
     CENTS_AFTER,
+    CUTS_V1,
     DECIMAL_COMMA,
     READINGS,
     THOUSANDS_AFTER,
-    UNITS,
+    words_value,
 )
 from agentkeel.schemas.plan.second_thoughts import SecondThoughts
 
@@ -37,12 +38,6 @@ __all__ = [
     "spelled_out",
 ]
 
-_CUTS_V1 = re.compile(
-    r",(?!\s*(?:and\s+|or\s+)?(?:[$€£¥]|usd|eur|gbp)?\s*\d)|;"
-    r"|\s(?:but|while|although|though|because|whereas|whilst)\s"
-    r"|\sand\s+(?=(?:my|the|our|your|their|his|her|its|this|that|another|other)\b)",
-    re.I,
-)
 _SENTENCES = re.compile(r"\.{2,}|…|(?<!\bno)(?<!\bNo)(?<!\bnr)[.!?](?=\s|$)(?!\s*#?\d)|\n")
 
 ASIDES = 3
@@ -117,23 +112,7 @@ class Region:
 def spelled_out(text: str, rules: int = ASIDES) -> str:
     """`text` with numbers written in words as digits: "five dollars" is "5 dollars"."""
     words = READINGS[rules >= ASIDES].number_words
-    return words.sub(lambda m: _words_value(m.group()), text)
-
-
-def _words_value(words: str) -> str:
-    total, current = 0, 0
-    for word in re.split(r"[\s-]+", words.casefold()):
-        if word == "and":
-            continue
-        if word == "a":
-            current = current or 1
-        elif word in UNITS:
-            current += UNITS[word]
-        elif word == "hundred":
-            current = (current or 1) * 100
-        elif word == "thousand":
-            total, current = total + (current or 1) * 1000, 0
-    return str(total + current)
+    return words.sub(lambda m: words_value(m.group()), text)
 
 
 def mentions(text: str, *, symbol_after: bool = False, rules: int = ASIDES) -> list[Mention]:
@@ -183,9 +162,12 @@ def mentions(text: str, *, symbol_after: bool = False, rules: int = ASIDES) -> l
     return with_kinds(text, found, ends) if rules >= TARGETS else found
 
 
-def asked_regions(text: str, asking: tuple[str, ...], rules: int = ASIDES) -> list[Region]:
+def asked_regions(
+    text: str, asking: tuple[str, ...], rules: int = ASIDES, refusing: tuple[str, ...] = ()
+) -> list[Region]:
     """What the request asks, one region per asking word (`asking`: words or the start of
-    words, "refund", "reimburs"); one per sentence when the tool names none.
+    words, "refund", "reimburs"); one per sentence when the tool names none, less (from
+    `TARGETS`) the clauses where a `refusing` verb is refused ("don't delete note A").
 
     An asking word asks for the amounts and names after it up to the end of its clause (a
     comma, "but", the sentence's end); where none follows, the nearest before it in the
@@ -199,13 +181,15 @@ def asked_regions(text: str, asking: tuple[str, ...], rules: int = ASIDES) -> li
     start = 0
     for end in [*(m.end() for m in _SENTENCES.finditer(text)), len(text)]:
         sentence = [m for m in found if start <= m.at < end]
-        if pattern is None:
+        if pattern is None and refusing and rules >= TARGETS:
+            regions.append(_unrefused(text, refusing, sentence, (start, end)))
+        elif pattern is None:
             regions.append(_region(sentence, sentence, reading.asides, text[start:end]))
         elif reading.asides:
-            regions += _asides_regions(text, pattern, sentence, (start, end), rules >= AMENDED)
+            regions += _asides_regions(text, pattern, sentence, (start, end), rules)
         else:
             for word in pattern.finditer(text, start, end):
-                cut = _CUTS_V1.search(text, word.end(), end)  # (`asides.Clauses` from rules 3)
+                cut = CUTS_V1.search(text, word.end(), end)  # (`asides.Clauses` from rules 3)
                 stop = cut.start() if cut else end
                 after = [m for m in sentence if word.end() <= m.at < stop]
                 before = [m for m in sentence if m.at < word.start()]
@@ -219,23 +203,25 @@ def _asides_regions(
     pattern: re.Pattern[str],
     sentence: list[Mention],
     span: tuple[int, int],
-    amended: bool,
+    rules: int,
 ) -> list[Region]:
     """One sentence's regions as `ASIDES` reads it: an asking told in the past or refused
     asks nothing; one whose own clause lacks a target or an amount takes the nearest before
     it in the sentence, else the first after its clause, before the next asking word.
-    `amended` (`AMENDED`): less its corrected amounts and the prices it tells."""
+    From `AMENDED` less its corrected amounts and the prices it tells; from `TARGETS` with
+    more corrections and dropped askings read."""
     start, end = span
+    amended = rules >= AMENDED
     if amended and is_question(text[start:end]):
         return []
     clauses = Clauses.of(text, start, end)
     words = list(pattern.finditer(text, start, end))
     amounts = [m for m in sentence if m.kind == "amount"]
-    thoughts = SecondThoughts.of(text, amounts) if amended else None
+    thoughts = SecondThoughts.of(text, amounts, more=rules >= TARGETS) if amended else None
     regions = []
     for i, word in enumerate(words):
         opened = clauses.opened_before(word.start(), start)
-        if asks_nothing(text, word, start, opened if amended else None):
+        if asks_nothing(text, word, start, opened if amended else None, dropped=rules >= TARGETS):
             continue
         stop = clauses.stop_after(word.end())
         following = words[i + 1].start() if i + 1 < len(words) else end
@@ -250,6 +236,30 @@ def _asides_regions(
         clause = text[opened:stop]
         regions.append(_region(after, before, True, clause, later))
     return regions
+
+
+def _unrefused(
+    text: str, refusing: tuple[str, ...], sentence: list[Mention], span: tuple[int, int]
+) -> Region:
+    """One sentence's region for a tool that names no asking words: all of it but the
+    clauses in which one of its `refusing` verbs is refused, dropped or told in the past."""
+    start, end = span
+    clauses = Clauses.of(text, start, end)
+    # "delet" finds delete, deleting and deleted alike.
+    stems = [v[:-1] if v.endswith("e") else v for v in refusing]
+    verbs = re.compile("|".join(rf"\b{re.escape(v)}" for v in stems), re.I)
+    cuts: list[tuple[int, int]] = []
+    for word in verbs.finditer(text, start, end):
+        opened = clauses.opened_before(word.start(), start)
+        if asks_nothing(text, word, start, opened, dropped=True):
+            cuts.append((opened, clauses.stop_after(word.end())))
+    kept = [m for m in sentence if not any(a <= m.at < b for a, b in cuts)]
+    pieces, at = [], start
+    for a, b in cuts:
+        pieces.append(text[at:a])
+        at = max(at, b)
+    pieces.append(text[at:end])
+    return _region(kept, kept, True, " | ".join(pieces))
 
 
 def _at(mention: Mention) -> int:

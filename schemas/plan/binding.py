@@ -22,6 +22,7 @@ from agentkeel.schemas.plan.asked import (
     mentions,
     spelled_out,
 )
+from agentkeel.schemas.plan.effect_verbs import effect_verbs
 from agentkeel.schemas.plan.kinds import arg_noun, currency_fits
 from agentkeel.schemas.plan.references import Reference
 from agentkeel.schemas.tools.spec import ToolSpec
@@ -48,7 +49,8 @@ def bind_to_asked(
     `asked_regions`); an amount looked up (a record's total) stands only where the request
     names no amount and is then shown as such, never taken as asked; a target the request
     names must be one it asks for."""
-    regions = asked_regions(text, spec.asked_by, rules)
+    refusing = () if spec.asked_by or spec.idempotent else effect_verbs(spec.name)
+    regions = asked_regions(text, spec.asked_by, rules, refusing)
     named = mentions(spelled_out(text, rules), symbol_after=True, rules=rules)
     spelled = {m.value for m in named if m.kind == "name"}
     # A target is bound by its value, however the plan reached it: one the request names is
@@ -88,8 +90,8 @@ def bind_to_asked(
             )
     if rules >= TARGETS:
         _bind_looked_up(spec, resolved, origins, targets, regions)
-    if rules >= ASIDES and spec.asked_by:
-        _bind_words(spec, resolved, origins, regions)
+    if rules >= ASIDES and (spec.asked_by or (rules >= TARGETS and refusing)):
+        _bind_words(spec, resolved, origins, regions, rules, text.casefold())
     return origins
 
 
@@ -132,23 +134,35 @@ def _bind_words(
     resolved: Mapping[str, Any],
     origins: dict[str, ArgumentOrigin],
     regions: list[Region],
+    rules: int,
+    request: str,
 ) -> None:
-    """A target written as text the request names must be in an asking's own clause."""
+    """A target written as text the request names must be in an asking's own clause
+    (from `TARGETS` each text of a list that the request names too: an MCP tool's
+    `entityNames`)."""
     for name, origin in origins.items():
         value = resolved.get(name)
-        if name == spec.amount_arg or not origin.trusted or origin.says != NAMED:
+        if name == spec.amount_arg or not origin.trusted:
             continue
-        if not isinstance(value, str) or _number(value) is not None or not value.strip():
+        texts: list[Any] = value if isinstance(value, list) and rules >= TARGETS else [value]
+        listed = texts is value
+        if origin.says != NAMED and not listed:
             continue
-        # The clauses are read with numbers in words as digits: so is the value.
-        written = {value.strip().casefold(), spelled_out(value.strip()).casefold()}
-        wanted = [re.compile(rf"(?<!\w){re.escape(w)}(?!\w)") for w in written]
-        if not any(w.search(r.clause) for w in wanted for r in regions):
-            asked = "; ".join(r.clause.strip() for r in regions if r.clause.strip())
-            origins[name] = _untrusted(
-                f"{value!r} is mentioned in the request, not asked for "
-                f"({'it asks: ' + asked if asked else 'it asks for nothing'})"
-            )
+        for text in texts:
+            if not isinstance(text, str) or _number(text) is not None or not text.strip():
+                continue
+            # The clauses are read with numbers in words as digits: so is the value.
+            written = {text.strip().casefold(), spelled_out(text.strip()).casefold()}
+            wanted = [re.compile(rf"(?<!\w){re.escape(w)}(?!\w)") for w in written]
+            if listed and not any(w.search(request) for w in wanted):
+                continue  # not a name the request writes: provenance said where it came from
+            if not any(w.search(r.clause) for w in wanted for r in regions):
+                asked = "; ".join(r.clause.strip() for r in regions if r.clause.strip())
+                origins[name] = _untrusted(
+                    f"{text!r} is mentioned in the request, not asked for "
+                    f"({'it asks: ' + asked if asked else 'it asks for nothing'})"
+                )
+                break
 
 
 def _pair(

@@ -75,3 +75,28 @@ READINGS = {
         asides=True,
     ),
 }  # fmt: skip
+
+CUTS_V1 = re.compile(
+    r",(?!\s*(?:and\s+|or\s+)?(?:[$€£¥]|usd|eur|gbp)?\s*\d)|;"
+    r"|\s(?:but|while|although|though|because|whereas|whilst)\s"
+    r"|\sand\s+(?=(?:my|the|our|your|their|his|her|its|this|that|another|other)\b)",
+    re.I,
+)
+"""Where an asking's clause stopped before `ASIDES` (`asides.Clauses` from it)."""
+
+
+def words_value(words: str) -> str:
+    """Numbers written in words as digits: "one hundred and five" is "105"."""
+    total, current = 0, 0
+    for word in re.split(r"[\s-]+", words.casefold()):
+        if word == "and":
+            continue
+        if word == "a":
+            current = current or 1
+        elif word in UNITS:
+            current += UNITS[word]
+        elif word == "hundred":
+            current = (current or 1) * 100
+        elif word == "thousand":
+            total, current = total + (current or 1) * 1000, 0
+    return str(total + current)

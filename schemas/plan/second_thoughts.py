@@ -28,6 +28,18 @@ _CORRECTED = re.compile(
     re.IGNORECASE,
 )
 """What stands right before an amount that replaces the one before it."""
+_CORRECTED_TARGETS = re.compile(
+    r"(?:\bsorry|\bno\s+wait|\bwait|\bi\s+mean[t]?|\bactually|\bmake\s+(?:it|that)"
+    r"|\bcorrection|\bscratch\s+that|\bw?hoops|\boops(?:ie)?|\bmy\s+bad|\btypo|\bor\s+rather"
+    r"|\bi\s+meant\s+to\s+say|\bshould\s+(?:be|say|read|have\s+been)|\berm?|\buh+|\bum+"
+    r"|\bno,|\bnot\s+that)\b[\s,:;.!-]*"
+    r"(?:(?:i\s+)?mean[t]?\s+|make\s+(?:it|that)\s+|it[\u2019']?s\s+|it\s+is\s+)?"
+    r"(?:" + _CURRENCY + r"\s*)?$",
+    re.IGNORECASE,
+)
+"""From `TARGETS` (`schemas.plan.asked`) also "oops", "whoops", "my bad", "typo", "or
+rather", "I meant to say", "should be", "er"/"uh"/"um" and "no," before the amount that
+replaces the one before it."""
 _PRICE_BEFORE = re.compile(
     r"\b(?:worth|priced\s+at|cost(?:s|ing)?|out\s+of|of\s+the|of\s+my|paid|spent"
     r"|bought(?:\s+it)?\s+for|total(?:\s+of)?)\s*(?:" + _CURRENCY + r"\s*)?$",
@@ -53,13 +65,15 @@ class SecondThoughts:
     told: frozenset[int]
 
     @classmethod
-    def of(cls, text: str, amounts: list[Mention]) -> SecondThoughts:
+    def of(cls, text: str, amounts: list[Mention], *, more: bool = False) -> SecondThoughts:
         """`amounts`: the sentence's, in order; each is read against the next alone, so
-        the reading is linear in the sentence's length."""
+        the reading is linear in the sentence's length. `more`: read the corrections of
+        `TARGETS` too."""
         pairs = itertools.pairwise(amounts)
+        corrected = _CORRECTED_TARGETS if more else _CORRECTED
         return cls(
             frozenset(
-                a.at for a, b in pairs if _CORRECTED.search(text, max(a.at, b.at - _WINDOW), b.at)
+                a.at for a, b in pairs if corrected.search(text, max(a.at, b.at - _WINDOW), b.at)
             ),
             frozenset(a.at for a in amounts if _price_told(text, a)),
         )

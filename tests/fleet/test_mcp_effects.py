@@ -120,6 +120,20 @@ async def test_an_mcp_side_effect_on_a_target_the_request_never_named_is_refused
     assert mcp.calls("forgotten", name="lunch") == 1
 
 
+async def test_an_mcp_effect_the_request_refuses_is_refused(mcp: McpStack) -> None:
+    """`tb_append` names no asking words: its name's verb is read refused ("don't append
+    apples"), so a plan appending apples is refused before the server sees it; a plan
+    appending what is asked runs."""
+    refused = await _asked(mcp, "don't append apples. append pears")
+    [step] = refused["steps"]
+    assert step["status"] == "failed" and step["error"]["type"] == "UntrustedArgument", step
+    assert "apples" in step["error"]["message"]
+    assert mcp.calls("append_started", text="apples") == 0, "the server never saw the call"
+    asked = await _asked(mcp, "never mind apples. append pears")
+    assert asked["steps"][0]["status"] == "succeeded", asked["steps"]
+    assert mcp.calls("append_started", text="pears") == 1
+
+
 async def _asked(mcp: McpStack, question: str) -> dict[str, Any]:
     """A run of `question` (no plan of the caller's: the domain's planner writes it)."""
     handle = await mcp.client.start_workflow(

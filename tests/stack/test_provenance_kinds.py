@@ -46,8 +46,9 @@ async def test_a_foreign_amount_an_item_number_or_a_looked_up_order_is_not_refun
     make_stack: StackFactory, db: asyncpg.Pool
 ) -> None:
     """The scripted model refunds 500 cents where the request asks five euros, the item the
-    request names beside the order, and another order of the same customer, looked up
-    through the asked order's owner (every value trusted, none the one asked)."""
+    request names beside the order, another order of the same customer, looked up through
+    the asked order's owner (every value trusted, none the one asked), the amount the
+    request corrected, and a refund the request dropped."""
     asked, other, index = await _two_small_orders_of_one_customer(db)
     owner = {"id": "s1", "tool": "get_order", "args": {"order_id": asked}}
     orders = {"id": "s2", "tool": "list_orders", "args": {"customer_id": "$s1.customer_id"}}
@@ -59,6 +60,8 @@ async def test_a_foreign_amount_an_item_number_or_a_looked_up_order_is_not_refun
         (f"refund five euros on order {asked}", {"steps": [_refund(asked, 500)]}),
         (f"refund $5 for item {other} on order {asked}", {"steps": [_refund(other, 500)]}),
         (f"refund $5 on order {asked}", looked_up),
+        (f"refund $50 oops $5 on order {asked}", {"steps": [_refund(asked, 5000)]}),
+        (f"forget the refund of $5 on order {asked}", {"steps": [_refund(asked, 500)]}),
     ]
     await _each_untrusted(make_stack, cases)
     assert await refunds_of(db, other) == []

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from agentkeel.schemas.plan.asked import AMENDED, TARGETS, mentions
+from agentkeel.schemas.plan.asked import AMENDED, TARGETS, asked_regions, mentions
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.plan.provenance import Provenance, TrustedFacts
 from agentkeel.schemas.tools import TOOLS
@@ -157,3 +157,65 @@ def test_a_currency_is_an_iso_code_of_a_tools_amount() -> None:
         tool(side_effect=True, amount_arg="cents", amount_currency="dollars")
     with pytest.raises(ToolDefinitionError, match="name amount_arg"):
         tool(side_effect=True, amount_currency="USD")
+
+
+@pytest.mark.parametrize(
+    ("question", "asked"),
+    [
+        ("forget the refund of $50 on order 5903", []),
+        ("forget about refunding order 5903", []),
+        ("scratch the refund on order 4774, refund $5 on order 5903", [(5903, 500)]),
+        ("don't forget to refund $5 on order 5903", [(5903, 500)]),
+        ("refund $50 oops $5 on order 5903", [(5903, 500)]),
+        ("refund $50, my bad, $5 on order 5903", [(5903, 500)]),
+        ("refund $50 or rather $5 on order 5903", [(5903, 500)]),
+        ("refund $50 er $5 on order 5903", [(5903, 500)]),
+        ("refund $50 on order 5903, skip the shipping fee", [(5903, 5000)]),
+    ],
+)
+def test_dropped_askings_and_more_corrections_are_read(question: str, asked: list) -> None:
+    regions = asked_regions(question, ("refund",), TARGETS)
+    assert [(n, a) for r in regions for n in sorted(r.names) for a in sorted(r.amounts)] == asked
+
+
+_NOTES = dataclasses.replace(
+    TOOLS["create_refund"],
+    name="notes_delete_note",
+    asked_by=(),
+    identity_args=(),
+    amount_arg=None,
+    amount_currency=None,
+)
+"""A side effect as an MCP server's comes: no asking words, no identity arguments."""
+
+
+@pytest.mark.parametrize(
+    ("question", "title", "trusted"),
+    [
+        ("Don't delete note lunch. Delete note dinner.", "lunch", False),
+        ("Don't delete note lunch. Delete note dinner.", "dinner", True),
+        ("please remove dinner, never delete lunch", "lunch", False),
+        ("forget about deleting lunch; delete dinner", "lunch", False),
+        ("get rid of lunch", "lunch", True),
+    ],
+)
+def test_a_tool_without_asking_words_reads_its_verbs_refused(
+    question: str, title: str, trusted: bool
+) -> None:
+    step = {"id": "d", "tool": _NOTES.name, "args": {"title": title}}
+    tools = {**TOOLS, _NOTES.name: _NOTES}
+    origins = _call(question, [step], {"title": title}, tools=tools)
+    assert origins["title"].trusted is trusted, origins
+    # Before `TARGETS` a refusal of a tool without asking words was not read.
+    assert _call(question, [step], {"title": title}, tools=tools, rules=AMENDED)["title"].trusted
+
+
+def test_each_text_of_a_list_is_bound_too() -> None:
+    """An MCP tool's targets often come as a list (`entityNames`)."""
+    step = {"id": "d", "tool": _NOTES.name, "args": {"names": ["dinner", "lunch"]}}
+    tools = {**TOOLS, _NOTES.name: _NOTES}
+    question = "Don't delete lunch. Delete dinner."
+    both = _call(question, [step], {"names": ["dinner", "lunch"]}, tools=tools)
+    assert not both["names"].trusted and "lunch" in both["names"].says, both
+    dinner = {**step, "args": {"names": ["dinner"]}}
+    assert _call(question, [dinner], {"names": ["dinner"]}, tools=tools)["names"].trusted

@@ -38,6 +38,18 @@ PATTERNS = (
         r"^tidy up after (?P<text>\w+)$",
         [{"id": "s1", "tool": "tb_forget", "args": {"name": "everything"}}],
     ),
+    # A planner that appends what the request refuses ("don't append apples"), and one
+    # that appends what it asks.
+    PlanPattern(
+        "notes",
+        r"^don't append (?P<kept>\w+)\. append (?P<added>\w+)$",
+        [{"id": "s1", "tool": "tb_append", "args": {"text": "{kept}"}}],
+    ),
+    PlanPattern(
+        "notes",
+        r"^never mind (?P<kept>\w+)\. append (?P<added>\w+)$",
+        [{"id": "s1", "tool": "tb_append", "args": {"text": "{added}"}}],
+    ),
 )
 
 
