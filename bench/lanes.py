@@ -1,6 +1,7 @@
 """Interactive runs beside a background burst, with lanes on and off.
 
     python -m bench.lanes [--interactive-runs N] [--in-flight C] [--warm W] [--flood F]
+                          [--warmer real|burst] [--warm-parallel P]
                           [--workflow-slots S] [--activity-slots A]
                           [--tuner fixed|resource] [--cpu-target T]
 
@@ -12,10 +13,16 @@ are few: the SDK's 100 takes a burst into the worker).
 Interactive runs of four tenants go C at a time until N have finished, three ways:
 
 - `alone`: nothing else runs (the baseline);
-- `burst, lanes on`: at the same moment W runs start as the cache warmer's would (the
-  warming lane, the `default` tenant) and a flooding tenant starts F interactive runs at
-  once (as a gateway key sending a burst would), all with `schemas.lanes` priorities;
+- `burst, lanes on`: at the same moment the cache warmer starts and a flooding tenant
+  starts F interactive runs at once (as a gateway key sending a burst would), all with
+  `schemas.lanes` priorities;
 - `burst, lanes off`: the same, every run at Temporal's default priority.
+
+The warmer (`--warmer real`, the default) is `CacheWarmerWorkflow` itself, started as its
+schedule starts it (`workers.warming_schedule`), renewing W hot questions (W distinct
+questions of the `default` tenant, asked once each before the rows) with its
+`max_parallel` runs at once (`--warm-parallel`, `WarmInput`'s default). `--warmer burst`
+starts W warming runs at once instead: harsher than the warmer ever is.
 
 Printed per row: the interactive runs' p50 and p99 and p99 as a multiple of `alone`'s,
 the median of each interactive tenant's runs and the worst of them as a multiple of the
@@ -40,6 +47,10 @@ from agentkeel.examples.shop.rules.policy import RulesPolicy
 from agentkeel.schemas.lanes import Lane
 from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.schemas.result import AgentResult
+from agentkeel.schemas.warming import WarmInput, WarmResult
+from agentkeel.settings.model import Settings
+from agentkeel.workers.warming_schedule import warmer_priority
+from agentkeel.workflows.warmer import CacheWarmerWorkflow
 from bench.load import questions
 from bench.stack import StackConfig, bench_stack
 
@@ -52,6 +63,8 @@ FLOOD_TENANT = "tenant-flood"
 @dataclass
 class Row:
     name: str
+    warmed: int | None = None
+    """The warmer's runs (`--warmer real`)."""
     latencies: list[float] = field(default_factory=list)
     by_tenant: dict[str, list[float]] = field(default_factory=dict)
 
@@ -88,16 +101,63 @@ async def _interactive(agents: AgentClient, row: Row, runs: int, in_flight: int)
 Handles = list[WorkflowHandle[object, AgentResult]]
 
 
-async def _burst(agents: AgentClient, warm: int, flood: int) -> Handles:
-    """Start the warmer's runs and the flood at once; their handles."""
-    warming = [
-        agents.start(_request(n, "default"), coalesce=False, lane=Lane.WARMING) for n in range(warm)
-    ]
-    flooding = [
-        agents.start(_request(n, FLOOD_TENANT), coalesce=False, lane=Lane.INTERACTIVE)
-        for n in range(flood)
-    ]
-    return list(await asyncio.gather(*warming, *flooding))
+SEEDED_ORDERS = 200
+
+
+def _hot_question(n: int) -> AgentRequest:
+    """The warmer's n-th hot question, each of its own, about the seeded orders."""
+    order = 1001 + n % SEEDED_ORDERS
+    asked = (f"Where is order {order}?", f"Can order {order} be fulfilled from stock?")
+    return AgentRequest(question=asked[n // SEEDED_ORDERS % 2], tenant="default")
+
+
+async def _seed_hot_questions(agents: AgentClient, warm: int, in_flight: int) -> None:
+    """Ask each hot question once, so the run records make them the warmer's."""
+    pending = iter(range(warm))
+
+    async def asker() -> None:
+        for n in pending:
+            await agents.ask(_hot_question(n), coalesce=False)
+
+    await asyncio.gather(*(asker() for _ in range(in_flight)))
+
+
+async def _start_warmer(
+    agents: AgentClient, args: argparse.Namespace, lanes: bool
+) -> WorkflowHandle[CacheWarmerWorkflow, WarmResult] | Handles:
+    """The warmer, started as its schedule starts it; with `--warmer burst`, its runs all
+    at once instead."""
+    if args.warmer == "burst":
+        return list(
+            await asyncio.gather(
+                *(
+                    agents.start(_request(n, "default"), coalesce=False, lane=Lane.WARMING)
+                    for n in range(args.warm)
+                )
+            )
+        )
+    # Every seeded question is due (renew_below_s: longer than any entry lives).
+    request = WarmInput(
+        top_n=args.warm, since_hours=1, renew_below_s=10**9, max_parallel=args.warm_parallel
+    )
+    return await agents.temporal.start_workflow(
+        CacheWarmerWorkflow.run,
+        request,
+        id=f"bench-warmer-{uuid.uuid4().hex[:8]}",
+        task_queue=args.task_queue,
+        priority=warmer_priority(Settings(priority_lanes=lanes)),
+    )
+
+
+async def _flood(agents: AgentClient, flood: int) -> Handles:
+    return list(
+        await asyncio.gather(
+            *(
+                agents.start(_request(n, FLOOD_TENANT), coalesce=False, lane=Lane.INTERACTIVE)
+                for n in range(flood)
+            )
+        )
+    )
 
 
 async def _flood_latencies(row: Row, handles: Handles, begun: float) -> None:
@@ -110,18 +170,26 @@ async def _flood_latencies(row: Row, handles: Handles, begun: float) -> None:
     await asyncio.gather(*(one(h) for h in handles))
 
 
-async def _row(agents: AgentClient, name: str, args: argparse.Namespace, burst: bool) -> Row:
+async def _row(
+    agents: AgentClient, name: str, args: argparse.Namespace, burst: bool, lanes: bool = True
+) -> Row:
     row = Row(name)
     if not burst:
         await _interactive(agents, row, args.interactive_runs, args.in_flight)
         return row
     begun = time.perf_counter()
-    handles = await _burst(agents, args.warm, args.flood)
-    flood = handles[args.warm :]
+    warmer, flood = await asyncio.gather(
+        _start_warmer(agents, args, lanes), _flood(agents, args.flood)
+    )
     drained = asyncio.create_task(_flood_latencies(row, flood, begun))
     await _interactive(agents, row, args.interactive_runs, args.in_flight)
     await drained
-    await asyncio.gather(*(h.result() for h in handles[: args.warm]))  # drained before the next
+    # Drained before the next row.
+    if isinstance(warmer, list):
+        await asyncio.gather(*(h.result() for h in warmer))
+    else:
+        warmed = await warmer.result()
+        row.warmed = len(warmed.warmed) + len(warmed.failed)
     return row
 
 
@@ -131,6 +199,8 @@ def _print(row: Row, alone: Row) -> None:
     spread = max(medians.values()) / min(medians.values())
     tenants = " ".join(f"{t}={medians[t]:.0f}" for t in TENANTS)
     flooded = "" if flood is None else f" (flood: {flood:.0f}, its runs from the burst's start)"
+    if row.warmed is not None:
+        flooded += f" (warmer: {row.warmed} runs)"
     print(
         f"{row.name:<17} {row.p(0.5):>7.0f} {row.p(0.99):>7.0f} "
         f"{row.p(0.99) / alone.p(0.99):>9.2f} {spread:>11.2f}   {tenants}{flooded}",
@@ -145,7 +215,7 @@ async def measure(args: argparse.Namespace) -> None:
             StackConfig.from_env(),
             policy=RulesPolicy(),
             stand_ins=[],
-            seed_orders=200,
+            seed_orders=SEEDED_ORDERS,
             semantic_cache="off",
             carrier_url=carrier_url,
             cpu_workflow_slots=args.workflow_slots,
@@ -154,14 +224,22 @@ async def measure(args: argparse.Namespace) -> None:
             cpu_slot_target=args.cpu_target,
         ) as stack,
     ):
+        args.task_queue = stack.task_queue  # where the warmer starts, as its schedule would
         on = AgentClient(stack.client, task_queue=stack.task_queue, version=uuid.uuid4().hex)
         off = AgentClient(
             stack.client, task_queue=stack.task_queue, version=uuid.uuid4().hex, lanes=False
         )
         await _interactive(on, Row("warm-up"), 2 * args.in_flight, args.in_flight)
+        if args.warmer == "real":
+            await _seed_hot_questions(on, args.warm, args.in_flight)
+        warmer = (
+            f"the cache warmer renewing {args.warm} questions, {args.warm_parallel} at once"
+            if args.warmer == "real"
+            else f"{args.warm} warming runs at once"
+        )
         print(
             f"{args.interactive_runs} interactive runs, {args.in_flight} in flight, of "
-            f"{len(TENANTS)} tenants; burst: {args.warm} warming runs + {args.flood} runs of "
+            f"{len(TENANTS)} tenants; burst: {warmer} + {args.flood} runs of "
             f"{FLOOD_TENANT}; CPU worker slots {args.workflow_slots} workflow tasks, "
             f"{args.activity_slots} activities ({_tuner(args)}); times in ms"
         )
@@ -169,8 +247,11 @@ async def measure(args: argparse.Namespace) -> None:
               "tenant medians")  # fmt: skip
         alone = await _row(on, "alone", args, burst=False)
         _print(alone, alone)
-        for name, agents in (("burst, lanes on", on), ("burst, lanes off", off)):
-            _print(await _row(agents, name, args, burst=True), alone)
+        for name, agents, lanes in (
+            ("burst, lanes on", on, True),
+            ("burst, lanes off", off, False),
+        ):
+            _print(await _row(agents, name, args, burst=True, lanes=lanes), alone)
 
 
 def _tuner(args: argparse.Namespace) -> str:
@@ -186,6 +267,15 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=300, help="the warmer's runs")
     parser.add_argument("--flood", type=int, default=100, help="the flooding tenant's runs")
     parser.add_argument(
+        "--warmer", choices=("real", "burst"), default="real", help="the warmer, or all at once"
+    )
+    parser.add_argument(
+        "--warm-parallel",
+        type=int,
+        default=WarmInput().max_parallel,
+        help="the warmer's runs at once (WarmInput.max_parallel)",
+    )
+    parser.add_argument(
         "--workflow-slots", type=int, default=8, help="AGENTKEEL_CPU_WORKFLOW_SLOTS"
     )
     parser.add_argument(
@@ -196,7 +286,10 @@ def main() -> None:
     )
     parser.add_argument("--cpu-target", type=float, default=0.8, help="AGENTKEEL_CPU_SLOT_TARGET")
     parser.add_argument("--carrier-ms", type=int, default=40, help="carrier latency")
-    asyncio.run(measure(parser.parse_args()))
+    args = parser.parse_args()
+    if args.warmer == "real" and not 1 <= args.warm <= 2 * SEEDED_ORDERS:
+        parser.error(f"--warm: the real warmer renews 1 to {2 * SEEDED_ORDERS} questions here")
+    asyncio.run(measure(args))
 
 
 if __name__ == "__main__":
