@@ -11,7 +11,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-__all__ = ["Clauses", "asks_nothing", "is_question"]
+__all__ = ["Clauses", "asks_nothing", "is_question", "refused_spans", "taken_back"]
 
 _STATE_VERBS = r"(?:cost|costs|was|is|were|are|arrived|shipped|came|had|has|totall?ed|charged|paid)"
 _CUTS = re.compile(
@@ -58,15 +58,33 @@ _WITHDRAWN = re.compile(
 """From `AMENDED` also these ask for nothing: an asking cancelled or held off ("cancel the
 refund of ..."), not wanted ("I won't ask for a refund", "I didn't want a refund"), or
 thanked for ("thanks for the quick refund of ...")."""
+_WORD_GAP = r"(?:(?!(?:and|then|but|just|so|please)\b)[^\s:;\-\u2013\u2014]+\s+)"
+"""A word between a drop and the asking it governs: no word starting another, and no dash
+or colon going on to something else ("forget the coupon - refund $5" asks)."""
 _DROPPED = re.compile(
-    r"\b(?:forget(?:\s+about)?|never\s*mind|scratch|drop|skip|ignore|disregard|no\s+need\s+for"
-    r"|no\s+more|nix)\s+" + _GAP + r"{0,3}$",
+    r"\b(?:forget(?:\s+about)?|never[\s-]*mind|scrap|scratch|skip|ignore|disregard"
+    r"|no\s+need\s+for|no\s+more|nix)\s+" + _WORD_GAP + r"{0,4}$",
     re.I,
 )
 """From `TARGETS` also these withdraw an asking: "forget the refund", "never mind the refund
-of ...", "scratch the refund", "no need for a refund" (not after a negation: "don't
-forget to refund" asks)."""
-_KEPT = re.compile(r"\b(?:don[\u2019']?t|do\s+not|never|not|can[\u2019']?t|cannot)\s+$", re.I)
+of ...", "scrap the refund", "ignore my previous request to refund", "no need for a
+refund" (not after a negation: "don't forget to refund" asks)."""
+_KEPT = re.compile(
+    r"\b(?:(?:don|won|wouldn|shouldn|didn|couldn|can)[\u2019']?t|do\s+not|never|not|cannot"
+    r"|will\s+not)\s+$",
+    re.I,
+)
+_BACK = (
+    r"(?:(?:actually|oh|wait|hmm|um|no|ok|okay)[\s,.!\-]+)*"
+    r"(?:forget\s+(?:it|that|about\s+(?:it|that))|never[\s-]*mind|nevermind|scratch\s+that"
+    r"|cancel\s+that|disregard\s+(?:that|this|it)|ignore\s+(?:that|this|it))"
+    r"(?=\s*(?:[.!?;,)]|$))"
+)
+_TAKEN_BACK = re.compile(r"[\s,;:.!?\-\u2013\u2014]*" + _BACK, re.I)
+_TAKEN_BACK_WITHIN = re.compile(r"[,;:.!?(\-\u2013\u2014]\s*" + _BACK, re.I)
+"""From `TARGETS`, after an asking's numbers: the asking taken back ("... on order 5903.
+Actually, forget it.", "... - never mind"), the phrase ending there ("never mind the
+shipping" takes nothing back)."""
 _TOLD_OF = re.compile(
     r"\b(?:said|says|told|promised|claimed|wrote|writes)\b(?!\s+(?:\w+\s+)?to\b|\s+please\b)"
     r"\s*[:\"\u201c]?(?:\s+[^\s,;.!?]+){0,6}\s+$",
@@ -131,6 +149,37 @@ def _dropped(text: str, word: re.Match[str], clause_start: int) -> bool:
     own = text[max(clause_start, word.start() - _LOOK_BACK) : word.start()]
     found = _DROPPED.search(own)
     return found is not None and _KEPT.search(own, 0, found.start()) is None
+
+
+def refused_spans(text: str, verbs: tuple[str, ...], start: int, end: int) -> list[tuple[int, int]]:
+    """Where, in the sentence `text[start:end]`, one of `verbs` is refused, dropped or told
+    in the past: from the refusing words ("don't", "forget", ...; else the clause's start)
+    to its clause's end. "delete lunch and don't delete dinner" refuses dinner only."""
+    clauses = Clauses.of(text, start, end)
+    # "delet" finds delete, deleting and deleted alike.
+    stems = [v[:-1] if v.endswith("e") else v for v in verbs]
+    found = re.compile("|".join(rf"\b{re.escape(v)}" for v in stems), re.I)
+    spans = []
+    for word in found.finditer(text, start, end):
+        opened = clauses.opened_before(word.start(), start)
+        if asks_nothing(text, word, start, opened, dropped=True):
+            spans.append((_refusal_start(text, word, opened), clauses.stop_after(word.end())))
+    return spans
+
+
+def _refusal_start(text: str, word: re.Match[str], opened: int) -> int:
+    begin = max(opened, word.start() - _LOOK_BACK)
+    own = text[begin : word.start()]
+    marks = [m.start() for p in (_NEGATED, _DROPPED, _WITHDRAWN) if (m := p.search(own))]
+    return begin + min(marks) if marks else opened
+
+
+def taken_back(text: str, last: int, stop: int) -> bool:
+    """Whether the asking whose clause ends at `stop` (its last number at `last`) is taken
+    back, after its numbers or right after its clause."""
+    if _TAKEN_BACK_WITHIN.search(text, last, stop) is not None:
+        return True
+    return _TAKEN_BACK.match(text, stop, stop + _LOOK_BACK) is not None
 
 
 def _past(text: str, word: re.Match[str]) -> bool:

@@ -3,9 +3,8 @@ which of them the request asks a side effect to act on rather than merely mentio
 
 "my other order 4774 cost $26.97 ... refund $5 on order 5903" mentions order 4774 and
 $26.97, and asks for $5 on order 5903: a refund of $26.97 on order 4774 is not what it
-asks. The reading is plain text rules (deterministic: it runs in workflow code), kept to
-what the core can know of any domain; the words that ask for a side effect are the
-tool's own (`ToolSpec.asked_by`, the shop's refund: "refund", "money back").
+asks. Plain text rules (deterministic: they run in workflow code), kept to what the core
+can know of any domain; the words that ask for a side effect are the tool's own.
 """
 
 from __future__ import annotations
@@ -15,7 +14,13 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Literal
 
-from agentkeel.schemas.plan.asides import Clauses, asks_nothing, is_question
+from agentkeel.schemas.plan.asides import (
+    Clauses,
+    asks_nothing,
+    is_question,
+    refused_spans,
+    taken_back,
+)
 from agentkeel.schemas.plan.kinds import currency_fits, same_noun, with_kinds
 from agentkeel.schemas.plan.readings import (
     CENTS_AFTER,
@@ -225,7 +230,11 @@ def _asides_regions(
             continue
         stop = clauses.stop_after(word.end())
         following = words[i + 1].start() if i + 1 < len(words) else end
+        if rules >= TARGETS:  # its own numbers end where the next asking begins
+            stop = min(stop, following)
         after = [m for m in sentence if word.end() <= m.at < stop]
+        if rules >= TARGETS and taken_back(text, max([word.end(), *map(_at, after)]), stop):
+            continue
         before = [m for m in sentence if m.at < word.start()]
         later = [m for m in sentence if stop <= m.at < following]
         if thoughts is not None:
@@ -241,18 +250,10 @@ def _asides_regions(
 def _unrefused(
     text: str, refusing: tuple[str, ...], sentence: list[Mention], span: tuple[int, int]
 ) -> Region:
-    """One sentence's region for a tool that names no asking words: all of it but the
-    clauses in which one of its `refusing` verbs is refused, dropped or told in the past."""
+    """One sentence's region for a tool that names no asking words: all of it but where
+    one of its `refusing` verbs is refused, dropped or told in the past."""
     start, end = span
-    clauses = Clauses.of(text, start, end)
-    # "delet" finds delete, deleting and deleted alike.
-    stems = [v[:-1] if v.endswith("e") else v for v in refusing]
-    verbs = re.compile("|".join(rf"\b{re.escape(v)}" for v in stems), re.I)
-    cuts: list[tuple[int, int]] = []
-    for word in verbs.finditer(text, start, end):
-        opened = clauses.opened_before(word.start(), start)
-        if asks_nothing(text, word, start, opened, dropped=True):
-            cuts.append((opened, clauses.stop_after(word.end())))
+    cuts = refused_spans(text, refusing, start, end)
     kept = [m for m in sentence if not any(a <= m.at < b for a, b in cuts)]
     pieces, at = [], start
     for a, b in cuts:

@@ -17,13 +17,14 @@ from agentkeel.schemas.plan.asked import (
     AMENDED,
     ASIDES,
     TARGETS,
+    Mention,
     Region,
     asked_regions,
     mentions,
     spelled_out,
 )
 from agentkeel.schemas.plan.effect_verbs import effect_verbs
-from agentkeel.schemas.plan.kinds import arg_noun, currency_fits
+from agentkeel.schemas.plan.kinds import arg_noun, currency_fits, same_noun
 from agentkeel.schemas.plan.references import Reference
 from agentkeel.schemas.tools.spec import ToolSpec
 
@@ -89,10 +90,15 @@ def bind_to_asked(
                 f"{number} is mentioned in the request, not asked for ({_asked(regions)})"
             )
     if rules >= TARGETS:
-        _bind_looked_up(spec, resolved, origins, targets, regions)
+        _bind_looked_up(spec, resolved, origins, targets, regions, named)
     if rules >= ASIDES and (spec.asked_by or (rules >= TARGETS and refusing)):
         _bind_words(spec, resolved, origins, regions, rules, text.casefold())
     return origins
+
+
+_ID_LIKE = 100
+"""A number without the argument's noun before it counts as a target the request names
+only from here ("on 5903", not "from 3 days ago")."""
 
 
 def _bind_looked_up(
@@ -101,10 +107,12 @@ def _bind_looked_up(
     origins: dict[str, ArgumentOrigin],
     targets: Mapping[str, int],
     regions: list[Region],
+    named: list[Mention],
 ) -> None:
     """A target looked up (a customer's orders, then one of them by reference) where the
-    request asks for targets of its kind ("refund $5 on order 5903") must be one of them:
-    the customer's other order may not stand in for the one asked."""
+    request names targets ("refund $5 on order 5903", "on #5903", "My order 5903 arrived
+    broken. Please refund $5.") must be one of them: the customer's other order may not
+    stand in for the one named."""
     for name, origin in origins.items():
         noun = arg_noun(name)
         number = _number(resolved.get(name))
@@ -112,12 +120,32 @@ def _bind_looked_up(
             continue
         if not origin.trusted or origin.says == SUBJECT:
             continue
-        asked = frozenset[int]().union(*(r.names_of(noun) for r in regions))
-        if asked and not any(number in r.names_for(noun) for r in regions):
+        asked = {
+            m.value
+            for r in regions
+            for m in r.named
+            if m.kind == "name"
+            and m.value in r.names_for(noun)
+            and (m.value >= _ID_LIKE or (m.noun is not None and same_noun(m.noun, noun)))
+        }
+        asked |= {m.value for m in named if m.kind == "name" and m.noun and same_noun(m.noun, noun)}
+        if asked and number not in asked:
             listed = ", ".join(str(n) for n in sorted(asked))
             origins[name] = _untrusted(
-                f"{number} was looked up ({origin.says}); the request asks for {noun} {listed}"
+                f"{number} was looked up ({origin.says}); the request names {noun} {listed}"
             )
+
+
+def _texts(value: Any, depth: int = 4) -> list[Any]:
+    """The texts in `value`, a list or an object, however nested (to `depth`): a list of
+    names, or of objects naming things (`[{"name": "lunch"}]`)."""
+    if isinstance(value, str) or depth == 0:
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [t for item in value for t in _texts(item, depth - 1)]
+    return []
 
 
 def _foreign(regions: list[Region], amount: Any, currency: str | None) -> str:
@@ -138,14 +166,14 @@ def _bind_words(
     request: str,
 ) -> None:
     """A target written as text the request names must be in an asking's own clause
-    (from `TARGETS` each text of a list that the request names too: an MCP tool's
-    `entityNames`)."""
+    (from `TARGETS` each text that the request names in a list or object too: an MCP
+    tool's `entityNames`)."""
     for name, origin in origins.items():
         value = resolved.get(name)
         if name == spec.amount_arg or not origin.trusted:
             continue
-        texts: list[Any] = value if isinstance(value, list) and rules >= TARGETS else [value]
-        listed = texts is value
+        listed = isinstance(value, list | dict) and rules >= TARGETS
+        texts = _texts(value) if listed else [value]
         if origin.says != NAMED and not listed:
             continue
         for text in texts:

@@ -28,18 +28,22 @@ _CORRECTED = re.compile(
     re.IGNORECASE,
 )
 """What stands right before an amount that replaces the one before it."""
-_CORRECTED_TARGETS = re.compile(
-    r"(?:\bsorry|\bno\s+wait|\bwait|\bi\s+mean[t]?|\bactually|\bmake\s+(?:it|that)"
-    r"|\bcorrection|\bscratch\s+that|\bw?hoops|\boops(?:ie)?|\bmy\s+bad|\btypo|\bor\s+rather"
-    r"|\bi\s+meant\s+to\s+say|\bshould\s+(?:be|say|read|have\s+been)|\berm?|\buh+|\bum+"
-    r"|\bno,|\bnot\s+that)\b[\s,:;.!-]*"
-    r"(?:(?:i\s+)?mean[t]?\s+|make\s+(?:it|that)\s+|it[\u2019']?s\s+|it\s+is\s+)?"
-    r"(?:" + _CURRENCY + r"\s*)?$",
+_CORRECTION_BETWEEN = re.compile(
+    r"^[\d.,]*(?:\s*k\b)?\s*(?:[$€£¥₹]|dollars?|usd|euros?|eur|bucks|quid|pounds?|gbp|cents?)?"
+    r"(?:\s+(?:on|for|of)\s+(?:(?:my|the)\s+)?(?:[a-z]+\s*)?[#:]?\s*\d+)?"
+    r"[\s,;:.!()\-\u2013\u2014]*"
+    r"(?:sorry|no\s+wait|wait|no|i\s+mean[t]?|actually|make\s+(?:it|that)|correction"
+    r"|scratch\s+that|w?hoops|oops(?:ie)?|my\s+bad|typo|or\s+rather|rather|i\s+meant\s+to\s+say"
+    r"|err?|erm|uh+|um+|ugh)"
+    r"(?:[\s,;:.!()\-\u2013\u2014]+(?:i\s+)?(?:mean[t]?|make\s+(?:it|that)|it[\u2019']?s"
+    r"|it\s+is))?"
+    r"[\s,;:.!()\-\u2013\u2014]*(?:[$€£¥₹]|usd|eur|gbp|inr|jpy)?\s*$",
     re.IGNORECASE,
 )
-"""From `TARGETS` (`schemas.plan.asked`) also "oops", "whoops", "my bad", "typo", "or
-rather", "I meant to say", "should be", "er"/"uh"/"um" and "no," before the amount that
-replaces the one before it."""
+"""From `TARGETS` (`schemas.plan.asked`): only a correction word between two amounts, and
+nothing else (but the target asked: "$50 on order 5903 oops $5"), corrects the first
+("$50 oops $5", "$50, my bad, $5", "$50 or rather $5", "$50 no, $5"): "my balance should
+be $45" after an asked $5 corrects nothing."""
 _PRICE_BEFORE = re.compile(
     r"\b(?:worth|priced\s+at|cost(?:s|ing)?|out\s+of|of\s+the|of\s+my|paid|spent"
     r"|bought(?:\s+it)?\s+for|total(?:\s+of)?)\s*(?:" + _CURRENCY + r"\s*)?$",
@@ -70,11 +74,8 @@ class SecondThoughts:
         the reading is linear in the sentence's length. `more`: read the corrections of
         `TARGETS` too."""
         pairs = itertools.pairwise(amounts)
-        corrected = _CORRECTED_TARGETS if more else _CORRECTED
         return cls(
-            frozenset(
-                a.at for a, b in pairs if corrected.search(text, max(a.at, b.at - _WINDOW), b.at)
-            ),
+            frozenset(a.at for a, b in pairs if _corrects(text, a, b, more=more)),
             frozenset(a.at for a in amounts if _price_told(text, a)),
         )
 
@@ -88,6 +89,14 @@ class SecondThoughts:
         kept = [a for a in amounts[:-1] if a.at not in self.corrected] + amounts[-1:]
         untold = [a for a in kept if a.at not in self.told]
         return untold if untold else kept  # a price told of every amount: it is the one
+
+
+def _corrects(text: str, first: Mention, then: Mention, *, more: bool) -> bool:
+    if more:  # the whole text between them is the correction
+        return then.at - first.at <= _WINDOW and bool(
+            _CORRECTION_BETWEEN.match(text[first.at : then.at])
+        )
+    return bool(_CORRECTED.search(text, max(first.at, then.at - _WINDOW), then.at))
 
 
 def _price_told(text: str, amount: Mention) -> bool:

@@ -7,35 +7,12 @@ import dataclasses
 
 import pytest
 
-from agentkeel.schemas.plan.asked import AMENDED, TARGETS, asked_regions, mentions
-from agentkeel.schemas.plan.model import Plan
-from agentkeel.schemas.plan.provenance import Provenance, TrustedFacts
+from agentkeel.schemas.plan.asked import AMENDED, TARGETS, mentions
 from agentkeel.schemas.tools import TOOLS
 from agentkeel.sdk.decorator import ToolDefinitionError, tool
-
-
-def _call(
-    question: str,
-    steps: list[dict],
-    resolved: dict,
-    *,
-    rules: int = TARGETS,
-    subject: str | None = None,
-    tools: dict | None = None,
-) -> dict:
-    plan = Plan.model_validate({"steps": steps})
-    facts = TrustedFacts(question, subject=subject, rules=rules)
-    provenance = Provenance({s.id: s for s in plan.steps}, tools or TOOLS, facts)
-    return provenance.of_call(plan.steps[-1], resolved)
-
-
-def _refund(order: object, amount: object) -> dict:
-    args = {"order_id": order, "amount_cents": amount, "reason": "asked"}
-    return {"id": "r", "tool": "create_refund", "args": args}
-
-
-def _moved(order: int, amount: int) -> dict:
-    return {"order_id": order, "amount_cents": amount, "reason": "asked"}
+from tests.support.provenance_calls import call as _call
+from tests.support.provenance_calls import moved as _moved
+from tests.support.provenance_calls import refund as _refund
 
 
 @pytest.mark.parametrize(
@@ -160,62 +137,50 @@ def test_a_currency_is_an_iso_code_of_a_tools_amount() -> None:
 
 
 @pytest.mark.parametrize(
-    ("question", "asked"),
+    "question",
     [
-        ("forget the refund of $50 on order 5903", []),
-        ("forget about refunding order 5903", []),
-        ("scratch the refund on order 4774, refund $5 on order 5903", [(5903, 500)]),
-        ("don't forget to refund $5 on order 5903", [(5903, 500)]),
-        ("refund $50 oops $5 on order 5903", [(5903, 500)]),
-        ("refund $50, my bad, $5 on order 5903", [(5903, 500)]),
-        ("refund $50 or rather $5 on order 5903", [(5903, 500)]),
-        ("refund $50 er $5 on order 5903", [(5903, 500)]),
-        ("refund $50 on order 5903, skip the shipping fee", [(5903, 5000)]),
+        "refund $5 on 5903",
+        "refund $5 on #5903",
+        "refund $5 on order ID 5903",
+        "refund $5 on order id: 5903",
+        "refund $5 on order-5903",
+        "refund $5 on order (5903)",
+        "refund $5 on purchase 5903",
+        "My order 5903 arrived broken. Please refund $5.",
     ],
 )
-def test_dropped_askings_and_more_corrections_are_read(question: str, asked: list) -> None:
-    regions = asked_regions(question, ("refund",), TARGETS)
-    assert [(n, a) for r in regions for n in sorted(r.names) for a in sorted(r.amounts)] == asked
+def test_no_looked_up_record_stands_in_for_one_the_request_names_however_written(
+    question: str,
+) -> None:
+    steps = [LIST_ORDERS, _refund("$s1.orders.1.order_id", 500)]
+    other = _call(question, steps, _moved(4774, 500), subject="17")
+    assert not other["order_id"].trusted, other
+    named = _call(question, steps, _moved(5903, 500), subject="17")
+    assert named["order_id"].trusted, named
 
 
-_NOTES = dataclasses.replace(
-    TOOLS["create_refund"],
-    name="notes_delete_note",
-    asked_by=(),
-    identity_args=(),
-    amount_arg=None,
-    amount_currency=None,
-)
-"""A side effect as an MCP server's comes: no asking words, no identity arguments."""
+def test_small_numbers_without_the_targets_noun_name_no_target() -> None:
+    steps = [LIST_ORDERS, _refund("$s1.orders.0.order_id", 500)]
+    question = "refund $5 on my order from 3 days ago"
+    assert _call(question, steps, _moved(4774, 500), subject="17")["order_id"].trusted
 
 
 @pytest.mark.parametrize(
-    ("question", "title", "trusted"),
-    [
-        ("Don't delete note lunch. Delete note dinner.", "lunch", False),
-        ("Don't delete note lunch. Delete note dinner.", "dinner", True),
-        ("please remove dinner, never delete lunch", "lunch", False),
-        ("forget about deleting lunch; delete dinner", "lunch", False),
-        ("get rid of lunch", "lunch", True),
-    ],
+    "item",
+    ["item ID 1001", "item id: 1001", "item-1001", "item (1001)", "SKU-1001", "orderline 1001"],
 )
-def test_a_tool_without_asking_words_reads_its_verbs_refused(
-    question: str, title: str, trusted: bool
-) -> None:
-    step = {"id": "d", "tool": _NOTES.name, "args": {"title": title}}
-    tools = {**TOOLS, _NOTES.name: _NOTES}
-    origins = _call(question, [step], {"title": title}, tools=tools)
-    assert origins["title"].trusted is trusted, origins
-    # Before `TARGETS` a refusal of a tool without asking words was not read.
-    assert _call(question, [step], {"title": title}, tools=tools, rules=AMENDED)["title"].trusted
+def test_a_number_said_to_be_something_else_however_written_is_no_target(item: str) -> None:
+    question = f"refund $5 for {item} on order 5903"
+    wrong = _call(question, [_refund(1001, 500)], _moved(1001, 500))
+    assert not all(o.trusted for o in wrong.values()), wrong
 
 
-def test_each_text_of_a_list_is_bound_too() -> None:
-    """An MCP tool's targets often come as a list (`entityNames`)."""
-    step = {"id": "d", "tool": _NOTES.name, "args": {"names": ["dinner", "lunch"]}}
-    tools = {**TOOLS, _NOTES.name: _NOTES}
-    question = "Don't delete lunch. Delete dinner."
-    both = _call(question, [step], {"names": ["dinner", "lunch"]}, tools=tools)
-    assert not both["names"].trusted and "lunch" in both["names"].says, both
-    dinner = {**step, "args": {"names": ["dinner"]}}
-    assert _call(question, [dinner], {"names": ["dinner"]}, tools=tools)["names"].trusted
+@pytest.mark.parametrize(
+    "words",
+    ["R$5", "MX$5", "NT$5", "$5 CAD", "5$ CAD", "$5 AUD", "5 Canadian dollars", "5.50 pesos",
+     "MXN 5", "BRL 5", "5.50 Swiss francs", "\uffe15"],
+)  # fmt: skip
+def test_more_foreign_amounts_are_not_asked_of_a_dollar_tool(words: str) -> None:
+    amount = 550 if "5.50" in words else 500
+    origins = _call(f"refund {words} on order 5903", [_refund(5903, amount)], _moved(5903, amount))
+    assert not origins["amount_cents"].trusted, origins
