@@ -10,9 +10,8 @@ can know of any domain; the words that ask for a side effect are the tool's own.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import replace
 from decimal import Decimal, InvalidOperation
-from typing import Literal
 
 from agentkeel.schemas.plan.asides import (
     Clauses,
@@ -21,7 +20,7 @@ from agentkeel.schemas.plan.asides import (
     refused_spans,
     taken_back,
 )
-from agentkeel.schemas.plan.kinds import currency_fits, same_noun, with_kinds
+from agentkeel.schemas.plan.kinds import Kind, Mention, Region, with_kinds
 from agentkeel.schemas.plan.readings import (
     CENTS_AFTER,
     CUTS_V1,
@@ -56,62 +55,6 @@ asked (`schemas.plan.second_thoughts`)."""
 TARGETS = 5
 """From here each amount carries its currency and each name its noun (`schemas.plan.kinds`):
 a side effect takes only amounts in the currency it moves, and targets of its own kind."""
-
-
-Kind = Literal["amount", "name"]
-
-
-@dataclass(frozen=True)
-class Mention:
-    """A number in the request: an amount (money, in cents) or a name (`order 1002`)."""
-
-    at: int
-    value: int
-    kind: Kind
-    currency: str | None = None
-    """An amount's currency as written (from `TARGETS`): an ISO code, `$`, `¥`, or None."""
-    noun: str | None = None
-    """What a name is said to be (from `TARGETS`): "order" in "order 5903", else None."""
-
-
-@dataclass(frozen=True)
-class Region:
-    """What one asking of a request names: the targets and the amounts asked together."""
-
-    names: frozenset[int]
-    amounts: frozenset[int]
-    pairs: frozenset[tuple[int, int]] = frozenset()
-    """(name, amount): as many amounts as names pair in the order written, so "refund $5 on
-    order 5903 and $26.97 on order 4774" asks $26.97 on 4774, not on 5903; otherwise each
-    amount goes with the name written nearest it."""
-    clause: str = ""
-    """The asking's own clause (casefolded): where a target written as text must be, for
-    a tool that names its asking words ("keep dinner; delete lunch" asks to delete lunch)."""
-    named: tuple[Mention, ...] = ()
-    """The names asked, with their nouns, and the amounts asked, with their currencies."""
-
-    def amounts_in(self, currency: str | None) -> frozenset[int]:
-        """The amounts asked that a tool moving `currency` may take (None: every one)."""
-        return frozenset(
-            m.value
-            for m in self.named
-            if m.kind == "amount" and currency_fits(m.currency, currency)
-        )
-
-    def names_of(self, noun: str) -> frozenset[int]:
-        """The names asked as a `noun` (`kinds.arg_noun`): none where no name is."""
-        return frozenset(
-            m.value for m in self.named if m.kind == "name" and m.noun and same_noun(m.noun, noun)
-        )
-
-    def names_for(self, noun: str) -> frozenset[int]:
-        """The names an argument holding a `noun` may take: where any name is asked as one,
-        every name but those said to be something else ("refund $5 for item 1001 on order
-        5903": 5903); else every name asked."""
-        if not self.names_of(noun):
-            return self.names
-        other = {m.value for m in self.named if m.noun and not same_noun(m.noun, noun)}
-        return self.names - other
 
 
 def spelled_out(text: str, rules: int = ASIDES) -> str:
@@ -181,6 +124,9 @@ def asked_regions(
     reading = READINGS[rules >= ASIDES]
     text = spelled_out(text, rules)
     found = mentions(text, symbol_after=True, rules=rules)
+    if rules >= TARGETS:  # the tool's own verbs say nothing of what a number names
+        verbs = tuple(w.casefold() for w in (*asking, *refusing))
+        found = [replace(m, noun=None) if m.noun and m.noun.startswith(verbs) else m for m in found]
     pattern = re.compile("|".join(rf"\b{re.escape(w)}" for w in asking), re.I) if asking else None
     regions: list[Region] = []
     start = 0
@@ -291,10 +237,4 @@ def _region(
         pairs = {
             (min(names, key=lambda n: abs(n.at - a.at)).value, a.value) for a in amounts if names
         }
-    return Region(
-        frozenset(m.value for m in names),
-        frozenset(m.value for m in amounts),
-        frozenset(pairs),
-        clause.casefold() if paired else "",
-        (*names, *amounts),
-    )
+    return Region((*names, *amounts), frozenset(pairs), clause.casefold() if paired else "")

@@ -50,7 +50,8 @@ def bind_to_asked(
     `asked_regions`); an amount looked up (a record's total) stands only where the request
     names no amount and is then shown as such, never taken as asked; a target the request
     names must be one it asks for."""
-    refusing = () if spec.asked_by or spec.idempotent else effect_verbs(spec.name)
+    silent = not spec.asked_by and not spec.idempotent and rules >= TARGETS
+    refusing = effect_verbs(spec.name) if silent else ()
     regions = asked_regions(text, spec.asked_by, rules, refusing)
     named = mentions(spelled_out(text, rules), symbol_after=True, rules=rules)
     spelled = {m.value for m in named if m.kind == "name"}
@@ -91,7 +92,7 @@ def bind_to_asked(
             )
     if rules >= TARGETS:
         _bind_looked_up(spec, resolved, origins, targets, regions, named)
-    if rules >= ASIDES and (spec.asked_by or (rules >= TARGETS and refusing)):
+    if rules >= ASIDES and (spec.asked_by or refusing):
         _bind_words(spec, resolved, origins, regions, rules, text.casefold())
     return origins
 

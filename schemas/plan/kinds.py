@@ -1,9 +1,9 @@
 """What kind of thing a number of a request is: the currency of an amount, the noun of a name.
 
 From `TARGETS` (`schemas.plan.asked`) a side effect's values are bound by kind as well as by
-value: "refund $5 for item 1001 on order 5903" asks a refund on order 5903, not on 1001
-(an item), and "refund 5€" asks five euros, which a tool that moves dollar cents cannot
-pay as 500 of its own.
+value: "pay $5 for line 1001 of invoice 5903" asks a payment on invoice 5903, not on 1001
+(a line), and "pay 5€" asks five euros, which a tool that moves dollar cents cannot pay as
+500 of its own.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
-from typing import Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Literal
 
-__all__ = ["arg_noun", "currency_fits", "same_noun", "with_kinds"]
+__all__ = ["Kind", "Mention", "Region", "arg_noun", "currency_fits", "same_noun", "with_kinds"]
 
 _BEFORE = re.compile(
     r"(?:\b(?P<prefix>[a-z]{1,3}))?(?P<sign>[$€£¥₹\uffe1\uff04])\s*$"
@@ -55,42 +56,94 @@ _NOUN_BEFORE = re.compile(
     re.IGNORECASE,
 )
 _JOINS = frozenset({"and", "or", "&", "plus", "also", "then", "maybe", "likewise", "too"})
-"""Between two names of a list ("orders 5903 and also 4774"): the second is of the first's
+"""Between two names of a list ("invoices 5903 and also 4774"): the second is of the first's
 noun."""
 _NOT_NOUNS = frozenset(
     "on for of to from in at by with about my your our their his her its the a an this that"
-    " is was be are were refund cancel delete please id no number".split()
+    " is was be are were please id no number".split()
 )
-"""Words before a number that say nothing of what it names."""
+"""Words before a number that say nothing of what it names (nor do the tool's own verbs:
+`schemas.plan.asked`)."""
 _ID_SUFFIX = re.compile(r"(?:_?ids?|_no|_nr|_num|_number|_key|_ref)$", re.IGNORECASE)
 
 
-class _Mention(Protocol):
-    @property
-    def at(self) -> int: ...
+Kind = Literal["amount", "name"]
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A number in the request: an amount (money, in cents) or a name (`invoice 1002`)."""
+
+    at: int
+    value: int
+    kind: Kind
+    currency: str | None = None
+    """An amount's currency as written (from `TARGETS`): an ISO code, `$`, `¥`, or None."""
+    noun: str | None = None
+    """What a name is said to be (from `TARGETS`): "invoice" in "invoice 5903", else None."""
+
+
+@dataclass(frozen=True)
+class Region:
+    """What one asking of a request names: the targets and the amounts asked together."""
+
+    named: tuple[Mention, ...]
+    """The names asked, with their nouns, and the amounts asked, with their currencies."""
+    pairs: frozenset[tuple[int, int]] = frozenset()
+    """(name, amount): as many amounts as names pair as written, so "pay $5 on invoice 5903
+    and $26.97 on invoice 4774" asks $26.97 on 4774, not on 5903; otherwise each amount
+    goes with the name written nearest it."""
+    clause: str = ""
+    """The asking's own clause (casefolded): where a target written as text must be, for
+    a tool that names its asking words ("keep dinner; delete lunch" asks to delete lunch)."""
 
     @property
-    def kind(self) -> str: ...
+    def names(self) -> frozenset[int]:
+        return frozenset(m.value for m in self.named if m.kind == "name")
+
+    @property
+    def amounts(self) -> frozenset[int]:
+        return frozenset(m.value for m in self.named if m.kind == "amount")
+
+    def amounts_in(self, currency: str | None) -> frozenset[int]:
+        """The amounts asked that a tool moving `currency` may take (None: every one)."""
+        return frozenset(
+            m.value
+            for m in self.named
+            if m.kind == "amount" and currency_fits(m.currency, currency)
+        )
+
+    def names_of(self, noun: str) -> frozenset[int]:
+        """The names asked as a `noun` (`kinds.arg_noun`): none where no name is."""
+        return frozenset(
+            m.value for m in self.named if m.kind == "name" and m.noun and same_noun(m.noun, noun)
+        )
+
+    def names_for(self, noun: str) -> frozenset[int]:
+        """The names an argument holding a `noun` may take: where any name is asked as one,
+        every name but those said to be something else ("pay $5 for line 1001 of invoice
+        5903": 5903); else every name asked."""
+        if not self.names_of(noun):
+            return self.names
+        other = {m.value for m in self.named if m.noun and not same_noun(m.noun, noun)}
+        return self.names - other
 
 
-MentionT = TypeVar("MentionT", bound=_Mention)
-
-
-def with_kinds(text: str, found: Sequence[MentionT], ends: Sequence[int]) -> list[MentionT]:
-    """`found` (in the order written; `ends[i]`: where mention i's digits end) with each
+def with_kinds(text: str, found: Sequence[Mention], ends: Sequence[int]) -> list[Mention]:
+    """`found` (as written, in turn; `ends[i]`: where mention i's digits end) with each
     amount's currency and each name's noun (`Mention.currency`, `Mention.noun`)."""
-    kinded: list[MentionT] = []
+    kinded: list[Mention] = []
     noun: str | None = None
     last_end = -1
     for mention, end in zip(found, ends, strict=True):
         if mention.kind == "amount":
             currency = _currency(text[max(0, mention.at - 8) : mention.at], text[end : end + 12])
-            kinded.append(dataclasses.replace(mention, currency=currency))  # type: ignore[type-var]
+            kinded.append(dataclasses.replace(mention, currency=currency))
             continue
         between = text[last_end : mention.at] if last_end >= 0 else ""
         joined = noun is not None and _only_joins(between)
         noun = noun if joined else _noun(text[max(0, mention.at - 40) : mention.at])
-        kinded.append(dataclasses.replace(mention, noun=noun))  # type: ignore[type-var]
+        kinded.append(dataclasses.replace(mention, noun=noun))
         last_end = end
     return kinded
 
@@ -150,7 +203,7 @@ def currency_fits(written: str | None, moved: str | None) -> bool:
 
 
 def arg_noun(argument: str) -> str:
-    """What an argument's name says it holds: `order_id` -> "order", `parent_note_id` ->
+    """What an argument's name says it holds: `invoice_id` -> "invoice", `parent_note_id` ->
     "note"; "" where it says nothing (`id`)."""
     stem = _ID_SUFFIX.sub("", argument.casefold())
     words = [w for w in re.split(r"[_\W]+", stem) if w]
@@ -158,8 +211,8 @@ def arg_noun(argument: str) -> str:
 
 
 def same_noun(written: str, noun: str) -> bool:
-    """`written` (before a number in the request) names a `noun`: "orders" an order, not
-    "orderline" (a word of its own)."""
+    """`written` (before a number in the request) names a `noun`: "invoices" an invoice, not
+    "invoiceline" (a word of its own)."""
     if not noun:
         return False
     return written in (noun, noun + "s", noun + "es") or noun in (written + "s", written + "es")

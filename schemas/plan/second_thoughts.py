@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from agentkeel.schemas.plan.asked import Mention
+    from agentkeel.schemas.plan.kinds import Mention
 
 _CURRENCY = r"(?:[$€£¥₹]|usd|eur|gbp|inr|jpy)"
 _CORRECTED = re.compile(
