@@ -23,21 +23,24 @@ for i, key in ipairs(KEYS) do
   local limit = tonumber(ARGV[3 + i])
   if limit > 0 and not redis.call('ZSCORE', key, member)
       and redis.call('ZCARD', key) >= limit then
-    return i
+    return {i}
   end
 end
+local held = {0}
 for _, key in ipairs(KEYS) do
   redis.call('ZADD', key, expiry, member)
   if redis.call('PTTL', key) < expiry - now then
     redis.call('PEXPIRE', key, expiry - now)
   end
+  held[#held + 1] = redis.call('ZCARD', key)
 end
-return 0
+return held
 """
 """KEYS: the scopes' sets; ARGV: now and expiry (ms), the member, each scope's limit (0: no
-limit). 0 when taken (or already held: renewed), else the 1-based index of a full scope.
-The set itself expires with its last lease, so idle scopes leave nothing behind (every lease
-of a set has the same length, so renewing one sets the set's own expiry to it)."""
+limit). {0, then each scope's count with the member} when taken (or already held:
+renewed), else {the 1-based index of a full scope}. The set itself expires with its last
+lease, so idle scopes leave nothing behind (every lease of a set has the same length, so
+renewing one sets the set's own expiry to it)."""
 
 
 @dataclass(frozen=True)
@@ -56,11 +59,19 @@ class Leases:
     async def take(self, slots: Sequence[Slot], member: str, ttl_s: float) -> Slot | None:
         """Hold `member` in every slot's scope for `ttl_s`; None when held, else the first
         scope that is full (nothing is taken then)."""
+        full, _ = await self.take_counted(slots, member, ttl_s)
+        return full
+
+    async def take_counted(
+        self, slots: Sequence[Slot], member: str, ttl_s: float
+    ) -> tuple[Slot | None, list[int]]:
+        """`take`, with each scope's count once `member` is in it (taken in the same
+        script, so of starts at once each sees those taken before it: its place)."""
         now = _now_ms()
         args: list[str | int] = [now, now + int(ttl_s * 1000), member]
         args += [slot.limit for slot in slots]
-        full = int(await self._take(keys=[slot.key for slot in slots], args=args))
-        return None if full == 0 else slots[full - 1]
+        full, *held = (int(n) for n in await self._take(keys=[s.key for s in slots], args=args))
+        return (None if full == 0 else slots[full - 1]), held
 
     async def renew(self, keys: Sequence[str], member: str, ttl_s: float) -> None:
         """Extend `member`'s lease where it is still held (an expired one is not revived)."""
@@ -92,6 +103,14 @@ class Leases:
         """The members of `key` whose lease has not expired."""
         members = await self.redis.zrangebyscore(key, _now_ms(), "+inf")
         return [m.decode() if isinstance(m, bytes) else str(m) for m in members]
+
+    async def count(self, *keys: str) -> list[int]:
+        """How many members of each of `keys` hold a lease that has not expired."""
+        now = _now_ms()
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.zcount(key, now, "+inf")
+            return [int(n) for n in await pipe.execute()]
 
     async def scopes(self, pattern: str) -> list[str]:
         """The sets whose names match `pattern` (a glob)."""

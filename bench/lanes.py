@@ -14,8 +14,9 @@ Interactive runs of four tenants go C at a time until N have finished, three way
 
 - `alone`: nothing else runs (the baseline);
 - `burst, lanes on`: at the same moment the cache warmer starts and a flooding tenant
-  starts F interactive runs at once (as a gateway key sending a burst would), all with
-  `schemas.lanes` priorities;
+  sends F runs at once through the HTTP gateway (`POST /v1/runs`, in this process, its
+  quotas lifted so none is refused), all with `schemas.lanes` priorities: the gateway
+  starts the tenant's runs past `--interactive-share` in flight in the overflow lane;
 - `burst, lanes off`: the same, every run at Temporal's default priority.
 
 The warmer (`--warmer real`, the default) is `CacheWarmerWorkflow` itself, started as its
@@ -39,25 +40,21 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+import httpx
 from temporalio.client import WorkflowHandle
 
 from agentkeel.client.agent_client import AgentClient
 from agentkeel.examples.shop.carrier import serving as carrier
 from agentkeel.examples.shop.rules.policy import RulesPolicy
-from agentkeel.schemas.lanes import Lane
-from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.schemas.result import AgentResult
-from agentkeel.schemas.warming import WarmInput, WarmResult
+from agentkeel.schemas.warming import WarmInput
 from agentkeel.settings.model import Settings
-from agentkeel.workers.warming_schedule import warmer_priority
-from agentkeel.workflows.warmer import CacheWarmerWorkflow
-from bench.load import questions
+from bench import lanes_burst as burst
 from bench.stack import StackConfig, bench_stack
 
 TENANTS = ("default", "tenant-b", "tenant-c", "tenant-d")
 """The interactive tenants (`default` holds the seeded shop; the others find no rows, so
 their runs answer "not found": the same work for every row of the table)."""
-FLOOD_TENANT = "tenant-flood"
 
 
 @dataclass
@@ -76,10 +73,6 @@ class Row:
         return {t: statistics.median(v) for t, v in self.by_tenant.items() if v}
 
 
-def _request(n: int, tenant: str) -> AgentRequest:
-    return AgentRequest(question=questions()(n), tenant=tenant, options=RunOptions(use_cache=False))
-
-
 async def _interactive(agents: AgentClient, row: Row, runs: int, in_flight: int) -> None:
     issued = 0
 
@@ -90,7 +83,7 @@ async def _interactive(agents: AgentClient, row: Row, runs: int, in_flight: int)
             issued += 1
             tenant = TENANTS[n % len(TENANTS)]
             begun = time.perf_counter()
-            await agents.ask(_request(n, tenant), coalesce=False)
+            await agents.ask(burst.request_of(n, tenant), coalesce=False)
             took = (time.perf_counter() - begun) * 1000
             row.latencies.append(took)
             row.by_tenant.setdefault(tenant, []).append(took)
@@ -98,88 +91,33 @@ async def _interactive(agents: AgentClient, row: Row, runs: int, in_flight: int)
     await asyncio.gather(*(one_at_a_time() for _ in range(in_flight)))
 
 
-Handles = list[WorkflowHandle[object, AgentResult]]
-
-
-SEEDED_ORDERS = 200
-
-
-def _hot_question(n: int) -> AgentRequest:
-    """The warmer's n-th hot question, each of its own, about the seeded orders."""
-    order = 1001 + n % SEEDED_ORDERS
-    asked = (f"Where is order {order}?", f"Can order {order} be fulfilled from stock?")
-    return AgentRequest(question=asked[n // SEEDED_ORDERS % 2], tenant="default")
-
-
-async def _seed_hot_questions(agents: AgentClient, warm: int, in_flight: int) -> None:
-    """Ask each hot question once, so the run records make them the warmer's."""
-    pending = iter(range(warm))
-
-    async def asker() -> None:
-        for n in pending:
-            await agents.ask(_hot_question(n), coalesce=False)
-
-    await asyncio.gather(*(asker() for _ in range(in_flight)))
-
-
-async def _start_warmer(
-    agents: AgentClient, args: argparse.Namespace, lanes: bool
-) -> WorkflowHandle[CacheWarmerWorkflow, WarmResult] | Handles:
-    """The warmer, started as its schedule starts it; with `--warmer burst`, its runs all
-    at once instead."""
-    if args.warmer == "burst":
-        return list(
-            await asyncio.gather(
-                *(
-                    agents.start(_request(n, "default"), coalesce=False, lane=Lane.WARMING)
-                    for n in range(args.warm)
-                )
-            )
-        )
-    # Every seeded question is due (renew_below_s: longer than any entry lives).
-    request = WarmInput(
-        top_n=args.warm, since_hours=1, renew_below_s=10**9, max_parallel=args.warm_parallel
-    )
-    return await agents.temporal.start_workflow(
-        CacheWarmerWorkflow.run,
-        request,
-        id=f"bench-warmer-{uuid.uuid4().hex[:8]}",
-        task_queue=args.task_queue,
-        priority=warmer_priority(Settings(priority_lanes=lanes)),
-    )
-
-
-async def _flood(agents: AgentClient, flood: int) -> Handles:
-    return list(
-        await asyncio.gather(
-            *(
-                agents.start(_request(n, FLOOD_TENANT), coalesce=False, lane=Lane.INTERACTIVE)
-                for n in range(flood)
-            )
-        )
-    )
-
-
-async def _flood_latencies(row: Row, handles: Handles, begun: float) -> None:
+async def _flood_latencies(row: Row, handles: burst.Handles, begun: float) -> None:
     """Each flood run's time from the burst's start to its end, as the flood's tenant sees it."""
 
     async def one(handle: WorkflowHandle[object, AgentResult]) -> None:
         await handle.result()
-        row.by_tenant.setdefault(FLOOD_TENANT, []).append((time.perf_counter() - begun) * 1000)
+        row.by_tenant.setdefault(burst.FLOOD_TENANT, []).append(
+            (time.perf_counter() - begun) * 1000
+        )
 
     await asyncio.gather(*(one(h) for h in handles))
 
 
 async def _row(
-    agents: AgentClient, name: str, args: argparse.Namespace, burst: bool, lanes: bool = True
+    agents: AgentClient,
+    name: str,
+    args: argparse.Namespace,
+    gateway: httpx.AsyncClient | None = None,
+    lanes: bool = True,
 ) -> Row:
+    """Interactive runs alone (no `gateway`), or beside the warmer and a flood through it."""
     row = Row(name)
-    if not burst:
+    if gateway is None:
         await _interactive(agents, row, args.interactive_runs, args.in_flight)
         return row
     begun = time.perf_counter()
     warmer, flood = await asyncio.gather(
-        _start_warmer(agents, args, lanes), _flood(agents, args.flood)
+        burst.start_warmer(agents, args, lanes), burst.flood(agents, gateway, args.flood)
     )
     drained = asyncio.create_task(_flood_latencies(row, flood, begun))
     await _interactive(agents, row, args.interactive_runs, args.in_flight)
@@ -195,7 +133,7 @@ async def _row(
 
 def _print(row: Row, alone: Row) -> None:
     medians = row.medians()
-    flood = medians.pop(FLOOD_TENANT, None)
+    flood = medians.pop(burst.FLOOD_TENANT, None)
     spread = max(medians.values()) / min(medians.values())
     tenants = " ".join(f"{t}={medians[t]:.0f}" for t in TENANTS)
     flooded = "" if flood is None else f" (flood: {flood:.0f}, its runs from the burst's start)"
@@ -215,7 +153,7 @@ async def measure(args: argparse.Namespace) -> None:
             StackConfig.from_env(),
             policy=RulesPolicy(),
             stand_ins=[],
-            seed_orders=SEEDED_ORDERS,
+            seed_orders=burst.SEEDED_ORDERS,
             semantic_cache="off",
             carrier_url=carrier_url,
             cpu_workflow_slots=args.workflow_slots,
@@ -231,7 +169,7 @@ async def measure(args: argparse.Namespace) -> None:
         )
         await _interactive(on, Row("warm-up"), 2 * args.in_flight, args.in_flight)
         if args.warmer == "real":
-            await _seed_hot_questions(on, args.warm, args.in_flight)
+            await burst.seed_hot_questions(on, args.warm, args.in_flight)
         warmer = (
             f"the cache warmer renewing {args.warm} questions, {args.warm_parallel} at once"
             if args.warmer == "real"
@@ -240,18 +178,21 @@ async def measure(args: argparse.Namespace) -> None:
         print(
             f"{args.interactive_runs} interactive runs, {args.in_flight} in flight, of "
             f"{len(TENANTS)} tenants; burst: {warmer} + {args.flood} runs of "
-            f"{FLOOD_TENANT}; CPU worker slots {args.workflow_slots} workflow tasks, "
+            f"{burst.FLOOD_TENANT} through the gateway (interactive share "
+            f"{args.interactive_share or 'off'}); CPU worker slots {args.workflow_slots} "
+            f"workflow tasks, "
             f"{args.activity_slots} activities ({_tuner(args)}); times in ms"
         )
         print(f"{'row':<17} {'p50':>7} {'p99':>7} {'p99/alone':>9} {'worst/best':>11}   "
               "tenant medians")  # fmt: skip
-        alone = await _row(on, "alone", args, burst=False)
+        alone = await _row(on, "alone", args)
         _print(alone, alone)
         for name, agents, lanes in (
             ("burst, lanes on", on, True),
             ("burst, lanes off", off, False),
         ):
-            _print(await _row(agents, name, args, burst=True, lanes=lanes), alone)
+            async with burst.gateway(stack, args, lanes) as gateway:
+                _print(await _row(agents, name, args, gateway, lanes), alone)
 
 
 def _tuner(args: argparse.Namespace) -> str:
@@ -285,10 +226,18 @@ def main() -> None:
         "--tuner", choices=("fixed", "resource"), default="fixed", help="AGENTKEEL_CPU_SLOT_TUNER"
     )
     parser.add_argument("--cpu-target", type=float, default=0.8, help="AGENTKEEL_CPU_SLOT_TARGET")
+    parser.add_argument(
+        "--interactive-share",
+        type=int,
+        default=Settings().gateway_interactive_runs_per_tenant,
+        help="AGENTKEEL_GATEWAY_INTERACTIVE_RUNS_PER_TENANT (0: every run interactive)",
+    )
     parser.add_argument("--carrier-ms", type=int, default=40, help="carrier latency")
     args = parser.parse_args()
-    if args.warmer == "real" and not 1 <= args.warm <= 2 * SEEDED_ORDERS:
-        parser.error(f"--warm: the real warmer renews 1 to {2 * SEEDED_ORDERS} questions here")
+    if args.warmer == "real" and not 1 <= args.warm <= 2 * burst.SEEDED_ORDERS:
+        parser.error(
+            f"--warm: the real warmer renews 1 to {2 * burst.SEEDED_ORDERS} questions here"
+        )
     asyncio.run(measure(args))
 
 

@@ -12,12 +12,12 @@ before; a lease that no gateway renews (none is left running) expires with its T
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import time
 import uuid
 from collections.abc import Sequence
 from contextlib import suppress
-from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 import structlog
@@ -34,9 +34,10 @@ from agentkeel.activities.quota_leases import (
 )
 from agentkeel.activities.redis_errors import REDIS_ERRORS
 from agentkeel.client.agent_client import AgentClient
+from agentkeel.gateway.quota_limits import Lease, QuotaLimits
 from agentkeel.gateway.stream_slot import OpenStream
 from agentkeel.schemas.gateway import QuotaKind, QuotaProblem, QuotaScope
-from agentkeel.schemas.lanes import asks_watch
+from agentkeel.schemas.lanes import Lane, asks_watch
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.search_attributes import AGENT_WAITING
 from agentkeel.settings.model import Settings
@@ -69,44 +70,6 @@ class OverQuota(Exception):
     def __init__(self, problem: QuotaProblem) -> None:
         super().__init__(problem.detail)
         self.problem = problem
-
-
-@dataclass(frozen=True)
-class QuotaLimits:
-    """The limits of `AGENTKEEL_GATEWAY_*` (0: none)."""
-
-    per_key: dict[QuotaKind, int]
-    per_tenant: dict[QuotaKind, int]
-    lease_s: float
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> QuotaLimits:
-        s = settings
-        return cls(
-            per_key={
-                QuotaKind.RUNS: s.gateway_runs_per_key,
-                QuotaKind.WATCHES: s.gateway_watches_per_key,
-                QuotaKind.STREAMS: s.gateway_streams_per_key,
-            },
-            per_tenant={
-                QuotaKind.RUNS: s.gateway_runs_per_tenant,
-                QuotaKind.WATCHES: s.gateway_watches_per_tenant,
-                QuotaKind.STREAMS: s.gateway_streams_per_tenant,
-            },
-            lease_s=float(s.gateway_lease_s),
-        )
-
-    @property
-    def sweep_every_s(self) -> float:
-        return self.lease_s / 3
-
-
-@dataclass(frozen=True)
-class Lease:
-    """What one run or stream holds: its member in the sets of its scopes."""
-
-    member: str
-    keys: tuple[str, ...]
 
 
 class Quotas:
@@ -150,13 +113,39 @@ class Quotas:
         if watching and any(watch_limits):
             # Watches asked for in words among its runs count before it is let in.
             await self._pre_sweep([slot.key for slot in self._slots(RUN_KINDS[:1], caller, tenant)])
-        full = await self.leases.take(slots, member, self.limits.lease_s)
+        full, held = await self.leases.take_counted(slots, member, self.limits.lease_s)
         if full is not None:
             await self.sweep([slot.key for slot in slots])
-            full = await self.leases.take(slots, member, self.limits.lease_s)
+            full, held = await self.leases.take_counted(slots, member, self.limits.lease_s)
         if full is not None:
             raise OverQuota(self._problem(full))
-        return Lease(member, tuple(slot.key for slot in slots))
+        lane = Lane.AUTOMATION
+        if not watching:
+            try:  # the tenant's runs scope is the second slot (`_slots`)
+                lane = await self._interactive_or_overflow(tenant, place=held[1])
+            except REDIS_ERRORS as exc:  # a lane orders work; it never refuses a run
+                log.warning("gateway_lane_uncounted", tenant=tenant, error=repr(exc))
+                lane = Lane.INTERACTIVE
+        return Lease(member, tuple(slot.key for slot in slots), lane)
+
+    async def _interactive_or_overflow(self, tenant: str, place: int) -> Lane:
+        """Interactive while the tenant holds at most its share of runs in flight, its
+        watches aside (they may last days): `place` is the runs it held once this one was
+        taken, so of a burst the first `share` are interactive. Over it, the tenant's
+        leases are swept first (at most once a `PRE_SWEEP_GAP_S`) and counted again: runs
+        that ended since the last sweep do not count."""
+        share = self.limits.interactive_per_tenant
+        if share == 0:
+            return Lane.INTERACTIVE
+        runs, watching = (
+            scope_key(self.prefix, kind, QuotaScope.TENANT, tenant) for kind in RUN_KINDS
+        )
+        [watches] = await self.leases.count(watching)
+        if place - watches <= share:
+            return Lane.INTERACTIVE
+        await self._pre_sweep([runs, watching])
+        in_flight, watches = await self.leases.count(runs, watching)
+        return Lane.INTERACTIVE if in_flight - watches <= share else Lane.OVERFLOW
 
     async def _pre_sweep(self, keys: list[str]) -> None:
         """Sweep `keys` ahead of a watching start, at most once a `PRE_SWEEP_GAP_S`: starts
@@ -183,7 +172,7 @@ class Quotas:
     async def started(self, lease: Lease, workflow_id: str) -> Lease:
         """The reservation becomes the run's own (one lease for requests sharing a run)."""
         await self.leases.rename(lease.keys, lease.member, workflow_id, self.limits.lease_s)
-        return Lease(workflow_id, lease.keys)
+        return dataclasses.replace(lease, member=workflow_id)
 
     async def release(self, lease: Lease) -> None:
         with suppress(*REDIS_ERRORS):  # the lease expires anyway

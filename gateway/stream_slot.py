@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from agentkeel.activities.redis_errors import REDIS_ERRORS
 
 if TYPE_CHECKING:
-    from agentkeel.gateway.quotas import Lease, Quotas
+    from agentkeel.gateway.quota_limits import Lease
+    from agentkeel.gateway.quotas import Quotas
 
 
 @dataclass

@@ -1,8 +1,9 @@
 """Lanes: which runs go first when a task queue has a backlog, and every tenant's share.
 
-A run starts with a Temporal `Priority`: a priority key by its lane (interactive 1,
-automations 3, the cache warmer 5; smaller goes first) and its tenant as the fairness
-key, so one tenant flooding a queue delays its own runs, not everyone's. Temporal hands a
+A run starts with a Temporal `Priority`: a priority key by its lane (interactive 1, a
+tenant's runs past its interactive share 2, automations 3, the cache warmer 5; smaller
+goes first) and its tenant as the fairness key, so one tenant flooding a queue delays its
+own runs, not everyone's. Temporal hands a
 workflow's priority on to its activities and child workflows unless they set their own,
 so the lane and tenant a run starts with hold on every task queue it uses (the CPU
 queue's workflow and tool tasks, the inference queue's model calls). Priority orders a
@@ -34,6 +35,11 @@ class Lane(StrEnum):
 
     INTERACTIVE = "interactive"
     """A person or a service waits for the answer now."""
+    OVERFLOW = "overflow"
+    """An interactive run its tenant started past its share of runs in flight (the
+    gateway's `AGENTKEEL_GATEWAY_INTERACTIVE_RUNS_PER_TENANT`): served after every
+    tenant's interactive runs, so one tenant's burst waits behind the others' runs rather
+    than taking a share of the worker beside them; ahead of automations."""
     AUTOMATION = "automation"
     """A watch or a scheduled question: nobody waits on this second."""
     WARMING = "warming"
@@ -42,6 +48,7 @@ class Lane(StrEnum):
 
 LANE_PRIORITY_KEYS: dict[Lane, int] = {
     Lane.INTERACTIVE: 1,
+    Lane.OVERFLOW: 2,
     Lane.AUTOMATION: 3,  # Temporal's default: runs started without a priority share it
     Lane.WARMING: 5,  # the server's lowest by default (`matching.priorityLevels` 5)
 }

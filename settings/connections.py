@@ -59,6 +59,12 @@ async def connect_temporal(settings: Settings, plugins: Sequence[Plugin]) -> Cli
 # Redis must never add its timeout to a run: fail fast and let the cache miss.
 REDIS_CONNECT_TIMEOUT_S = 0.25
 REDIS_SOCKET_TIMEOUT_S = 0.5
+REDIS_MAX_CONNECTIONS = 100
+"""Connections one process opens to one Redis server (redis-py's own default)."""
+REDIS_POOL_WAIT_S = 2.0
+"""How long a call waits for a connection when all are in use: a burst of requests queues
+for one rather than failing (redis-py's plain pool raises `Too many connections` at once,
+which a gateway would answer with a 500)."""
 
 
 def redis_client(url: str) -> aioredis.Redis:
@@ -76,7 +82,10 @@ def redis_client(url: str) -> aioredis.Redis:
     }
     if is_cluster_node(url):
         return cast(aioredis.Redis, RedisCluster.from_url(url, **options))
-    return aioredis.from_url(url, **options)
+    pool = aioredis.BlockingConnectionPool.from_url(
+        url, max_connections=REDIS_MAX_CONNECTIONS, timeout=REDIS_POOL_WAIT_S, **options
+    )
+    return aioredis.Redis.from_pool(pool)
 
 
 @functools.cache

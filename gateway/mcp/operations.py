@@ -81,7 +81,7 @@ class Operations:
                 who.quota_id, admitted.tenant, watching=watches(admitted)
             )
         try:
-            handle = await self.client.start(admitted)
+            handle = await self.client.start(admitted, lane=lease.lane if lease else None)
         except BaseException:
             if quotas is not None and lease is not None:
                 await quotas.release(lease)

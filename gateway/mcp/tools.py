@@ -11,6 +11,7 @@ gateway's bearer key over HTTP, the local user over stdio. A refusal is a tool e
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -54,16 +55,30 @@ async def _answer(call: Awaitable[T]) -> T:
         raise ToolError(f"invalid request: {describe_validation(exc)}") from None
 
 
+def _mcp_server() -> MCPServer:
+    """The SDK's server, leaving the host process's logging as it was: `MCPServer()` calls
+    `logging.basicConfig` with a rich-traceback handler at INFO, which in a process that
+    has not configured logging (one embedding `create_app`) renders every warning of every
+    library as a rich panel on the event loop's thread."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        return MCPServer(
+            "agentkeel",
+            instructions=(
+                "Runs are durable: start_run answers with the run's workflow_id even when it "
+                "is still running; read it later with get_run. A side effect may wait for an "
+                "approval: see list_awaiting_approval and decide_approval."
+            ),
+        )
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
 def build_mcp_server(ops: Operations, caller_of: CallerOf) -> MCPServer:
     """The MCP server onto `ops`' deployment, callers known by `caller_of`."""
-    server = MCPServer(
-        "agentkeel",
-        instructions=(
-            "Runs are durable: start_run answers with the run's workflow_id even when it "
-            "is still running; read it later with get_run. A side effect may wait for an "
-            "approval: see list_awaiting_approval and decide_approval."
-        ),
-    )
+    server = _mcp_server()
 
     def who(ctx: Context) -> Caller:
         try:

@@ -62,7 +62,8 @@ async def start_run(
     async with held:
         lease = await gw.reserve(who, admitted)
         try:
-            handle = await client.start(admitted, coalesce=coalesce)
+            lane = lease.lane if lease is not None else None
+            handle = await client.start(admitted, coalesce=coalesce, lane=lane)
         except BaseException:
             await gw.release(lease)
             raise

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
 from agentkeel.gateway.events import run_events
+from agentkeel.gateway.keys import Caller
+from agentkeel.gateway.mcp.operations import Operations
+from agentkeel.gateway.mcp.tools import build_mcp_server
 from agentkeel.gateway.server import checked_keys
 from agentkeel.settings.model import Settings, StartupError
 
@@ -69,3 +73,15 @@ async def test_a_stream_whose_outcome_cannot_be_read_ends_with_an_error() -> Non
             events.append(event)
     assert [e.type.value for e in events] == ["error"]
     assert "could not read the run's outcome" in json.loads(events[0].data)["message"]
+
+
+def test_the_mcp_server_leaves_the_host_process_logging_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A process embedding the gateway that configured no logging keeps none: the MCP SDK's
+    rich handler would render every library's warnings (a tool's `NotFound`) on the loop."""
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])
+    monkeypatch.setattr(root, "level", logging.WARNING)
+    build_mcp_server(cast(Operations, None), lambda ctx: cast(Caller, None))
+    assert root.handlers == [] and root.level == logging.WARNING

@@ -12,9 +12,10 @@ from agentkeel.settings.model import Settings
 from agentkeel.workers.warming_schedule import warming_schedule
 
 
-def test_interactive_goes_before_automations_before_the_warmer() -> None:
-    keys = [LANE_PRIORITY_KEYS[lane] for lane in (Lane.INTERACTIVE, Lane.AUTOMATION, Lane.WARMING)]
-    assert keys == sorted(keys) and len(set(keys)) == 3
+def test_interactive_goes_before_overflow_before_automations_before_the_warmer() -> None:
+    order = (Lane.INTERACTIVE, Lane.OVERFLOW, Lane.AUTOMATION, Lane.WARMING)
+    keys = [LANE_PRIORITY_KEYS[lane] for lane in order]
+    assert keys == sorted(keys) and len(set(keys)) == len(Lane)
     assert all(1 <= key <= 5 for key in keys), "within the server's default five levels"
 
 

@@ -12,7 +12,8 @@ import redis.asyncio as aioredis
 from temporalio.client import Client
 
 from agentkeel.gateway import quotas
-from agentkeel.gateway.quotas import QuotaLimits, Quotas
+from agentkeel.gateway.quota_limits import QuotaLimits
+from agentkeel.gateway.quotas import Quotas
 from agentkeel.schemas.gateway import QuotaKind
 
 
