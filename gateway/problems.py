@@ -22,7 +22,7 @@ from temporalio.service import RPCError
 
 from agentkeel.client.budgets import BudgetExhaustedError
 from agentkeel.gateway.keys import Refused
-from agentkeel.gateway.quotas import OverQuota
+from agentkeel.gateway.quotas import OverQuota, QuotasUnavailable
 from agentkeel.schemas.gateway import (
     PROBLEM_MEDIA_TYPE,
     PROBLEM_TYPES,
@@ -116,6 +116,11 @@ def answer_problems(app: FastAPI) -> None:
         extensions = problem.model_dump(mode="json", exclude={"type", "title", "status", "detail"})
         retry_after = {"Retry-After": str(exc.retry_after_s)}
         return problem_response(429, str(exc), "budget-exhausted", retry_after, **extensions)
+
+    @app.exception_handler(QuotasUnavailable)
+    async def _quotas_down(_: Request, exc: QuotasUnavailable) -> JSONResponse:
+        retry_after = {"Retry-After": str(exc.retry_after_s)}
+        return problem_response(503, str(exc), "quotas-unavailable", retry_after)
 
     @app.exception_handler(RPCError)
     async def _temporal_down(_: Request, exc: RPCError) -> JSONResponse:

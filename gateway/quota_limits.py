@@ -38,7 +38,8 @@ class QuotaLimits:
                 QuotaKind.STREAMS: s.gateway_streams_per_tenant,
             },
             lease_s=float(s.gateway_lease_s),
-            interactive_per_tenant=s.gateway_interactive_runs_per_tenant,
+            # Without lanes every run starts at the default priority: nothing to count.
+            interactive_per_tenant=s.gateway_interactive_runs_per_tenant if s.priority_lanes else 0,
         )
 
     @property

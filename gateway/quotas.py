@@ -72,6 +72,13 @@ class OverQuota(Exception):
         self.problem = problem
 
 
+class QuotasUnavailable(Exception):
+    """Redis did not answer while a run's slot was taken: answered `503` with
+    `Retry-After`, as the quota cannot be checked (nothing was started)."""
+
+    retry_after_s = 1
+
+
 class Quotas:
     def __init__(
         self, redis: aioredis.Redis, temporal: Client, limits: QuotaLimits, deployment: str
@@ -102,7 +109,15 @@ class Quotas:
 
     async def reserve_run(self, caller: str, tenant: str, *, watching: bool) -> Lease:
         """A slot for a run about to start; `OverQuota` when its quotas stay full after
-        the runs they hold that have ended are let go."""
+        the runs they hold that have ended are let go; `QuotasUnavailable` when Redis
+        does not answer."""
+        try:
+            return await self._reserve_run(caller, tenant, watching=watching)
+        except REDIS_ERRORS as exc:
+            log.warning("gateway_quota_unavailable", tenant=tenant, error=repr(exc))
+            raise QuotasUnavailable(f"the quotas' Redis did not answer: {exc}") from exc
+
+    async def _reserve_run(self, caller: str, tenant: str, *, watching: bool) -> Lease:
         kinds = RUN_KINDS if watching else RUN_KINDS[:1]
         slots = self._slots(kinds, caller, tenant)
         member = RESERVED + uuid.uuid4().hex
@@ -131,21 +146,15 @@ class Quotas:
     async def _interactive_or_overflow(self, tenant: str, place: int) -> Lane:
         """Interactive while the tenant holds at most its share of runs in flight, its
         watches aside (they may last days): `place` is the runs it held once this one was
-        taken, so of a burst the first `share` are interactive. Over it, the tenant's
-        leases are swept first (at most once a `PRE_SWEEP_GAP_S`) and counted again: runs
-        that ended since the last sweep do not count."""
+        taken (in the same script), so of starts at once the earliest are interactive.
+        Runs that ended count until a sweep lets them go (every third of a lease; a run
+        waited on is let go when it ends): no sweep runs on a start's path."""
         share = self.limits.interactive_per_tenant
         if share == 0:
             return Lane.INTERACTIVE
-        runs, watching = (
-            scope_key(self.prefix, kind, QuotaScope.TENANT, tenant) for kind in RUN_KINDS
-        )
+        watching = scope_key(self.prefix, QuotaKind.WATCHES, QuotaScope.TENANT, tenant)
         [watches] = await self.leases.count(watching)
-        if place - watches <= share:
-            return Lane.INTERACTIVE
-        await self._pre_sweep([runs, watching])
-        in_flight, watches = await self.leases.count(runs, watching)
-        return Lane.INTERACTIVE if in_flight - watches <= share else Lane.OVERFLOW
+        return Lane.INTERACTIVE if place - watches <= share else Lane.OVERFLOW
 
     async def _pre_sweep(self, keys: list[str]) -> None:
         """Sweep `keys` ahead of a watching start, at most once a `PRE_SWEEP_GAP_S`: starts
@@ -171,7 +180,11 @@ class Quotas:
 
     async def started(self, lease: Lease, workflow_id: str) -> Lease:
         """The reservation becomes the run's own (one lease for requests sharing a run)."""
-        await self.leases.rename(lease.keys, lease.member, workflow_id, self.limits.lease_s)
+        try:
+            await self.leases.rename(lease.keys, lease.member, workflow_id, self.limits.lease_s)
+        except REDIS_ERRORS as exc:  # the run has started: its reservation expires instead
+            log.warning("gateway_quota_unrenamed", workflow_id=workflow_id, error=repr(exc))
+            return lease
         return dataclasses.replace(lease, member=workflow_id)
 
     async def release(self, lease: Lease) -> None:

@@ -164,6 +164,11 @@ PROBLEM_TYPES: dict[str, tuple[str, str]] = {
         "The key's or tenant's model budget (tokens or cost) for this window is spent; "
         "try again after `Retry-After`, when the window ends.",
     ),
+    "quotas-unavailable": (
+        "Quotas are unavailable",
+        "The Redis that keeps the quotas did not answer, so a run could not be counted; "
+        "nothing was started. Try again after `Retry-After`.",
+    ),
     "temporal-unavailable": (
         "Temporal is unavailable",
         "The gateway cannot reach the Temporal service.",

@@ -61,10 +61,11 @@ REDIS_CONNECT_TIMEOUT_S = 0.25
 REDIS_SOCKET_TIMEOUT_S = 0.5
 REDIS_MAX_CONNECTIONS = 100
 """Connections one process opens to one Redis server (redis-py's own default)."""
-REDIS_POOL_WAIT_S = 2.0
+REDIS_POOL_WAIT_S = REDIS_SOCKET_TIMEOUT_S
 """How long a call waits for a connection when all are in use: a burst of requests queues
-for one rather than failing (redis-py's plain pool raises `Too many connections` at once,
-which a gateway would answer with a 500)."""
+for one rather than failing at once (redis-py's plain pool raises `Too many connections`,
+which a gateway answered with a 500), and no longer than a reply may take, so Redis adds
+no more to a run than before."""
 
 
 def redis_client(url: str) -> aioredis.Redis:

@@ -35,10 +35,11 @@ class GatewaySettings(BaseModel):
     gateway_runs_per_tenant: NotNegative = 100
     """Runs in flight the keys of one tenant may have started together. 0: no limit."""
     gateway_interactive_runs_per_tenant: NotNegative = 0
-    """A tenant's runs in flight (started through the gateway or `/mcp`) that start in the
-    interactive lane; its runs past them start in the overflow lane (`schemas.lanes`),
-    after every tenant's interactive runs when the workers have a backlog. 0 (the
-    default): every run interactive, each tenant's share kept by Temporal's fairness."""
+    """A tenant's runs in flight (started through the gateway, `/mcp` or `agentkeel mcp`;
+    its watches aside) that start in the interactive lane; its runs past them start in the
+    overflow lane (`schemas.lanes`), after every tenant's interactive runs when the
+    workers have a backlog. 0 (the default): every run interactive, each tenant's share
+    kept by Temporal's fairness."""
     gateway_watches_per_key: NotNegative = 5
     """Watching runs (`options.watch_every_s`, a repeated step, or a watch asked for in
     words; they may last days) in flight per key. 0: no limit."""

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from agentkeel.client.budgets import BudgetExhaustedError
 from agentkeel.gateway.keys import Caller, Refused
 from agentkeel.gateway.mcp.operations import Operations
-from agentkeel.gateway.quotas import OverQuota
+from agentkeel.gateway.quotas import OverQuota, QuotasUnavailable
 from agentkeel.schemas.errors import BUDGET_EXHAUSTED, describe_validation
 from agentkeel.schemas.request import AgentRequest
 
@@ -49,6 +49,8 @@ async def _answer(call: Awaitable[T]) -> T:
             f"429: {problem.detail} ({problem.quota} per {problem.scope}; retry after "
             f"{problem.retry_after_s} s)"
         ) from None
+    except QuotasUnavailable as exc:
+        raise ToolError(f"503: {exc}; retry after {exc.retry_after_s} s") from None
     except BudgetExhaustedError as exc:
         raise ToolError(f"429: {BUDGET_EXHAUSTED}: {exc}") from None
     except ValidationError as exc:
