@@ -104,13 +104,9 @@ class Leases:
         members = await self.redis.zrangebyscore(key, _now_ms(), "+inf")
         return [m.decode() if isinstance(m, bytes) else str(m) for m in members]
 
-    async def count(self, *keys: str) -> list[int]:
-        """How many members of each of `keys` hold a lease that has not expired."""
-        now = _now_ms()
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for key in keys:
-                pipe.zcount(key, now, "+inf")
-            return [int(n) for n in await pipe.execute()]
+    async def count(self, key: str) -> int:
+        """How many members of `key` hold a lease that has not expired."""
+        return int(await self.redis.zcount(key, _now_ms(), "+inf"))
 
     async def scopes(self, pattern: str) -> list[str]:
         """The sets whose names match `pattern` (a glob)."""

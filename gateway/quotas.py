@@ -153,7 +153,7 @@ class Quotas:
         if share == 0:
             return Lane.INTERACTIVE
         watching = scope_key(self.prefix, QuotaKind.WATCHES, QuotaScope.TENANT, tenant)
-        [watches] = await self.leases.count(watching)
+        watches = await self.leases.count(watching)
         return Lane.INTERACTIVE if place - watches <= share else Lane.OVERFLOW
 
     async def _pre_sweep(self, keys: list[str]) -> None:

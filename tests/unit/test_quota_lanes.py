@@ -34,10 +34,10 @@ class FakeLeases:
             raise RedisConnectionError("Timeout connecting to server")
         return None, [1, self.place]
 
-    async def count(self, *keys: str) -> list[int]:
+    async def count(self, key: str) -> int:
         if self.count_fails:
             raise RedisConnectionError("Timeout reading from socket")
-        return [self.watches for _ in keys]
+        return self.watches
 
 
 def quotas(leases: FakeLeases, share: int) -> Quotas:
