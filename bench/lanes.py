@@ -4,6 +4,7 @@
                           [--warmer real|burst] [--warm-parallel P]
                           [--workflow-slots S] [--activity-slots A]
                           [--tuner fixed|resource] [--cpu-target T]
+                          [--interactive-share N] [--overflow-cap K]
 
 A fresh dev server (with the lanes' dynamic config of `cli.stack.temporal`), in-process
 workers, the rules policy, the path cache off, a carrier with `--carrier-ms` latency, and
@@ -16,7 +17,8 @@ Interactive runs of four tenants go C at a time until N have finished, three way
 - `burst, lanes on`: at the same moment the cache warmer starts and a flooding tenant
   sends F runs at once through the HTTP gateway (`POST /v1/runs`, in this process, its
   quotas lifted so none is refused), all with `schemas.lanes` priorities: the gateway
-  starts the tenant's runs past `--interactive-share` in flight in the overflow lane;
+  starts the tenant's runs past `--interactive-share` in flight in the overflow lane, of
+  which `--overflow-cap` do their work at once (`workflows.overflow_gate`);
 - `burst, lanes off`: the same, every run at Temporal's default priority.
 
 The warmer (`--warmer real`, the default) is `CacheWarmerWorkflow` itself, started as its
@@ -160,6 +162,7 @@ async def measure(args: argparse.Namespace) -> None:
             cpu_activity_slots=args.activity_slots,
             cpu_slot_tuner=args.tuner,
             cpu_slot_target=args.cpu_target,
+            overflow_runs_in_flight=args.overflow_cap,
         ) as stack,
     ):
         args.task_queue = stack.task_queue  # where the warmer starts, as its schedule would
@@ -179,7 +182,8 @@ async def measure(args: argparse.Namespace) -> None:
             f"{args.interactive_runs} interactive runs, {args.in_flight} in flight, of "
             f"{len(TENANTS)} tenants; burst: {warmer} + {args.flood} runs of "
             f"{burst.FLOOD_TENANT} through the gateway (interactive share "
-            f"{args.interactive_share or 'off'}); CPU worker slots {args.workflow_slots} "
+            f"{args.interactive_share or 'off'}, {_cap(args)}); CPU worker slots "
+            f"{args.workflow_slots} "
             f"workflow tasks, "
             f"{args.activity_slots} activities ({_tuner(args)}); times in ms"
         )
@@ -193,6 +197,12 @@ async def measure(args: argparse.Namespace) -> None:
         ):
             async with burst.gateway(stack, args, lanes) as gateway:
                 _print(await _row(agents, name, args, gateway, lanes), alone)
+
+
+def _cap(args: argparse.Namespace) -> str:
+    if not args.interactive_share:
+        return "no overflow lane"
+    return f"overflow runs at once: {args.overflow_cap or 'no cap'}"
 
 
 def _tuner(args: argparse.Namespace) -> str:
@@ -231,6 +241,12 @@ def main() -> None:
         type=int,
         default=Settings().gateway_interactive_runs_per_tenant,
         help="AGENTKEEL_GATEWAY_INTERACTIVE_RUNS_PER_TENANT (0: every run interactive)",
+    )
+    parser.add_argument(
+        "--overflow-cap",
+        type=int,
+        default=Settings().overflow_runs_in_flight,
+        help="AGENTKEEL_OVERFLOW_RUNS_IN_FLIGHT (0: no cap)",
     )
     parser.add_argument("--carrier-ms", type=int, default=40, help="carrier latency")
     args = parser.parse_args()

@@ -23,6 +23,8 @@ __all__ = [
     "LANE_PRIORITY_KEYS",
     "WARMER_FAIRNESS_KEY",
     "Lane",
+    "OverflowSlotAsk",
+    "OverflowSlotGrant",
     "WatchSlotHold",
     "asks_watch",
     "lane_of",
@@ -84,3 +86,20 @@ class WatchSlotHold(BaseModel):
     usage_key: str
     tenant: str
     workflow_id: str
+
+
+class OverflowSlotAsk(BaseModel):
+    """An overflow run asks for a slot, or gives its slot back (`activities.overflow_slots`)."""
+
+    workflow_id: str
+
+
+class OverflowSlotGrant(BaseModel):
+    """Whether an overflow run may go on now."""
+
+    go_on: bool
+    held: bool
+    """Whether it holds a slot, to give back when it ends."""
+    woken: list[str] = []
+    """Waiters just handed a slot that freed up (a lease that expired), for the asking run
+    to wake."""

@@ -25,6 +25,8 @@ TOOL_PROGRESS_SIGNAL: Final = "tool_progress"
 PLAN_STEP_SIGNAL: Final = "plan_step"
 """The planner has written a complete step that is a read with its inputs ready: the run
 may start it before the plan is whole (`workflows.plan_stream`)."""
+OVERFLOW_SLOT_SIGNAL: Final = "overflow_slot"
+"""Wakes an overflow run waiting for its slot to look again (`workflows.overflow_gate`)."""
 
 # Activities of the CPU worker (besides the tools).
 LOOKUP_CACHE: Final = "lookup_cache"
@@ -40,6 +42,8 @@ CLAIM_EFFECT: Final = "claim_effect"
 SETTLE_EFFECT: Final = "settle_effect"
 RECORD_REFUSAL: Final = "record_refusal"
 HOLD_WATCH_SLOT: Final = "hold_watch_slot"
+TAKE_OVERFLOW_SLOT: Final = "take_overflow_slot"
+GIVE_BACK_OVERFLOW_SLOT: Final = "give_back_overflow_slot"
 
 # Activities of the inference worker pool.
 ROUTE: Final = "route"

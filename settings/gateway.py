@@ -40,6 +40,12 @@ class GatewaySettings(BaseModel):
     overflow lane (`schemas.lanes`), after every tenant's interactive runs when the
     workers have a backlog. 0 (the default): every run interactive, each tenant's share
     kept by Temporal's fairness."""
+    overflow_runs_in_flight: NotNegative = 2
+    """Overflow-lane runs that do their work at once, across every CPU worker of the
+    deployment (read by the workers); the others wait in their workflow for a slot, in
+    the order they came (`workflows.overflow_gate`). Priority orders only a backlog, so
+    without this cap a flood's runs take the CPU between the interactive runs' tasks.
+    0: no cap."""
     gateway_watches_per_key: NotNegative = 5
     """Watching runs (`options.watch_every_s`, a repeated step, or a watch asked for in
     words; they may last days) in flight per key. 0: no limit."""

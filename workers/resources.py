@@ -25,6 +25,7 @@ from agentkeel.activities.latency import LatencyActivities, LatencyBook, timed_t
 from agentkeel.activities.local_policy import LocalPolicyActivities
 from agentkeel.activities.model_calls import InferenceActivities
 from agentkeel.activities.outputs import OutputActivities, OutputStore
+from agentkeel.activities.overflow_slots import OverflowSlots
 from agentkeel.activities.plan_ahead import UnsureForecast
 from agentkeel.activities.redis_errors import REDIS_ERRORS
 from agentkeel.activities.run_control import RunControlActivities
@@ -145,8 +146,7 @@ async def _cpu_activities(
             StoreActivities(pool, caches.paths, redis).store,
             WarmingActivities(pool, caches.paths).hot_questions,
             *run_control.all_activities(),
-            *WatchSlots(redis, settings.task_queue).all(),
-            *_output_activities(pool),
+            *_run_state_activities(pool, redis, settings),
             *offers.all(),
         ]
         yield [
@@ -221,9 +221,16 @@ def _local_policy_offers(
     return LocalPolicyActivities(served, tools_here=settings.local_tools == "on")
 
 
-def _output_activities(pool: asyncpg.Pool) -> list[Callable[..., Any]]:
+def _run_state_activities(
+    pool: asyncpg.Pool, redis: aioredis.Redis, settings: Settings
+) -> list[Callable[..., Any]]:
+    """A run's own state beside its tools: its watch or overflow slot, its large outputs."""
     outputs = OutputActivities(OutputStore(pool))
-    return [outputs.store_output, outputs.combine_outputs, outputs.load_outputs]
+    return [
+        *WatchSlots(redis, settings.task_queue).all(),
+        *OverflowSlots(redis, settings.task_queue, settings.overflow_runs_in_flight).all(),
+        *(outputs.store_output, outputs.combine_outputs, outputs.load_outputs),
+    ]
 
 
 def approval_policy(settings: Settings) -> ApprovalPolicy:

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, cast
 
-from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, is_cancelled_exception
 
 from agentkeel.schemas.approvals import ApprovalAnswer, ApprovalDecision
 from agentkeel.schemas.continuation import Continuation
-from agentkeel.schemas.errors import describe_validation
 from agentkeel.schemas.names import (
     AGENT_WORKFLOW,
     APPROVE_UPDATE,
+    OVERFLOW_SLOT_SIGNAL,
     PLAN_STEP_SIGNAL,
     PROGRESS_QUERY,
     SLOT_WAIT_SIGNAL,
@@ -22,7 +20,6 @@ from agentkeel.schemas.names import (
 )
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.schemas.queues import inference_queue
-from agentkeel.schemas.request import AgentRequest, LegacyAgentRequest
 from agentkeel.schemas.result import AgentResult, CacheStatus, Timings
 from agentkeel.schemas.search_attributes import TEMPORAL_SCHEDULED_BY_ID
 from agentkeel.schemas.speculation import PlanSteps
@@ -33,12 +30,14 @@ from agentkeel.workflows.dag.effect_gate import EFFECT_RULES_PATCH
 from agentkeel.workflows.dag.effect_naming import handed_on_memo
 from agentkeel.workflows.dag.run_context import RunContext
 from agentkeel.workflows.graph import AGENT_GRAPH, compiled_graph
-from agentkeel.workflows.inputs import invalid, one_input
+from agentkeel.workflows.inputs import one_input
 from agentkeel.workflows.nodes.cache_lookup import POLICY_OFFER_PATCH
 from agentkeel.workflows.nodes.run_record import record_cancelled_run
+from agentkeel.workflows.overflow_gate import OverflowGate
 from agentkeel.workflows.plan_stream import take
 from agentkeel.workflows.release import RELEASE_PATCH, since
 from agentkeel.workflows.request_checks import check_request
+from agentkeel.workflows.run_inputs import parse_continuation, parse_request
 from agentkeel.workflows.state import AgentState
 from agentkeel.workflows.visibility import start_attributes
 from agentkeel.workflows.waiting import WaitBoard
@@ -62,47 +61,6 @@ AUTHORITY_PATCH = "authority-v1"
 cancellation of calls in flight. A run whose history predates it replays as it ran."""
 
 
-def parse_continuation(inputs: Sequence[Any]) -> Continuation | None:
-    """What the run this one continues handed on; None for a run a client started.
-
-    A second input is accepted only from `AgentWorkflow` itself, naming the very run that
-    this one continues: a client can neither start a run so nor guess that run's id (a cron
-    run also has a `continued_run_id`, but repeats the client's inputs: refused).
-    """
-    if len(inputs) != 2:
-        return None
-    info = workflow.info()
-    try:
-        carried = Continuation.model_validate(inputs[1])
-    except ValidationError as exc:
-        raise invalid(f"invalid AgentWorkflow continuation: {exc.errors()[0]['msg']}") from None
-    if info.cron_schedule or carried.from_run_id != info.continued_run_id:
-        raise invalid("AgentWorkflow takes one input (the request JSON), got 2")
-    return carried
-
-
-def parse_request(inputs: Sequence[Any], *, strict: bool = True) -> AgentRequest:
-    """Validate the JSON input; a bad one fails the run at once, naming every bad field.
-
-    The inputs are decoded as plain JSON and validated here, rather than typed as
-    `AgentRequest` in the signature: a decode failure there would leave the workflow task
-    retrying forever, and widening `failure_exception_types` to pydantic errors would also
-    fail runs in flight permanently on any later validation bug. For the same reason the
-    run takes any number of inputs and refuses all but exactly one. Bytes that are not JSON
-    at all never get here: the payload converter fails the run with `UndecodablePayload`
-    (`schemas.payload_converter`).
-    """
-    continued = len(inputs) == 2 and workflow.info().continued_run_id is not None
-    if len(inputs) != 1 and not continued:  # (a second input is checked by parse_continuation)
-        raise invalid(f"AgentWorkflow takes one input (the request JSON), got {len(inputs)}")
-    try:
-        if not strict:
-            return LegacyAgentRequest.model_validate(inputs[0]).upgraded()
-        return AgentRequest.model_validate(inputs[0])
-    except ValidationError as exc:
-        raise invalid(f"invalid AgentWorkflow input: {describe_validation(exc)}") from None
-
-
 @workflow.defn(name=WORKFLOW_NAME)
 class AgentWorkflow:
     """Runs the agent graph for one `AgentRequest` (as JSON) and returns an `AgentResult`."""
@@ -111,6 +69,7 @@ class AgentWorkflow:
         self._progress = RunProgress()
         self._gate = ApprovalGate(self._progress)
         self._waits = WaitBoard(self._progress)
+        self._overflow = OverflowGate(self._progress)
         self._context: RunContext | None = None
 
     @workflow.query(name=PROGRESS_QUERY)
@@ -131,6 +90,12 @@ class AgentWorkflow:
             workflow.logger.warning("%s signal dropped: %s", SLOT_WAIT_SIGNAL, exc.message)
             return
         self._waits.slot(note)
+
+    @workflow.signal(name=OVERFLOW_SLOT_SIGNAL)
+    def overflow_slot(self, *_: Any) -> None:
+        """A run that ended handed this one its overflow slot: look again (a wake-up only;
+        the slot itself is counted in Redis, so anyone's signal lets no run past the gate)."""
+        self._overflow.wake()
 
     @workflow.signal(name=TOOL_PROGRESS_SIGNAL)
     def tool_progress(self, *inputs: Any) -> None:
@@ -209,6 +174,7 @@ class AgentWorkflow:
             self._pick_up(state, carried)
         app = compiled_graph(AGENT_GRAPH)
         try:
+            await self._overflow.enter()  # (asks its id first, of overflow runs only)
             final = await app.ainvoke(state, config={"recursion_limit": RECURSION_LIMIT})
         except BaseException as exc:
             if authority and is_cancelled_exception(exc):
@@ -218,6 +184,8 @@ class AgentWorkflow:
                 await record_cancelled_run(state, self._progress)
                 await announce_cancellation(continued=bool(self._progress.continued))
             raise
+        finally:
+            await self._overflow.leave()
         if final.get("suspended"):
             self._hand_on(cast(AgentState, final))
         self._progress.stage = "done"

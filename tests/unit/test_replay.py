@@ -20,6 +20,7 @@ from agentkeel.workflows.agent import AgentWorkflow
 from agentkeel.workflows.budget import RUN_BUDGET_PATCH
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
 from agentkeel.workflows.nodes.cache_lookup import POLICY_OFFER_PATCH
+from agentkeel.workflows.overflow_gate import OVERFLOW_GATE_PATCH
 from agentkeel.workflows.plan_stream import PLAN_STREAM_PATCH
 from agentkeel.workflows.release import (
     RELEASE_PATCH,
@@ -72,6 +73,26 @@ def test_runs_of_the_later_releases_ask_one_id_before_any_activity(release: str)
             if e.HasField("workflow_task_completed_event_attributes")
         )
         assert patch.workflow_task_completed_event_id == first_task_done, path.name
+
+
+def test_overflow_runs_ask_the_gates_id_at_their_start() -> None:
+    """An overflow run asks `overflow-gate-v1` right after the release's id, in its first
+    workflow task, before any local activity (`workflows.overflow_gate`); both recorded
+    runs, the one that held its slot at once and the one that waited, replay (below)."""
+    recorded = sorted((HISTORIES / OVERFLOW_GATE_PATCH).glob("*.json"))
+    assert [p.stem for p in recorded] == ["overflow_held", "overflow_waited"]
+    for path in recorded:
+        assert _patch_ids(path) == [THIRD_RELEASE_PATCH, OVERFLOW_GATE_PATCH], path.name
+        history = WorkflowHistory.from_json(path.stem, path.read_text())
+        first_task_done = next(
+            e.event_id
+            for e in history.events
+            if e.HasField("workflow_task_completed_event_attributes")
+        )
+        markers = [e for e in history.events if e.HasField("marker_recorded_event_attributes")]
+        assert [
+            m.marker_recorded_event_attributes.workflow_task_completed_event_id for m in markers[:2]
+        ] == [first_task_done] * 2
 
 
 def test_runs_of_this_release_record_one_patch_marker() -> None:
@@ -129,5 +150,10 @@ def test_the_releases_gather_real_patch_ids() -> None:
     gathered = SECOND_RELEASE_CHANGES | THIRD_RELEASE_CHANGES
     assert gathered <= defined, gathered - defined
     assert not SECOND_RELEASE_CHANGES & THIRD_RELEASE_CHANGES
-    ungathered = {SECOND_RELEASE_PATCH, THIRD_RELEASE_PATCH, "warm-tenant-fairness-v1"}
+    ungathered = {
+        SECOND_RELEASE_PATCH,
+        THIRD_RELEASE_PATCH,
+        "warm-tenant-fairness-v1",
+        OVERFLOW_GATE_PATCH,  # asked at the run's start, by overflow runs only
+    }
     assert defined - gathered == ungathered, "a later change: list it here"

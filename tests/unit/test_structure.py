@@ -18,6 +18,7 @@ from agentkeel.activities.latency import LatencyActivities
 from agentkeel.activities.local_policy import LocalPolicyActivities
 from agentkeel.activities.model_calls import InferenceActivities
 from agentkeel.activities.outputs import OutputActivities
+from agentkeel.activities.overflow_slots import OverflowSlots
 from agentkeel.activities.run_control import RunControlActivities
 from agentkeel.activities.run_store import StoreActivities
 from agentkeel.activities.watch_slots import WatchSlots
@@ -176,6 +177,7 @@ def test_every_activity_name_is_defined_once_in_schemas() -> None:
         LatencyActivities,
         EffectLedgerActivities,
         WatchSlots,
+        OverflowSlots,
     )
     assert agent_side == declared
     from agentkeel.activities.tools.functions import FunctionTools
