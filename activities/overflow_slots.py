@@ -8,18 +8,19 @@ is what the cache warmer's `max_parallel` is to the warmer: at most
 `AGENTKEEL_OVERFLOW_RUNS_IN_FLIGHT` overflow runs past their start at once; the others
 wait, durably, in their workflow (`workflows.overflow_gate`), in the order they came.
 
-Two sorted sets in Redis per deployment (one hash tag, for a Redis Cluster): `held` (a
-run's workflow id, scored by when its lease expires) and `waiting` (scored by when the run
-first asked). A run that ends hands its slot to the oldest waiter in the same script,
-and its workflow signals that waiter to look again (a signal only wakes it: what lets it
-go on is the slot it then finds held in its name). A lease that is not given back (a run
-terminated, or one that waits on a person past `SLOT_LEASE_S`) expires on its own, and
-the waiters find the slot when they next look.
+Three sorted sets in Redis per deployment (one hash tag, for a Redis Cluster): `held` (a
+run's workflow id, scored by when its lease expires), `waiting` (by when the run first
+asked: the queue's order) and `seen` (by when it last asked). A run that ends hands its
+slot to the oldest waiter seen lately, in the same script, and its workflow signals that
+waiter to look again (a signal only wakes it: what lets it go on is the slot it then finds
+held in its name). A run that ends while it waits (cancelled) leaves the queue. A lease
+that is not given back (a run terminated, or one that waits on a person past
+`SLOT_LEASE_S`) expires on its own, and the waiters find the slot when they next look;
+a waiter that stopped asking (terminated) is passed over.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -34,48 +35,64 @@ from agentkeel.schemas.lanes import OverflowSlotAsk, OverflowSlotGrant
 __all__ = ["SLOT_LEASE_S", "OverflowSlots", "overflow_keys"]
 
 SLOT_LEASE_S = 120.0
-"""The longest a run holds its slot: longer than an overflow run's work takes (they are
-interactive requests), shorter than a run that waits on an approval should hold others
-back."""
-WAITER_STALE_S = 3600.0
-"""A waiter queued this long is dropped (a run terminated while it waited); one still
-alive finds itself gone when it next asks, and queues again at the back."""
+"""The longest a run holds its slot, not renewed: longer than an overflow run's work takes
+(they are interactive requests), shorter than a run that waits on an approval should hold
+the others back. A run that takes longer goes on without its slot, so runs longer than this
+can exceed the cap; a slot handed to a waiter that does not take it up within it frees."""
+WAITER_STALE_S = 120.0
+"""A waiter not seen asking for this long is passed over when a slot frees (a run
+terminated while it waited); a live one asks at least every
+`workflows.overflow_gate.LONGEST_WAIT` (30 s), and one passed over all the same queues again
+at the back when it next asks."""
 
 _ASK = """
-local now, expiry, member, cap, stale, giving = tonumber(ARGV[1]), tonumber(ARGV[2]),
-  ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local member, cap, lease, stale = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]),
+  tonumber(ARGV[4])
+local giving = ARGV[5] == '1'
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - stale)
 if giving then
   redis.call('ZREM', KEYS[1], member)
+  redis.call('ZREM', KEYS[2], member)
+  redis.call('ZREM', KEYS[3], member)
 elseif redis.call('ZSCORE', KEYS[1], member) then
   redis.call('ZREM', KEYS[2], member)
+  redis.call('ZREM', KEYS[3], member)
   return {1}
 else
   redis.call('ZADD', KEYS[2], 'NX', now, member)
+  redis.call('ZADD', KEYS[3], now, member)
 end
 local answer = {0}
-while redis.call('ZCARD', KEYS[1]) < cap do
+while cap > 0 and redis.call('ZCARD', KEYS[1]) < cap do
   local head = redis.call('ZPOPMIN', KEYS[2])
   if #head == 0 then break end
-  redis.call('ZADD', KEYS[1], expiry, head[1])
-  if head[1] == member then answer[1] = 1 else answer[#answer + 1] = head[1] end
+  local seen = tonumber(redis.call('ZSCORE', KEYS[3], head[1]) or 0)
+  redis.call('ZREM', KEYS[3], head[1])
+  if seen >= now - stale then
+    redis.call('ZADD', KEYS[1], now + lease, head[1])
+    if head[1] == member then answer[1] = 1 else answer[#answer + 1] = head[1] end
+  end
 end
-redis.call('PEXPIRE', KEYS[1], expiry - now)
-redis.call('PEXPIRE', KEYS[2], stale)
+for i = 1, 3 do
+  redis.call('PEXPIRE', KEYS[i], lease + stale)
+end
 return answer
 """
-"""KEYS: held, waiting; ARGV: now and expiry (ms), the run, the cap, the waiters'
-staleness (ms), 1 to give the run's slot back (else to ask for one). A run that asks
-joins the queue (its first place kept: `NX`); then each free slot goes to the oldest
-waiter. Returns {1 when the run holds a slot (taken now, or handed to it before), then
-the other waiters just handed one, to be woken}."""
+"""KEYS: held (scored by lease expiry), waiting (by first ask: the queue's order), seen (by
+last ask); ARGV: the run, the cap (0: none), the lease and the waiters' staleness (ms), 1
+to give the run's slot and its place back (else to ask for a slot). Times are the Redis
+server's, so workers' clocks do not matter. A run that asks joins the queue (its first
+place kept: `NX`); then each free slot goes to the oldest waiter seen lately. Returns {1
+when the run holds a slot (taken now, or handed to it before), then the other waiters just
+handed one, to be woken}."""
 
 
-def overflow_keys(deployment: str) -> tuple[str, str]:
-    """The `held` and `waiting` sets of one deployment (its task queue)."""
+def overflow_keys(deployment: str) -> tuple[str, str, str]:
+    """The `held`, `waiting` and `seen` sets of one deployment (its task queue)."""
     prefix = f"{quota_prefix(deployment)}overflow:"
-    return f"{prefix}held", f"{prefix}waiting"
+    return f"{prefix}held", f"{prefix}waiting", f"{prefix}seen"
 
 
 class OverflowSlots:
@@ -117,9 +134,7 @@ class OverflowSlots:
         return woken
 
     async def _asked(self, member: str, *, giving: bool) -> tuple[bool, list[str]]:
-        now = int(time.time() * 1000)
-        expiry = now + int(SLOT_LEASE_S * 1000)
-        stale = int(WAITER_STALE_S * 1000)
-        args: list[str | int] = [now, expiry, member, max(self._cap, 1), stale, int(giving)]
+        lease, stale = int(SLOT_LEASE_S * 1000), int(WAITER_STALE_S * 1000)
+        args: list[str | int] = [member, self._cap, lease, stale, int(giving)]
         mine, *woken = await self._ask(keys=self._keys, args=args)
         return bool(int(mine)), [w.decode() if isinstance(w, bytes) else str(w) for w in woken]

@@ -18,7 +18,9 @@ Interactive runs of four tenants go C at a time until N have finished, three way
   sends F runs at once through the HTTP gateway (`POST /v1/runs`, in this process, its
   quotas lifted so none is refused), all with `schemas.lanes` priorities: the gateway
   starts the tenant's runs past `--interactive-share` in flight in the overflow lane, of
-  which `--overflow-cap` do their work at once (`workflows.overflow_gate`);
+  which `--overflow-cap` do their work at once (`workflows.overflow_gate`). The share's
+  default is what each interactive tenant has in flight (C / 4), as a deployment serving
+  several tenants sets it (the product's default, 0, suits one serving a single tenant);
 - `burst, lanes off`: the same, every run at Temporal's default priority.
 
 The warmer (`--warmer real`, the default) is `CacheWarmerWorkflow` itself, started as its
@@ -239,8 +241,10 @@ def main() -> None:
     parser.add_argument(
         "--interactive-share",
         type=int,
-        default=Settings().gateway_interactive_runs_per_tenant,
-        help="AGENTKEEL_GATEWAY_INTERACTIVE_RUNS_PER_TENANT (0: every run interactive)",
+        default=None,
+        help="AGENTKEEL_GATEWAY_INTERACTIVE_RUNS_PER_TENANT (0: every run interactive); "
+        "default: what each interactive tenant has in flight (--in-flight / 4), as a "
+        "deployment serving several tenants sets it",
     )
     parser.add_argument(
         "--overflow-cap",
@@ -250,6 +254,8 @@ def main() -> None:
     )
     parser.add_argument("--carrier-ms", type=int, default=40, help="carrier latency")
     args = parser.parse_args()
+    if args.interactive_share is None:
+        args.interactive_share = max(1, args.in_flight // len(TENANTS))
     if args.warmer == "real" and not 1 <= args.warm <= 2 * burst.SEEDED_ORDERS:
         parser.error(
             f"--warm: the real warmer renews 1 to {2 * burst.SEEDED_ORDERS} questions here"

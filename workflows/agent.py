@@ -174,7 +174,7 @@ class AgentWorkflow:
             self._pick_up(state, carried)
         app = compiled_graph(AGENT_GRAPH)
         try:
-            await self._overflow.enter()  # (asks its id first, of overflow runs only)
+            await self._overflow.enter(continued=carried is not None)  # (asks its id first)
             final = await app.ainvoke(state, config={"recursion_limit": RECURSION_LIMIT})
         except BaseException as exc:
             if authority and is_cancelled_exception(exc):

@@ -38,8 +38,10 @@ LONGEST_WAIT = timedelta(seconds=30)
 wakes it at once; the looks find the slots whose leases expired, and stand in for a
 wake-up that did not arrive."""
 _ASK_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=3)
-_WAKE_AT_MOST = 8
-"""Waiters one run wakes in one go, those it hands on a dead waiter's slot to included."""
+_WAKE_AT_MOST = 32
+"""Waiters one run wakes in one go, those it hands a gone waiter's slot on to included (a
+waiter terminated in the last `activities.overflow_slots.WAITER_STALE_S` can still be
+handed one); past it, a live waiter handed a slot finds it at its next look."""
 T = TypeVar("T")
 
 
@@ -47,15 +49,17 @@ class OverflowGate:
     def __init__(self, progress: RunProgress) -> None:
         self._progress = progress
         self._woken = False
-        self._held = False
+        self._asked = False
+        """Whether the run asked for a slot: it holds one or a place in the queue."""
 
     def wake(self) -> None:
         """A run handed this one a slot (or anyone signalled: it only looks again)."""
         self._woken = True
 
-    async def enter(self) -> None:
-        """Wait for a slot when this is an overflow run (a plain return otherwise)."""
-        if workflow.info().priority.priority_key != LANE_PRIORITY_KEYS[Lane.OVERFLOW]:
+    async def enter(self, *, continued: bool) -> None:
+        """Wait for a slot when this is an overflow run (a plain return otherwise). A run
+        that continues an earlier one (continue-as-new) was let past the gate already."""
+        if continued or workflow.info().priority.priority_key != LANE_PRIORITY_KEYS[Lane.OVERFLOW]:
             return
         if not workflow.patched(OVERFLOW_GATE_PATCH):
             return
@@ -63,10 +67,10 @@ class OverflowGate:
         wait, queued = FIRST_LOOK, False
         while True:
             self._woken = False  # (before asking: a wake-up sent meanwhile is kept)
+            self._asked = True
             grant = await self._ask(names.TAKE_OVERFLOW_SLOT, me, OverflowSlotGrant)
             if grant is None:
                 break
-            self._held = grant.held
             await self._wake(grant.woken)
             if grant.go_on:
                 break
@@ -81,10 +85,11 @@ class OverflowGate:
             self._queued(False)
 
     async def leave(self) -> None:
-        """Give the slot back, and wake the waiters it goes to."""
-        if not self._held:
+        """Give the slot (or the place in the queue) back, and wake the waiters a slot
+        goes to. Runs on every way out of the run, a cancel while it waits included."""
+        if not self._asked:
             return
-        self._held = False
+        self._asked = False
         me = workflow.info().workflow_id
         await self._wake(await self._ask(names.GIVE_BACK_OVERFLOW_SLOT, me, list[str]) or [])
 

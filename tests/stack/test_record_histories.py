@@ -9,8 +9,7 @@ re-recording never overwrites the histories of earlier code: the top-level files
 recorded before `release-2026-12` (one marker per change), its folder's after it, each
 other change's folder under `release-2026-12` with that change's own marker,
 `release-2026-12-06`'s under the release that gathers them all (one marker a run), and
-`release-2026-12-07`'s under the third release (one marker a run, its own), and the
-overflow lane's gate under `overflow-gate-v1` (the third release's marker and its own).
+`release-2026-12-07`'s under the third release (one marker a run, its own).
 """
 
 from __future__ import annotations
@@ -259,29 +258,6 @@ async def test_record_amended_history(make_stack: StackFactory, db: asyncpg.Pool
 
     history = await corrected_refund_history(make_stack, db)
     await _save("corrected_amount_refused", history)
-
-
-@pytest.mark.skipif(not RECORD, reason="set AGENTKEEL_RECORD_HISTORIES=1 to re-record")
-async def test_record_overflow_gate_histories(make_stack: StackFactory) -> None:
-    """Two overflow runs under a cap of one: the first takes the slot, gives it back and
-    wakes the second, which waited for it (`overflow-gate-v1`)."""
-    from agentkeel.client.agent_client import AgentClient
-    from agentkeel.schemas.lanes import Lane
-    from agentkeel.workflows.overflow_gate import OVERFLOW_GATE_PATCH
-    from tests.stack.test_overflow_gate import CountingModelPolicy, _request
-
-    stack = await make_stack(policy=CountingModelPolicy(), overflow_runs_in_flight=1)
-    agents = AgentClient(stack.client, task_queue=stack.task_queue, version="record")
-    handles = [
-        await agents.start(
-            _request("overflow", i, stack.tenant), coalesce=False, lane=Lane.OVERFLOW
-        )
-        for i in range(2)
-    ]
-    for handle in handles:
-        await handle.result()
-    for name, handle in zip(("overflow_held", "overflow_waited"), handles, strict=True):
-        await _save(name, await handle.fetch_history(), OVERFLOW_GATE_PATCH)
 
 
 async def _save(name: str, history: WorkflowHistory, folder: str = THIRD_RELEASE_PATCH) -> None:

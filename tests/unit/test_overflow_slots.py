@@ -21,8 +21,8 @@ async def test_a_redis_that_does_not_answer_lets_the_run_go_on() -> None:
         await redis.aclose()
 
 
-def test_one_deployments_sets_share_a_hash_tag() -> None:
-    held, waiting = overflow_keys("my-queue")
+def test_one_deployments_sets_share_one_hash_tag() -> None:
+    held, waiting, seen = overflow_keys("my-queue")
     # One Redis Cluster slot for both keys of the script: the tag is the task queue.
-    assert held.count("{my-queue}") == waiting.count("{my-queue}") == 1
-    assert held != waiting
+    assert held.count("{my-queue}") == waiting.count("{my-queue}") == seen.count("{my-queue}") == 1
+    assert len({held, waiting, seen}) == 3
