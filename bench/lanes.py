@@ -1,23 +1,28 @@
 """Interactive runs beside a background burst, with lanes on and off.
 
-    python -m bench.lanes [--interactive-runs N] [--in-flight C] [--warm W] [--flood F]
+    python -m bench.lanes [--interactive-runs N] [--rounds R] [--in-flight C] [--warm W]
+                          [--flood F]
                           [--warmer real|burst] [--warm-parallel P]
                           [--workflow-slots S] [--activity-slots A]
                           [--tuner fixed|resource] [--cpu-target T]
                           [--interactive-share N] [--overflow-cap K]
+                          [--gateway process|inline]
 
 A fresh dev server (with the lanes' dynamic config of `cli.stack.temporal`), in-process
 workers, the rules policy, the path cache off, a carrier with `--carrier-ms` latency, and
 a CPU worker taking S workflow tasks and A activities at once (the worker's defaults, 8
 and 200; priority orders only the backlog a worker has not taken, so the workflow tasks
 are few: the SDK's 100 takes a burst into the worker).
-Interactive runs of four tenants go C at a time until N have finished, three ways:
+Interactive runs of four tenants go C at a time until N have finished, three ways, each
+once a round for R rounds (3), alternated, so a slow moment of the machine falls on every
+row alike:
 
 - `alone`: nothing else runs (the baseline);
 - `burst, lanes on`: at the same moment the cache warmer starts and a flooding tenant
-  sends F runs at once through the HTTP gateway (`POST /v1/runs`, in this process, its
-  quotas lifted so none is refused), all with `schemas.lanes` priorities: the gateway
-  starts the tenant's runs past `--interactive-share` in flight in the overflow lane, of
+  sends F runs at once through the HTTP gateway (`POST /v1/runs`; `python -m
+  agentkeel.gateway` in a process of its own, as deployed, or with `--gateway inline` in
+  this one; its quotas lifted so none is refused), all with `schemas.lanes` priorities:
+  the gateway starts the tenant's runs past `--interactive-share` in flight in the overflow lane, of
   which `--overflow-cap` do their work at once (`workflows.overflow_gate`). The share's
   default is what each interactive tenant has in flight (C / 4), as a deployment serving
   several tenants sets it (the product's default, 0, suits one serving a single tenant);
@@ -29,20 +34,20 @@ questions of the `default` tenant, asked once each before the rows) with its
 `max_parallel` runs at once (`--warm-parallel`, `WarmInput`'s default). `--warmer burst`
 starts W warming runs at once instead: harsher than the warmer ever is.
 
-Printed per row: the interactive runs' p50 and p99 and p99 as a multiple of `alone`'s,
-the median of each interactive tenant's runs and the worst of them as a multiple of the
-best, and the flood's median (each flood run timed from the burst's start). Sized for 2
-cores; the burst is drained before the next row.
+Printed per row, its rounds pooled (R x N runs: a p99 of 100 runs is nearly their worst,
+which one slow moment moves): the interactive runs' p50 and p99 and p99 as a multiple of
+`alone`'s, the median of each interactive tenant's runs and the worst of them as a
+multiple of the best, and the flood's median (each flood run timed from the burst's
+start); then each round's own p99 ratio, as the spread. Sized for 2 cores; the burst is
+drained before the next row.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import time
 import uuid
-from dataclasses import dataclass, field
 
 import httpx
 from temporalio.client import WorkflowHandle
@@ -54,27 +59,10 @@ from agentkeel.schemas.result import AgentResult
 from agentkeel.schemas.warming import WarmInput
 from agentkeel.settings.model import Settings
 from bench import lanes_burst as burst
+from bench.lanes_rows import TENANTS, Row, print_row
 from bench.stack import StackConfig, bench_stack
 
-TENANTS = ("default", "tenant-b", "tenant-c", "tenant-d")
-"""The interactive tenants (`default` holds the seeded shop; the others find no rows, so
-their runs answer "not found": the same work for every row of the table)."""
-
-
-@dataclass
-class Row:
-    name: str
-    warmed: int | None = None
-    """The warmer's runs (`--warmer real`)."""
-    latencies: list[float] = field(default_factory=list)
-    by_tenant: dict[str, list[float]] = field(default_factory=dict)
-
-    def p(self, q: float) -> float:
-        ordered = sorted(self.latencies) or [0.0]
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-    def medians(self) -> dict[str, float]:
-        return {t: statistics.median(v) for t, v in self.by_tenant.items() if v}
+BURST_ROWS = ("burst, lanes on", "burst, lanes off")
 
 
 async def _interactive(agents: AgentClient, row: Row, runs: int, in_flight: int) -> None:
@@ -135,21 +123,6 @@ async def _row(
     return row
 
 
-def _print(row: Row, alone: Row) -> None:
-    medians = row.medians()
-    flood = medians.pop(burst.FLOOD_TENANT, None)
-    spread = max(medians.values()) / min(medians.values())
-    tenants = " ".join(f"{t}={medians[t]:.0f}" for t in TENANTS)
-    flooded = "" if flood is None else f" (flood: {flood:.0f}, its runs from the burst's start)"
-    if row.warmed is not None:
-        flooded += f" (warmer: {row.warmed} runs)"
-    print(
-        f"{row.name:<17} {row.p(0.5):>7.0f} {row.p(0.99):>7.0f} "
-        f"{row.p(0.99) / alone.p(0.99):>9.2f} {spread:>11.2f}   {tenants}{flooded}",
-        flush=True,
-    )
-
-
 async def measure(args: argparse.Namespace) -> None:
     async with (
         carrier(args.carrier_ms) as carrier_url,
@@ -175,30 +148,43 @@ async def measure(args: argparse.Namespace) -> None:
         await _interactive(on, Row("warm-up"), 2 * args.in_flight, args.in_flight)
         if args.warmer == "real":
             await burst.seed_hot_questions(on, args.warm, args.in_flight)
-        warmer = (
-            f"the cache warmer renewing {args.warm} questions, {args.warm_parallel} at once"
-            if args.warmer == "real"
-            else f"{args.warm} warming runs at once"
-        )
-        print(
-            f"{args.interactive_runs} interactive runs, {args.in_flight} in flight, of "
-            f"{len(TENANTS)} tenants; burst: {warmer} + {args.flood} runs of "
-            f"{burst.FLOOD_TENANT} through the gateway (interactive share "
-            f"{args.interactive_share or 'off'}, {_cap(args)}); CPU worker slots "
-            f"{args.workflow_slots} "
-            f"workflow tasks, "
-            f"{args.activity_slots} activities ({_tuner(args)}); times in ms"
-        )
+        _header(args)
+        pooled = {name: Row(name) for name in ("alone", *BURST_ROWS)}
+        ratios: dict[str, list[float]] = {name: [] for name in BURST_ROWS}
+        for round_ in range(args.rounds):
+            alone = await _row(on, "alone", args)
+            pooled["alone"].add(alone)
+            for name, agents, lanes in ((BURST_ROWS[0], on, True), (BURST_ROWS[1], off, False)):
+                async with burst.gateway(stack, args, lanes) as gateway:
+                    row = await _row(agents, name, args, gateway, lanes)
+                pooled[name].add(row)
+                ratios[name].append(row.p(0.99) / alone.p(0.99))
+            each = ", ".join(f"{name} {ratios[name][-1]:.2f}" for name in BURST_ROWS)
+            print(f"(round {round_ + 1}: p99 / that round's alone p99: {each})", flush=True)
         print(f"{'row':<17} {'p50':>7} {'p99':>7} {'p99/alone':>9} {'worst/best':>11}   "
               "tenant medians")  # fmt: skip
-        alone = await _row(on, "alone", args)
-        _print(alone, alone)
-        for name, agents, lanes in (
-            ("burst, lanes on", on, True),
-            ("burst, lanes off", off, False),
-        ):
-            async with burst.gateway(stack, args, lanes) as gateway:
-                _print(await _row(agents, name, args, gateway, lanes), alone)
+        for row in pooled.values():
+            print_row(row, pooled["alone"])
+        print(
+            "p99 / alone, one round each: "
+            + "; ".join(f"{n} {min(r):.2f}-{max(r):.2f}" for n, r in ratios.items())
+        )
+
+
+def _header(args: argparse.Namespace) -> None:
+    warmer = (
+        f"the cache warmer renewing {args.warm} questions, {args.warm_parallel} at once"
+        if args.warmer == "real"
+        else f"{args.warm} warming runs at once"
+    )
+    print(
+        f"{args.interactive_runs} interactive runs a row and round ({args.rounds} rounds), "
+        f"{args.in_flight} in flight, of {len(TENANTS)} tenants; burst: {warmer} + "
+        f"{args.flood} runs of {burst.FLOOD_TENANT} through the gateway ({args.gateway}; "
+        f"interactive share {args.interactive_share or 'off'}, {_cap(args)}); CPU worker "
+        f"slots {args.workflow_slots} workflow tasks, {args.activity_slots} activities "
+        f"({_tuner(args)}); times in ms"
+    )
 
 
 def _cap(args: argparse.Namespace) -> str:
@@ -215,7 +201,10 @@ def _tuner(args: argparse.Namespace) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.lanes", description=__doc__)
-    parser.add_argument("--interactive-runs", type=int, default=100)
+    parser.add_argument("--interactive-runs", type=int, default=100, help="per row and round")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="each row once a round, alternated; pooled"
+    )
     parser.add_argument("--in-flight", type=int, default=20)
     parser.add_argument("--warm", type=int, default=300, help="the warmer's runs")
     parser.add_argument("--flood", type=int, default=100, help="the flooding tenant's runs")
@@ -245,6 +234,12 @@ def main() -> None:
         help="AGENTKEEL_GATEWAY_INTERACTIVE_RUNS_PER_TENANT (0: every run interactive); "
         "default: what each interactive tenant has in flight (--in-flight / 4), as a "
         "deployment serving several tenants sets it",
+    )
+    parser.add_argument(
+        "--gateway",
+        choices=("process", "inline"),
+        default="process",
+        help="the gateway in its own process (as deployed) or in the bench's",
     )
     parser.add_argument(
         "--overflow-cap",

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
+import sys
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 import httpx
 from temporalio.client import WorkflowHandle
@@ -20,7 +23,7 @@ from agentkeel.schemas.lanes import Lane
 from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.schemas.result import AgentResult
 from agentkeel.schemas.warming import WarmInput, WarmResult
-from agentkeel.settings.model import Settings
+from agentkeel.settings.model import ENV_PREFIX, Settings
 from agentkeel.settings.ports import free_port
 from agentkeel.workers.warming_schedule import warmer_priority
 from agentkeel.workflows.warmer import CacheWarmerWorkflow
@@ -91,23 +94,62 @@ async def gateway(
     stack: BenchStack, args: argparse.Namespace, lanes: bool
 ) -> AsyncIterator[httpx.AsyncClient]:
     """The HTTP gateway onto the stack, with its quotas of runs lifted (the flood is a
-    tenant allowed that many) and its interactive share per tenant from `args`."""
+    tenant allowed that many) and its interactive share per tenant from `args`: its own
+    process (`python -m agentkeel.gateway`), as deployed, or with `--gateway inline` in
+    this one, beside the interactive runs' client and the workers."""
     settings = stack.settings.model_copy(
         update={
             "priority_lanes": lanes,
             "gateway_runs_per_key": 0,
             "gateway_runs_per_tenant": 0,
             "gateway_interactive_runs_per_tenant": args.interactive_share,
+            "gateway_address": f"127.0.0.1:{free_port()}",
         }
     )
-    app = create_app(AgentClient.from_settings(stack.client, settings), ApiKeys([]), settings)
-    async with (
-        serving(app, "127.0.0.1", free_port()) as url,
-        httpx.AsyncClient(
-            base_url=url, timeout=60, trust_env=False, limits=httpx.Limits(max_connections=None)
-        ) as http,
-    ):
+    async with AsyncExitStack() as exits:
+        if args.gateway == "inline":
+            app = create_app(
+                AgentClient.from_settings(stack.client, settings), ApiKeys([]), settings
+            )
+            url = await exits.enter_async_context(serving(app, "127.0.0.1", free_port()))
+        else:
+            url = await exits.enter_async_context(_gateway_process(stack, settings))
+        http = await exits.enter_async_context(
+            httpx.AsyncClient(
+                base_url=url, timeout=60, trust_env=False, limits=httpx.Limits(max_connections=None)
+            )
+        )
         yield http
+
+
+@asynccontextmanager
+async def _gateway_process(stack: BenchStack, settings: Settings) -> AsyncIterator[str]:
+    env = {k: v for k, v in settings.to_env().items() if v is not None}
+    env[f"{ENV_PREFIX}TEMPORAL_ADDRESS"] = stack.client.service_client.config.target_host
+    env[f"{ENV_PREFIX}METRICS_ADDRESS"] = "off"
+    url = f"http://{settings.gateway_address}"
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "agentkeel.gateway",
+        env={**os.environ, **env},
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        async with httpx.AsyncClient(base_url=url, trust_env=False) as probe, asyncio.timeout(60):
+            while True:
+                with contextlib.suppress(httpx.TransportError):
+                    if (await probe.get("/healthz")).status_code == 200:
+                        break
+                if child.returncode is not None:
+                    raise RuntimeError(f"the gateway exited with {child.returncode}")
+                await asyncio.sleep(0.2)
+        yield url
+    finally:
+        if child.returncode is None:
+            child.terminate()
+        await child.wait()
 
 
 async def flood(agents: AgentClient, http: httpx.AsyncClient, flood: int) -> Handles:
