@@ -14,8 +14,7 @@ a CPU worker taking S workflow tasks and A activities at once (the worker's defa
 and 200; priority orders only the backlog a worker has not taken, so the workflow tasks
 are few: the SDK's 100 takes a burst into the worker).
 Interactive runs of four tenants go C at a time until N have finished, three ways, each
-once a round for R rounds (3), alternated, so a slow moment of the machine falls on every
-row alike:
+once a round for R rounds (3), in this order every round:
 
 - `alone`: nothing else runs (the baseline);
 - `burst, lanes on`: at the same moment the cache warmer starts and a flooding tenant
@@ -34,7 +33,7 @@ questions of the `default` tenant, asked once each before the rows) with its
 `max_parallel` runs at once (`--warm-parallel`, `WarmInput`'s default). `--warmer burst`
 starts W warming runs at once instead: harsher than the warmer ever is.
 
-Printed per row, its rounds pooled (R x N runs: a p99 of 100 runs is nearly their worst,
+Printed per row, its rounds pooled (R x N runs: a p99 of 100 runs is their slowest,
 which one slow moment moves): the interactive runs' p50 and p99 and p99 as a multiple of
 `alone`'s, the median of each interactive tenant's runs and the worst of them as a
 multiple of the best, and the flood's median (each flood run timed from the burst's

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import os
 import sys
+import tempfile
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -124,17 +125,21 @@ async def gateway(
 
 @asynccontextmanager
 async def _gateway_process(stack: BenchStack, settings: Settings) -> AsyncIterator[str]:
+    # The stack's own settings only: a Temporal profile of the caller's (`TEMPORAL_*`, its
+    # TLS or API key) is not the bench's dev server.
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_")}
     env = {k: v for k, v in settings.to_env().items() if v is not None}
     env[f"{ENV_PREFIX}TEMPORAL_ADDRESS"] = stack.client.service_client.config.target_host
     env[f"{ENV_PREFIX}METRICS_ADDRESS"] = "off"
     url = f"http://{settings.gateway_address}"
+    said = tempfile.TemporaryFile()
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "agentkeel.gateway",
-        env={**os.environ, **env},
+        env={**inherited, **env},
         stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
+        stderr=said,  # (a file: a pipe nobody reads would stall the gateway once full)
     )
     try:
         async with httpx.AsyncClient(base_url=url, trust_env=False) as probe, asyncio.timeout(60):
@@ -143,13 +148,20 @@ async def _gateway_process(stack: BenchStack, settings: Settings) -> AsyncIterat
                     if (await probe.get("/healthz")).status_code == 200:
                         break
                 if child.returncode is not None:
-                    raise RuntimeError(f"the gateway exited with {child.returncode}")
+                    said.seek(0)
+                    last = said.read().decode(errors="replace")[-2000:]
+                    raise RuntimeError(f"the gateway exited with {child.returncode}: {last}")
                 await asyncio.sleep(0.2)
         yield url
     finally:
         if child.returncode is None:
             child.terminate()
-        await child.wait()
+        try:
+            await asyncio.wait_for(child.wait(), timeout=10)
+        except TimeoutError:
+            child.kill()
+            await child.wait()
+        said.close()
 
 
 async def flood(agents: AgentClient, http: httpx.AsyncClient, flood: int) -> Handles:

@@ -43,7 +43,7 @@ def print_row(row: Row, alone: Row) -> None:
     tenants = " ".join(f"{t}={medians[t]:.0f}" for t in TENANTS)
     flooded = "" if flood is None else f" (flood: {flood:.0f}, its runs from the burst's start)"
     if row.warmed is not None:
-        flooded += f" (warmer: {row.warmed} runs)"
+        flooded += f" (warmer: {row.warmed} runs in all)"
     print(
         f"{row.name:<17} {row.p(0.5):>7.0f} {row.p(0.99):>7.0f} "
         f"{row.p(0.99) / alone.p(0.99):>9.2f} {spread:>11.2f}   {tenants}{flooded}",

@@ -91,7 +91,15 @@ class OverflowGate:
             return
         self._asked = False
         me = workflow.info().workflow_id
-        await self._wake(await self._ask(names.GIVE_BACK_OVERFLOW_SLOT, me, list[str]) or [])
+        try:
+            await self._wake(await self._ask(names.GIVE_BACK_OVERFLOW_SLOT, me, list[str]) or [])
+        except BaseException as exc:  # (eviction's own error is not a cancel: re-raised)
+            if not is_cancelled_exception(exc):
+                raise
+            # A cancel that arrives now finds the run's outcome decided (its answer, or its
+            # own cancel being recorded): the slot's lease expires on its own, and the next
+            # waiter finds it at its next look.
+            workflow.logger.info("overflow slot left to expire: the run was cancelled")
 
     async def _ask(self, activity: str, run: str, answer: type[T]) -> T | None:
         """The slot store's answer for `run`; None when it cannot be asked (go on)."""
