@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import sys
 import tempfile
 import uuid
@@ -24,12 +23,12 @@ from agentkeel.schemas.lanes import Lane
 from agentkeel.schemas.request import AgentRequest, RunOptions
 from agentkeel.schemas.result import AgentResult
 from agentkeel.schemas.warming import WarmInput, WarmResult
-from agentkeel.settings.model import ENV_PREFIX, Settings
+from agentkeel.settings.model import Settings
 from agentkeel.settings.ports import free_port
 from agentkeel.workers.warming_schedule import warmer_priority
 from agentkeel.workflows.warmer import CacheWarmerWorkflow
 from bench.load import questions
-from bench.stack import BenchStack
+from bench.stack import BenchStack, child_environ
 
 FLOOD_TENANT = "tenant-flood"
 
@@ -125,19 +124,13 @@ async def gateway(
 
 @asynccontextmanager
 async def _gateway_process(stack: BenchStack, settings: Settings) -> AsyncIterator[str]:
-    # The stack's own settings only: a Temporal profile of the caller's (`TEMPORAL_*`, its
-    # TLS or API key) is not the bench's dev server.
-    inherited = {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_")}
-    env = {k: v for k, v in settings.to_env().items() if v is not None}
-    env[f"{ENV_PREFIX}TEMPORAL_ADDRESS"] = stack.client.service_client.config.target_host
-    env[f"{ENV_PREFIX}METRICS_ADDRESS"] = "off"
     url = f"http://{settings.gateway_address}"
     said = tempfile.TemporaryFile()
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "agentkeel.gateway",
-        env={**inherited, **env},
+        env=child_environ(stack.client, settings),
         stdout=asyncio.subprocess.DEVNULL,
         stderr=said,  # (a file: a pipe nobody reads would stall the gateway once full)
     )

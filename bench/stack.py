@@ -208,15 +208,23 @@ def _local_offers(activities: list[Callable[..., Any]]) -> LocalPolicyActivities
     raise RuntimeError("the CPU worker serves no local policy offers")
 
 
+def child_environ(client: Client, settings: Settings) -> dict[str, str]:
+    """The environment of an agentkeel process the bench starts: the stack's settings and
+    its dev server, no metrics endpoint, and none of the caller's Temporal profile
+    (`TEMPORAL_*`: its TLS or API key are not the dev server's)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_")}
+    env.update({k: v for k, v in settings.to_env().items() if v is not None})
+    env[f"{ENV_PREFIX}TEMPORAL_ADDRESS"] = client.service_client.config.target_host
+    env[f"{ENV_PREFIX}METRICS_ADDRESS"] = "off"
+    return env
+
+
 @asynccontextmanager
 async def inference_child(client: Client, settings: Settings) -> AsyncIterator[None]:
     """`agentkeel worker inference` in a process of its own, with the stack's settings,
     polling before the block starts and stopped (drained) after it."""
-    env = {k: v for k, v in settings.to_env().items() if v is not None}
-    env[f"{ENV_PREFIX}TEMPORAL_ADDRESS"] = client.service_client.config.target_host
-    env[f"{ENV_PREFIX}METRICS_ADDRESS"] = "off"
     with tempfile.TemporaryDirectory(prefix="agentkeel-bench-") as folder:
-        fleet = WorkerFleet(settings, {**os.environ, **env}, Path(folder))
+        fleet = WorkerFleet(settings, child_environ(client, settings), Path(folder))
         fleet.start("inference", 1)
         try:
             await fleet.wait_polling(client)

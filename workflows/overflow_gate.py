@@ -50,7 +50,7 @@ class OverflowGate:
         self._progress = progress
         self._woken = False
         self._asked = False
-        """Whether the run asked for a slot: it holds one or a place in the queue."""
+        """Whether the run has a slot or a place in the queue to give back."""
 
     def wake(self) -> None:
         """A run handed this one a slot (or anyone signalled: it only looks again)."""
@@ -67,8 +67,10 @@ class OverflowGate:
         wait, queued = FIRST_LOOK, False
         while True:
             self._woken = False  # (before asking: a wake-up sent meanwhile is kept)
-            self._asked = True
             grant = await self._ask(names.TAKE_OVERFLOW_SLOT, me, OverflowSlotGrant)
+            # Something to give back: a slot, a place in the queue, or an answer that never
+            # came (the script may have run). No cap, or Redis away at once: nothing.
+            self._asked = grant is None or grant.held or not grant.go_on or queued
             if grant is None:
                 break
             await self._wake(grant.woken)
