@@ -28,15 +28,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from bench.ideal_plan import intent_of, reading_document
 from bench.peer_cases import (
     NoSuchOrder,
-    Step,
     case_in,
     corrected,
     failure_of,
     next_round,
-    plan_of,
-    reading,
     result_of,
 )
 from bench.peer_fakes import ANSWER
@@ -44,7 +42,6 @@ from bench.token_text import Reply, ToolCall
 
 ANSWER_TOOLS = ("final_result", "final_answer", "answer")
 """Names under which callers offer a tool that carries the final answer."""
-UNSURE = "uncertain"
 
 
 @dataclass(frozen=True)
@@ -72,9 +69,9 @@ class IdealShapeModel:
             return self._choice(labels, messages, wrapped=True)
         if set(properties) == {"intent", "confidence"}:  # a route with its own confidence
             said = round(self.route_confidence * (len(properties["confidence"]["enum"]) - 1))
-            intent = _intent(properties["intent"]["enum"])
+            intent = intent_of(properties["intent"]["enum"])
             return Reply(text=json.dumps({"intent": intent, "confidence": said}))
-        return Reply(text=json.dumps(_reading_document(conversation, schema)))
+        return Reply(text=json.dumps(reading_document(conversation, schema)))
 
     def _choice(self, labels: list[str], messages: list[dict[str, Any]], *, wrapped: bool) -> Reply:
         def written(label: str) -> str:
@@ -87,7 +84,7 @@ class IdealShapeModel:
             failed = failure_of(case) in _conversation_text(messages)
             again = case.wrong_once and failed and "replan" in labels
             return Reply(text=written("replan" if again else "finish"), choices=tuple(as_json))
-        intent = _intent(labels)
+        intent = intent_of(labels)
         return Reply(text=written(intent), choices=tuple(as_json), confidence=self.route_confidence)
 
 
@@ -114,14 +111,6 @@ def _response_schema(body: dict[str, Any]) -> dict[str, Any] | None:
         return None
     schema: dict[str, Any] = response_format["json_schema"]["schema"]
     return schema
-
-
-def _intent(labels: list[str]) -> str:
-    """The shop intent the bench shapes' reads serve; the first sure label otherwise."""
-    for preferred in ("order_status", "policy"):
-        if preferred in labels:
-            return preferred
-    return next((label for label in labels if label != UNSURE), labels[0])
 
 
 # Tool calling ------------------------------------------------------------------------------
@@ -184,84 +173,6 @@ def _answer_call(function: dict[str, Any]) -> ToolCall:
     properties = (function.get("parameters") or {}).get("properties", {})
     arguments = {name: ANSWER for name, p in properties.items() if p.get("type") == "string"}
     return ToolCall("call_answer", function["name"], arguments)
-
-
-# agentkeel's plan document -------------------------------------------------------------------
-
-
-def _reading_document(conversation: str, schema: dict[str, Any]) -> dict[str, Any]:
-    """The plan of the conversation's question as it now reads it. A patch of the round
-    before (the schema asks each step for its id) holds only the steps that differ from
-    the misread plan; its answer is the whole plan's."""
-    plan = reading(conversation)
-    steps = plan
-    case = case_in(conversation)
-    if _patch_form(schema) and case.wrong_once and corrected(case, conversation):
-        misread = plan_of(case, misread=True)
-        steps = [step for step in plan if step not in misread]
-        # As the planner is told (`PATCH_INSTRUCTION`): the answer written before stands
-        # unless a step it names is gone, so a patch that only replaces steps writes none.
-        replaces = {step.id for step in steps} <= {step.id for step in misread}
-        return _plan_document(steps, schema, answer_of=None if replaces else plan)
-    return _plan_document(steps, schema, answer_of=plan)
-
-
-def _step_forms(schema: dict[str, Any]) -> dict[str, Any]:
-    properties = schema.get("properties", {})
-    forms = properties.get("steps", {}).get("items", {}).get("anyOf", [{}])
-    found: dict[str, Any] = forms[0].get("properties", {})
-    return found
-
-
-def _patch_form(schema: dict[str, Any]) -> bool:
-    forms = _step_forms(schema)
-    return "tool" not in forms and "id" in forms
-
-
-def _plan_document(
-    steps: list[Step], schema: dict[str, Any], *, answer_of: list[Step] | None = None
-) -> dict[str, Any]:
-    """`steps` as agentkeel's plan schema asks for them, in the schema's order and its step
-    form: each step keyed by its tool (ids by position, or its `id` first where the schema
-    asks for one: a patch), or `{id, tool, args}`; the answer template of `answer_of` (of
-    `steps` for a whole plan; none for a patch without `answer_of`)."""
-    properties = schema.get("properties", {})
-    keyed_by_tool = "tool" not in _step_forms(schema)
-    patch = _patch_form(schema)
-    written_steps = []
-    for step in steps:
-        written: dict[str, Any] = (
-            {**({"id": step.id} if patch else {}), step.tool: step.args}
-            if keyed_by_tool
-            else {"id": step.id, "tool": step.tool, "args": step.args}
-        )
-        if step.after:
-            written["after"] = list(step.after)
-        written_steps.append(written)
-    values: dict[str, Any] = {
-        "intent": _intent(properties.get("intent", {}).get("enum", [UNSURE])),
-        "rationale": f"{len(steps)} lookups",
-        "steps": written_steps,
-    }
-    if answer_of is not None or not patch:
-        values["answer"] = _answer_template(answer_of or steps)
-    return {name: values[name] for name in properties if name in values}
-
-
-_ANSWER_FIELD = {
-    "search_kb": "query",
-    "get_order": "status",
-    "check_inventory": "sku",
-    "track_shipment": "status",
-}
-"""A field every result of each tool has, for the answer template."""
-
-
-def _answer_template(steps: list[Step]) -> str:
-    """One short sentence with the last step's fact: about as long as the answer a
-    tool-calling model writes (`ANSWER`)."""
-    last = steps[-1]
-    return f"Found: {{${last.id}.{_ANSWER_FIELD[last.tool]}}}."
 
 
 __all__ = ["ANSWER_TOOLS", "IdealShapeModel"]

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from agentkeel.schemas.plan.model import Plan
 from agentkeel.schemas.result import StepError, StepOutcome
 from agentkeel.schemas.route import Route, Tier
-from agentkeel.schemas.speculation import PredictedCall, Reading
+from agentkeel.schemas.speculation import MAX_SPECULATIVE_CALLS, PredictedCall, Reading
 from agentkeel.schemas.usage import RunUsage
 
 
@@ -55,6 +55,11 @@ class RouteInput(ModelCallInput):
     """Signal the run each read its planners write as soon as it is written (a plan made
     beside the router, a draft plan), so it starts before the plan is whole
     (`workflows.plan_stream`); false where the run would not take them."""
+    started_reads: list[PredictedCall] = Field(
+        default_factory=list, max_length=MAX_SPECULATIVE_CALLS
+    )
+    """Reads the run started from the request: its planners are given them as steps
+    `p1`, `p2`, ... of the plan (`inference.llm.given_reads`)."""
 
 
 class RouteResult(BaseModel):
@@ -91,6 +96,11 @@ class PlanInput(ModelCallInput):
     """A replan that patches the previous round (`options.replan_patch`): the planner
     writes only the steps to replace (same id) or add, each with its id; the round's
     other steps are kept."""
+    started_reads: list[PredictedCall] = Field(
+        default_factory=list, max_length=MAX_SPECULATIVE_CALLS
+    )
+    """Reads the run started from the request, given to a first plan as its steps `p1`,
+    `p2`, ...: the planner writes only what comes after them (`RouteInput.started_reads`)."""
 
 
 class PlanResult(BaseModel):

@@ -24,7 +24,6 @@ where the input says `stream_steps` (`wanted`), and the first call taken asks
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from pydantic import ValidationError
@@ -34,7 +33,7 @@ from agentkeel.schemas.tools import TOOLS, ToolSpec
 from agentkeel.workflows.dag.resolve import resolve
 from agentkeel.workflows.dag.run_context import RunContext
 from agentkeel.workflows.release import since
-from agentkeel.workflows.speculation import Speculation
+from agentkeel.workflows.speculation import Speculation, step_signature
 from agentkeel.workflows.state import AgentState
 
 PLAN_STREAM_PATCH = "plan-stream-v1"
@@ -100,11 +99,7 @@ def _name_step(pool: Speculation, call: PredictedCall, task: asyncio.Task[Any] |
     if task is None:
         pool.by_step.pop(call.step, None)
     else:
-        pool.by_step[call.step] = (_signature(call), task)
-
-
-def _signature(call: PredictedCall) -> str:
-    return json.dumps([call.tool, call.args, call.after], sort_keys=True)
+        pool.by_step[call.step] = (step_signature(call), task)
 
 
 def _room(context: RunContext) -> bool:
@@ -141,7 +136,7 @@ def _take_after(context: RunContext, spec: ToolSpec, call: PredictedCall) -> boo
     if pool is None or call.step is None:
         return False  # nothing it reads started early
     taken = pool.by_step.get(call.step)
-    if taken is not None and taken[0] == _signature(call):
+    if taken is not None and taken[0] == step_signature(call):
         return False  # this very step taken already (a re-sent signal)
     waits = [pool.by_step.get(step) for step in call.after]
     if any(wait is None for wait in waits) or not _room(context):
@@ -151,7 +146,7 @@ def _take_after(context: RunContext, spec: ToolSpec, call: PredictedCall) -> boo
         return False
     ready = [wait[1] for wait in waits if wait is not None]
     task = asyncio.ensure_future(_when_ready(context, pool, spec, call, ready))
-    pool.by_step[call.step] = (_signature(call), task)
+    pool.by_step[call.step] = (step_signature(call), task)
     pool.waiting.append(task)
     return True
 

@@ -32,6 +32,7 @@ from agentkeel.schemas.speculation import (
     SpeculationOutcome,
     SpeculationReport,
     SpeculativeCall,
+    given_id,
     may_speculate,
 )
 from agentkeel.schemas.tools import TOOLS, ToolSpec
@@ -67,6 +68,11 @@ def _key(tool: str, args: dict[str, Any]) -> str:
     return f"{tool}:{json.dumps(args, sort_keys=True)}"
 
 
+def step_signature(call: PredictedCall) -> str:
+    """What a named step is (tool, arguments, inputs): a step sent again is the same."""
+    return json.dumps([call.tool, call.args, call.after], sort_keys=True)
+
+
 class Speculation:
     """The speculative calls of one planning round, and what became of them."""
 
@@ -86,6 +92,22 @@ class Speculation:
         then its call."""
         self.waiting: list[asyncio.Task[Any]] = []
         """The waits of streamed steps that read earlier ones (ended with the round)."""
+        self.given: list[PredictedCall] = []
+        """The reads started from the request, as the planner is given them: steps `p1`,
+        `p2`, ... of its plan (`inference.llm.given_reads`)."""
+
+    def give(self) -> list[PredictedCall]:
+        """Name the calls open now (the reads started from the request) `p1`, `p2`, ...,
+        as the planner is given them, so a streamed step that reads one starts once it
+        has returned (`workflows.plan_stream`). Changes no command of a run recorded
+        before it: no planner wrote a `p` step then, so no signal reads one."""
+        self.given = [
+            PredictedCall(tool=running.tool, args=running.args, step=given_id(i))
+            for i, running in enumerate(self._open.values())
+        ]
+        for call, running in zip(self.given, self._open.values(), strict=True):
+            self.by_step[str(call.step)] = (step_signature(call), running.task)
+        return self.given
 
     def holds(self, tool: str, args: dict[str, Any]) -> bool:
         """Whether the call is open here (started, not yet claimed by a step)."""

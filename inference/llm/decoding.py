@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -144,15 +144,18 @@ def streams_json(engine: Engine) -> bool:
     return bool(getattr(engine, "streams_json", False))
 
 
-async def generate_plan(engine: Engine, tier: Tier, request: GenerateRequest) -> GenerateResult:
+async def generate_plan(
+    engine: Engine, tier: Tier, request: GenerateRequest, *, ready: Sequence[str] = ()
+) -> GenerateResult:
     """A plan document: decoded whole, or, where the calling activity takes early reads
     (`inference.llm.plan_stream.STEP_SINK`) and the engine can, streamed, each complete read
-    handed to the sink as soon as the model has written it. The same checked result."""
+    handed to the sink as soon as the model has written it. The same checked result.
+    `ready`: steps the planner was given, started already (a written read may read them)."""
     sink = STEP_SINK.get()
     if sink is None or not streams_json(engine):
         return await generate(engine, tier, request)
     started = time.perf_counter()
-    reader = StepReader()
+    reader = StepReader(ready=ready)
     parts: list[str] = []
     finish: FinishReason | None = None
     usage: Usage | None = None

@@ -62,35 +62,36 @@ def model_document(plan: Mapping[str, Any]) -> dict[str, Any]:
     step's tool as the key of its arguments, its id dropped, references renamed to the
     positions the steps are written at."""
     steps = list(plan.get("steps", []))
-    renamed = {str(s.get("id")): step_id(i) for i, s in enumerate(steps)}
+    ids = {str(s.get("id")): step_id(i) for i, s in enumerate(steps)}
     written = []
     for step in steps:
-        entry: dict[str, Any] = {step["tool"]: _renamed(step.get("args", {}), renamed)}
+        entry: dict[str, Any] = {step["tool"]: renamed(step.get("args", {}), ids)}
         for option in STEP_OPTIONS:
             if option == "after" and "after" in step:
-                entry["after"] = [renamed.get(str(a), a) for a in step["after"]]
+                entry["after"] = [ids.get(str(a), a) for a in step["after"]]
             elif option in step:
-                entry[option] = _renamed(step[option], renamed)
+                entry[option] = renamed(step[option], ids)
         written.append(entry)
     # In the plan's own order: the answer names steps, so it is written after them.
     document: dict[str, Any] = {k: (written if k == "steps" else v) for k, v in plan.items()}
     answer = document.get("answer")
     if isinstance(answer, str):
-        document["answer"] = _renamed_text(answer, renamed)
+        document["answer"] = renamed_text(answer, ids)
     return document
 
 
-def _renamed(value: Any, ids: Mapping[str, str]) -> Any:
+def renamed(value: Any, ids: Mapping[str, str]) -> Any:
+    """`value` (arguments, a condition) with each reference to a step of `ids` renamed."""
     if isinstance(value, str):  # only references name steps; other text is kept as is
-        return _renamed_text(value, ids) if value.startswith("$") else value
+        return renamed_text(value, ids) if value.startswith("$") else value
     if isinstance(value, list):
-        return [_renamed(v, ids) for v in value]
+        return [renamed(v, ids) for v in value]
     if isinstance(value, Mapping):
-        return {k: _renamed(v, ids) for k, v in value.items()}
+        return {k: renamed(v, ids) for k, v in value.items()}
     return value
 
 
-def _renamed_text(text: str, ids: Mapping[str, str]) -> str:
+def renamed_text(text: str, ids: Mapping[str, str]) -> str:
     """`$old.field` -> `$new.field` wherever a reference appears in `text`."""
     return re.sub(
         r"\$([A-Za-z][A-Za-z0-9_]*)", lambda m: "$" + ids.get(m.group(1), m.group(1)), text

@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from agentkeel.schemas.plan.model import MAX_WATCH_S, REPEAT_FLOOR_S
+from agentkeel.schemas.speculation import given_id
 from agentkeel.schemas.tools import TOOLS, ToolSpec
 from agentkeel.schemas.tools.catalog import catalog_version
 
@@ -26,15 +27,23 @@ STEP_ID_PATTERN = r"^s[0-9]{1,2}$"
 REFERENCE_PATTERN = r"^\$[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$"
 """`schemas.plan.model.REFERENCE` without its capture groups (grammar backends ignore them)."""
 
+GIVEN_STEP_ID_PATTERN = r"^[sp][0-9]{1,2}$"
+"""A step id where the planner was given steps (`given_reads`: `p1`, ...) besides its own."""
 _ANSWER_TEXT = r"[A-Za-z0-9 ,.:;!?'()%&/+=#@_-]"
-_ANSWER_SLOT = r"\{\$s[0-9]{1,2}(\.[A-Za-z0-9_]{1,32}){1,3}(\|money)?\}"
 ANSWER_LEAD_CHARS = 60
 ANSWER_SLOTS = 4
 ANSWER_GAP_CHARS = 40
-ANSWER_PATTERN = (
-    f"^{_ANSWER_TEXT}{{0,{ANSWER_LEAD_CHARS}}}"
-    f"({_ANSWER_SLOT}{_ANSWER_TEXT}{{0,{ANSWER_GAP_CHARS}}}){{0,{ANSWER_SLOTS}}}$"
-)
+
+
+def _answer_pattern(ids: str) -> str:
+    slot = rf"\{{\${ids}[0-9]{{1,2}}(\.[A-Za-z0-9_]{{1,32}}){{1,3}}(\|money)?\}}"
+    return (
+        f"^{_ANSWER_TEXT}{{0,{ANSWER_LEAD_CHARS}}}"
+        f"({slot}{_ANSWER_TEXT}{{0,{ANSWER_GAP_CHARS}}}){{0,{ANSWER_SLOTS}}}$"
+    )
+
+
+ANSWER_PATTERN = _answer_pattern("s")
 """The answer template a planner may write (`schemas.plan.answer_template`): a short
 sentence with at most four `{$sN.field}` placeholders. The grammar itself bounds its
 length (every run of text and every placeholder has a ceiling), so a small model cannot
@@ -79,7 +88,7 @@ _REPEAT: dict[str, Any] = {
 
 
 def plan_json_schema(
-    intents: Sequence[str] | None = None, *, patch: bool = False
+    intents: Sequence[str] | None = None, *, patch: bool = False, given: int = 0
 ) -> dict[str, Any]:
     """The schema of a model's plan document: `{intent?, rationale, steps, answer?}`.
 
@@ -92,12 +101,15 @@ def plan_json_schema(
             planner that re-routes (the heavy model) says what it thinks was asked.
         patch: a replan that patches the round before it (`PlanInput.patch`): each step
             names its `id` (the id of a step it replaces, or a new one).
+        given: how many steps the planner was given, started already (`given_reads`:
+            `p1` ...): it may write none of its own, its steps and answer may name the
+            given ones, and `uses` lists those it keeps without naming them.
     """
-    return _plan_schema(tuple(intents) if intents else (), patch, catalog_version())
+    return _plan_schema(tuple(intents) if intents else (), patch, given, catalog_version())
 
 
 @lru_cache(maxsize=16)
-def _plan_schema(intents: tuple[str, ...], patch: bool, catalog: str) -> dict[str, Any]:
+def _plan_schema(intents: tuple[str, ...], patch: bool, given: int, catalog: str) -> dict[str, Any]:
     """Made once per catalog (`catalog`, its version): a changed MCP tool list is offered
     from the next plan on."""
     properties: dict[str, Any] = {}
@@ -106,13 +118,18 @@ def _plan_schema(intents: tuple[str, ...], patch: bool, catalog: str) -> dict[st
         properties["intent"] = {"type": "string", "enum": list(intents)}
         required.append("intent")
     properties["rationale"] = {"type": "string", "maxLength": RATIONALE_CHARS}
+    if given:
+        ids = [given_id(i) for i in range(given)]
+        properties["uses"] = {"type": "array", "items": {"enum": ids}, "maxItems": given}
     properties["steps"] = {
         "type": "array",
-        "minItems": 1,
+        "minItems": 0 if given else 1,
         "maxItems": MAX_STEPS,
-        "items": {"anyOf": [step_schema(spec, patch=patch) for spec in TOOLS.values()]},
+        "items": {
+            "anyOf": [step_schema(spec, patch=patch, given=given > 0) for spec in TOOLS.values()]
+        },
     }
-    properties["answer"] = {"type": "string", "pattern": ANSWER_PATTERN}
+    properties["answer"] = {"type": "string", "pattern": _answer_pattern("[sp]" if given else "s")}
     required += ["rationale", "steps"]
     return {
         "type": "object",
@@ -122,17 +139,19 @@ def _plan_schema(intents: tuple[str, ...], patch: bool, catalog: str) -> dict[st
     }
 
 
-def step_schema(spec: ToolSpec, *, patch: bool = False) -> dict[str, Any]:
+def step_schema(spec: ToolSpec, *, patch: bool = False, given: bool = False) -> dict[str, Any]:
     """One step calling `spec`, as a model writes it (`plan_document`): the tool's name as
     the key of its arguments (typed, or references, or `$item` in a for_each), then its
-    options; its id is its position, or (`patch`) its `id`, written first."""
+    options; its id is its position, or (`patch`) its `id`, written first; (`given`) it
+    may wait for a given step."""
     named = {"id": {"type": "string", "pattern": STEP_ID_PATTERN}} if patch else {}
+    waits_for = GIVEN_STEP_ID_PATTERN if given else STEP_ID_PATTERN
     return {
         "type": "object",
         "properties": {
             **named,
             spec.name: _args_schema(spec),
-            "after": {"type": "array", "items": {"type": "string", "pattern": STEP_ID_PATTERN}},
+            "after": {"type": "array", "items": {"type": "string", "pattern": waits_for}},
             "for_each": _REFERENCE,
             "when": _CONDITION,
             "optional": {"type": "boolean"},

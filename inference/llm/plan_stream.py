@@ -24,7 +24,7 @@ stream need no new argument.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextvars import ContextVar
 
 from pydantic import ValidationError
@@ -50,7 +50,11 @@ class StepReader:
     """The early reads of one plan document, fed its text piece by piece."""
 
     def __init__(
-        self, tools: Mapping[str, ToolSpec] = TOOLS, *, limit: int = MAX_SPECULATIVE_CALLS
+        self,
+        tools: Mapping[str, ToolSpec] = TOOLS,
+        *,
+        limit: int = MAX_SPECULATIVE_CALLS,
+        ready: Iterable[str] = (),
     ) -> None:
         self._tools = tools
         self._limit = limit
@@ -67,8 +71,9 @@ class StepReader:
         """Steps written so far: a step's id is its position (`plan_document.step_id`)."""
         self._stopped = False
         self._seen: set[str] = set()
-        self._handed: set[str] = set()
-        """Ids of the steps handed out: a later step that reads only these may follow."""
+        self._handed: set[str] = set(ready)
+        """Ids of the steps handed out (and of those the planner was given, started
+        already: `ready`): a later step that reads only these may follow."""
 
     def feed(self, text: str) -> list[PredictedCall]:
         """The reads completed by `text` (the next piece of the document), in plan order."""

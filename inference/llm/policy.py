@@ -24,6 +24,7 @@ from agentkeel.inference.engines.protocol import (
 from agentkeel.inference.llm.confidence import UnmeasuredRoute
 from agentkeel.inference.llm.context import ContextBuilder
 from agentkeel.inference.llm.decoding import choose, generate_plan, request_of, stream
+from agentkeel.inference.llm.given_reads import given_steps, prompt_block, uses_of, with_given
 from agentkeel.inference.llm.plan_document import PlanDocumentError, plan_fields
 from agentkeel.inference.llm.plan_schema import plan_json_schema
 from agentkeel.inference.llm.prompts import (
@@ -112,7 +113,12 @@ class LlmPolicy:
             return calls.RouteResult(route=route, confident=False)
         # One decode only: a draft that needs correcting is the planner's job.
         planned = await self._plan(
-            calls.PlanInput(question=request.question, route=route, history=request.history),
+            calls.PlanInput(
+                question=request.question,
+                route=route,
+                history=request.history,
+                started_reads=request.started_reads,
+            ),
             attempts=1,
         )
         if planned.error is not None:
@@ -132,10 +138,15 @@ class LlmPolicy:
         rerouting = self.tier == Tier.HEAVY or request.route.intent not in intents()
         patching = request.patch and bool(request.previous_steps)
         # (A patch reads no intent again: the round before's reading stands.)
-        schema = plan_json_schema(intents() if rerouting and not patching else None, patch=patching)
+        # A first plan builds on the reads the run started from the request (`given_reads`).
+        given = [] if patching or request.attempt else given_steps(request.started_reads)
+        schema = plan_json_schema(
+            intents() if rerouting and not patching else None, patch=patching, given=len(given)
+        )
         known = "" if rerouting and not patching else f"Intent: {request.route.intent}\n"
         if patching:
             known += PATCH_INSTRUCTION
+        known += prompt_block(given)
         previous = request.previous_steps if patching else []
         kept = frozenset(s.id for s in previous if s.status != StepStatus.FAILED)
         last_error: StepError | None = None
@@ -156,10 +167,13 @@ class LlmPolicy:
                         max_tokens=self.plan_max_tokens,
                         constraint=JsonSchemaConstraint(json_schema=schema),
                     ),
+                    ready=[str(call.step) for call in given],
                 )
                 document = plan_fields(result.parsed)
                 intent = document.pop("intent", None)
-                plan = _without_bad_answer(Plan.model_validate(document), kept)
+                uses = uses_of(document.pop("uses", None))
+                plan = with_given(Plan.model_validate(document), given, TOOLS, uses=uses)
+                plan = _without_bad_answer(plan, kept)
                 if patching:  # its own steps here; merged with the steps it keeps, by the run
                     check_patch(plan, request.previous_steps, TOOLS)
                 else:

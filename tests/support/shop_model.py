@@ -17,7 +17,8 @@ from agentkeel.inference.llm.cascade import CascadePolicy
 from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.schemas.result import AgentResult
 from agentkeel.schemas.route import Tier
-from bench.ideal_model import IdealShapeModel, _plan_document, _response_schema
+from bench.ideal_model import IdealShapeModel, _response_schema
+from bench.ideal_plan import _plan_document
 from bench.peer_cases import Step
 from bench.token_server import Speed, TokenTimedServer, serving
 from bench.token_text import Reply

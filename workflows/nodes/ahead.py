@@ -56,10 +56,24 @@ def speculate_at_once(state: AgentState, predicted: list[PredictedCall]) -> None
         or not since(EARLY_SPECULATION_PATCH)
     ):
         return
+    _start_predicted(state, predicted)
+
+
+def _start_predicted(state: AgentState, predicted: list[PredictedCall]) -> None:
+    """Start the predicted reads as the round's speculation, given to its planners."""
+    context = state["context"]
+    request = state["request"]
     context.speculation = Speculation()
     actor = request.actor.model_dump(mode="json")
     started = context.speculation.start(predicted, context.tool_queue, actor, request.tenant)
+    context.speculation.give()
     context.calls_used += started  # they count against the run's tool-call limit
+
+
+def given_reads(state: AgentState) -> list[PredictedCall]:
+    """The reads started from the request, which the run's first planners build on."""
+    speculation = state["context"].speculation
+    return list(speculation.given) if speculation is not None else []
 
 
 async def before_planning(state: AgentState) -> Route | None:
@@ -82,10 +96,7 @@ async def before_planning(state: AgentState) -> Route | None:
         and context.speculation is None
         and since(SPECULATION_PATCH)
     ):
-        context.speculation = Speculation()
-        actor = request.actor.model_dump(mode="json")
-        started = context.speculation.start(predicted, context.tool_queue, actor, request.tenant)
-        context.calls_used += started  # they count against the run's tool-call limit
+        _start_predicted(state, predicted)
     if tier is route.tier:
         return None
     return route.model_copy(update={"tier": tier, "reason": f"{route.reason}; deadline: {tier}"})

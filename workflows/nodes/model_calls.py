@@ -31,7 +31,7 @@ from agentkeel.schemas.route import Route
 from agentkeel.schemas.tools.catalog import requested_side_effects
 from agentkeel.workflows import timeouts
 from agentkeel.workflows.budget import BudgetDecision, add_usage, budget_gate
-from agentkeel.workflows.nodes.ahead import before_planning, refused
+from agentkeel.workflows.nodes.ahead import before_planning, given_reads, refused
 from agentkeel.workflows.nodes.run_record import stop_for_budget
 from agentkeel.workflows.nodes.templated import templated_answer
 from agentkeel.workflows.plan_stream import PlanWindow, wanted
@@ -135,7 +135,12 @@ async def route(state: AgentState) -> dict[str, Any]:
         routed: RouteResult = await call_model(
             state,
             names.ROUTE,
-            RouteInput(**asked(state), plan_ahead=ahead, stream_steps=stream),
+            RouteInput(
+                **asked(state),
+                plan_ahead=ahead,
+                stream_steps=stream,
+                started_reads=given_reads(state),
+            ),
             RouteResult,
             timeouts.ROUTE_TIMEOUT,
             summary="route",
@@ -214,6 +219,7 @@ async def plan(state: AgentState) -> dict[str, Any]:
                 plan_error=state.get("plan_error"),
                 stream_steps=stream,
                 patch=attempt > 0 and state["request"].options.replan_patch,
+                started_reads=given_reads(state) if attempt == 0 else [],
             ),
             PlanResult,
             timeouts.PLAN_TIMEOUT,
