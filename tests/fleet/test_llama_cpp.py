@@ -23,8 +23,11 @@ from agentkeel.inference.llm.context import ContextBuilder
 from agentkeel.inference.llm.plan_schema import plan_json_schema
 from agentkeel.inference.llm.policy import LlmPolicy
 from agentkeel.inference.llm.prompts import route_labels, system_prefix
-from agentkeel.schemas.model_calls import RouteInput
-from agentkeel.schemas.route import ConfidenceBasis, Tier
+from agentkeel.schemas.model_calls import PlanInput, RouteInput
+from agentkeel.schemas.plan.validation import validate_plan
+from agentkeel.schemas.route import ConfidenceBasis, Route, Tier
+from agentkeel.schemas.speculation import PredictedCall
+from agentkeel.schemas.tools import TOOLS
 from tests.support.agent_stack import StackFactory
 from tests.support.models import MODEL_NAME, report
 
@@ -107,6 +110,24 @@ async def test_a_run_through_the_cascade_ends_with_an_answer(
     )
     assert result.plan_error is None, result.plan_error
     assert result.steps and result.answer.strip()
+
+
+async def test_a_plan_given_the_started_reads_decodes_within_its_budget(
+    llama_engine: OpenAICompatEngine,
+) -> None:
+    """The schema of a planner given steps (`inference.llm.given_reads`: no step required,
+    `uses`, `p` references in steps and answer) through llama.cpp's own grammar: the test
+    model's plan checks out, within its token budget, and keeps only what it names."""
+    started = [PredictedCall(tool="get_order", args={"order_id": 1001})]
+    route = Route(intent="order_status", confidence=0.5, tier=Tier.LIGHT, reason="unsure")
+    asked = PlanInput(question="Where is order 1001?", route=route, started_reads=started)
+    planned = await policy(llama_engine, Tier.HEAVY).plan(asked)
+    plan = planned.plan
+    report(f"llama.cpp plan given p1: {[(s.id, s.tool) for s in plan.steps]} {plan.answer!r}")
+    assert planned.error is None, planned.error  # a plan cut at its budget is refused
+    validate_plan(plan, TOOLS)
+    assert {s.id for s in plan.steps if s.id.startswith("p")} <= {"p1"}
+    assert all(s.id.startswith("s") for s in plan.steps if s.id != "p1")
 
 
 async def test_labels_with_quotes_and_backslashes_decode_exactly(

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
+from typing import Any
 
 import jsonschema
 import pytest
@@ -31,7 +33,7 @@ def _given() -> list[PredictedCall]:
     return given_steps([ORDER, OTHER])
 
 
-def _plan(*steps: dict[str, object], answer: str | None = None) -> Plan:
+def _plan(*steps: Mapping[str, Any], answer: str | None = None) -> Plan:
     return Plan.model_validate({"rationale": "r", "steps": list(steps), "answer": answer})
 
 
@@ -189,3 +191,44 @@ async def test_a_confident_routers_draft_plan_builds_on_the_given_reads_too() ->
     assert routed.confident and routed.draft_plan is not None
     assert [s.id for s in routed.draft_plan.steps] == ["p1"]
     assert routed.draft_plan.answer == "Order {$p1.status}."
+
+
+async def test_the_ideal_planner_given_the_read_decodes_less_and_plans_the_same_calls() -> None:
+    """The real engine and policy against the token-timed server and the benchmarks' ideal
+    model (a fake at the model boundary): given the order's read, the plan writes only the
+    three steps after it, in fewer tokens, and makes the same calls."""
+    pytest.importorskip("openai", reason="openai is not installed (the llm-cpu or gpu extra)")
+    from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
+    from bench.ideal_model import IdealShapeModel
+    from bench.peer_cases import Case
+    from bench.token_server import Speed, serving
+
+    case = Case("diamond", 1, named=True)
+    read = PredictedCall(tool="get_order", args={"order_id": case.order_ids[0]})
+    plans, tokens = [], []
+    for started in ([], [read]):
+        async with serving(IdealShapeModel(), Speed("test", 0.0, 0.0)) as (url, server):
+            engine = OpenAICompatEngine(base_url=url, model="ideal", api="chat")
+            await engine.start()
+            asked = PlanInput(question=case.question, route=_unsure(), started_reads=started)
+            try:
+                planned = await LlmPolicy(engine, tier=Tier.HEAVY).plan(asked)
+            finally:
+                await engine.close()
+        assert planned.error is None, planned.error
+        plans.append(planned.plan)
+        tokens.append(server.log.output_tokens)
+    whole, given = plans
+    assert [s.id for s in given.steps] == ["p1", "s1", "s2", "s3"]
+    assert _calls(given) == _calls(whole)
+    assert tokens[1] < tokens[0] - 10  # the order's read is not decoded again
+
+
+def _calls(plan: Plan) -> list[tuple[str, str]]:
+    """Each step's call, its references spelled by the tool of the step they read."""
+    tools = {s.id: s.tool for s in plan.steps}
+    spelled = []
+    for step in plan.steps:
+        text = json.dumps([step.args, step.after], sort_keys=True)
+        spelled.append((step.tool, re.sub(r"\b([sp][0-9]+)\b", lambda m: tools[m[1]], text)))
+    return spelled
