@@ -8,7 +8,8 @@ question names nothing, so its reads start only as the planner streams them
 (`plan_step` signals). Once the first early read is in the run's history, the worker of
 one kind that holds the plan (the inference worker writing it) or the run (the CPU worker
 that took its last workflow task) is killed; the run still makes exactly its question's
-calls, and each read is scheduled once in its history.
+calls, and each read is scheduled once in its history. A warm question (it names its
+order) runs the same way with that read started at once and given to the planner.
 """
 
 from __future__ import annotations
@@ -144,10 +145,19 @@ def _chosen(tool: str, args: object) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("kind", ["inference", "cpu"])
+@pytest.mark.parametrize(
+    ("shape", "named"),
+    [
+        ("4-wide", False),
+        # Names its order: that read starts at once and the planner, given it as p1,
+        # streams the chain's reads after it (`inference.llm.given_reads`).
+        ("chain", True),
+    ],
+)
 async def test_a_worker_killed_while_the_plan_streams_loses_nothing(
-    client: Client, fleet: WorkerFleet, kind: WorkerKind
+    client: Client, fleet: WorkerFleet, kind: WorkerKind, shape: str, named: bool
 ) -> None:
-    case = Case("4-wide", 1, named=False, batch=batch_name(uuid.uuid4().int % 600))
+    case = Case(shape, 1, named=named, batch=batch_name(uuid.uuid4().int % 600))
     handle: WorkflowHandle[AgentWorkflow, AgentResult] = await client.start_workflow(
         AgentWorkflow.run,
         AgentRequest(question=case.question, tenant=f"cold-{uuid.uuid4().hex[:8]}"),
