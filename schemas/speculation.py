@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from agentkeel.schemas.tools.spec import ToolSpec
 
 MAX_SPECULATIVE_CALLS = 8
+"""The most calls one run ever speculates, whatever a worker's setting says."""
 GIVEN_PREFIX = "p"
 """Reads started from the request are given to the planner as steps `p1`, `p2`, ...
 (`inference.llm.given_reads`): never the id of a step a model writes (`s1`, ...)."""
@@ -26,8 +27,6 @@ def given_id(position: int) -> str:
     """The step id of the read started from the request at `position` (0-based)."""
     return f"{GIVEN_PREFIX}{position + 1}"
 
-
-"""The most calls one run ever speculates, whatever a worker's setting says."""
 
 Reading = dict[str, list[str | int]]
 """The router's reading of the entities in a request, by the argument they fill

@@ -11,7 +11,8 @@ a plan's first reads are much of its text: at 30 ms a token the 14 tokens of
 
 A given read the plan does not name is no step of it, and the run cancels it, as it
 cancels any speculative read no step makes: a misprediction (a slow read of an order
-the answer does not need) never holds the run back. A model that does not take the
+the answer does not need) never holds the run back. A plan that writes nothing and
+names nothing keeps them all: the given reads are its whole plan. A model that does not take the
 hint and writes such a read again loses nothing: its step is the same call, so it is
 folded into the given step and every reference to it renamed (`with_given`). The given
 steps' ids cannot be mistaken for a written step's (those are `s1`, `s2`, ... by
@@ -89,6 +90,8 @@ def with_given(
     if answer is not None and folded:
         answer = renamed_text(answer, folded)
     named = {*folded.values(), *uses, *_named(written, answer)}
+    if not written and not named:  # the plan is the given reads alone (no step, no name)
+        named = {str(call.step) for call in given}
     first = [
         PlanStep(id=str(call.step), tool=call.tool, args=dict(call.args))
         for call in given

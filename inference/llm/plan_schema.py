@@ -108,7 +108,7 @@ def plan_json_schema(
     return _plan_schema(tuple(intents) if intents else (), patch, given, catalog_version())
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=64)
 def _plan_schema(intents: tuple[str, ...], patch: bool, given: int, catalog: str) -> dict[str, Any]:
     """Made once per catalog (`catalog`, its version): a changed MCP tool list is offered
     from the next plan on."""

@@ -164,8 +164,8 @@ class StepReader:
         if spec is None or not may_run_ahead(spec) or not _runs_once(step):
             return None
         waits_for = dependencies(step)
-        if _refers_to_item(step.args):
-            return None  # `$item` belongs to a fan-out
+        if _refers_to_item(step.args) or len(waits_for) > MAX_SPECULATIVE_CALLS:
+            return None  # `$item` belongs to a fan-out; a step reading more waits for the plan
         if waits_for:
             if not set(waits_for) <= self._handed:
                 return None  # it needs a step that will not start early: the plan runs it

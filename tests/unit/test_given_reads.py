@@ -232,3 +232,19 @@ def _calls(plan: Plan) -> list[tuple[str, str]]:
         text = json.dumps([step.args, step.after], sort_keys=True)
         spelled.append((step.tool, re.sub(r"\b([sp][0-9]+)\b", lambda m: tools[m[1]], text)))
     return spelled
+
+
+def test_a_plan_of_nothing_but_the_given_reads_keeps_them_all() -> None:
+    # No step written, none named, no `uses`: the given reads are the whole plan (an
+    # empty plan would be refused, and the planner decoded again for nothing).
+    plan = with_given(_plan(), _given(), TOOLS)
+    assert [s.id for s in plan.steps] == ["p1", "p2"]
+    validate_plan(plan, TOOLS)
+
+
+def test_a_streamed_step_waiting_for_more_than_a_round_holds_waits_for_the_plan() -> None:
+    given = [f"p{i}" for i in range(1, 9)]
+    # Nine inputs: seven given steps and s0 in `after`, and p1 by reference.
+    step = {"search_kb": {"query": "$p1.status"}, "after": [*given[1:], "s0"]}
+    text = json.dumps({"rationale": "r", "steps": [step]})
+    assert StepReader(ready=[*given, "s0"]).feed(text) == []  # not a crash: the plan runs it
