@@ -37,6 +37,11 @@ first thing and no other id; an older run asks it at its start too (absent: Fals
 never takes a later change's branch. A later change joins `THIRD_RELEASE_CHANGES` only
 together with a new release id (workers of this release would take its marker for this
 release's and run the old branch); until then it asks its own id at the run's start.
+
+`FOURTH_RELEASE_PATCH` is such a new release id: it stands for everything the third does
+and for `FOURTH_RELEASE_CHANGES`, and a run begun on this code asks it first thing instead
+of the third's (one marker a run still). A run begun on the third release replays with its
+own marker and never takes a fourth-release branch.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ from __future__ import annotations
 from temporalio import workflow
 
 __all__ = [
+    "FOURTH_RELEASE_CHANGES",
+    "FOURTH_RELEASE_PATCH",
     "RELEASE_PATCH",
     "SECOND_RELEASE_CHANGES",
     "SECOND_RELEASE_PATCH",
@@ -135,10 +142,22 @@ it goes on (rather than replays) on this code, so none of them is asked after a 
 activity's result (`since` asks only this release's id for them, at the run's start)."""
 
 
+FOURTH_RELEASE_PATCH = "release-2026-12-07b"
+"""Stands for what `THIRD_RELEASE_PATCH` does and `FOURTH_RELEASE_CHANGES`."""
+
+FOURTH_RELEASE_CHANGES = frozenset({"given-reads-v1"})
+"""Changes made after `THIRD_RELEASE_PATCH`, with no marker of their own (as the third's)."""
+
+
 def since(change: str) -> bool:
     """Whether this run takes the branch of `change`: always for a run begun on a release
     that gathers it; for an older run, as its history's markers say (the release that
     gathered `change`, else `change`'s own)."""
+    if change in FOURTH_RELEASE_CHANGES:
+        return workflow.patched(FOURTH_RELEASE_PATCH)
+    third = change in THIRD_RELEASE_CHANGES or change in SECOND_RELEASE_CHANGES
+    if third and workflow.patched(FOURTH_RELEASE_PATCH):
+        return True
     if change in THIRD_RELEASE_CHANGES:
         return workflow.patched(THIRD_RELEASE_PATCH)
     if change in SECOND_RELEASE_CHANGES and workflow.patched(THIRD_RELEASE_PATCH):

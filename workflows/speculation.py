@@ -45,6 +45,10 @@ SPECULATION_PATCH = "speculation-v1"
 EARLY_SPECULATION_PATCH = "early-speculation-v1"
 """Reads predicted by the cache lookup start at the run's first moment, beside the router
 and the planner (asked only by runs with predicted reads)."""
+GIVEN_READS_PATCH = "given-reads-v1"
+"""The reads started from the request are given to the run's first planners as steps `p1`,
+`p2`, ... (`Speculation.give`), and a streamed step reading one starts once it returns
+(gathered by `release.FOURTH_RELEASE_PATCH`, asked at the run's start)."""
 FAILED_TWIN_PATCH = "speculation-failure-v1"
 """A twin that failed for good (non-retryable) is its step's failure, and one cancelled with
 its step cancels it: the step does not make the same call again (asked only where such a
@@ -99,8 +103,8 @@ class Speculation:
     def give(self) -> list[PredictedCall]:
         """Name the calls open now (the reads started from the request) `p1`, `p2`, ...,
         as the planner is given them, so a streamed step that reads one starts once it
-        has returned (`workflows.plan_stream`). Changes no command of a run recorded
-        before it: no planner wrote a `p` step then, so no signal reads one."""
+        has returned (`workflows.plan_stream`). Only runs begun on a release that gathers
+        `GIVEN_READS_PATCH` do (the caller asks it)."""
         self.given = [
             PredictedCall(tool=running.tool, args=running.args, step=given_id(i))
             for i, running in enumerate(self._open.values())

@@ -1,5 +1,5 @@
-"""Recording the replay histories (`tests/histories/`) on the real stack, and what a release
-records when its patch is held.
+"""Recording the replay histories (`tests/histories/`) on the real stack (what a release
+records when its patch is held: `test_held_patches.py`).
 
 To re-record after an intended, versioned change (gate it with `workflow.patched()` first):
     AGENTKEEL_RECORD_HISTORIES=1 pytest tests/stack/test_record_histories.py
@@ -8,8 +8,9 @@ Recordings go to a folder named by the current release id (`workflows.release`),
 re-recording never overwrites the histories of earlier code: the top-level files were
 recorded before `release-2026-12` (one marker per change), its folder's after it, each
 other change's folder under `release-2026-12` with that change's own marker,
-`release-2026-12-06`'s under the release that gathers them all (one marker a run), and
-`release-2026-12-07`'s under the third release (one marker a run, its own).
+`release-2026-12-06`'s under the release that gathers them all (one marker a run),
+`release-2026-12-07`'s under the third release (one marker a run, its own), and
+`release-2026-12-07b`'s under the fourth.
 """
 
 from __future__ import annotations
@@ -20,24 +21,18 @@ import os
 import asyncpg
 import pytest
 from temporalio.client import WorkflowFailureError, WorkflowHistory
-from temporalio.worker import Replayer
 
 from agentkeel.examples.shop.demo_watch import ship_order
 from agentkeel.schemas import names
 from agentkeel.schemas.actor import Actor
 from agentkeel.schemas.approvals import ApprovalDecision
 from agentkeel.schemas.progress import RunProgress
-from agentkeel.schemas.search_attributes import AGENT_QUESTION
-from agentkeel.workers.temporal_client import agentkeel_plugins
-from agentkeel.workflows.agent import AgentWorkflow
 from agentkeel.workflows.dag.fan_out import child_workflow_id
-from agentkeel.workflows.fan_out_part import FanOutWorkflow
-from agentkeel.workflows.nodes.cache_lookup import POLICY_OFFER_PATCH
-from agentkeel.workflows.release import RELEASE_PATCH, SECOND_RELEASE_PATCH, THIRD_RELEASE_PATCH
-from agentkeel.workflows.visibility import QUESTION_ATTRIBUTE_PATCH
+from agentkeel.workflows.release import (
+    FOURTH_RELEASE_PATCH,
+)
 from tests.support.agent_stack import AgentStack, StackFactory
 from tests.support.fakes import FakeScriptedPolicy
-from tests.support.history import _marked
 from tests.support.paths import HISTORIES
 from tests.support.plans import INVALID_PLANS, every_order_plan, list_orders_of
 from tests.support.refunds import until_awaiting
@@ -260,41 +255,7 @@ async def test_record_amended_history(make_stack: StackFactory, db: asyncpg.Pool
     await _save("corrected_amount_refused", history)
 
 
-async def _save(name: str, history: WorkflowHistory, folder: str = THIRD_RELEASE_PATCH) -> None:
+async def _save(name: str, history: WorkflowHistory, folder: str = FOURTH_RELEASE_PATCH) -> None:
     into = HISTORIES / folder
     into.mkdir(parents=True, exist_ok=True)
     (into / f"{name}.json").write_text(history.to_json())
-
-
-async def test_held_release_patches_record_what_the_previous_releases_recorded(
-    make_stack: StackFactory,
-) -> None:
-    """Rolled out with a release's id held (`AGENTKEEL_HELD_PATCHES`), a new run records the
-    markers the previous release's code asks for (so its workers can replay it), and replays
-    on this code too; without, it records this release's one marker."""
-    question = "Where is order 1001?"
-    replayer = Replayer(workflows=[AgentWorkflow, FanOutWorkflow], plugins=agentkeel_plugins())
-
-    async def recorded(held: str = "") -> WorkflowHistory:
-        stack = await make_stack(held_patches=held) if held else await make_stack()
-        handle = await stack.start(question, options={"use_cache": False})
-        await handle.result()
-        history = await handle.fetch_history()
-        replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-        assert replayed.replay_failure is None, replayed.replay_failure
-        shown = (await handle.describe()).typed_search_attributes.get(AGENT_QUESTION)
-        assert shown == (question if QUESTION_ATTRIBUTE_PATCH not in held else None)
-        return history
-
-    # Every release's id and the changes gated between them, held: what the code before
-    # `release-2026-12` recorded for this run (git 04c2bfd).
-    every_run = f"{RELEASE_PATCH},{QUESTION_ATTRIBUTE_PATCH},{POLICY_OFFER_PATCH}"
-    later = f"{THIRD_RELEASE_PATCH},{SECOND_RELEASE_PATCH}"
-    first = await recorded(f"{later},{every_run}")
-    previous = ["authority-v1", "tenant-attribute-v1", "local-policy-v1", "effect-rules-v1"]
-    assert _marked(first) == [*previous, "tool-tenant-v1"]
-    # Both later ids held: what `release-2026-12` recorded; the third's: `-12-06`'s.
-    second = await recorded(later)
-    assert _marked(second) == [RELEASE_PATCH, QUESTION_ATTRIBUTE_PATCH, POLICY_OFFER_PATCH]
-    assert _marked(await recorded(THIRD_RELEASE_PATCH)) == [SECOND_RELEASE_PATCH]
-    assert _marked(await recorded()) == [THIRD_RELEASE_PATCH]

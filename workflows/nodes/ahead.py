@@ -19,6 +19,7 @@ from agentkeel.workflows.deadline import DEADLINE_PATCH, Deadline
 from agentkeel.workflows.release import since
 from agentkeel.workflows.speculation import (
     EARLY_SPECULATION_PATCH,
+    GIVEN_READS_PATCH,
     SPECULATION_PATCH,
     Speculation,
 )
@@ -66,7 +67,8 @@ def _start_predicted(state: AgentState, predicted: list[PredictedCall]) -> None:
     context.speculation = Speculation()
     actor = request.actor.model_dump(mode="json")
     started = context.speculation.start(predicted, context.tool_queue, actor, request.tenant)
-    context.speculation.give()
+    if since(GIVEN_READS_PATCH):  # asked at the run's start, with the release's id
+        context.speculation.give()
     context.calls_used += started  # they count against the run's tool-call limit
 
 
