@@ -114,6 +114,8 @@ def _plan_schema(intents: tuple[str, ...], patch: bool, given: int, catalog: str
     from the next plan on."""
     properties: dict[str, Any] = {}
     required = []
+    # Given steps (`p1`, ...) may be named: this plan's own, or a patched round's.
+    named = given > 0 or patch
     if intents:
         properties["intent"] = {"type": "string", "enum": list(intents)}
         required.append("intent")
@@ -126,10 +128,10 @@ def _plan_schema(intents: tuple[str, ...], patch: bool, given: int, catalog: str
         "minItems": 0 if given else 1,
         "maxItems": MAX_STEPS,
         "items": {
-            "anyOf": [step_schema(spec, patch=patch, given=given > 0) for spec in TOOLS.values()]
+            "anyOf": [step_schema(spec, patch=patch, given=named) for spec in TOOLS.values()]
         },
     }
-    properties["answer"] = {"type": "string", "pattern": _answer_pattern("[sp]" if given else "s")}
+    properties["answer"] = {"type": "string", "pattern": _answer_pattern("[sp]" if named else "s")}
     required += ["rationale", "steps"]
     return {
         "type": "object",

@@ -248,3 +248,9 @@ def test_a_streamed_step_waiting_for_more_than_a_round_holds_waits_for_the_plan(
     step = {"search_kb": {"query": "$p1.status"}, "after": [*given[1:], "s0"]}
     text = json.dumps({"rationale": "r", "steps": [step]})
     assert StepReader(ready=[*given, "s0"]).feed(text) == []  # not a crash: the plan runs it
+
+
+def test_a_patch_of_a_round_that_had_given_steps_may_name_them() -> None:
+    patch = plan_json_schema(patch=True)
+    step = {"id": "s3", "search_kb": {"query": "$p1.status"}, "after": ["p1"]}
+    jsonschema.validate({"rationale": "r", "steps": [step], "answer": "{$p1.status}"}, patch)
