@@ -211,3 +211,36 @@ async def test_a_chain_of_reads_starts_link_by_link_while_the_plan_is_written(
         ("search_kb", True),
     ]
     assert result.steps[1].args == {"sku": "SKU-00001"}
+
+
+async def test_a_planner_given_the_started_read_streams_the_steps_after_it(
+    make_stack: StackFactory,
+) -> None:
+    """The question names its order: that read starts at the run's first moment and the
+    planner is given it as `p1` (`inference.llm.given_reads`); the steps it writes after
+    it start while it still writes, the first once `p1` has returned."""
+    after = [
+        {"id": "s1", "tool": "check_inventory", "args": {"sku": "$p1.items.0.sku"}},
+        {"id": "s2", "tool": "search_kb", "args": {"query": "$s1.product_name"}},
+    ]
+    plan = {"intent": "order_status", "rationale": "after p1", "steps": after}
+    heavy = FakeEngine("heavy-fake", documents=[plan], delay_s=2.0, streams_json=True)
+    light = FakeEngine("light-fake", label_probs=UNSURE, documents=[plan])
+    policy = CascadePolicy(LlmPolicy(light, tier=Tier.LIGHT), LlmPolicy(heavy, tier=Tier.HEAVY))
+    stack = await make_stack(plan_ahead="off", policy=policy)
+    # The path cache is asked (it predicts the read) and misses: the question is new.
+    handle = await stack.start(f"is order 1001 in stock? ({_question()})")
+    result = await handle.result()
+    history = await handle.fetch_history()
+    scheduled = _scheduled(history)
+
+    assert any('p1 {"get_order": {"order_id": 1001}}' in p for p in heavy.prompts)
+    plan_done = _completed(history, scheduled[PLAN][0])
+    assert [len(scheduled[t]) for t in ("get_order", "check_inventory", "search_kb")] == [1, 1, 1]
+    assert scheduled["get_order"][0] < scheduled[PLAN][0]  # at once, before the planner
+    assert scheduled["check_inventory"][0] < scheduled["search_kb"][0] < plan_done
+    assert [(s.id, s.tool, s.speculative) for s in result.steps] == [
+        ("p1", "get_order", True),
+        ("s1", "check_inventory", True),
+        ("s2", "search_kb", True),
+    ]
