@@ -32,11 +32,12 @@ A run begun on the second release asks `SECOND_RELEASE_PATCH` first thing, befor
 activity, and no change's own id after it.
 
 `THIRD_RELEASE_PATCH` gathers the second release's changes and the changes made after it
-(`THIRD_RELEASE_CHANGES`), which have no id of their own: a run begun on this code asks it
-first thing and no other id; an older run asks it at its start too (absent: False), so it
-never takes a later change's branch. A later change joins `THIRD_RELEASE_CHANGES` only
-together with a new release id (workers of this release would take its marker for this
-release's and run the old branch); until then it asks its own id at the run's start.
+(`THIRD_RELEASE_CHANGES`), which have no id of their own: a run begun on the third
+release asks it first thing and no other id; an older run asks it at its start too
+(absent: False), so it never takes a later change's branch. A later change joins
+`THIRD_RELEASE_CHANGES` only together with a new release id (workers of this release
+would take its marker for this release's and run the old branch); until then it asks its
+own id at the run's start.
 
 `FOURTH_RELEASE_PATCH` is such a new release id: it stands for everything the third does
 and for `FOURTH_RELEASE_CHANGES`, and a run begun on this code asks it first thing instead
@@ -137,9 +138,10 @@ THIRD_RELEASE_PATCH = "release-2026-12-07"
 
 THIRD_RELEASE_CHANGES = frozenset({"provenance-asked-v4"})
 """Changes made after `SECOND_RELEASE_PATCH` that have no marker of their own: only a run
-begun on this release takes their branches. A run begun before it never does, even where
-it goes on (rather than replays) on this code, so none of them is asked after a local
-activity's result (`since` asks only this release's id for them, at the run's start)."""
+begun on the third release or a later one takes their branches. A run begun before it
+never does, even where it goes on (rather than replays) on this code, so none of them is
+asked after a local activity's result (`since` asks only the releases' ids for them, at
+the run's start: the fourth's, then, where that is absent or held, the third's)."""
 
 
 FOURTH_RELEASE_PATCH = "release-2026-12-07b"

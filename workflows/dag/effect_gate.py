@@ -207,8 +207,9 @@ def approval_reason(
 def _origins(call: ToolCall, ctx: RunContext) -> dict[str, ArgumentOrigin]:
     if ctx.provenance is None:
         return {}
-    # The third release's id was asked at the run's start; the older ones are asked here,
-    # per side effect, only by a run begun before `release-2026-12-06`.
+    # The release's id (the fourth's, or the third's) was asked at the run's start; the
+    # older ones are asked here, per side effect, only by a run begun before
+    # `release-2026-12-06`.
     if since(PROVENANCE_TARGETS_PATCH):
         rules = READS_TARGETS
     elif since(PROVENANCE_AMENDED_PATCH):
