@@ -75,7 +75,7 @@ def take(context: RunContext | None, call: PredictedCall) -> bool:
     if call.after:
         return _take_after(context, spec, call)
     try:
-        args = spec.args_model.model_validate(call.args).model_dump(mode="json", exclude_unset=True)
+        args = spec.checked_args(call.args)
     except ValidationError:
         return False
     pool = context.speculation
@@ -168,7 +168,7 @@ async def _when_ready(
         raise _Dropped  # the whole plan is here: its steps run as the scheduler says
     resolved = resolve(call.args, dict(zip(call.after, results, strict=True)))
     try:
-        args = spec.args_model.model_validate(resolved).model_dump(mode="json", exclude_unset=True)
+        args = spec.checked_args(resolved)
     except ValidationError:
         raise _Dropped from None
     if pool.holds(spec.name, args):

@@ -100,7 +100,7 @@ class Speculation:
         """The reads started from the request, as the planner is given them: steps `p1`,
         `p2`, ... of its plan (`inference.llm.given_reads`)."""
 
-    def give(self) -> list[PredictedCall]:
+    def give(self) -> None:
         """Name the calls open now (the reads started from the request) `p1`, `p2`, ...,
         as the planner is given them, so a streamed step that reads one starts once it
         has returned (`workflows.plan_stream`). Only runs begun on a release that gathers
@@ -111,7 +111,6 @@ class Speculation:
         ]
         for call, running in zip(self.given, self._open.values(), strict=True):
             self.by_step[str(call.step)] = (step_signature(call), running.task)
-        return self.given
 
     def holds(self, tool: str, args: dict[str, Any]) -> bool:
         """Whether the call is open here (started, not yet claimed by a step)."""
@@ -138,9 +137,7 @@ class Speculation:
             if spec is None or not allowed(spec):
                 continue  # never a side effect, whatever a reading proposes
             try:  # in the form a step's resolved arguments take, so they compare equal
-                args = spec.args_model.model_validate(call.args).model_dump(
-                    mode="json", exclude_unset=True
-                )
+                args = spec.checked_args(call.args)
             except ValidationError:
                 continue
             key = _key(spec.name, args)

@@ -4,10 +4,10 @@ A question that names what its first reads need (an order number, an email) has 
 reads started at the run's first moment (`workflows.speculation`), before any model has
 written a plan. The planner is told of them as steps `p1`, `p2`, ... (`prompt_block`),
 so it writes only what comes after them: steps that read their outputs
-(`"$p1.tracking_number"`), an answer that names them (`{$p1.status}`), and `uses` for one
-it keeps for the answer without naming it. A model pays for every token it decodes, and
-a plan's first reads are much of its text: at 30 ms a token the 14 tokens of
-`{"get_order": {"order_id": 70096}}` cost 420 ms, for a call the run has already made.
+(`"$p1.owner_id"`), an answer that names them (`{$p1.status}`), and `uses` for one it
+keeps for the answer without naming it. A model pays for every token it decodes, and a
+plan's first reads are much of its text: at 30 ms a token the 14 tokens of
+`{"get_item": {"item_id": 70096}}` cost 420 ms, for a call the run has already made.
 
 A given read the plan does not name is no step of it, and the run cancels it, as it
 cancels any speculative read no step makes: a misprediction (a slow read of an order
@@ -120,9 +120,7 @@ def _call_key(tool: str, args: Mapping[str, Any], tools: Mapping[str, ToolSpec])
     if spec is None:
         return None
     try:  # in the form a started call's arguments take, so they compare equal
-        plain = spec.args_model.model_validate(dict(args)).model_dump(
-            mode="json", exclude_unset=True
-        )
+        plain = spec.checked_args(args)
     except ValidationError:
         return None  # a reference, or arguments the tool refuses: not a given call
     return f"{tool}:{json.dumps(plain, sort_keys=True)}"

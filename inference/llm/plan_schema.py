@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from agentkeel.schemas.plan.model import MAX_WATCH_S, REPEAT_FLOOR_S
-from agentkeel.schemas.speculation import given_id
+from agentkeel.schemas.speculation import GIVEN_PREFIX, given_id
 from agentkeel.schemas.tools import TOOLS, ToolSpec
 from agentkeel.schemas.tools.catalog import catalog_version
 
@@ -27,7 +27,8 @@ STEP_ID_PATTERN = r"^s[0-9]{1,2}$"
 REFERENCE_PATTERN = r"^\$[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$"
 """`schemas.plan.model.REFERENCE` without its capture groups (grammar backends ignore them)."""
 
-GIVEN_STEP_ID_PATTERN = r"^[sp][0-9]{1,2}$"
+_WRITTEN_OR_GIVEN = f"[s{GIVEN_PREFIX}]"
+GIVEN_STEP_ID_PATTERN = rf"^{_WRITTEN_OR_GIVEN}[0-9]{{1,2}}$"
 """A step id where the planner was given steps (`given_reads`: `p1`, ...) besides its own."""
 _ANSWER_TEXT = r"[A-Za-z0-9 ,.:;!?'()%&/+=#@_-]"
 ANSWER_LEAD_CHARS = 60
@@ -131,7 +132,10 @@ def _plan_schema(intents: tuple[str, ...], patch: bool, given: int, catalog: str
             "anyOf": [step_schema(spec, patch=patch, given=named) for spec in TOOLS.values()]
         },
     }
-    properties["answer"] = {"type": "string", "pattern": _answer_pattern("[sp]" if named else "s")}
+    properties["answer"] = {
+        "type": "string",
+        "pattern": _answer_pattern(_WRITTEN_OR_GIVEN if named else "s"),
+    }
     required += ["rationale", "steps"]
     return {
         "type": "object",

@@ -172,9 +172,7 @@ class StepReader:
             args = dict(step.args)  # references: checked once resolved, by the run
         else:
             try:
-                args = spec.args_model.model_validate(step.args).model_dump(
-                    mode="json", exclude_unset=True
-                )
+                args = spec.checked_args(step.args)
             except ValidationError:
                 return None
         key = f"{spec.name}:{json.dumps(args, sort_keys=True)}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -162,6 +162,19 @@ class ToolSpec:
             raise ValueError(f"{self.name}: only a side effect waits for approval")
         if self.batch and self.fn is not None and self.many is None:
             raise ValueError(f"{self.name}: a batch tool needs its `many` function")
+
+    def checked_args(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """`args` checked by the tool's model, in the form a call's arguments take once
+        resolved (`"15000"` is 15000, defaults left out): two calls with equal checked
+        arguments are the same call.
+
+        Raises:
+            pydantic.ValidationError: the tool refuses them.
+        """
+        checked: dict[str, Any] = self.args_model.model_validate(dict(args)).model_dump(
+            mode="json", exclude_unset=True
+        )
+        return checked
 
     @property
     def activity_input_model(self) -> type[BaseModel]:

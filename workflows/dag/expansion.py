@@ -50,10 +50,7 @@ def resolved_args(
             raise ResolutionError(f"argument {name}: {step.args[name]} resolved to null")
     # Validate now so a bad resolved value fails this step without a wasted activity,
     # and hand on the validated values ("15000" is 15000 from here on).
-    checked: dict[str, Any] = spec.args_model.model_validate(args).model_dump(
-        mode="json", exclude_unset=True
-    )
-    return checked
+    return spec.checked_args(args)
 
 
 def runs_apart(
