@@ -33,6 +33,8 @@ KEY_PREFIX = "agentkeel:tool:v4"
 """v4: keys carry their tenant's slot tag (`schemas.path_cache.tenant_tag`); v3 keys are never
 read again."""
 DEFAULT_TENANT = "default"
+STORE_DRAIN_S = 1.0
+"""How long a closing worker waits for the entries still being written."""
 
 
 def tool_key(spec: ToolSpec, args: BaseModel) -> str:
@@ -74,9 +76,13 @@ class ToolResultCache:
         self._swr = stale_while_revalidate
         self._deadlines_only = stale_for_deadlines_only
         self._refreshing: dict[str, asyncio.Task[None]] = {}
+        self._storing: dict[str, asyncio.Task[None]] = {}
 
     async def close(self) -> None:
-        """Cancel refreshes still running (worker shutdown)."""
+        """Finish the entries still being written (briefly), cancel refreshes still
+        running (worker shutdown)."""
+        if self._storing:
+            await asyncio.wait(list(self._storing.values()), timeout=STORE_DRAIN_S)
         tasks = list(self._refreshing.values())
         for task in tasks:
             task.cancel()
@@ -90,6 +96,7 @@ class ToolResultCache:
         key = tool_key(spec, args)
         if isinstance(args, ActorScoped) and args.fresh:
             return await self._compute_and_store(key, spec, args, compute)
+        await self._stored(key)
         try:
             raw = await self._backend.get(key)
         except CacheUnavailable:
@@ -117,8 +124,37 @@ class ToolResultCache:
     ) -> M:
         read_since = time.time()
         value = await compute(args)
-        await self._store(key, spec, args, value, read_since)
+        self._store_behind(key, spec, args, value, read_since)
         return value
+
+    def _store_behind(
+        self, key: str, spec: ToolSpec, args: BaseModel, value: BaseModel, read_since: float
+    ) -> None:
+        """Write the entry after the call has returned: the caller has the value, and the
+        write (a script round trip) is no part of its answer. A read of the same key in
+        this process waits for it first (`_stored`), so it finds the entry as before; an
+        invalidation meanwhile still wins, as the script checks `read_since`."""
+
+        async def store() -> None:
+            try:
+                await self._store(key, spec, args, value, read_since)
+            except Exception as exc:  # an entry not written costs one read of the source
+                log.warning("tool_cache_store_failed", tool=spec.name, error=repr(exc))
+
+        task = asyncio.get_running_loop().create_task(store())
+        self._storing[key] = task
+
+        def settled(done: asyncio.Task[None]) -> None:
+            if self._storing.get(key) is done:
+                del self._storing[key]
+
+        task.add_done_callback(settled)
+
+    async def _stored(self, key: str) -> None:
+        """Wait for this process's write of `key`, if one is under way (never cancels it)."""
+        pending = self._storing.get(key)
+        if pending is not None:
+            await asyncio.wait({pending})
 
     async def _store(
         self, key: str, spec: ToolSpec, args: BaseModel, value: BaseModel, read_since: float

@@ -189,3 +189,28 @@ async def test_a_plan_ahead_that_fails_leaves_the_route_and_plans_after_it() -> 
     activities = InferenceActivities(_FailingPlanner([]), forecast=UnsureForecast("always"))
     routed = await ActivityEnvironment().run(activities.route, RouteInput(question="order 1001"))
     assert not routed.confident and routed.planned is None  # the plan stage runs, as before
+
+
+class _OrderedPolicy(_PlannerThatReads):
+    """Records which of its two generations was asked first."""
+
+    def __init__(self) -> None:
+        super().__init__("order_status")
+        self.asked: list[str] = []
+
+    async def route(self, request: RouteInput) -> RouteResult:
+        self.asked.append("route")
+        return await super().route(request)
+
+    async def plan(self, request: PlanInput) -> PlanResult:
+        self.asked.append("plan")
+        return await super().plan(request)
+
+
+async def test_the_plan_started_beside_the_router_is_asked_first() -> None:
+    """The planner's is the longer generation, and building a request holds the loop."""
+    policy = _OrderedPolicy()
+    activities = InferenceActivities(policy, forecast=UnsureForecast("always"))
+    routed = await ActivityEnvironment().run(activities.route, RouteInput(question="order 1001"))
+    assert routed.planned is not None
+    assert policy.asked == ["plan", "route"]
