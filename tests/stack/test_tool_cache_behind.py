@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from dataclasses import replace
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
@@ -36,71 +38,72 @@ class HeldBackend(CacheBackend):
         return await super().put(*args, **kwargs)
 
 
-def counting() -> tuple[list[str], Any]:
-    calls: list[str] = []
+@dataclass
+class Held:
+    client: Any
+    backend: HeldBackend
+    cache: ToolResultCache
+    calls: list[str] = field(default_factory=list)
 
-    async def compute(args: SearchKbArgs) -> KbResult:
-        calls.append(args.query)
-        return KbResult(query=f"{args.query}#{len(calls)}", hits=[])
+    async def compute(self, args: SearchKbArgs) -> KbResult:
+        self.calls.append(args.query)
+        return KbResult(query=f"{args.query}#{len(self.calls)}", hits=[])
 
-    return calls, compute
+    async def ask(self, args: SearchKbArgs) -> KbResult:
+        return await self.cache.get_or_compute(SPEC, args, self.compute)
+
+
+@asynccontextmanager
+async def held_cache(redis_url: str, *, broken: bool = False) -> AsyncIterator[Held]:
+    """A cache over a `HeldBackend` on real Redis; its writes released and it closed after."""
+    client = redis_client(redis_url)
+    backend = HeldBackend(client, index_ttl=timedelta(minutes=1), broken=broken)
+    held = Held(client, backend, ToolResultCache(backend))
+    try:
+        yield held
+    finally:
+        backend.release.set()
+        await held.cache.close()
+        await client.aclose()
+
+
+def question(name: str) -> SearchKbArgs:
+    return SearchKbArgs(query=f"{name}-{uuid.uuid4().hex}")
 
 
 async def test_the_caller_has_its_value_before_the_entry_is_written(redis_url: str) -> None:
-    client = redis_client(redis_url)
-    backend = HeldBackend(client, index_ttl=timedelta(minutes=1))
-    cache = ToolResultCache(backend)
-    calls, compute = counting()
-    args = SearchKbArgs(query=f"behind-{uuid.uuid4().hex}")
-    try:
-        first = await asyncio.wait_for(cache.get_or_compute(SPEC, args, compute), timeout=5)
+    async with held_cache(redis_url) as held:
+        args = question("behind")
+        first = await asyncio.wait_for(held.ask(args), timeout=5)
         assert first.query.endswith("#1"), "returned while its entry's write is still held"
-        assert backend.puts == 1
-        again = asyncio.create_task(cache.get_or_compute(SPEC, args, compute))
+        assert held.backend.puts == 1
+        again = asyncio.create_task(held.ask(args))
         await asyncio.sleep(0.1)
         assert not again.done(), "a read of the same key waits for the write under way"
-        backend.release.set()
+        held.backend.release.set()
         second = await asyncio.wait_for(again, timeout=5)
         assert second.query.endswith("#1"), "and then finds the entry"
-        assert len(calls) == 1, "the source was read once"
-    finally:
-        backend.release.set()
-        await cache.close()
-        await client.aclose()
+        assert len(held.calls) == 1, "the source was read once"
 
 
 async def test_a_write_that_fails_costs_only_a_later_read_of_the_source(redis_url: str) -> None:
-    client = redis_client(redis_url)
-    backend = HeldBackend(client, index_ttl=timedelta(minutes=1), broken=True)
-    backend.release.set()
-    cache = ToolResultCache(backend)
-    calls, compute = counting()
-    args = SearchKbArgs(query=f"behind-broken-{uuid.uuid4().hex}")
-    try:
-        assert (await cache.get_or_compute(SPEC, args, compute)).query.endswith("#1")
-        assert (await cache.get_or_compute(SPEC, args, compute)).query.endswith("#2")
-        assert len(calls) == 2, "nothing was cached, so the source was read again"
-    finally:
-        await cache.close()
-        await client.aclose()
+    async with held_cache(redis_url, broken=True) as held:
+        held.backend.release.set()
+        args = question("behind-broken")
+        assert (await held.ask(args)).query.endswith("#1")
+        assert (await held.ask(args)).query.endswith("#2")
+        assert len(held.calls) == 2, "nothing was cached, so the source was read again"
 
 
 async def test_closing_waits_for_the_entries_still_being_written(redis_url: str) -> None:
-    client = redis_client(redis_url)
-    backend = HeldBackend(client, index_ttl=timedelta(minutes=1))
-    cache = ToolResultCache(backend)
-    calls, compute = counting()
-    args = SearchKbArgs(query=f"behind-close-{uuid.uuid4().hex}")
-    try:
-        await cache.get_or_compute(SPEC, args, compute)
-        closing = asyncio.create_task(cache.close())
+    async with held_cache(redis_url) as held:
+        args = question("behind-close")
+        await held.ask(args)
+        closing = asyncio.create_task(held.cache.close())
         await asyncio.sleep(0.05)
         assert not closing.done(), "a closing worker waits for the write under way"
-        backend.release.set()
+        held.backend.release.set()
         await asyncio.wait_for(closing, timeout=5)
-        fresh = ToolResultCache(CacheBackend(client, index_ttl=timedelta(minutes=1)))
-        assert (await fresh.get_or_compute(SPEC, args, compute)).query.endswith("#1")
-        assert len(calls) == 1, "the entry was written before the close returned"
-    finally:
-        backend.release.set()
-        await client.aclose()
+        held.cache = ToolResultCache(CacheBackend(held.client, index_ttl=timedelta(minutes=1)))
+        assert (await held.ask(args)).query.endswith("#1")
+        assert len(held.calls) == 1, "the entry was written before the close returned"
