@@ -207,10 +207,11 @@ class _OrderedPolicy(_PlannerThatReads):
         return await super().plan(request)
 
 
-async def test_the_plan_started_beside_the_router_is_asked_first() -> None:
-    """The planner's is the longer generation, and building a request holds the loop."""
+async def test_the_router_is_asked_before_the_planner_beside_it() -> None:
+    """A server with one slot serves its requests in turn: asked first, the short route
+    comes back first, and a confident one cancels the plan before it generates."""
     policy = _OrderedPolicy()
     activities = InferenceActivities(policy, forecast=UnsureForecast("always"))
     routed = await ActivityEnvironment().run(activities.route, RouteInput(question="order 1001"))
     assert routed.planned is not None
-    assert policy.asked == ["plan", "route"]
+    assert policy.asked == ["route", "plan"]
