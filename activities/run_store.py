@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-from datetime import timedelta
 from typing import Any
 
 import asyncpg
@@ -47,19 +45,6 @@ class StoreActivities:
     @activity.defn(name=names.STORE)
     async def store(self, request: StoreInput) -> StoreResult:
         result = request.result
-        # The record and the cache entry are independent writes: made together, the answer
-        # waits for the slower of the two, not for both in turn.
-        _, ttl = await asyncio.gather(self._record(request), self._cache_entry(request))
-        if request.announce and self._redis is not None:
-            # After the record and the cache entry: a caller that returns on it may ask its
-            # next turn (which reads this record) or the same question (this entry) at once.
-            await announce(self._redis, result, also_run_id=request.first_run_id)
-        cached = ttl is not None
-        ttl_s = int(ttl.total_seconds()) if ttl else None
-        return StoreResult(recorded=True, cached=cached, cache_ttl_s=ttl_s)
-
-    async def _record(self, request: StoreInput) -> None:
-        result = request.result
         # ON CONFLICT makes a retried store a no-op: one record per run, never two.
         await self._pool.execute(
             INSERT_RUN,
@@ -76,22 +61,27 @@ class StoreActivities:
             result.route.basis.value if result.route.basis else None,
             *usage_columns(result),
         )
-
-    async def _cache_entry(self, request: StoreInput) -> timedelta | None:
-        """The path's cache entry, kept for the TTL returned (None: not cached)."""
-        if not request.use_cache:
-            return None
-        try:
-            return await self._cache.store(
-                request.tenant,
-                request.question,
-                request.result,
-                conversation_id=request.conversation_id,
-                actor=request.actor,
-            )
-        except CacheUnavailable as exc:
-            log.warning("cache_unavailable", error=str(exc), op="store")
-            return None
+        cached = False
+        ttl_s = None
+        if request.use_cache:
+            try:
+                ttl = await self._cache.store(
+                    request.tenant,
+                    request.question,
+                    result,
+                    conversation_id=request.conversation_id,
+                    actor=request.actor,
+                )
+            except CacheUnavailable as exc:
+                log.warning("cache_unavailable", error=str(exc), op="store")
+            else:
+                cached = ttl is not None
+                ttl_s = int(ttl.total_seconds()) if ttl else None
+        if request.announce and self._redis is not None:
+            # After the record and the cache entry: a caller that returns on it may ask its
+            # next turn (which reads this record) or the same question (this entry) at once.
+            await announce(self._redis, result, also_run_id=request.first_run_id)
+        return StoreResult(recorded=True, cached=cached, cache_ttl_s=ttl_s)
 
 
 NUL_SHOWN_AS = "\ufffd"

@@ -42,6 +42,10 @@ def entity_names(tenant: str, entities: Collection[str]) -> tuple[list[str], lis
 
 _MS = timedelta(milliseconds=1)
 
+CLOCK_SKEW_MARGIN_S = 2.0
+"""Taken off a write's `read_since`: the invalidation it is checked against was stamped by
+another host's clock, which may run behind this one's."""
+
 # KEYS: the entry, then each entity's changed-marker, then each entity's index set.
 # ARGV: value, entry ttl ms, index ttl ms, read_since (-1: no check), number of entities.
 _PUT_UNLESS_CHANGED = """

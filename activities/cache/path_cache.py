@@ -18,7 +18,7 @@ from datetime import timedelta
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from agentkeel.activities.cache.backend import CacheBackend
+from agentkeel.activities.cache.backend import CLOCK_SKEW_MARGIN_S, CacheBackend
 from agentkeel.activities.cache.entities import entities_in
 from agentkeel.activities.cache.tiers import ExactTier, PathTier, TierMatch, TierQuery
 from agentkeel.activities.cache.tool_results import tool_key
@@ -30,8 +30,6 @@ from agentkeel.schemas.result import AgentResult, CacheStatus, StepOutcome, Step
 from agentkeel.schemas.tools import TOOLS, catalog_version
 
 log = structlog.get_logger(__name__)
-
-CLOCK_SKEW_MARGIN_S = 2.0
 
 
 def cache_version(policy_version: str) -> str:

@@ -19,12 +19,17 @@ import structlog
 from pydantic import BaseModel
 from temporalio import activity
 
-from agentkeel.activities.cache.backend import CacheBackend, CacheUnavailable
+from agentkeel.activities.cache.backend import (
+    CLOCK_SKEW_MARGIN_S,
+    CacheBackend,
+    CacheUnavailable,
+)
 from agentkeel.activities.cache.entities import entities_in
 from agentkeel.activities.span_notes import note
 from agentkeel.schemas.actor import SYSTEM_ACTOR
 from agentkeel.schemas.path_cache import tenant_tag
 from agentkeel.schemas.tools import ActorScoped, ToolSpec, catalog_version
+from agentkeel.settings.connections import REDIS_SOCKET_TIMEOUT_S
 
 log = structlog.get_logger(__name__)
 
@@ -76,14 +81,15 @@ class ToolResultCache:
         self._swr = stale_while_revalidate
         self._deadlines_only = stale_for_deadlines_only
         self._refreshing: dict[str, asyncio.Task[None]] = {}
-        self._storing: dict[str, asyncio.Task[None]] = {}
+        self._storing: dict[str, asyncio.Task[None]] = {}  # the latest write of each key
+        self._writes: set[asyncio.Task[None]] = set()  # every write under way (held, too)
 
     async def close(self) -> None:
-        """Finish the entries still being written (briefly), cancel refreshes still
-        running (worker shutdown)."""
-        if self._storing:
-            await asyncio.wait(list(self._storing.values()), timeout=STORE_DRAIN_S)
-        tasks = list(self._refreshing.values())
+        """Finish the entries still being written (briefly; what is left is cancelled),
+        cancel refreshes still running (worker shutdown)."""
+        if self._writes:
+            await asyncio.wait(list(self._writes), timeout=STORE_DRAIN_S)
+        tasks = [*self._writes, *self._refreshing.values()]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -133,7 +139,8 @@ class ToolResultCache:
         """Write the entry after the call has returned: the caller has the value, and the
         write (a script round trip) is no part of its answer. A read of the same key in
         this process waits for it first (`_stored`), so it finds the entry as before; an
-        invalidation meanwhile still wins, as the script checks `read_since`."""
+        invalidation meanwhile still wins, as the script checks `read_since` (less the
+        clock-skew margin: the invalidation's stamp is another host's clock)."""
 
         async def store() -> None:
             try:
@@ -143,18 +150,21 @@ class ToolResultCache:
 
         task = asyncio.get_running_loop().create_task(store())
         self._storing[key] = task
+        self._writes.add(task)
 
         def settled(done: asyncio.Task[None]) -> None:
+            self._writes.discard(done)
             if self._storing.get(key) is done:
                 del self._storing[key]
 
         task.add_done_callback(settled)
 
     async def _stored(self, key: str) -> None:
-        """Wait for this process's write of `key`, if one is under way (never cancels it)."""
+        """Wait for this process's write of `key`, if one is under way (never cancels it),
+        at most as long as one Redis reply may take."""
         pending = self._storing.get(key)
         if pending is not None:
-            await asyncio.wait({pending})
+            await asyncio.wait({pending}, timeout=REDIS_SOCKET_TIMEOUT_S)
 
     async def _store(
         self, key: str, spec: ToolSpec, args: BaseModel, value: BaseModel, read_since: float
@@ -171,7 +181,7 @@ class ToolResultCache:
         try:
             await self._backend.put(
                 key, json.dumps(entry), keep, entities,
-                tenant=tenant_of(args), read_since=read_since,
+                tenant=tenant_of(args), read_since=read_since - CLOCK_SKEW_MARGIN_S,
             )  # fmt: skip
         except CacheUnavailable:
             pass

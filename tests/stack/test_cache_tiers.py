@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 import redis.asyncio as aioredis
 
-from agentkeel.activities.cache.path_cache import CLOCK_SKEW_MARGIN_S
+from agentkeel.activities.cache.backend import CLOCK_SKEW_MARGIN_S
 from agentkeel.activities.cache.reading_tier import POINTER_PREFIX as READING_PREFIX
 from agentkeel.activities.cache.tool_results import KEY_PREFIX as TOOL_KEY_PREFIX
 from agentkeel.schemas.request import AgentRequest, RunOptions

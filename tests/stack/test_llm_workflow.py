@@ -80,16 +80,16 @@ async def test_an_unsure_route_is_planned_and_answered_by_the_heavy_model(
 async def test_a_confident_route_runs_the_light_draft_and_skips_planning(
     make_stack: StackFactory, plan_ahead: str
 ) -> None:
-    """After the route (`off`), the heavy planner is never asked; beside it (`auto`: this
-    deployment is new to the forecast, so it plans ahead), its plan is dropped."""
+    """After the route (`off`), or beside it (`auto`: this deployment is new to the
+    forecast, so it plans ahead, but the router is asked first and is sure), the heavy
+    planner never generates."""
     policy, _, heavy = cascade({"order_status": 0.93, "refund": 0.07}, [STATUS_PLAN])
     stack = await make_stack(policy=policy, plan_ahead=plan_ahead)
     result = await stack.ask("Where is order 1001?", options={"use_cache": False})
     assert result.route.tier == Tier.LIGHT
     assert result.route.confidence >= 0.7
     assert result.answer == LIGHT_ANSWER
-    if plan_ahead == "off":
-        assert heavy.prompts == []
+    assert heavy.prompts == []
     assert result.timings_ms.plan == 0
 
 

@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from agentkeel.activities.cache.backend import CacheBackend
-from agentkeel.activities.cache.tool_results import ToolResultCache
+from agentkeel.activities.cache.tool_results import ToolResultCache, tenant_of
 from agentkeel.examples.shop.tools import KbResult, SearchKbArgs
 from agentkeel.schemas.tools import TOOLS
 from agentkeel.settings.connections import redis_client
@@ -76,9 +76,9 @@ async def test_the_caller_has_its_value_before_the_entry_is_written(redis_url: s
         args = question("behind")
         first = await asyncio.wait_for(held.ask(args), timeout=5)
         assert first.query.endswith("#1"), "returned while its entry's write is still held"
-        assert held.backend.puts == 1
         again = asyncio.create_task(held.ask(args))
         await asyncio.sleep(0.1)
+        assert held.backend.puts == 1
         assert not again.done(), "a read of the same key waits for the write under way"
         held.backend.release.set()
         second = await asyncio.wait_for(again, timeout=5)
@@ -98,7 +98,7 @@ async def test_a_write_that_fails_costs_only_a_later_read_of_the_source(redis_ur
 async def test_closing_waits_for_the_entries_still_being_written(redis_url: str) -> None:
     async with held_cache(redis_url) as held:
         args = question("behind-close")
-        await held.ask(args)
+        await asyncio.wait_for(held.ask(args), timeout=5)
         closing = asyncio.create_task(held.cache.close())
         await asyncio.sleep(0.05)
         assert not closing.done(), "a closing worker waits for the write under way"
@@ -107,3 +107,28 @@ async def test_closing_waits_for_the_entries_still_being_written(redis_url: str)
         held.cache = ToolResultCache(CacheBackend(held.client, index_ttl=timedelta(minutes=1)))
         assert (await held.ask(args)).query.endswith("#1")
         assert len(held.calls) == 1, "the entry was written before the close returned"
+
+
+async def test_an_invalidation_while_the_write_is_held_wins(redis_url: str) -> None:
+    """A refund landing between the read and its entry's write: nothing is stored, so the
+    next read goes to the source."""
+    spec = replace(TOOLS["get_order"], cache_ttl=timedelta(minutes=1))
+    order_id = uuid.uuid4().int % 10**9 + 1
+    args = spec.args_model.model_validate({"order_id": order_id})
+    reads: list[int] = []
+
+    async def read(call: Any) -> Any:
+        reads.append(call.order_id)
+        return spec.result_model.model_validate(
+            {"order_id": call.order_id, "customer_id": 1, "status": "shipped",
+             "total_cents": 100, "refunded_cents": 0, "placed_at": "2026-01-01",
+             "items": []}
+        )  # fmt: skip
+
+    async with held_cache(redis_url) as held:
+        await asyncio.wait_for(held.cache.get_or_compute(spec, args, read), timeout=5)
+        await held.backend.invalidate([f"order_id:{order_id}"], tenant=tenant_of(args))
+        held.backend.release.set()
+        await asyncio.sleep(0.2)
+        await asyncio.wait_for(held.cache.get_or_compute(spec, args, read), timeout=5)
+        assert reads == [order_id, order_id], "the value read before the refund was not kept"
