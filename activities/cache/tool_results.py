@@ -29,7 +29,6 @@ from agentkeel.activities.span_notes import note
 from agentkeel.schemas.actor import SYSTEM_ACTOR
 from agentkeel.schemas.path_cache import tenant_tag
 from agentkeel.schemas.tools import ActorScoped, ToolSpec, catalog_version
-from agentkeel.settings.connections import REDIS_SOCKET_TIMEOUT_S
 
 log = structlog.get_logger(__name__)
 
@@ -40,6 +39,9 @@ read again."""
 DEFAULT_TENANT = "default"
 STORE_DRAIN_S = 1.0
 """How long a closing worker waits for the entries still being written."""
+STORED_WAIT_S = 0.5
+"""How long a read waits for this process's write of its key: one Redis reply at most (the
+workers' socket timeout), so a stalled Redis never adds more to a tool call."""
 
 
 def tool_key(spec: ToolSpec, args: BaseModel) -> str:
@@ -164,7 +166,7 @@ class ToolResultCache:
         at most as long as one Redis reply may take."""
         pending = self._storing.get(key)
         if pending is not None:
-            await asyncio.wait({pending}, timeout=REDIS_SOCKET_TIMEOUT_S)
+            await asyncio.wait({pending}, timeout=STORED_WAIT_S)
 
     async def _store(
         self, key: str, spec: ToolSpec, args: BaseModel, value: BaseModel, read_since: float
