@@ -8,6 +8,7 @@ named by one argument the router's reading fills (`ToolSpec.speculate_arg`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Any
@@ -26,6 +27,12 @@ GIVEN_PREFIX = "p"
 def given_id(position: int) -> str:
     """The step id of the read started from the request at `position` (0-based)."""
     return f"{GIVEN_PREFIX}{position + 1}"
+
+
+def call_key(tool: str, args: Mapping[str, Any]) -> str:
+    """One call's identity: its tool and its checked arguments (`ToolSpec.checked_args`),
+    so the same call started early, streamed and written in a plan compares equal."""
+    return f"{tool}:{json.dumps(args, sort_keys=True)}"
 
 
 Reading = dict[str, list[str | int]]

@@ -32,6 +32,7 @@ from agentkeel.schemas.speculation import (
     SpeculationOutcome,
     SpeculationReport,
     SpeculativeCall,
+    call_key,
     given_id,
     may_speculate,
 )
@@ -66,10 +67,6 @@ class _Running:
 
 def _finished(running: _Running, _: object) -> None:
     running.finished = workflow.now()
-
-
-def _key(tool: str, args: dict[str, Any]) -> str:
-    return f"{tool}:{json.dumps(args, sort_keys=True)}"
 
 
 def step_signature(call: PredictedCall) -> str:
@@ -114,11 +111,11 @@ class Speculation:
 
     def holds(self, tool: str, args: dict[str, Any]) -> bool:
         """Whether the call is open here (started, not yet claimed by a step)."""
-        return _key(tool, args) in self._open
+        return call_key(tool, args) in self._open
 
     def task_of(self, tool: str, args: dict[str, Any]) -> asyncio.Task[Any] | None:
         """The task of an open call (its result is the tool's output)."""
-        running = self._open.get(_key(tool, args))
+        running = self._open.get(call_key(tool, args))
         return None if running is None else running.task
 
     def start(
@@ -140,7 +137,7 @@ class Speculation:
                 args = spec.checked_args(call.args)
             except ValidationError:
                 continue
-            key = _key(spec.name, args)
+            key = call_key(spec.name, args)
             if key in self._open:
                 continue
             payload = with_tenant({**args, "actor": actor}, tenant)
@@ -158,7 +155,7 @@ class Speculation:
         """The speculative call that is `call`, if one runs or ran (each serves one call)."""
         if call.watch or call.batch is not None:
             return None  # a watch reads the source each time; a batch runs in children
-        return self._open.pop(_key(call.tool, call.args), None)
+        return self._open.pop(call_key(call.tool, call.args), None)
 
     async def serve(self, running: _Running, call: ToolCall) -> tuple[bool, Any]:
         """`(True, result)` from `call`'s speculative twin; `(False, None)` when the twin

@@ -31,7 +31,7 @@ from agentkeel.inference.llm.plan_document import STEP_OPTIONS, renamed, renamed
 from agentkeel.schemas.plan.answer_template import placeholders
 from agentkeel.schemas.plan.model import Plan, PlanStep
 from agentkeel.schemas.plan.validation import dependencies
-from agentkeel.schemas.speculation import PredictedCall, given_id
+from agentkeel.schemas.speculation import PredictedCall, call_key, given_id
 from agentkeel.schemas.tools.spec import ToolSpec
 
 
@@ -123,7 +123,7 @@ def _call_key(tool: str, args: Mapping[str, Any], tools: Mapping[str, ToolSpec])
         plain = spec.checked_args(args)
     except ValidationError:
         return None  # a reference, or arguments the tool refuses: not a given call
-    return f"{tool}:{json.dumps(plain, sort_keys=True)}"
+    return call_key(tool, plain)
 
 
 def _renamed_step(step: PlanStep, ids: Mapping[str, str]) -> PlanStep:

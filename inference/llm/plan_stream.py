@@ -33,7 +33,12 @@ from agentkeel.inference.engines.strict_schema import strict_document
 from agentkeel.inference.llm.plan_document import PlanDocumentError, plan_step
 from agentkeel.schemas.plan.model import PlanStep
 from agentkeel.schemas.plan.validation import dependencies
-from agentkeel.schemas.speculation import MAX_SPECULATIVE_CALLS, PredictedCall, may_run_ahead
+from agentkeel.schemas.speculation import (
+    MAX_SPECULATIVE_CALLS,
+    PredictedCall,
+    call_key,
+    may_run_ahead,
+)
 from agentkeel.schemas.tools import TOOLS, ToolSpec
 
 MAX_TEXT_CHARS = 64 * 1024
@@ -175,7 +180,7 @@ class StepReader:
                 args = spec.checked_args(step.args)
             except ValidationError:
                 return None
-        key = f"{spec.name}:{json.dumps(args, sort_keys=True)}"
+        key = call_key(spec.name, args)
         if key in self._seen:
             return None
         self._seen.add(key)
