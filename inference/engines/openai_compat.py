@@ -35,10 +35,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Literal
 
+import httpx2
 import structlog
 
-from agentkeel.inference.engines.openai_output import choice_text, logprobs_of, parse_output
-from agentkeel.inference.engines.openai_request import request_params
+from agentkeel.inference.engines.openai_output import (
+    choice_text,
+    first_choice,
+    logprobs_of,
+    parse_output,
+)
+from agentkeel.inference.engines.openai_request import raw_request, request_params
 from agentkeel.inference.engines.openai_server import ServerProbe, new_client
 from agentkeel.inference.engines.openai_stream import chunk_delta, sse_data
 from agentkeel.inference.engines.protocol import (
@@ -187,15 +193,15 @@ class OpenAICompatEngine:
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         response, mode = await self._create(request, stream=False)
-        choice = response.choices[0]
+        answer, choice = first_choice(response.content)  # plain JSON: see `_create`
         text = choice_text(choice, chat=self._chat)
-        finish = as_finish_reason(choice.finish_reason)
-        usage = response.usage
+        finish = as_finish_reason(choice.get("finish_reason"))
+        wants_logprobs = request.logprobs is not None
         return GenerateResult(
             text=text,
             finish_reason=finish,
-            logprobs=logprobs_of(choice.logprobs) if request.logprobs is not None else None,
-            usage=_usage_of(usage),
+            logprobs=logprobs_of(choice.get("logprobs")) if wants_logprobs else None,
+            usage=_usage_of(answer.get("usage")),
             parsed=parse_output(request.constraint, text, finish, mode),
         )
 
@@ -207,7 +213,7 @@ class OpenAICompatEngine:
         finish: FinishReason | None = None
         wants_logprobs = request.logprobs is not None
         try:
-            async for chunk in sse_data(response.iter_bytes()):
+            async for chunk in sse_data(response.aiter_bytes()):
                 delta = chunk_delta(chunk, chat=self._chat, logprobs=wants_logprobs)
                 if delta is None:
                     continue
@@ -216,31 +222,28 @@ class OpenAICompatEngine:
                     parts.append(delta.text)
                 yield delta
         finally:
-            await response.close()
+            await response.aclose()
         parse_output(request.constraint, "".join(parts), finish, mode)
 
     async def _create(self, request: GenerateRequest, *, stream: bool) -> tuple[Any, str]:
-        """Send the request, stepping down structured modes the server refuses.
-
-        A lower mode is kept only once the server has accepted it, so a 400 for another
-        reason (a prompt too long) does not degrade later requests.
-        """
+        """Send the request, stepping down structured modes the server refuses (a lower mode
+        is kept only once the server has accepted it, so a 400 for another reason, a prompt
+        too long, does not degrade later requests). Sent raw, errors and options the
+        client's own (`openai_request.raw_request`)."""
         import openai
 
         mode = self._mode if request.constraint is not None else "none"
         if mode == "auto":  # used before start(): assume a server of the OpenAI kind
             mode = "json_schema"
         first_error: openai.APIStatusError | None = None
-        endpoint: Any = self._client.chat.completions if self._chat else self._client.completions
+        path = "/chat/completions" if self._chat else "/completions"
         reconnected = False
         while True:
-            params = self._params(request, mode, stream=stream)
-            try:
-                if stream:  # the raw response: its events are read in `openai_stream`
-                    opened = endpoint.with_streaming_response.create(**params)
-                    response = await opened.__aenter__()
-                else:
-                    response = await endpoint.create(**params)
+            body, headers = raw_request(self._params(request, mode, stream=stream))
+            try:  # a stream comes back unread (`openai_stream` reads its events)
+                response = await self._client.post(
+                    path, cast_to=httpx2.Response, body=body, options={"headers": headers}
+                )
             except openai.APIConnectionError as exc:  # a timeout is one too, not retried
                 if not reconnected and not isinstance(exc, openai.APITimeoutError):
                     # A pooled keep-alive connection the server closed as the request went
@@ -283,11 +286,12 @@ class OpenAICompatEngine:
         )
 
 
-def _usage_of(usage: Any) -> Usage:
+def _usage_of(usage: dict[str, Any] | None) -> Usage:
     """A server's `usage` in the protocol's terms (zeros where it gave none: counted by an
     estimate then, `inference.usage`)."""
-    if usage is None:
+    if not isinstance(usage, dict):
         return Usage()
     return Usage(
-        prompt_tokens=usage.prompt_tokens or 0, completion_tokens=usage.completion_tokens or 0
+        prompt_tokens=usage.get("prompt_tokens") or 0,
+        completion_tokens=usage.get("completion_tokens") or 0,
     )

@@ -22,11 +22,27 @@ from agentkeel.inference.engines.strict_schema import strict_document
 from agentkeel.inference.engines.structured import CHOICE_KEY
 
 
-def choice_text(choice: Any, *, chat: bool) -> str:
+class MalformedAnswer(RuntimeError):
+    """The server answered 200 with a body that is not a completion (retried as any failed
+    call: a server mid-restart, a proxy's page)."""
+
+
+def first_choice(body: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A whole (non-streamed) answer's JSON and its first choice, read as plain JSON."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        raise MalformedAnswer(f"the server's answer is not JSON: {body[:200]!r}") from None
+    choices = answer.get("choices") if isinstance(answer, dict) else None
+    if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+        raise MalformedAnswer(f"the server's answer holds no choice: {body[:200]!r}")
+    return answer, choices[0]
+
+
+def choice_text(choice: dict[str, Any], *, chat: bool) -> str:
     """The generated text of a whole (non-streamed) choice."""
-    if chat:
-        return getattr(choice.message, "content", None) or ""
-    return choice.text or ""
+    text = (_field(choice.get("message"), "content") or "") if chat else choice.get("text")
+    return text if isinstance(text, str) else ""
 
 
 def parse_output(constraint: Constraint | None, text: str, finish: str | None, mode: str) -> Any:
@@ -75,7 +91,7 @@ def logprobs_of(raw: Any) -> list[TokenLogprob]:
 
 
 def _field(obj: Any, name: str) -> Any:
-    """A field of the client's typed object or of the raw JSON (a streamed chunk)."""
+    """A field of the raw JSON (or of a client's typed object)."""
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
