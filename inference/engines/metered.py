@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from agentkeel.inference.engines.protocol import Engine, GenerateRequest, GenerateResult, TokenDelta
+from agentkeel.inference.engines.protocol import (
+    Engine,
+    GenerateRequest,
+    GenerateResult,
+    TokenDelta,
+    opened_stream,
+)
 
 
 class MeteredEngine:
@@ -46,9 +52,10 @@ class MeteredEngine:
         if self.count_tokens and request.logprobs is None:
             request = request.model_copy(update={"logprobs": 0})
         try:
-            async for delta in self.engine.stream(request):
-                self.tokens += len(delta.logprobs)
-                yield delta
+            async with opened_stream(self.engine, request) as deltas:
+                async for delta in deltas:
+                    self.tokens += len(delta.logprobs)
+                    yield delta
         finally:
             self.in_flight -= 1
 

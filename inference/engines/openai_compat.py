@@ -35,15 +35,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Literal
 
-import httpx2
 import structlog
 
-from agentkeel.inference.engines.openai_output import (
-    choice_text,
-    first_choice,
-    logprobs_of,
-    parse_output,
-)
+from agentkeel.inference.engines.openai_output import parse_output, read_answer
 from agentkeel.inference.engines.openai_request import raw_request, request_params
 from agentkeel.inference.engines.openai_server import ServerProbe, new_client
 from agentkeel.inference.engines.openai_stream import chunk_delta, sse_data
@@ -55,8 +49,6 @@ from agentkeel.inference.engines.protocol import (
     GenerateResult,
     PromptApi,
     TokenDelta,
-    Usage,
-    as_finish_reason,
 )
 
 if TYPE_CHECKING:
@@ -193,16 +185,9 @@ class OpenAICompatEngine:
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         response, mode = await self._create(request, stream=False)
-        answer, choice = first_choice(response.content)  # plain JSON: see `_create`
-        text = choice_text(choice, chat=self._chat)
-        finish = as_finish_reason(choice.get("finish_reason"))
         wants_logprobs = request.logprobs is not None
-        return GenerateResult(
-            text=text,
-            finish_reason=finish,
-            logprobs=logprobs_of(choice.get("logprobs")) if wants_logprobs else None,
-            usage=_usage_of(answer.get("usage")),
-            parsed=parse_output(request.constraint, text, finish, mode),
+        return read_answer(
+            response.content, request.constraint, mode, chat=self._chat, logprobs=wants_logprobs
         )
 
     async def stream(self, request: GenerateRequest) -> AsyncIterator[TokenDelta]:
@@ -230,6 +215,7 @@ class OpenAICompatEngine:
         is kept only once the server has accepted it, so a 400 for another reason, a prompt
         too long, does not degrade later requests). Sent raw, errors and options the
         client's own (`openai_request.raw_request`)."""
+        import httpx2  # (openai's HTTP client, as lazily imported as openai is)
         import openai
 
         mode = self._mode if request.constraint is not None else "none"
@@ -242,7 +228,13 @@ class OpenAICompatEngine:
             body, headers = raw_request(self._params(request, mode, stream=stream))
             try:  # a stream comes back unread (`openai_stream` reads its events)
                 response = await self._client.post(
-                    path, cast_to=httpx2.Response, body=body, options={"headers": headers}
+                    path,
+                    cast_to=httpx2.Response,
+                    body=body,
+                    # The model key only, as `create` sends it (a bare `post` may also
+                    # send an admin key found in the environment).
+                    options={"headers": headers, "security": {"bearer_auth": True}},
+                    stream=stream,
                 )
             except openai.APIConnectionError as exc:  # a timeout is one too, not retried
                 if not reconnected and not isinstance(exc, openai.APITimeoutError):
@@ -284,14 +276,3 @@ class OpenAICompatEngine:
             prompt_prefix=self._prompt_prefix,
             stream=stream,
         )
-
-
-def _usage_of(usage: dict[str, Any] | None) -> Usage:
-    """A server's `usage` in the protocol's terms (zeros where it gave none: counted by an
-    estimate then, `inference.usage`)."""
-    if not isinstance(usage, dict):
-        return Usage()
-    return Usage(
-        prompt_tokens=usage.get("prompt_tokens") or 0,
-        completion_tokens=usage.get("completion_tokens") or 0,
-    )

@@ -15,8 +15,11 @@ from agentkeel.inference.engines.constraints import check_output
 from agentkeel.inference.engines.protocol import (
     ChoiceConstraint,
     Constraint,
+    GenerateResult,
     JsonSchemaConstraint,
     TokenLogprob,
+    Usage,
+    as_finish_reason,
 )
 from agentkeel.inference.engines.strict_schema import strict_document
 from agentkeel.inference.engines.structured import CHOICE_KEY
@@ -31,7 +34,7 @@ def first_choice(body: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
     """A whole (non-streamed) answer's JSON and its first choice, read as plain JSON."""
     try:
         answer = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # (nested past the parser's depth: no answer)
         raise MalformedAnswer(f"the server's answer is not JSON: {body[:200]!r}") from None
     choices = answer.get("choices") if isinstance(answer, dict) else None
     if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
@@ -39,9 +42,47 @@ def first_choice(body: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
     return answer, choices[0]
 
 
+def read_answer(
+    body: bytes, constraint: Constraint | None, mode: str, *, chat: bool, logprobs: bool
+) -> GenerateResult:
+    """A whole (non-streamed) answer, read as plain JSON and checked against `constraint`;
+    `MalformedAnswer` where the body is no completion."""
+    answer, choice = first_choice(body)
+    text = choice_text(choice, chat=chat)
+    finish = as_finish_reason(choice.get("finish_reason"))
+    try:
+        read_logprobs = logprobs_of(choice.get("logprobs")) if logprobs else None
+        usage = usage_of(answer.get("usage"))
+    except (ValueError, TypeError) as exc:  # (pydantic's errors are ValueErrors)
+        raise MalformedAnswer(f"the server's answer is malformed: {exc}") from None
+    return GenerateResult(
+        text=text,
+        finish_reason=finish,
+        logprobs=read_logprobs,
+        usage=usage,
+        parsed=parse_output(constraint, text, finish, mode),
+    )
+
+
+def usage_of(usage: Any) -> Usage:
+    """A server's `usage` in the protocol's terms (zeros where it gave none: counted by an
+    estimate then, `inference.usage`)."""
+    if not isinstance(usage, dict):
+        return Usage()
+    return Usage(
+        prompt_tokens=usage.get("prompt_tokens") or 0,
+        completion_tokens=usage.get("completion_tokens") or 0,
+    )
+
+
 def choice_text(choice: dict[str, Any], *, chat: bool) -> str:
-    """The generated text of a whole (non-streamed) choice."""
-    text = (_field(choice.get("message"), "content") or "") if chat else choice.get("text")
+    """The generated text of a whole (non-streamed) choice (a chat message's content given
+    as a list of parts: its text parts, joined)."""
+    text = _field(choice.get("message"), "content") if chat else choice.get("text")
+    if isinstance(text, list):
+        text = "".join(
+            p["text"] for p in text if isinstance(p, dict) and isinstance(p.get("text"), str)
+        )
     return text if isinstance(text, str) else ""
 
 

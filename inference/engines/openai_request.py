@@ -14,10 +14,6 @@ from agentkeel.inference.engines.structured import structured_body
 
 __all__ = ["raw_request", "request_params"]
 
-RAW_STREAM_HEADER = "X-Stainless-Raw-Response"
-"""Asks the openai client for the response unread (what its `with_streaming_response`
-sends): a streamed answer is read from its raw events."""
-
 
 def request_params(
     request: GenerateRequest,
@@ -62,15 +58,12 @@ def request_params(
 
 
 def raw_request(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    """`params` as the body and the headers of the client's `post` (its documented
-    way to send a body of one's own): what `create` sends for them (`extra_body` merged
-    into the body, `extra_headers` as headers), a streamed request asking for its response
-    unread. The typed `create` transforms every parameter and builds a typed model of the
-    answer, which cost more CPU than the rest of the call (`python -m bench.engine_calls`);
-    the engine reads the answer as plain JSON (`openai_output.first_choice`)."""
+    """`params` as the body and the headers of the client's `post` (its documented way to
+    send a body of one's own): what `create` sends for them (`extra_body` merged into the
+    body, `extra_headers` as headers). The typed `create` transforms every parameter and
+    builds a typed model of the answer, which cost more CPU than the rest of the call
+    (`python -m bench.engine_calls`); the engine reads the answer as plain JSON
+    (`openai_output.first_choice`)."""
     body = {k: v for k, v in params.items() if k not in ("extra_body", "extra_headers")}
     body.update(params.get("extra_body") or {})
-    headers = dict(params.get("extra_headers") or {})
-    if params.get("stream"):
-        headers[RAW_STREAM_HEADER] = "stream"
-    return body, headers
+    return body, dict(params.get("extra_headers") or {})

@@ -32,8 +32,10 @@ def new_client(base_url: str, *, api_key: str = "EMPTY", timeout_s: float = 120.
             "the `openai` package is not installed: pip install 'agentkeel[gpu]' "
             "or 'agentkeel[llm-cpu]'"
         ) from exc
+    # An empty key is a server without one (the client would refuse it, or send an admin
+    # key it finds in the environment instead).
     return AsyncOpenAI(
-        base_url=base_url.rstrip("/"), api_key=api_key, timeout=timeout_s, max_retries=0
+        base_url=base_url.rstrip("/"), api_key=api_key or "EMPTY", timeout=timeout_s, max_retries=0
     )
 
 

@@ -18,8 +18,8 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agentkeel.inference.engines.openai_output import logprobs_of
-from agentkeel.inference.engines.protocol import TokenDelta, Usage, as_finish_reason
+from agentkeel.inference.engines.openai_output import logprobs_of, usage_of
+from agentkeel.inference.engines.protocol import TokenDelta, as_finish_reason
 
 DONE = b"[DONE]"
 DRAIN_S = 0.1
@@ -103,13 +103,7 @@ def chunk_delta(chunk: dict[str, Any], *, chat: bool, logprobs: bool) -> TokenDe
         usage = chunk.get("usage")
         if not isinstance(usage, dict):
             return None
-        return TokenDelta(
-            text="",
-            usage=Usage(
-                prompt_tokens=usage.get("prompt_tokens") or 0,
-                completion_tokens=usage.get("completion_tokens") or 0,
-            ),
-        )
+        return TokenDelta(text="", usage=usage_of(usage))
     choice = choices[0]
     if chat:
         delta = choice.get("delta") or {}

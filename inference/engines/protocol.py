@@ -15,7 +15,8 @@ one place.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, Protocol, cast, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -170,3 +171,20 @@ def as_finish_reason(reason: str | None) -> FinishReason | None:
     if reason in ("stop", "length", "abort", "error"):
         return cast(FinishReason, reason)
     return "stop"
+
+
+@asynccontextmanager
+async def opened_stream(
+    engine: Engine, request: GenerateRequest
+) -> AsyncGenerator[AsyncIterator[TokenDelta], None]:
+    """`engine.stream(request)`, closed when the block ends however it ends: a reader that
+    stops early (cancelled, or failing on a piece) ends the request there and then (the
+    server stops generating, its connection is released), not whenever the garbage
+    collector finalizes the generator."""
+    deltas = engine.stream(request)
+    try:
+        yield deltas
+    finally:
+        close = getattr(deltas, "aclose", None)
+        if close is not None:
+            await close()

@@ -24,6 +24,7 @@ from agentkeel.inference.engines.protocol import (
     GenerateRequest,
     GenerateResult,
     Usage,
+    opened_stream,
 )
 from agentkeel.inference.llm.confidence import label_confidence
 from agentkeel.inference.llm.model_events import model_event, model_span, record_usage
@@ -114,15 +115,16 @@ async def stream(
     asked_at = datetime.now(UTC)
     usage: Usage | None = None
     with model_span(engine, tier) as span, _spent_if_cancelled(engine, tier, request, parts, span):
-        async for delta in engine.stream(request):
-            usage = delta.usage or usage
-            if not delta.text:
-                continue
-            if first_at is None:
-                first_at = datetime.now(UTC)
-            parts.append(delta.text)
-            if sink is not None:
-                await sink(delta.text)
+        async with opened_stream(engine, request) as deltas:
+            async for delta in deltas:
+                usage = delta.usage or usage
+                if not delta.text:
+                    continue
+                if first_at is None:
+                    first_at = datetime.now(UTC)
+                parts.append(delta.text)
+                if sink is not None:
+                    await sink(delta.text)
         if usage is None:  # one piece per decoded token, as engines stream them
             usage = Usage(completion_tokens=len(parts))
         prompt, output = _counted(engine, tier, request, usage, "".join(parts), span)
@@ -160,13 +162,15 @@ async def generate_plan(
     finish: FinishReason | None = None
     usage: Usage | None = None
     with model_span(engine, tier) as span, _spent_if_cancelled(engine, tier, request, parts, span):
-        async for delta in engine.stream(request):  # checks the whole text after the last piece
-            usage = delta.usage or usage
-            if delta.text:
-                parts.append(delta.text)
-            finish = delta.finish_reason or finish
-            for call in reader.feed(delta.text):
-                await sink(call)
+        # (The engine checks the whole text after the last piece.)
+        async with opened_stream(engine, request) as deltas:
+            async for delta in deltas:
+                usage = delta.usage or usage
+                if delta.text:
+                    parts.append(delta.text)
+                finish = delta.finish_reason or finish
+                for call in reader.feed(delta.text):
+                    await sink(call)
         text = "".join(parts)
         # Without the server's counts: one piece per decoded token, as engines stream them.
         counted = usage or Usage(completion_tokens=len(parts))

@@ -18,8 +18,12 @@ from multidict import CIMultiDict
 
 from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
 from agentkeel.inference.engines.openai_output import MalformedAnswer, first_choice
-from agentkeel.inference.engines.openai_request import RAW_STREAM_HEADER, raw_request
-from agentkeel.inference.engines.protocol import ChoiceConstraint, GenerateRequest
+from agentkeel.inference.engines.openai_request import raw_request
+from agentkeel.inference.engines.protocol import (
+    ChoiceConstraint,
+    EngineUnavailableError,
+    GenerateRequest,
+)
 from tests.support.models import free_port
 
 Answer = Callable[[dict[str, Any]], web.StreamResponse]
@@ -92,6 +96,7 @@ async def serve() -> AsyncIterator[Callable[[Answer], Any]]:
         engine = OpenAICompatEngine(
             base_url=f"http://127.0.0.1:{port}/v1",
             model="fake",
+            api_key="model-key",
             api="chat",
             structured_output="json_schema",
         )
@@ -129,7 +134,7 @@ async def test_the_body_is_what_create_would_send_and_the_answer_is_read_raw(ser
     assert body["response_format"]["type"] == "json_schema"
     assert "extra_body" not in body and "extra_headers" not in body
     assert server.headers[0]["X-Request-Id"] == "req-7"
-    assert RAW_STREAM_HEADER not in server.headers[0]
+    assert server.headers[0].getall("Authorization") == ["Bearer model-key"]
 
     assert result.text == "refund" and result.parsed == "refund"
     assert result.finish_reason == "stop"
@@ -146,6 +151,11 @@ async def test_the_body_is_what_create_would_send_and_the_answer_is_read_raw(ser
         (lambda _: web.json_response({"choices": []}), "no choice"),
         (lambda _: web.json_response({"choices": ["refund"]}), "no choice"),
         (lambda _: web.json_response(["refund"]), "no choice"),
+        (lambda _: web.Response(text="[" * 100_000), "not JSON"),
+        (
+            lambda _: web.json_response({**COMPLETION, "usage": {"prompt_tokens": "n/a"}}),
+            "malformed",
+        ),
     ],
 )
 async def test_a_200_that_is_no_completion_is_named(serve: Any, reply: Answer, said: str) -> None:
@@ -155,6 +165,46 @@ async def test_a_200_that_is_no_completion_is_named(serve: Any, reply: Answer, s
             await engine.generate(GenerateRequest(prompt="x", max_tokens=4))
     finally:
         await engine.close()
+
+
+async def test_only_the_model_key_is_ever_sent(serve: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client's bare `post` may send any credential it finds (an admin key in the
+    environment); a model server is sent its own key, or `EMPTY` where none is set."""
+    monkeypatch.setenv("OPENAI_ADMIN_KEY", "admin-key")
+    server, engine = await serve(lambda _: web.json_response(COMPLETION))
+    keyless = OpenAICompatEngine(base_url=engine._base_url, model="fake", api_key="", api="chat")
+    try:
+        await keyless.generate(GenerateRequest(prompt="x", max_tokens=4))
+    finally:
+        await keyless.close()
+        await engine.close()
+    assert server.headers[0].getall("Authorization") == ["Bearer EMPTY"]
+    assert not any("admin-key" in value for value in server.headers[0].values())
+
+
+async def test_a_server_that_is_down_for_now_is_unavailable(serve: Any) -> None:
+    # The caller may serve the step otherwise (the rules) or retry: not a refused request.
+    _, engine = await serve(lambda _: web.json_response({"error": "loading"}, status=503))
+    try:
+        with pytest.raises(EngineUnavailableError, match="503"):
+            await engine.generate(GenerateRequest(prompt="x", max_tokens=4))
+    finally:
+        await engine.close()
+
+
+async def test_content_given_as_parts_reads_as_their_text(serve: Any) -> None:
+    parts = [
+        {"type": "text", "text": "ref"},
+        {"type": "image_url"},
+        {"type": "text", "text": "und"},
+    ]
+    choice = {"index": 0, "message": {"role": "assistant", "content": parts}}
+    _, engine = await serve(lambda _: web.json_response({"choices": [choice]}))
+    try:
+        result = await engine.generate(GenerateRequest(prompt="x", max_tokens=4))
+    finally:
+        await engine.close()
+    assert result.text == "refund"
 
 
 async def test_an_answer_without_usage_or_text_reads_as_empty(serve: Any) -> None:
@@ -182,8 +232,7 @@ def test_raw_request_moves_client_only_keys_out_of_the_body() -> None:
         "stream": True,
         "structured_outputs": {"json": {"type": "object"}},
     }
-    # A stream is asked for unread: its events are read raw.
-    assert headers == {"X-Request-Id": "r", RAW_STREAM_HEADER: "stream"}
+    assert headers == {"X-Request-Id": "r"}
 
 
 def test_first_choice_reads_the_first_of_several() -> None:
