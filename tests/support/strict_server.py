@@ -14,6 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from agentkeel.settings.ports import free_port
+from tests.support.openai_app import openai_app
 from tests.support.openai_strict import strict_problems
 
 MODEL = "fake-hosted"
@@ -32,14 +33,7 @@ class FakeStrictHostedServer:
         self.schemas: list[dict[str, Any]] = []
 
     def app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_get("/v1/models", self._models)
-        app.router.add_post("/v1/chat/completions", self._chat)
-        return app
-
-    async def _models(self, _: web.Request) -> web.Response:
-        data = [{"id": MODEL, "object": "model", "created": 0, "owned_by": "openai"}]
-        return web.json_response({"object": "list", "data": data})
+        return openai_app(MODEL, owned_by="openai", chat=self._chat)
 
     async def _chat(self, request: web.Request) -> web.Response:
         body = await request.json()

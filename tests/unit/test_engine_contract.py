@@ -26,6 +26,7 @@ from agentkeel.inference.engines import (
 from agentkeel.inference.engines.openai_compat import OpenAICompatEngine
 from agentkeel.inference.engines.vllm_local import VllmEngine
 from tests.support.models import CITY_SCHEMA, MODEL_NAME, cpu_settings, free_port
+from tests.support.openai_app import openai_app
 
 
 def test_settings_map_to_engine_args() -> None:
@@ -81,14 +82,7 @@ class FakeJsonObjectOnlyServer:
         self.seen: list[str] = []
 
     def app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_get("/v1/models", self._models)
-        app.router.add_post("/v1/completions", self._completions)
-        return app
-
-    async def _models(self, _: web.Request) -> web.Response:
-        data = [{"id": "fake", "object": "model", "created": 0, "owned_by": "fake"}]
-        return web.json_response({"object": "list", "data": data})
+        return openai_app("fake", owned_by="fake", completions=self._completions)
 
     async def _completions(self, request: web.Request) -> web.Response:
         body = await request.json()

@@ -25,6 +25,7 @@ from agentkeel.inference.engines.protocol import (
     GenerateRequest,
 )
 from tests.support.models import free_port
+from tests.support.openai_app import openai_app
 
 Answer = Callable[[dict[str, Any]], web.StreamResponse]
 
@@ -66,14 +67,7 @@ class RecordingServer:
         self.headers: list[CIMultiDict[str]] = []  # (names as case-blind as HTTP's)
 
     def app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_get("/v1/models", self._models)
-        app.router.add_post("/v1/chat/completions", self._chat)
-        return app
-
-    async def _models(self, _: web.Request) -> web.Response:
-        data = [{"id": "fake", "object": "model", "created": 0, "owned_by": "fake"}]
-        return web.json_response({"object": "list", "data": data})
+        return openai_app("fake", owned_by="fake", chat=self._chat)
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
