@@ -2,14 +2,16 @@
 
     python -m bench.peers [--speeds instant,fast,slow] [--shapes chain,diamond,4-wide,8-wide]
                           [--rows warm,cold,replan] [--tools local,queue] [--rounds 5]
-                          [--invocations 3] [--warmup 1] [--tool-ms 100] [--quick]
+                          [--invocations 3] [--warmup 1] [--tool-ms 100]
+                          [--model-server apart|here] [--quick]
 
 Needs the `bench` extra (`pip install -e '.[bench]'`), the local Postgres and Redis (as
 `bench.dag`: `AGENTKEEL_BENCH_ADMIN_DSN`, `AGENTKEEL_REDIS_URL`).
 
 Every system reaches the same token-timed OpenAI-compatible server (`bench.token_server`:
-time to first token plus output tokens x a per-token time, streamed token by token) through
-its own real model client, and the server answers each request as an ideal model would in
+time to first token plus output tokens x a per-token time, streamed token by token; in a
+process of its own, as a model server is deployed, `bench.token_apart`) through its own
+real model client, and the server answers each request as an ideal model would in
 that system's own format (`bench.ideal_model`): tool calls for the tool-calling frameworks
 (every ready call at once, the answer with the last round where the framework offers an
 answer tool), a plan document for agentkeel's planner. Speeds: `instant` (0 ms: what the
@@ -45,8 +47,9 @@ import logging
 import random
 import time
 import uuid
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from bench import peer_fakes
 from bench.ideal_model import IdealShapeModel
@@ -55,7 +58,8 @@ from bench.peer_cases import SHAPE_NAMES, Case, batch_name
 from bench.peer_report import Results, history_stats, print_table, print_verdict, summary
 from bench.peer_stack import Variant, peer_stack
 from bench.stack import StackConfig
-from bench.token_server import SPEEDS, TokenTimedServer, serving
+from bench.token_apart import served_apart
+from bench.token_server import SPEEDS, Speed, serving
 
 ROWS = ("warm", "cold", "replan")
 UNSURE = 0.5
@@ -81,30 +85,38 @@ async def run_once(variant: Variant, case: Case) -> tuple[float, str, Any]:
     return e2e, workflow_id, result
 
 
+class ModelServer(Protocol):
+    """The token server's controls, in this process or in its own (`bench.token_apart`)."""
+
+    async def requests(self) -> int: ...
+
+    async def set_speed(self, speed: Speed) -> None: ...
+
+
 @dataclass
 class Measure:
     variants: list[Variant]
-    server: TokenTimedServer
+    server: ModelServer
     agentkeel: AgentkeelPeer
     results: Results
 
     async def cell_run(
         self, speed: str, case: Case, variant: Variant, invocation: int, measured: bool
     ) -> None:
-        requests = self.server.log.requests
+        cell = self.results.cell(speed, row_of(case), case.shape, variant.label)
+        counted = measured and cell.history is None  # one run's requests and history a cell
+        requests = await self.server.requests() if counted else 0
         e2e, workflow_id, result = await run_once(variant, case)
         if not measured:
             return
-        row = row_of(case)
-        cell = self.results.cell(speed, row, case.shape, variant.label)
         cell.add(invocation, e2e)
         first = await self.agentkeel.first_tool_ms(workflow_id, result)
         if first is not None:
             cell.first_tool_ms.append(first)
-        if cell.history is None:
+        if counted:
             handle = self.agentkeel.stack.client.get_workflow_handle(workflow_id)
             cell.history = await history_stats(handle)
-            cell.model_requests = self.server.log.requests - requests
+            cell.model_requests = await self.server.requests() - requests
 
     async def invocation(
         self, speed: str, number: int, shapes: list[str], rows: list[str], rounds: int, warmup: int
@@ -136,8 +148,7 @@ async def amain(args: argparse.Namespace) -> None:
         "cell;\n  1st tool = agentkeel's first tool start after the run's start (ms)",
         flush=True,
     )
-    scenario = IdealShapeModel(route_confidence=UNSURE)
-    async with serving(scenario, SPEEDS["instant"]) as (url, server):
+    async with _model_server(args.model_server) as (url, server):
         forms = tuple(args.tools)
         async with peer_stack(StackConfig.from_env(), url, tool_forms=forms) as (
             variants,
@@ -145,7 +156,7 @@ async def amain(args: argparse.Namespace) -> None:
         ):
             measure = Measure(variants, server, agentkeel, Results())
             for speed in args.speeds:
-                server.speed = SPEEDS[speed]
+                await server.set_speed(SPEEDS[speed])
                 for number in range(args.invocations):
                     await measure.invocation(
                         speed, number, args.shapes, args.rows, args.rounds, args.warmup
@@ -157,6 +168,14 @@ async def amain(args: argparse.Namespace) -> None:
     print_verdict(measure.results, args.speeds, args.rows, args.shapes, labels)
     row = "warm" if "warm" in args.rows else args.rows[0]
     print(json.dumps(summary(measure.results, args.speeds, args.shapes, labels, row)))
+
+
+def _model_server(where: str) -> AbstractAsyncContextManager[tuple[str, ModelServer]]:
+    """The token server in a process of its own (`apart`, as model servers are deployed)
+    or in this one (`here`)."""
+    if where == "apart":
+        return served_apart(SPEEDS["instant"], route_confidence=UNSURE)
+    return serving(IdealShapeModel(route_confidence=UNSURE), SPEEDS["instant"])
 
 
 def _csv(text: str) -> list[str]:
@@ -176,6 +195,12 @@ def main() -> None:
     parser.add_argument("--tool-ms", type=int, default=100, help="sleep of every tool call")
     parser.add_argument(
         "--tools", type=_csv, default=["local", "queue"], help="tool forms: local,queue"
+    )
+    parser.add_argument(
+        "--model-server",
+        choices=["apart", "here"],
+        default="apart",
+        help="the token server in a process of its own (as deployed) or in this one",
     )
     parser.add_argument(
         "--quick",

@@ -84,7 +84,24 @@ class TokenTimedServer:
         app = web.Application()
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/chat/completions", self._chat)
+        # A benchmark driving the server in a process of its own (`bench.token_apart`).
+        app.router.add_put("/bench/speed", self._set_speed)
+        app.router.add_get("/bench/requests", self._requests)
         return app
+
+    async def requests(self) -> int:
+        """Requests answered so far (as `bench.token_apart.RemoteTokenServer` asks)."""
+        return self.log.requests
+
+    async def set_speed(self, speed: Speed) -> None:
+        self.speed = speed
+
+    async def _set_speed(self, request: web.Request) -> web.Response:
+        self.speed = Speed(**await request.json())
+        return web.json_response({"speed": self.speed.name})
+
+    async def _requests(self, _: web.Request) -> web.Response:
+        return web.json_response({"requests": self.log.requests})
 
     async def _models(self, _: web.Request) -> web.Response:
         # Neither vLLM nor llama.cpp: callers use the chat API with strict JSON schemas.
@@ -210,6 +227,9 @@ def main() -> None:
     parser.add_argument("--ttft-ms", type=float, help="overrides the speed's time to first token")
     parser.add_argument("--per-token-ms", type=float, help="overrides the speed's per-token time")
     parser.add_argument("--prefill-ms", type=float, default=0.0, help="per prompt token")
+    parser.add_argument(
+        "--route-confidence", type=float, default=0.95, help="the ideal router's certainty"
+    )
     args = parser.parse_args()
     base = SPEEDS[args.speed]
     speed = Speed(
@@ -220,7 +240,8 @@ def main() -> None:
     )
 
     async def run() -> None:
-        async with serving(IdealShapeModel(), speed, host=args.host, port=args.port) as (url, _):
+        scenario = IdealShapeModel(route_confidence=args.route_confidence)
+        async with serving(scenario, speed, host=args.host, port=args.port) as (url, _):
             print(f"token-timed model server at {url} ({speed})", flush=True)
             await asyncio.Event().wait()
 

@@ -8,6 +8,8 @@ import time
 from typing import Any
 
 import jsonschema
+import openai
+import pytest
 from openai import AsyncOpenAI
 
 from agentkeel.inference.engines.openai_output import logprobs_of
@@ -16,10 +18,12 @@ from agentkeel.inference.llm.plan_schema import plan_json_schema
 from bench.ideal_model import IdealShapeModel
 from bench.peer_cases import result_of
 from bench.peer_fakes import ANSWER
+from bench.token_apart import served_apart
 from bench.token_server import Speed, serving
 from bench.token_text import split_tokens
 
 SLOW_ENOUGH = Speed("test", ttft_s=0.08, per_token_s=0.01)
+SECOND_TO_FIRST_TOKEN = Speed("test", ttft_s=1.0, per_token_s=0.0)
 LABELS = ["order_status", "refund", "policy", "uncertain"]
 
 
@@ -133,3 +137,30 @@ async def test_a_route_reports_its_certainty_and_a_plan_fits_agentkeels_schema()
         "search_kb",
     ]
     assert document["steps"][1] == {"check_inventory": {"sku": "$s1.items.0.sku"}}
+
+
+async def test_the_server_in_a_process_of_its_own_takes_its_speed_and_counts() -> None:
+    """`bench.peers` runs the server apart, as model servers are deployed: the speed set
+    over HTTP is the one it answers at, its requests are counted, and the block's end
+    stops the process."""
+    async with served_apart(Speed("instant", 0.0, 0.0), route_confidence=0.5) as (url, remote):
+        await remote.set_speed(SECOND_TO_FIRST_TOKEN)
+        model: Any = AsyncOpenAI(base_url=url, api_key="bench", max_retries=0)
+        started = time.perf_counter()
+        reply = await model.chat.completions.create(
+            model="ideal", messages=[{"role": "user", "content": "User: bench chain #2 of aa"}]
+        )
+        took = time.perf_counter() - started
+        assert reply.choices[0].message.content == ANSWER
+        assert took >= SECOND_TO_FIRST_TOKEN.ttft_s
+        assert await remote.requests() == 1
+        await remote.set_speed(Speed("instant", 0.0, 0.0))
+        started = time.perf_counter()
+        await model.chat.completions.create(
+            model="ideal", messages=[{"role": "user", "content": "User: bench chain #2 of aa"}]
+        )
+        assert time.perf_counter() - started < SECOND_TO_FIRST_TOKEN.ttft_s
+        assert await remote.requests() == 2
+        await model.close()
+    with pytest.raises(openai.APIConnectionError):  # the process is gone with the block
+        await AsyncOpenAI(base_url=url, api_key="bench", max_retries=0).models.list()
