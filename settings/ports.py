@@ -58,13 +58,24 @@ def _bindable(host: str, port: int) -> bool:
     return not port_answers(host, port, timeout_s=0.1)
 
 
+_HANDED_OUT: set[int] = set()
+"""The ports this process has picked. A stack picks all of its ports before its servers
+bind any, so a port found free may be one picked a moment ago for another of its servers
+(two servers on one port: the second fails to start); a picked port is never picked again."""
+
+
+def _unpicked(host: str, port: int) -> bool:
+    return port not in _HANDED_OUT and _bindable(host, port)
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port nothing listens on now, outside the ephemeral range: for stacks beside
-    another one."""
+    """A port nothing listens on now, outside the ephemeral range, and not picked before by
+    this process: for stacks beside another one."""
     picked = _picked_range()
     for _ in range(200 if picked else 0):
         port = random.choice(picked)
-        if _bindable(host, port):
+        if _unpicked(host, port):
+            _HANDED_OUT.add(port)
             return port
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
         s.bind((host, 0))  # the OS's choice: no room outside its range, or none free there
@@ -77,7 +88,8 @@ def free_port_pair(host: str = "127.0.0.1") -> int:
     picked = _picked_range() or range(LOWEST_PICKED, 65536)
     for _ in range(200):
         port = random.choice(picked[:-1])
-        if _bindable(host, port) and _bindable(host, port + 1):
+        if _unpicked(host, port) and _unpicked(host, port + 1):
+            _HANDED_OUT.update((port, port + 1))
             return port
     raise StartupError(f"no two consecutive free ports found on {host}")
 

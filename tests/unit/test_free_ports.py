@@ -39,3 +39,15 @@ def test_without_room_outside_the_range_the_os_picks(
     port = ports.free_port()
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))
+
+
+def test_a_port_is_never_picked_twice_by_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stack picks every port before binding any: a pick must not hand out again a port
+    (or a pair's second port) picked a moment ago, though nothing listens on it yet."""
+    monkeypatch.setattr(ports, "_HANDED_OUT", set())
+    monkeypatch.setattr(ports, "_picked_range", lambda: range(21000, 21004))
+    pair = ports.free_port_pair()
+    singles = [ports.free_port(), ports.free_port()]
+    assert sorted([pair, pair + 1, *singles]) == [21000, 21001, 21002, 21003]
+    # The range is used up: the OS picks, from outside it.
+    assert ports.free_port() not in range(21000, 21004)
