@@ -20,16 +20,18 @@ import structlog
 from temporalio import activity
 
 from agentkeel.inference.llm.plan_stream import STEP_SINK
+from agentkeel.inference.llm.stream_pace import EARLY_HOLD_S
 from agentkeel.schemas.names import PLAN_STEP_SIGNAL
 from agentkeel.schemas.speculation import PlanSteps, PredictedCall
 
 log = structlog.get_logger(__name__)
 
 
-HOLD_S = 0.02
+HOLD_S = EARLY_HOLD_S
 """How long a written read waits before it is signalled, with the reads written meanwhile
 in the same signal. A plan that ends within it (a model that decodes at once) sends none:
-the plan brings them, and the run's history has no signal event for them."""
+the plan brings them, and the run's history has no signal event for them; such a
+planner's next plans are read whole (`inference.llm.stream_pace`)."""
 
 
 class StepSignals:

@@ -30,6 +30,7 @@ from agentkeel.inference.llm.confidence import label_confidence
 from agentkeel.inference.llm.model_events import model_event, model_span, record_usage
 from agentkeel.inference.llm.plan_stream import STEP_SINK, StepReader
 from agentkeel.inference.llm.prompts import system_prefix
+from agentkeel.inference.llm.stream_pace import PACE
 from agentkeel.inference.policy import TokenSink
 from agentkeel.inference.usage import count_call
 from agentkeel.schemas.route import Tier
@@ -150,27 +151,37 @@ async def generate_plan(
     engine: Engine, tier: Tier, request: GenerateRequest, *, ready: Sequence[str] = ()
 ) -> GenerateResult:
     """A plan document: decoded whole, or, where the calling activity takes early reads
-    (`inference.llm.plan_stream.STEP_SINK`) and the engine can, streamed, each complete read
-    handed to the sink as soon as the model has written it. The same checked result.
+    (`inference.llm.plan_stream.STEP_SINK`), the engine can, and this planner's plans take
+    long enough to come for an early read to start (`stream_pace`), streamed, each complete
+    read handed to the sink as soon as the model has written it. The same checked result.
     `ready`: steps the planner was given, started already (a written read may read them)."""
     sink = STEP_SINK.get()
     if sink is None or not streams_json(engine):
         return await generate(engine, tier, request)
+    if not PACE.streams(engine, tier.value):  # its plans come whole within the hold
+        started = time.perf_counter()
+        result = await generate(engine, tier, request)
+        PACE.whole(engine, tier.value, time.perf_counter() - started)
+        return result
     started = time.perf_counter()
     reader = StepReader(ready=ready)
     parts: list[str] = []
     finish: FinishReason | None = None
     usage: Usage | None = None
+    first_text = last_text = 0.0
     with model_span(engine, tier) as span, _spent_if_cancelled(engine, tier, request, parts, span):
         # (The engine checks the whole text after the last piece.)
         async with opened_stream(engine, request) as deltas:
             async for delta in deltas:
                 usage = delta.usage or usage
                 if delta.text:
+                    last_text = time.perf_counter()
+                    first_text = first_text or last_text
                     parts.append(delta.text)
                 finish = delta.finish_reason or finish
                 for call in reader.feed(delta.text):
                     await sink(call)
+        PACE.streamed(engine, tier.value, last_text - first_text)
         text = "".join(parts)
         # Without the server's counts: one piece per decoded token, as engines stream them.
         counted = usage or Usage(completion_tokens=len(parts))
