@@ -39,9 +39,11 @@ class HeadStartSettings(BaseModel):
     unsure (above `AGENTKEEL_PLAN_AHEAD_ABOVE`); `always`; `off`."""
     plan_stream: OnOff = "on"
     """`on`: the inference worker signals a run each step its planner writes that is a
-    cached, idempotent read needing no other step's output, as soon as the step is
+    cached, idempotent read needing no other step's output, 20 ms after the step is
     written, and the run starts it before the plan is whole (side effects still wait for
-    the whole plan and its checks); `off`: every step waits for the whole plan."""
+    the whole plan and its checks); a planner whose plans come whole within those 20 ms
+    is read whole (`inference.llm.stream_pace`); `off`: every step waits for the whole
+    plan."""
     plan_ahead_above: Fraction = 0.5
     """The share of a tenant's last 20 routes that were unsure above which `auto` plans
     ahead (of its deployment's last 20, every tenant's, for a tenant with fewer than 3)."""

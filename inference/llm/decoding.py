@@ -181,7 +181,13 @@ async def generate_plan(
                 finish = delta.finish_reason or finish
                 for call in reader.feed(delta.text):
                     await sink(call)
-        PACE.streamed(engine, tier.value, last_text - first_text)
+        if first_text:  # (a stream with no text says nothing of the pace)
+            PACE.streamed(
+                engine,
+                tier.value,
+                first_text_s=first_text - started,
+                text_span_s=last_text - first_text,
+            )
         text = "".join(parts)
         # Without the server's counts: one piece per decoded token, as engines stream them.
         counted = usage or Usage(completion_tokens=len(parts))

@@ -12,12 +12,17 @@ plan read whole (`docs/latency.md`, "a fifth pass").
 
 - a streamed plan whose text came within the hold (first text to last) says *fast*: the
   next plans are read whole;
-- a plan read whole that took the hold or longer (request to answer) says *slow* again:
-  the next plan streams, and measures afresh;
-- while fast, every `RECHECK_PLANS`-th plan, or the first after `RECHECK_S`, streams
-  anyway, so a planner that has slowed (a loaded server) is streamed again soon.
+- a plan read whole whose answer took the hold or longer past the last stream's time to
+  its first text (the two measures compared alike: a planner slow to start but quick to
+  write stays fast) says *slow* again: the next plan streams, and measures afresh;
+- while fast, the plan after `RECHECK_PLANS` read whole, or the first `RECHECK_S` after
+  the last stream, streams anyway, so a planner that has slowed (a loaded server) is
+  streamed again soon. A worker that plans less often than that streams every plan.
 
-The first plan of an engine streams: nothing is known of its pace yet.
+The first plan of an engine streams: nothing is known of its pace yet. Plans of one
+planner share a pace whatever their length; a planner fast enough (about ten thousand
+tokens a second) that a short plan fits the hold and a long one does not may read a long
+one whole. Only an early signal is lost then: the plan still brings every read.
 """
 
 from __future__ import annotations
@@ -37,7 +42,9 @@ RECHECK_S = 30.0
 class _Pace:
     fast: bool = False
     whole_since: int = 0
-    fast_at: float = field(default_factory=time.monotonic)
+    streamed_at: float = field(default_factory=time.monotonic)
+    first_text_s: float = 0.0
+    """The last stream's time from its request to its first text."""
 
 
 class StreamPace:
@@ -68,18 +75,20 @@ class StreamPace:
         if not pace.fast:
             return True
         due = pace.whole_since >= self.recheck_plans
-        return due or time.monotonic() - pace.fast_at >= self.recheck_s
+        return due or time.monotonic() - pace.streamed_at >= self.recheck_s
 
-    def streamed(self, engine: Any, tier: str, text_span_s: float) -> None:
-        """A streamed plan's text came over `text_span_s` (its first piece to its last)."""
+    def streamed(self, engine: Any, tier: str, *, first_text_s: float, text_span_s: float) -> None:
+        """A streamed plan's first text came `first_text_s` after its request, and its text
+        over `text_span_s` (its first piece to its last)."""
         pace = self._pace(engine, tier)
         pace.fast = text_span_s < self.hold_s
-        pace.whole_since, pace.fast_at = 0, time.monotonic()
+        pace.first_text_s = first_text_s
+        pace.whole_since, pace.streamed_at = 0, time.monotonic()
 
     def whole(self, engine: Any, tier: str, took_s: float) -> None:
         """A plan read whole took `took_s`, its request to its answer."""
         pace = self._pace(engine, tier)
-        if took_s >= self.hold_s:
+        if took_s - pace.first_text_s >= self.hold_s:
             pace.fast = False
         pace.whole_since += 1
 

@@ -27,7 +27,7 @@ class Engine:
 def test_the_first_plan_streams_and_a_fast_one_turns_the_next_whole() -> None:
     pace, engine = StreamPace(hold_s=0.02), Engine()
     assert pace.streams(engine, "heavy")
-    pace.streamed(engine, "heavy", 0.005)
+    pace.streamed(engine, "heavy", first_text_s=0.001, text_span_s=0.005)
     assert not pace.streams(engine, "heavy")
     assert pace.streams(engine, "light")  # each tier its own pace
     assert pace.streams(Engine(), "heavy")  # and each engine
@@ -35,22 +35,34 @@ def test_the_first_plan_streams_and_a_fast_one_turns_the_next_whole() -> None:
 
 def test_a_slow_stream_keeps_streaming() -> None:
     pace, engine = StreamPace(hold_s=0.02), Engine()
-    pace.streamed(engine, "heavy", 0.5)
+    pace.streamed(engine, "heavy", first_text_s=0.001, text_span_s=0.5)
     assert pace.streams(engine, "heavy")
 
 
 def test_a_whole_plan_that_took_the_hold_streams_the_next() -> None:
     pace, engine = StreamPace(hold_s=0.02), Engine()
-    pace.streamed(engine, "heavy", 0.001)
+    pace.streamed(engine, "heavy", first_text_s=0.001, text_span_s=0.001)
     pace.whole(engine, "heavy", 0.001)
     assert not pace.streams(engine, "heavy")
     pace.whole(engine, "heavy", 0.3)  # the server slowed down
     assert pace.streams(engine, "heavy")
 
 
+def test_a_planner_slow_to_start_but_quick_to_write_stays_whole() -> None:
+    """A whole plan's time holds the wait for the first token too: that wait, as the last
+    stream measured it, is not counted against the hold."""
+    pace, engine = StreamPace(hold_s=0.02, recheck_plans=100), Engine()
+    pace.streamed(engine, "heavy", first_text_s=0.3, text_span_s=0.005)
+    for _ in range(5):
+        assert not pace.streams(engine, "heavy")
+        pace.whole(engine, "heavy", 0.31)
+    pace.whole(engine, "heavy", 0.35)  # 50 ms past the first text: it writes slowly now
+    assert pace.streams(engine, "heavy")
+
+
 def test_a_fast_planner_is_streamed_again_every_so_many_plans() -> None:
     pace, engine = StreamPace(hold_s=0.02, recheck_plans=3), Engine()
-    pace.streamed(engine, "heavy", 0.001)
+    pace.streamed(engine, "heavy", first_text_s=0.001, text_span_s=0.001)
     seen = []
     for _ in range(4):
         seen.append(pace.streams(engine, "heavy"))
@@ -60,7 +72,7 @@ def test_a_fast_planner_is_streamed_again_every_so_many_plans() -> None:
 
 def test_a_fast_planner_is_streamed_again_after_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
     pace, engine = StreamPace(hold_s=0.02, recheck_s=30.0), Engine()
-    pace.streamed(engine, "heavy", 0.001)
+    pace.streamed(engine, "heavy", first_text_s=0.001, text_span_s=0.001)
     later = time.monotonic() + 31.0
     monkeypatch.setattr(time, "monotonic", lambda: later)
     assert pace.streams(engine, "heavy")
