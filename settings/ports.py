@@ -77,9 +77,14 @@ def free_port(host: str = "127.0.0.1") -> int:
         if _unpicked(host, port):
             _HANDED_OUT.add(port)
             return port
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        s.bind((host, 0))  # the OS's choice: no room outside its range, or none free there
-        return int(s.getsockname()[1])
+    for _ in range(200):  # the OS's choice: no room outside its range, or none free there
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+            s.bind((host, 0))
+            port = int(s.getsockname()[1])
+        if port not in _HANDED_OUT:  # (the OS hands a closed port out again in time)
+            _HANDED_OUT.add(port)
+            return port
+    raise StartupError(f"no free port found on {host} that this process has not picked")
 
 
 def free_port_pair(host: str = "127.0.0.1") -> int:
