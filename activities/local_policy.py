@@ -1,10 +1,12 @@
-"""The policy steps a CPU worker serves itself, as local activities, when they need no model.
+"""The policy steps a CPU worker serves itself, as local activities.
 
 The rules policy decides in microseconds; sending it to the inference queue and back cost a
 run 50-150 ms per step (two task-queue hops and a workflow task each). Where the deployment
 names no model, the CPU worker hosts the same `InferenceActivities` over the rules policy,
 and the workflow offers each policy step here first. Where it names a model, each answer is
-"not here" (`result=None`) and the step goes to the inference pool as before.
+"not here" (`result=None`) and the step goes to the inference pool as before, unless
+`AGENTKEEL_LOCAL_POLICY=on`: then the same activities run the LLM policy here too, its
+models reached over HTTP from this worker (`workers.policy_assembly.local_policy`).
 """
 
 from __future__ import annotations
@@ -25,13 +27,20 @@ class LocalPolicyActivities:
     fast reads as local activities too (the answer is recorded with the first offer)."""
 
     def __init__(self, local: InferenceActivities | None, *, tools_here: bool = False) -> None:
-        self._local = local
+        self._served = local
         self.tools_here = tools_here
+        self.steps_here = local is not None
+        """Whether it answers them now (a benchmark compares both ways on one worker; a
+        run reads it at its first policy step, like `tools_here`)."""
 
     @property
     def serves_steps(self) -> bool:
         """Whether this worker answers the policy steps (else each says "not here")."""
-        return self._local is not None
+        return self._served is not None and self.steps_here
+
+    @property
+    def _local(self) -> InferenceActivities | None:
+        return self._served if self.steps_here else None
 
     @activity.defn(name=names.LOCAL_ROUTE)
     async def route(self, request: calls.RouteInput) -> calls.LocalPolicyResult[calls.RouteResult]:

@@ -7,6 +7,9 @@
   dedicated inference pool): a plan written while tools run shares the machine's cores
   with them, not the CPU worker's event loop. The ideal model routes unsure (below the 0.7
   threshold), so the heavy tier plans: the cascade's own path.
+- **Model steps**: on the inference pool, or as local activities of the CPU worker
+  (`AGENTKEEL_LOCAL_POLICY=on`, calling the same server from there: no task-queue round
+  trip, no early reads from the plan's stream), one row each.
 - **Tools**: the four `agentkeel.tool` functions of `bench.peer_domain` (its whole tool
   layer), as local activities or through the task queue (`AGENTKEEL_LOCAL_TOOLS`, one row
   each).
@@ -64,8 +67,11 @@ class AgentkeelPeer:
         self.cold_runs += 1
         return f"bench-cold-{uuid.uuid4().hex[:8]}"
 
-    async def ask(self, case: Case, workflow_id: str, *, local_tools: bool) -> AgentResult:
+    async def ask(
+        self, case: Case, workflow_id: str, *, local_tools: bool, models_here: bool = False
+    ) -> AgentResult:
         self.stack.local_offers.tools_here = local_tools
+        self.stack.local_offers.steps_here = models_here
         request = AgentRequest(
             question=case.question,
             tenant=self.tenant(case),
@@ -115,6 +121,9 @@ async def agentkeel_peer(config: StackConfig, model_url: str) -> AsyncIterator[A
                 domain=DOMAIN,
                 speculation_max_calls=WIDEST,
                 inference_process=True,  # its own process, as deployed (a dedicated pool)
+                # The CPU worker may make the model calls itself too (a run at a time picks:
+                # `AgentkeelPeer.ask`'s `models_here`), its engines built from the settings.
+                local_policy="on",
                 **tiers,
             )
         )

@@ -42,14 +42,19 @@ PEERS: dict[str, ModuleType] = {
 }
 
 
-def _agentkeel_variant(peer: AgentkeelPeer, local_tools: bool) -> Variant:
+def _agentkeel_variant(peer: AgentkeelPeer, local_tools: bool, models_here: bool) -> Variant:
     async def run(case: Case, workflow_id: str) -> Any:
-        return await peer.ask(case, workflow_id, local_tools=local_tools)
+        return await peer.ask(case, workflow_id, local_tools=local_tools, models_here=models_here)
 
     async def settle(workflow_id: str) -> Any:
         return await peer.stack.client.get_workflow_handle(workflow_id).result()
 
-    return Variant(f"agentkeel ({'local' if local_tools else 'queue'} tools)", run, settle)
+    tools = "local" if local_tools else "queue"
+    return Variant(f"agentkeel ({tools} tools, models {MODEL_FORMS[models_here]})", run, settle)
+
+
+MODEL_FORMS = {False: "pool", True: "here"}
+"""Where agentkeel's model steps run: the inference pool, or the CPU worker itself."""
 
 
 def _peer_variant(
@@ -69,14 +74,24 @@ def _peer_variant(
 
 @asynccontextmanager
 async def peer_stack(
-    config: StackConfig, model_url: str, *, tool_forms: tuple[str, ...] = ("local", "queue")
+    config: StackConfig,
+    model_url: str,
+    *,
+    tool_forms: tuple[str, ...] = ("local", "queue"),
+    model_forms: tuple[str, ...] = ("pool", "here"),
 ) -> AsyncIterator[tuple[list[Variant], AgentkeelPeer]]:
     """agentkeel's bench stack and every peer's workers, all on the model at `model_url`;
     each system's tools as local activities, through the task queue, or both
-    (`tool_forms`)."""
+    (`tool_forms`); agentkeel's model steps on its inference pool, on its CPU worker, or
+    both (`model_forms`)."""
     async with agentkeel_peer(config, model_url) as agentkeel, AsyncExitStack() as workers:
         wanted = [form == "local" for form in tool_forms]
-        variants = [_agentkeel_variant(agentkeel, local) for local in wanted]
+        variants = [
+            _agentkeel_variant(agentkeel, local, here)
+            for local in wanted
+            for here in (True, False)
+            if MODEL_FORMS[here] in model_forms
+        ]
         server = agentkeel.stack.client.service_client.config.target_host
         namespace = agentkeel.stack.client.namespace
         for system, module in PEERS.items():

@@ -3,7 +3,7 @@
     python -m bench.peers [--speeds instant,fast,slow] [--shapes chain,diamond,4-wide,8-wide]
                           [--rows warm,cold,replan] [--tools local,queue] [--rounds 5]
                           [--invocations 3] [--warmup 1] [--tool-ms 100]
-                          [--model-server apart|here] [--quick]
+                          [--models pool,here] [--model-server apart|here] [--quick]
 
 Needs the `bench` extra (`pip install -e '.[bench]'`), the local Postgres and Redis (as
 `bench.dag`: `AGENTKEEL_BENCH_ADMIN_DSN`, `AGENTKEEL_REDIS_URL`).
@@ -19,7 +19,8 @@ orchestration itself costs), `fast` (50 ms to the first token, 5 ms a token: a s
 on a GPU), `slow` (300 ms, 30 ms a token: a 70B-class model).
 
 * agentkeel      — `AgentClient.ask` on the bench stack serving `bench.peer_domain` (its
-  tools as `agentkeel.tool` functions) with its real LLM policy (`bench.peer_agentkeel`).
+  tools as `agentkeel.tool` functions) with its real LLM policy (`bench.peer_agentkeel`),
+  its model steps on its inference pool or on its CPU worker (`--models`, a row each).
 * openai-agents  — Temporal's OpenAI Agents integration (`bench.peer_openai_agents`).
 * pydantic-ai    — Pydantic AI's Temporal durability (`bench.peer_pydantic_ai`).
 * bare           — plain Temporal: one plan request, the tools as activities (`bench.peer_bare`).
@@ -150,7 +151,9 @@ async def amain(args: argparse.Namespace) -> None:
     )
     async with _model_server(args.model_server) as (url, server):
         forms = tuple(args.tools)
-        async with peer_stack(StackConfig.from_env(), url, tool_forms=forms) as (
+        config = StackConfig.from_env()
+        models = tuple(args.models)
+        async with peer_stack(config, url, tool_forms=forms, model_forms=models) as (
             variants,
             agentkeel,
         ):
@@ -197,6 +200,13 @@ def main() -> None:
         "--tools", type=_csv, default=["local", "queue"], help="tool forms: local,queue"
     )
     parser.add_argument(
+        "--models",
+        type=_csv,
+        default=["pool", "here"],
+        help="where agentkeel's model steps run: pool (its inference pool), here (its CPU "
+        "worker, AGENTKEEL_LOCAL_POLICY=on)",
+    )
+    parser.add_argument(
         "--model-server",
         choices=["apart", "here"],
         default="apart",
@@ -212,11 +222,13 @@ def main() -> None:
         args.speeds, args.shapes, args.rounds, args.invocations = ["fast"], ["diamond"], 1, 1
     unknown = (set(args.shapes) - set(SHAPE_NAMES)) | (set(args.speeds) - set(SPEEDS))
     unknown |= (set(args.rows) - set(ROWS)) | (set(args.tools) - {"local", "queue"})
+    unknown |= set(args.models) - {"pool", "here"}
     if unknown or args.rounds < 1 or args.invocations < 1 or args.warmup < 0:
         parser.error(
             f"--shapes from {', '.join(SHAPE_NAMES)}, --speeds from {', '.join(SPEEDS)}, --rows "
-            f"from {', '.join(ROWS)} (unknown: {', '.join(sorted(unknown)) or 'none'}); "
-            "--rounds and --invocations >= 1, --warmup >= 0"
+            f"from {', '.join(ROWS)}, --tools from local, queue, --models from pool, here "
+            f"(unknown: {', '.join(sorted(unknown)) or 'none'}); --rounds and --invocations "
+            ">= 1, --warmup >= 0"
         )
     try:
         asyncio.run(amain(args))

@@ -37,7 +37,8 @@ from agentkeel.settings.connections import redis_client
 from agentkeel.settings.model import ENV_PREFIX, Settings
 from agentkeel.settings.namespace_setup import ensure_search_attributes
 from agentkeel.settings.tracing import tracing_plugins
-from agentkeel.workers.resources import cpu_activities, unsure_forecast
+from agentkeel.workers.policy_offers import unsure_forecast
+from agentkeel.workers.resources import cpu_activities
 from agentkeel.workers.slots import cpu_slots
 from agentkeel.workers.stand_ins import with_stand_ins
 from agentkeel.workers.temporal_client import agentkeel_plugins

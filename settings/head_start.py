@@ -4,7 +4,7 @@ planner writes them.
 
 A base of `settings.model.Settings` (each field is `AGENTKEEL_<FIELD>`), kept apart because
 each trades a little work that may be wasted for a run that ends sooner; with what the
-workers make of them (`speculative_calls`; the forecast is `workers.resources.unsure_forecast`).
+workers make of them (`speculative_calls`; the forecast is `workers.policy_offers.unsure_forecast`).
 """
 
 from __future__ import annotations

@@ -38,10 +38,15 @@ class WorkerProcessSettings(BaseModel):
     """`inline`: the CPU worker runs each workflow activation on its event loop (about a
     quarter less CPU per run under load), without the SDK's deadlock detector; `thread`:
     the SDK's default hand-off to a thread, with it. Threads whenever the sandbox is on."""
-    local_policy: Literal["auto", "off"] = "auto"
+    local_policy: Literal["auto", "on", "off"] = "auto"
     """`auto`: where no model is configured (the rules policy), the CPU worker routes,
     plans and answers itself as local activities, without a hop to the inference queue;
-    `off`: every policy step goes to the inference pool."""
+    `on`: it does so with the model tiers too, calling each model server over HTTP from
+    the CPU worker (an in-process vLLM tier stops the worker: only the inference pool
+    hosts one). Each step then costs no task-queue round trip and no workflow task of its
+    own, but a planner's reads start only once its plan is whole (no early reads from the
+    stream), and a model call under way when the CPU worker dies is made again. For model
+    servers that answer quickly; `off`: every policy step goes to the inference pool."""
 
     cpu_workflow_slots: AtLeastOne = 8
     """Workflow tasks the CPU worker takes at once. Tasks it has not taken wait in

@@ -163,12 +163,30 @@ def model_free_policy(settings: Settings) -> Policy:
     return policy
 
 
-def local_policy(settings: Settings) -> Policy | None:
-    """The policy a CPU worker serves itself (`activities.local_policy`): the rules policy
-    where no model is configured and `AGENTKEEL_LOCAL_POLICY` is `auto`; else None."""
+def local_policy(settings: Settings) -> PolicyAssembly | None:
+    """The policy a CPU worker serves itself (`activities.local_policy`), not started.
+
+    `auto`: the rules policy where no model is configured, else None (the inference pool
+    serves every step); `on`: the policy the settings make, its models included, each
+    reached over HTTP from this worker (an in-process vLLM tier needs the inference pool:
+    `StartupError`); `off`: None.
+    """
     if settings.local_policy == "off":
         return None
     tiers = [engine_config(settings, tier) for tier in (Tier.LIGHT, Tier.HEAVY)]
-    if any(config is not None and config.kind != EngineKind.RULES for config in tiers):
+    models = [config for config in tiers if config is not None and config.kind != EngineKind.RULES]
+    if not models:
+        return PolicyAssembly(model_free_policy(settings), [], concurrency=1)
+    if settings.local_policy == "auto":
         return None
-    return model_free_policy(settings)
+    for config in models:
+        if config.kind == EngineKind.VLLM:
+            name = config.tier.value.upper()
+            raise StartupError(
+                f"AGENTKEEL_LOCAL_POLICY=on runs the model steps on the CPU worker, which "
+                f"reaches its models over HTTP, but the {config.tier.value} tier is an "
+                f"in-process vLLM engine (AGENTKEEL_{name}_ENGINE=vllm), which only the "
+                f"inference pool hosts: serve it over HTTP (AGENTKEEL_{name}_URL) or set "
+                "AGENTKEEL_LOCAL_POLICY=auto"
+            )
+    return build_policy(settings)

@@ -23,16 +23,13 @@ from agentkeel.activities.effects_ledger import EffectLedgerActivities
 from agentkeel.activities.hot_questions import WarmingActivities
 from agentkeel.activities.latency import LatencyActivities, LatencyBook, timed_tool
 from agentkeel.activities.local_policy import LocalPolicyActivities
-from agentkeel.activities.model_calls import InferenceActivities
 from agentkeel.activities.outputs import OutputActivities, OutputStore
 from agentkeel.activities.overflow_slots import OverflowSlots
-from agentkeel.activities.plan_ahead import UnsureForecast
 from agentkeel.activities.redis_errors import REDIS_ERRORS
 from agentkeel.activities.run_control import RunControlActivities
 from agentkeel.activities.run_store import StoreActivities
 from agentkeel.activities.tools.door import EFFECT_CALLERS, door_activity
 from agentkeel.activities.tools.functions import FunctionTools
-from agentkeel.activities.usage_ledger import UsageLedger, UsageMetering
 from agentkeel.activities.watch_slots import WatchSlots
 from agentkeel.inference.policy import Policy
 from agentkeel.schemas.approvals import ApprovalPolicy
@@ -55,7 +52,7 @@ from agentkeel.settings.model import (
 )
 from agentkeel.workers.cache_assembly import build_caches, tool_activities
 from agentkeel.workers.claim_sweep import swept_ledger
-from agentkeel.workers.policy_assembly import local_policy
+from agentkeel.workers.policy_offers import local_policy_offers
 from agentkeel.workers.stand_ins import activity_name
 
 log = structlog.get_logger(__name__)
@@ -71,8 +68,8 @@ async def cpu_activities(
 ) -> AsyncIterator[list[Callable[..., Any]]]:
     """Every activity the CPU worker serves, bound to this process's pools.
 
-    `local`: the model-free policy this worker serves itself (`activities.local_policy`);
-    None: the one the settings make (the rules, where no model is configured).
+    `local`: the policy this worker serves itself (`activities.local_policy`); None: the
+    one the settings make (`workers.policy_assembly.local_policy`).
     `domain_environ`: where the domain's own settings are read (default: the environment).
     `on_mcp_change`: called with an MCP server's name when its tool list changed."""
     published: list[Publication] = []
@@ -139,7 +136,7 @@ async def _cpu_activities(
         tools = FunctionTools(ACTIVITY_TOOLS, resources, domain.is_scoped)
         # What each tool took, as runs saw it: what a run with a deadline plans from.
         latencies = LatencyBook(redis)
-        offers = _local_policy_offers(local or local_policy(settings), pool, redis, settings)
+        offers = await local_policy_offers(local, pool, redis, settings, stack)
         internal: list[Callable[..., Any]] = [
             LatencyActivities(latencies).latency_estimates,
             _lookup(caches.paths, settings, offers),
@@ -201,26 +198,6 @@ def _lookup(
     return lookup.lookup_cache
 
 
-def _local_policy_offers(
-    policy: Policy | None, pool: asyncpg.Pool, redis: aioredis.Redis, settings: Settings
-) -> LocalPolicyActivities:
-    served = None
-    # Said once at start: which pool answers route, plan, join and respond.
-    log.info("policy_steps", served_by="this worker" if policy else "the inference pool")
-    if policy is not None:
-        served = InferenceActivities(
-            policy,
-            redis=redis,
-            conversations=ConversationStore(pool),
-            outputs=OutputStore(pool),
-            speculate_calls=speculative_calls(settings),
-            forecast=unsure_forecast(settings),
-            stream_plans=settings.plan_stream == "on",
-            usage=usage_metering(settings, redis),
-        )
-    return LocalPolicyActivities(served, tools_here=settings.local_tools == "on")
-
-
 def _run_state_activities(
     pool: asyncpg.Pool, redis: aioredis.Redis, settings: Settings
 ) -> list[Callable[..., Any]]:
@@ -278,23 +255,3 @@ async def inference_resources(
             await pool.close()
         if redis is not None:
             await redis.aclose()
-
-
-def unsure_forecast(settings: Settings) -> UnsureForecast:
-    """When the inference worker plans beside the router (`AGENTKEEL_PLAN_AHEAD*`); the
-    forecast is shared through Redis once the worker has a Redis client."""
-    return UnsureForecast(
-        settings.plan_ahead, above=settings.plan_ahead_above, unseen=settings.plan_ahead_unseen
-    )
-
-
-def usage_metering(settings: Settings, redis: aioredis.Redis | None) -> UsageMetering:
-    """How a model activity prices and counts its calls (`AGENTKEEL_MODEL_PRICES`,
-    `AGENTKEEL_BUDGET_WINDOW`): windows in `redis`, shared by the deployment's workers."""
-    ledger = UsageLedger(
-        redis,
-        settings.task_queue,
-        window_s=settings.budget_window_s,
-        max_labels=settings.usage_metric_labels,
-    )
-    return UsageMetering(settings.price_table(), ledger)

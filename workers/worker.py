@@ -36,12 +36,11 @@ from agentkeel.workers.generations import (
     stop_on_signals,
 )
 from agentkeel.workers.policy_assembly import build_policy
+from agentkeel.workers.policy_offers import unsure_forecast, usage_metering
 from agentkeel.workers.readiness import Readiness, health_endpoint
 from agentkeel.workers.resources import (
     cpu_activities,
     inference_resources,
-    unsure_forecast,
-    usage_metering,
 )
 from agentkeel.workers.slots import DEFAULT_SLOTS, CpuSlots, cpu_slots
 from agentkeel.workers.temporal_client import connect

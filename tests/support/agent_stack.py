@@ -25,12 +25,11 @@ from agentkeel.inference.policy import Policy
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult
 from agentkeel.settings.model import Settings, speculative_calls
+from agentkeel.workers.policy_offers import unsure_forecast, usage_metering
 from agentkeel.workers.resources import (
     InferenceResources,
     cpu_activities,
     inference_resources,
-    unsure_forecast,
-    usage_metering,
 )
 from agentkeel.workers.stand_ins import with_stand_ins
 from agentkeel.workers.worker import cpu_worker, inference_worker

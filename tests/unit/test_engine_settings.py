@@ -176,10 +176,49 @@ def test_a_tier_speaks_chat_unless_told_otherwise() -> None:
     assert config is not None and config.vllm is not None and config.vllm.api == "auto"
 
 
-def test_the_cpu_worker_serves_policy_steps_only_where_no_model_is_configured() -> None:
-    assert isinstance(local_policy(settings()), RulesPolicy)
+def test_the_cpu_worker_serves_policy_steps_itself_where_no_model_is_configured() -> None:
+    served = local_policy(settings())
+    assert served is not None and isinstance(served.policy, RulesPolicy)
+    assert served.engines == []
     assert local_policy(settings(LIGHT_URL="http://127.0.0.1:9/v1", LIGHT_MODEL="m")) is None
     assert local_policy(settings(HEAVY_ENGINE="vllm", HEAVY_MODEL="/m")) is None
     assert local_policy(settings(LOCAL_POLICY="off")) is None
-    with pytest.raises(SettingsError, match="AGENTKEEL_LOCAL_POLICY must be auto or off"):
+    with pytest.raises(SettingsError, match="AGENTKEEL_LOCAL_POLICY must be one of auto, on, off"):
         local_policy(settings(LOCAL_POLICY="yes"))
+
+
+def test_local_policy_on_serves_the_model_tiers_from_the_cpu_worker() -> None:
+    """`on`: the policy the settings make, its engines not yet started (the worker starts
+    them); a rules-only deployment is served as under `auto`."""
+    told = settings(
+        LOCAL_POLICY="on",
+        LIGHT_URL="http://127.0.0.1:9/v1",
+        LIGHT_MODEL="router",
+        HEAVY_URL="http://127.0.0.1:9/v1",
+        HEAVY_MODEL="planner",
+    )
+    served = local_policy(told)
+    assert served is not None
+    assert [engine.name for engine in served.engines] == [
+        engine.name for engine in build_policy(told).engines
+    ]
+    assert len(served.engines) == 2
+    policy = served.policy
+    inner = policy.primary if isinstance(policy, FallbackPolicy) else policy
+    assert isinstance(inner, CascadePolicy)
+    rules_only = local_policy(settings(LOCAL_POLICY="on"))
+    assert rules_only is not None and isinstance(rules_only.policy, RulesPolicy)
+
+
+def test_local_policy_on_refuses_an_in_process_vllm_tier_naming_it() -> None:
+    told = settings(
+        LOCAL_POLICY="on",
+        LIGHT_URL="http://127.0.0.1:9/v1",
+        LIGHT_MODEL="router",
+        HEAVY_ENGINE="vllm",
+        HEAVY_MODEL="/m",
+    )
+    with pytest.raises(StartupError, match="heavy tier is an in-process vLLM engine") as caught:
+        local_policy(told)
+    assert "AGENTKEEL_HEAVY_URL" in str(caught.value)
+    assert "AGENTKEEL_LOCAL_POLICY=auto" in str(caught.value)

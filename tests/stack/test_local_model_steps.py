@@ -1,0 +1,88 @@
+"""`AGENTKEEL_LOCAL_POLICY=on`: the CPU worker makes the model calls itself, as local
+activities, on the real stack.
+
+The models are the token-timed OpenAI-compatible server (`bench.token_server`, a fake at
+the model boundary) reached through agentkeel's real engine and LLM cascade, built by the
+CPU worker from its own settings. The inference worker beside it serves the rules, so a
+step that reached it would answer differently (and be scheduled in history).
+"""
+
+from __future__ import annotations
+
+from temporalio.api.enums.v1 import EventType
+
+from agentkeel.schemas import names
+from agentkeel.schemas.result import StepStatus
+from bench.token_server import Speed, serving
+from tests.support.agent_stack import StackFactory
+from tests.support.history import scheduled_activities
+from tests.support.shop_model import ORDER_QUESTION, ShopOrderModel
+
+NO_CACHE = {"use_cache": False}
+
+
+def tier(url: str) -> dict[str, str]:
+    return {"url": url, "model": "ideal", "api": "chat"}
+
+
+async def test_model_steps_run_on_the_cpu_worker_with_no_task_queue_hop(
+    make_stack: StackFactory,
+) -> None:
+    async with serving(ShopOrderModel(route_confidence=0.5), Speed("test", 0.0, 0.0)) as (
+        url,
+        server,
+    ):
+        stack = await make_stack(local_policy="on", light=tier(url), heavy=tier(url))
+        handle = await stack.start(ORDER_QUESTION, options=NO_CACHE)
+        result = await handle.result()
+        history = await handle.fetch_history()
+        served = server.log.requests
+
+    # The cascade's own path, answered from the model server: an unsure route, the heavy
+    # tier's plan (beside the router) and its answer; no rules policy wrote any of it.
+    assert served == 3
+    assert result.usage is not None and result.usage.calls == 3
+    assert [(s.tool, s.status) for s in result.steps] == [
+        ("get_order", StepStatus.SUCCEEDED),
+        ("track_shipment", StepStatus.SUCCEEDED),
+    ]
+    assert result.steps[1].args == {"tracking_number": result.steps[0].output["tracking_number"]}
+    assert result.answer
+    # Every policy step a local activity of the CPU worker: none scheduled on any queue.
+    queued = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+    assert not set(queued) & set(names.LOCAL_POLICY_STEPS), queued
+    steps = [s for s in scheduled_activities(history) if s in names.LOCAL_POLICY_STEPS]
+    assert steps == [names.ROUTE, names.RESPOND]
+    # No early reads signalled from inside a local activity (they could only arrive after
+    # it, as stale duplicates of the plan's own steps).
+    assert not any(
+        e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED for e in history.events
+    )
+
+
+async def test_a_cpu_worker_without_the_setting_sends_model_steps_to_the_pool(
+    make_stack: StackFactory,
+) -> None:
+    """The default (`auto`) with a model configured: the inference pool serves each step
+    (here the stack's rules, which call no model)."""
+    async with serving(ShopOrderModel(route_confidence=0.5), Speed("test", 0.0, 0.0)) as (
+        url,
+        server,
+    ):
+        stack = await make_stack(light=tier(url), heavy=tier(url))
+        handle = await stack.start(ORDER_QUESTION, options=NO_CACHE)
+        await handle.result()
+        history = await handle.fetch_history()
+        served = server.log.requests
+
+    assert served == 0
+    queued = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+    assert names.ROUTE in queued
