@@ -9,7 +9,9 @@ question names nothing, so its reads start only as the planner streams them
 one kind that holds the plan (the inference worker writing it) or the run (the CPU worker
 that took its last workflow task) is killed; the run still makes exactly its question's
 calls, and each read is scheduled once in its history. A warm question (it names its
-order) runs the same way with that read started at once and given to the planner.
+order) runs the same way with that read started at once and given to the planner. With
+`AGENTKEEL_LOCAL_POLICY=on` (no inference workers), the CPU worker making the model call
+as a local activity is killed during it: the other takes the run on and asks again.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
@@ -28,10 +32,11 @@ from agentkeel.cli.stack.fleet import FleetWorker, WorkerFleet, WorkerKind
 from agentkeel.schemas import names
 from agentkeel.schemas.request import AgentRequest
 from agentkeel.schemas.result import AgentResult, StepStatus
+from agentkeel.settings.model import Settings
 from agentkeel.workflows.agent import AgentWorkflow
 from bench.ideal_model import IdealShapeModel
 from bench.peer_cases import TOOL_ARGS, Case, batch_name, canonical, expected_calls
-from bench.token_server import SPEEDS, serving
+from bench.token_server import SPEEDS, TokenTimedServer, serving
 from tests.support.fleet_stack import fleet_env, fleet_settings, identities
 
 UNSURE = 0.5
@@ -39,9 +44,45 @@ UNSURE = 0.5
 
 
 @pytest.fixture
-async def model_url() -> AsyncIterator[str]:
-    async with serving(IdealShapeModel(route_confidence=UNSURE), SPEEDS["slow"]) as (url, _):
-        yield url
+async def model_server() -> AsyncIterator[tuple[str, TokenTimedServer]]:
+    async with serving(IdealShapeModel(route_confidence=UNSURE), SPEEDS["slow"]) as served:
+        yield served
+
+
+@asynccontextmanager
+async def _fleet(
+    client: Client, settings: Settings, carrier_url: str, tmp_path: Path, inference: int
+) -> AsyncIterator[WorkerFleet]:
+    env = fleet_env(settings, carrier_url)
+    env.pop("AGENTKEEL_SHOP_CARRIER_URL")  # the bench domain has no carrier (nor the setting)
+    workers = WorkerFleet(settings, env, tmp_path)
+    workers.start("cpu", 2)
+    if inference:
+        workers.start("inference", inference)
+    try:
+        await workers.wait_polling(client)
+        yield workers
+    finally:
+        workers.stop()
+
+
+def _settings(
+    client: Client, database_url: str, redis_url: str, model_url: str, **overrides: Any
+) -> Settings:
+    tier = {"url": model_url, "model": "ideal", "api": "chat"}
+    return fleet_settings(
+        client,
+        database_url,
+        redis_url,
+        "stream-kill",
+        domain="bench.peer_domain:domain",
+        light=tier,
+        heavy=tier,
+        semantic_cache="off",
+        plan_stream="on",
+        speculation_max_calls=8,
+        **overrides,
+    )
 
 
 @pytest.fixture
@@ -50,33 +91,13 @@ async def fleet(
     database_url: str,
     redis_url: str,
     carrier_url: str,
-    model_url: str,
+    model_server: tuple[str, TokenTimedServer],
     tmp_path: Path,
 ) -> AsyncIterator[WorkerFleet]:
-    tier = {"url": model_url, "model": "ideal", "api": "chat"}
-    settings = fleet_settings(
-        client,
-        database_url,
-        redis_url,
-        "stream-kill",
-        domain="bench.peer_domain:domain",
-        light=tier,
-        heavy=tier,
-        local_policy="off",  # every policy step on the inference pool
-        semantic_cache="off",
-        plan_stream="on",
-        speculation_max_calls=8,
-    )
-    env = fleet_env(settings, carrier_url)
-    env.pop("AGENTKEEL_SHOP_CARRIER_URL")  # the bench domain has no carrier (nor the setting)
-    workers = WorkerFleet(settings, env, tmp_path)
-    workers.start("cpu", 2)
-    workers.start("inference", 2)
-    try:
-        await workers.wait_polling(client)
+    # Every policy step on the inference pool.
+    settings = _settings(client, database_url, redis_url, model_server[0], local_policy="off")
+    async with _fleet(client, settings, carrier_url, tmp_path, inference=2) as workers:
         yield workers
-    finally:
-        workers.stop()
 
 
 async def _first_early_read(handle: WorkflowHandle[AgentWorkflow, AgentResult]) -> None:
@@ -197,3 +218,62 @@ async def test_a_worker_killed_while_the_plan_streams_loses_nothing(
         assert await _model_attempts(handle) > 1, "the plan in flight was written again"
     [survivor] = [w for w in fleet.of_kind(kind) if w is not victim]
     assert _holder(fleet, await identities(handle), kind) is survivor, "went on elsewhere"
+
+
+async def _model_called(server: TokenTimedServer) -> None:
+    """Until the model server has been asked (a model step is in flight)."""
+    for _ in range(400):
+        if server.log.requests:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("no model request came")
+
+
+async def test_a_cpu_worker_killed_during_its_local_model_call_loses_nothing(
+    client: Client,
+    database_url: str,
+    redis_url: str,
+    carrier_url: str,
+    model_server: tuple[str, TokenTimedServer],
+    tmp_path: Path,
+) -> None:
+    """`AGENTKEEL_LOCAL_POLICY=on`: the CPU worker that took the run makes the route (and
+    the plan beside it) itself as a local activity. Killed during it, the other CPU worker
+    takes the run on and makes the model call again; the run makes exactly its calls."""
+    url, server = model_server
+    settings = _settings(client, database_url, redis_url, url, local_policy="on")
+    async with _fleet(client, settings, carrier_url, tmp_path, inference=0) as fleet:
+        case = Case("4-wide", 1, named=False, batch=batch_name(uuid.uuid4().int % 600))
+        handle: WorkflowHandle[AgentWorkflow, AgentResult] = await client.start_workflow(
+            AgentWorkflow.run,
+            AgentRequest(question=case.question, tenant=f"cold-{uuid.uuid4().hex[:8]}"),
+            id=f"local-model-kill-{uuid.uuid4().hex[:8]}",
+            task_queue=fleet.settings.task_queue,
+        )
+        await _model_called(server)
+        victim = _holder(fleet, await identities(handle), "cpu")
+        victim.kill()
+
+        result = await asyncio.wait_for(handle.result(), timeout=120)
+        [survivor] = [w for w in fleet.of_kind("cpu") if w is not victim]
+        took_over = _holder(fleet, await identities(handle), "cpu")
+    assert [s.status for s in result.steps] == [StepStatus.SUCCEEDED] * len(result.steps)
+    made = canonical([(s.tool, _chosen(s.tool, s.args)) for s in result.steps])
+    assert made == expected_calls(case.question), "exactly the question's calls"
+    scheduled, local = await _reads_recorded(handle)
+    tools = sorted(json.loads(call)[0] for call in made)
+    assert sorted([*(json.loads(c)[0] for c in scheduled), *local]) == tools, (
+        "each read recorded once"
+    )
+    assert result.usage is not None
+    assert server.log.requests > result.usage.calls, "the model call in flight was made again"
+    assert took_over is survivor, "went on elsewhere"
+    assert not set(await _queued(handle)) & set(names.LOCAL_POLICY_STEPS), "none on a queue"
+
+
+async def _queued(handle: WorkflowHandle[AgentWorkflow, AgentResult]) -> list[str]:
+    return [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        async for e in handle.fetch_history_events()
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
