@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from datetime import timedelta
 from typing import Any
 
 import asyncpg
@@ -45,43 +47,56 @@ class StoreActivities:
     @activity.defn(name=names.STORE)
     async def store(self, request: StoreInput) -> StoreResult:
         result = request.result
-        # ON CONFLICT makes a retried store a no-op: one record per run, never two.
-        await self._pool.execute(
-            INSERT_RUN,
-            *run_record_row(request.tenant, request.question, result),
-            request.conversation_id,
-            result.route.reason,
-            result.route.overridden_intent,
-            request.actor.role,
-            request.actor.subject,
-            request.actor.name,
-            request.actor.audience,
-            request.request_id,
-            json.dumps([a.model_dump(mode="json") for a in result.approvals]),
-            result.route.basis.value if result.route.basis else None,
-            *usage_columns(result),
-        )
-        cached = False
-        ttl_s = None
-        if request.use_cache:
-            try:
-                ttl = await self._cache.store(
-                    request.tenant,
-                    request.question,
-                    result,
-                    conversation_id=request.conversation_id,
-                    actor=request.actor,
-                )
-            except CacheUnavailable as exc:
-                log.warning("cache_unavailable", error=str(exc), op="store")
-            else:
-                cached = ttl is not None
-                ttl_s = int(ttl.total_seconds()) if ttl else None
+        # The record and the cache entry are independent writes: made at once, the answer
+        # is announced after the slower of them, not after both in turn.
+        caching = asyncio.ensure_future(self._cache_entry(request))
+        try:
+            # ON CONFLICT makes a retried store a no-op: one record per run, never two.
+            await self._pool.execute(
+                INSERT_RUN,
+                *run_record_row(request.tenant, request.question, result),
+                request.conversation_id,
+                result.route.reason,
+                result.route.overridden_intent,
+                request.actor.role,
+                request.actor.subject,
+                request.actor.name,
+                request.actor.audience,
+                request.request_id,
+                json.dumps([a.model_dump(mode="json") for a in result.approvals]),
+                result.route.basis.value if result.route.basis else None,
+                *usage_columns(result),
+            )
+        except BaseException:
+            caching.cancel()  # the retried store writes the entry again (an idempotent put)
+            await asyncio.gather(caching, return_exceptions=True)
+            raise
+        ttl = await caching
         if request.announce and self._redis is not None:
             # After the record and the cache entry: a caller that returns on it may ask its
             # next turn (which reads this record) or the same question (this entry) at once.
             await announce(self._redis, result, also_run_id=request.first_run_id)
-        return StoreResult(recorded=True, cached=cached, cache_ttl_s=ttl_s)
+        ttl_s = int(ttl.total_seconds()) if ttl else None
+        return StoreResult(recorded=True, cached=ttl is not None, cache_ttl_s=ttl_s)
+
+    async def _cache_entry(self, request: StoreInput) -> timedelta | None:
+        """The path entry, if the run asked for one: how long its answer is served; None
+        where none was written (not asked, plan only or not cacheable, or the cache did
+        not answer)."""
+        if not request.use_cache:
+            return None
+        try:
+            ttl = await self._cache.store(
+                request.tenant,
+                request.question,
+                request.result,
+                conversation_id=request.conversation_id,
+                actor=request.actor,
+            )
+        except CacheUnavailable as exc:
+            log.warning("cache_unavailable", error=str(exc), op="store")
+            return None
+        return ttl
 
 
 NUL_SHOWN_AS = "\ufffd"
