@@ -100,7 +100,7 @@ def print_table(
     results: Results, speed: str, row: str, shapes: list[str], labels: list[str]
 ) -> None:
     head = (
-        f"{'shape':<9}{'variant':<34}{'median':>8}{'spread':>15}{'x agentkeel':>12}"
+        f"{'shape':<9}{'variant':<38}{'median':>8}{'spread':>15}{'x agentkeel':>12}"
         f"{'model req':>10}{'events':>7}{'acts':>5}{'wf tasks':>9}{'local':>6}{'1st tool':>9}"
     )
     print(
@@ -122,7 +122,7 @@ def print_table(
             )
             first = f"{statistics.median(cell.first_tool_ms):>9.0f}" if cell.first_tool_ms else ""
             print(
-                f"{shape:<9}{label:<34}{cell.median:>8.0f}{f'{low:.0f}-{high:.0f}':>15}"
+                f"{shape:<9}{label:<38}{cell.median:>8.0f}{f'{low:.0f}-{high:.0f}':>15}"
                 f"{cell.median / base.median:>12.2f}{cell.model_requests or 0:>10}{counts}{first}"
             )
 

@@ -45,8 +45,12 @@ class WorkerProcessSettings(BaseModel):
     the CPU worker (an in-process vLLM tier stops the worker: only the inference pool
     hosts one). Each step then costs no task-queue round trip and no workflow task of its
     own, but a planner's reads start only once its plan is whole (no early reads from the
-    stream), and a model call under way when the CPU worker dies is made again. For model
-    servers that answer quickly; `off`: every policy step goes to the inference pool."""
+    stream), a model call under way when the CPU worker dies is made again, the step holds
+    a workflow-task slot while it runs (raise `AGENTKEEL_CPU_WORKFLOW_SLOTS` by the model
+    steps in flight), and the run's signals and queries wait for it. The worker starts
+    only once its model servers answer. Keep an inference pool polling until every CPU
+    worker runs with `on`: a worker without it sends the steps there. For model servers
+    that answer quickly; `off`: every policy step goes to the inference pool."""
 
     cpu_workflow_slots: AtLeastOne = 8
     """Workflow tasks the CPU worker takes at once. Tasks it has not taken wait in

@@ -70,10 +70,17 @@ class PolicyAssembly:
             except EngineUnavailableError as exc:
                 await self.close()
                 raise StartupError(f"model engine {engine.name!r} is unavailable: {exc}") from exc
+            except BaseException:
+                await self.close()  # no client left open behind an unexpected failure
+                raise
 
     async def close(self) -> None:
+        """Close every engine, each whatever the others did (a failure is logged)."""
         for engine in self.engines:
-            await engine.close()
+            try:
+                await engine.close()
+            except Exception as exc:
+                log.warning("engine_close_failed", engine=engine.name, error=repr(exc))
 
 
 def build_policy(settings: Settings) -> PolicyAssembly:

@@ -17,6 +17,7 @@ import structlog
 from agentkeel.activities.conversations import ConversationStore
 from agentkeel.activities.local_policy import LocalPolicyActivities
 from agentkeel.activities.model_calls import InferenceActivities
+from agentkeel.activities.model_slots import ModelSlots
 from agentkeel.activities.outputs import OutputStore
 from agentkeel.activities.plan_ahead import UnsureForecast
 from agentkeel.activities.usage_ledger import UsageLedger, UsageMetering
@@ -24,20 +25,26 @@ from agentkeel.inference.policy import Policy
 from agentkeel.settings.head_start import speculative_calls
 from agentkeel.settings.model import Settings
 from agentkeel.workers.policy_assembly import PolicyAssembly, local_policy
+from agentkeel.workflows.timeouts import RESPOND_TIMEOUT
 
 log = structlog.get_logger(__name__)
 
 
+def served_here(local: Policy | None, settings: Settings) -> PolicyAssembly | None:
+    """The policy this worker serves itself, not started: `local` where given, else the
+    settings' (`local_policy`: checked before the worker opens anything)."""
+    return PolicyAssembly(local, [], concurrency=1) if local is not None else local_policy(settings)
+
+
 async def local_policy_offers(
-    local: Policy | None,
+    assembly: PolicyAssembly | None,
     pool: asyncpg.Pool,
     redis: aioredis.Redis,
     settings: Settings,
     stack: AsyncExitStack,
 ) -> LocalPolicyActivities:
-    """The policy steps this worker serves itself: `local`, else the settings' (its engines
-    started here and closed with `stack`)."""
-    assembly = PolicyAssembly(local, [], concurrency=1) if local else local_policy(settings)
+    """The policy steps this worker serves itself (`served_here`), its engines started here
+    and closed with `stack`."""
     if assembly is not None:
         await assembly.start()
         stack.push_async_callback(assembly.close)
@@ -55,6 +62,16 @@ async def local_policy_offers(
             # A local activity's signals reach its run only after it: no early reads.
             stream_plans=False,
             usage=usage_metering(settings, redis),
+            # Models called from CPU workers count against the deployment's cap on each
+            # model server as the inference pool's calls do (`AGENTKEEL_MODEL_CONCURRENCY`).
+            model_slots=ModelSlots(
+                redis,
+                settings.model_concurrency,
+                namespace=settings.task_queue,
+                lease_s=RESPOND_TIMEOUT.total_seconds(),
+            )
+            if assembly.engines
+            else None,
         )
     return LocalPolicyActivities(served, tools_here=settings.local_tools == "on")
 

@@ -52,7 +52,7 @@ from agentkeel.settings.model import (
 )
 from agentkeel.workers.cache_assembly import build_caches, tool_activities
 from agentkeel.workers.claim_sweep import swept_ledger
-from agentkeel.workers.policy_offers import local_policy_offers
+from agentkeel.workers.policy_offers import local_policy_offers, served_here
 from agentkeel.workers.stand_ins import activity_name
 
 log = structlog.get_logger(__name__)
@@ -96,8 +96,10 @@ async def _cpu_activities(
     published: list[Publication],
 ) -> AsyncIterator[list[Callable[..., Any]]]:
     database_url, redis_url = settings.database_url, settings.redis_url
-    # The domain's own settings are checked before anything is opened.
+    # The domain's own settings and the policy served here are checked before anything is
+    # opened.
     own_settings = domain_settings(domain, domain_environ)
+    policy_here = served_here(local, settings)
     if not (database_url and redis_url):
         missing = [
             "AGENTKEEL_" + name.upper()
@@ -136,7 +138,7 @@ async def _cpu_activities(
         tools = FunctionTools(ACTIVITY_TOOLS, resources, domain.is_scoped)
         # What each tool took, as runs saw it: what a run with a deadline plans from.
         latencies = LatencyBook(redis)
-        offers = await local_policy_offers(local, pool, redis, settings, stack)
+        offers = await local_policy_offers(policy_here, pool, redis, settings, stack)
         internal: list[Callable[..., Any]] = [
             LatencyActivities(latencies).latency_estimates,
             _lookup(caches.paths, settings, offers),

@@ -25,13 +25,15 @@ def tier(url: str) -> dict[str, str]:
     return {"url": url, "model": "ideal", "api": "chat"}
 
 
+WRITING = Speed("writing", 0.0, 0.004)
+"""4 ms a token: a plan takes longer than the early-read hold, so a planner on the inference
+pool would stream it and signal its first read before the plan is whole."""
+
+
 async def test_model_steps_run_on_the_cpu_worker_with_no_task_queue_hop(
     make_stack: StackFactory,
 ) -> None:
-    async with serving(ShopOrderModel(route_confidence=0.5), Speed("test", 0.0, 0.0)) as (
-        url,
-        server,
-    ):
+    async with serving(ShopOrderModel(route_confidence=0.5), WRITING) as (url, server):
         stack = await make_stack(local_policy="on", light=tier(url), heavy=tier(url))
         handle = await stack.start(ORDER_QUESTION, options=NO_CACHE)
         result = await handle.result()
