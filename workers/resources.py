@@ -96,8 +96,7 @@ async def _cpu_activities(
     published: list[Publication],
 ) -> AsyncIterator[list[Callable[..., Any]]]:
     database_url, redis_url = settings.database_url, settings.redis_url
-    # The domain's own settings and the policy served here are checked before anything is
-    # opened.
+    # The domain's settings and the policy served here are checked before opening anything.
     own_settings = domain_settings(domain, domain_environ)
     policy_here = served_here(local, settings)
     if not (database_url and redis_url):
