@@ -36,7 +36,7 @@ class RolloutSettings(BaseModel):
     `pinned`, a run stays on the version that started it (keep that version's workers
     until its runs end: approvals may wait days)."""
     held_patches: str = ""
-    """Patch ids (comma-separated, e.g. `release-2026-12-07b`) that CPU workers leave inactive
+    """Patch ids (comma-separated, e.g. `release-2026-12-08`) that CPU workers leave inactive
     in the runs they start: such a run takes the code's old branch and records no marker
     for them, so workers of the previous release can still replay it. Roll a release out
     with its new patch ids held, and drop this once no worker of the previous release is

@@ -43,6 +43,10 @@ own id at the run's start.
 and for `FOURTH_RELEASE_CHANGES`, and a run begun on this code asks it first thing instead
 of the third's (one marker a run still). A run begun on the third release replays with its
 own marker and never takes a fourth-release branch.
+
+`FIFTH_RELEASE_PATCH` does the same for `FIFTH_RELEASE_CHANGES`: a run begun on this code
+asks it first thing (one marker a run), and a run begun on the fourth release replays with
+the fourth's marker, never taking a fifth-release branch.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ from __future__ import annotations
 from temporalio import workflow
 
 __all__ = [
+    "FIFTH_RELEASE_CHANGES",
+    "FIFTH_RELEASE_PATCH",
     "FOURTH_RELEASE_CHANGES",
     "FOURTH_RELEASE_PATCH",
     "RELEASE_PATCH",
@@ -151,10 +157,26 @@ FOURTH_RELEASE_CHANGES = frozenset({"given-reads-v1"})
 """Changes made after `THIRD_RELEASE_PATCH`, with no marker of their own (as the third's)."""
 
 
+FIFTH_RELEASE_PATCH = "release-2026-12-08"
+"""Stands for what `FOURTH_RELEASE_PATCH` does and `FIFTH_RELEASE_CHANGES`."""
+
+FIFTH_RELEASE_CHANGES = frozenset({"local-speculation-v1"})
+"""Changes made after `FOURTH_RELEASE_PATCH`, with no marker of their own (as the third's)."""
+
+
 def since(change: str) -> bool:
     """Whether this run takes the branch of `change`: always for a run begun on a release
     that gathers it; for an older run, as its history's markers say (the release that
     gathered `change`, else `change`'s own)."""
+    if change in FIFTH_RELEASE_CHANGES:
+        return workflow.patched(FIFTH_RELEASE_PATCH)
+    earlier = (
+        change in FOURTH_RELEASE_CHANGES
+        or change in THIRD_RELEASE_CHANGES
+        or change in SECOND_RELEASE_CHANGES
+    )
+    if earlier and workflow.patched(FIFTH_RELEASE_PATCH):
+        return True
     if change in FOURTH_RELEASE_CHANGES:
         return workflow.patched(FOURTH_RELEASE_PATCH)
     third = change in THIRD_RELEASE_CHANGES or change in SECOND_RELEASE_CHANGES

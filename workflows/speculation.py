@@ -24,7 +24,12 @@ from typing import Any
 
 from pydantic import ValidationError
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, RetryState, is_cancelled_exception
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    RetryState,
+    is_cancelled_exception,
+)
 
 from agentkeel.schemas.speculation import (
     MAX_SPECULATIVE_CALLS,
@@ -38,7 +43,7 @@ from agentkeel.schemas.speculation import (
 )
 from agentkeel.schemas.tools import TOOLS, ToolSpec
 from agentkeel.workflows.dag.calls import ToolCall
-from agentkeel.workflows.dag.tool_activity import execute_tool, with_tenant
+from agentkeel.workflows.dag.tool_activity import LocalToolFailed, execute_tool, with_tenant
 from agentkeel.workflows.release import since
 
 SPECULATION_PATCH = "speculation-v1"
@@ -50,6 +55,11 @@ GIVEN_READS_PATCH = "given-reads-v1"
 """The reads started from the request are given to the run's first planners as steps `p1`,
 `p2`, ... (`Speculation.give`), and a streamed step reading one starts once it returns
 (gathered by `release.FOURTH_RELEASE_PATCH`, asked at the run's start)."""
+LOCAL_SPECULATION_PATCH = "local-speculation-v1"
+"""Where the worker holding the run serves the policy steps and runs the reads itself, the
+reads the request predicts run as its local activities, beside the route's: started at the
+run's first moment like the policy step, not held until its workflow task ends (task-queue
+activities are dispatched only then). Gathered by `release.FIFTH_RELEASE_PATCH`."""
 FAILED_TWIN_PATCH = "speculation-failure-v1"
 """A twin that failed for good (non-retryable) is its step's failure, and one cancelled with
 its step cancels it: the step does not make the same call again (asked only where such a
@@ -67,6 +77,14 @@ class _Running:
 
 def _finished(running: _Running, _: object) -> None:
     running.finished = workflow.now()
+
+
+def _failed_for_good(failed: ActivityError | LocalToolFailed) -> bool:
+    """A non-retryable failure: the same call, made again, would fail the same way."""
+    if isinstance(failed, LocalToolFailed):
+        cause = failed.failure
+        return isinstance(cause, ApplicationError) and cause.non_retryable
+    return failed.retry_state == RetryState.NON_RETRYABLE_FAILURE
 
 
 def step_signature(call: PredictedCall) -> str:
@@ -126,9 +144,11 @@ class Speculation:
         tenant: str,
         *,
         allowed: Callable[[ToolSpec], bool] = may_speculate,
+        local: bool = False,
     ) -> int:
         """Start the calls the catalog allows (`allowed`), as `actor` of `tenant`; how many
-        are open (started and not yet claimed)."""
+        are open (started and not yet claimed). `local`: fast reads as local activities of
+        this worker (`ToolSpec.local_read`)."""
         for call in predicted[:MAX_SPECULATIVE_CALLS]:
             spec = TOOLS.get(call.tool)
             if spec is None or not allowed(spec):
@@ -142,8 +162,9 @@ class Speculation:
                 continue
             payload = with_tenant({**args, "actor": actor}, tenant)
             text = ", ".join(f"{k}={v!r}" for k, v in args.items())
+            summary = f"speculative: {spec.name}({text})"
             task = asyncio.ensure_future(
-                execute_tool(spec, payload, tool_queue, f"speculative: {spec.name}({text})")
+                execute_tool(spec, payload, tool_queue, summary, local=local and spec.local_read)
             )
             running = _Running(spec.name, args, task, workflow.now())
             task.add_done_callback(functools.partial(_finished, running))
@@ -166,10 +187,10 @@ class Speculation:
         asked = workflow.now()
         try:
             result = await running.task
-        except ActivityError as failed:
+        except (ActivityError, LocalToolFailed) as failed:
             self._report(running, SpeculationOutcome.FAILED, step_id=call.call_id)
             # Failed for good, or cancelled with the step that waited for it.
-            final = failed.retry_state == RetryState.NON_RETRYABLE_FAILURE
+            final = _failed_for_good(failed)
             if (final or is_cancelled_exception(failed)) and since(FAILED_TWIN_PATCH):
                 raise
             return False, None

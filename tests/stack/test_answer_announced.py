@@ -26,7 +26,7 @@ from agentkeel.schemas import names
 from agentkeel.schemas.answers import ANSWER_FIELD, answer_key
 from agentkeel.schemas.result import AgentResult
 from agentkeel.schemas.run_record import StoreInput, StoreResult
-from agentkeel.workflows.release import FOURTH_RELEASE_PATCH
+from agentkeel.workflows.release import FIFTH_RELEASE_PATCH
 from tests.support.agent_stack import AgentStack, StackFactory
 from tests.support.fakes import HEAVY_ANSWER, STATUS_PLAN, cascade
 from tests.support.gateway_http import gateway
@@ -222,7 +222,7 @@ async def test_a_worker_that_serves_no_policy_step_is_never_offered_one(
     offers = [names.LOCAL_ROUTE, names.LOCAL_PLAN, names.LOCAL_RESPOND]
     assert not [t for t in local_types if any(o.encode() in t for o in offers)]
     # The offer's branch (`policy-offer-v1`), taken under the release that gathers it.
-    assert any(FOURTH_RELEASE_PATCH.encode() in p for p in _patch_ids(events))
+    assert any(FIFTH_RELEASE_PATCH.encode() in p for p in _patch_ids(events))
 
 
 def _patch_ids(events: Sequence[HistoryEvent]) -> list[bytes]:

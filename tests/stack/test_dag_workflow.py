@@ -55,9 +55,11 @@ async def test_dependent_step_waits_and_receives_resolved_value(stack: AgentStac
     result = await handle.result()
     scheduled = scheduled_activities(await handle.fetch_history())
     # The order the question names is read from the run's first moment, beside the route
-    # (speculation), and the plan's step takes it. A clean run needs no model to judge
-    # it: join finishes inline, without an activity.
-    assert scheduled == ["get_order", "route", "track_shipment", "respond"]
+    # (speculation: here, where the worker serves the rules and the reads, both local
+    # activities, recorded as each finishes), and the plan's step takes it. A clean run
+    # needs no model to judge it: join finishes inline, without an activity.
+    assert sorted(scheduled[:2]) == ["get_order", "route"]
+    assert scheduled[2:] == ["track_shipment", "respond"]
     order, tracking = step(result, "s1"), step(result, "s2")
     assert order.speculative and not tracking.speculative
     assert order.tool == "get_order" and tracking.tool == "track_shipment"

@@ -13,6 +13,7 @@ from agentkeel.workflows.agent import AgentWorkflow
 from agentkeel.workflows.fan_out_part import FanOutWorkflow
 from agentkeel.workflows.nodes.cache_lookup import POLICY_OFFER_PATCH
 from agentkeel.workflows.release import (
+    FIFTH_RELEASE_PATCH,
     FOURTH_RELEASE_PATCH,
     RELEASE_PATCH,
     SECOND_RELEASE_PATCH,
@@ -46,7 +47,9 @@ async def test_held_release_patches_record_what_the_previous_releases_recorded(
     # Every release's id and the changes gated between them, held: what the code before
     # `release-2026-12` recorded for this run (git 04c2bfd).
     every_run = f"{RELEASE_PATCH},{QUESTION_ATTRIBUTE_PATCH},{POLICY_OFFER_PATCH}"
-    later = f"{FOURTH_RELEASE_PATCH},{THIRD_RELEASE_PATCH},{SECOND_RELEASE_PATCH}"
+    later = (
+        f"{FIFTH_RELEASE_PATCH},{FOURTH_RELEASE_PATCH},{THIRD_RELEASE_PATCH},{SECOND_RELEASE_PATCH}"
+    )
     first = await recorded(f"{later},{every_run}")
     previous = ["authority-v1", "tenant-attribute-v1", "local-policy-v1", "effect-rules-v1"]
     assert _marked(first) == [*previous, "tool-tenant-v1"]
@@ -54,7 +57,9 @@ async def test_held_release_patches_record_what_the_previous_releases_recorded(
     # `-12-06`'s; the fourth's: the third's.
     second = await recorded(later)
     assert _marked(second) == [RELEASE_PATCH, QUESTION_ATTRIBUTE_PATCH, POLICY_OFFER_PATCH]
-    third_held = f"{FOURTH_RELEASE_PATCH},{THIRD_RELEASE_PATCH}"
+    third_held = f"{FIFTH_RELEASE_PATCH},{FOURTH_RELEASE_PATCH},{THIRD_RELEASE_PATCH}"
     assert _marked(await recorded(third_held)) == [SECOND_RELEASE_PATCH]
-    assert _marked(await recorded(FOURTH_RELEASE_PATCH)) == [THIRD_RELEASE_PATCH]
-    assert _marked(await recorded()) == [FOURTH_RELEASE_PATCH]
+    fourth_held = f"{FIFTH_RELEASE_PATCH},{FOURTH_RELEASE_PATCH}"
+    assert _marked(await recorded(fourth_held)) == [THIRD_RELEASE_PATCH]
+    assert _marked(await recorded(FIFTH_RELEASE_PATCH)) == [FOURTH_RELEASE_PATCH]
+    assert _marked(await recorded()) == [FIFTH_RELEASE_PATCH]

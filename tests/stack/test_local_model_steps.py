@@ -88,3 +88,32 @@ async def test_a_cpu_worker_without_the_setting_sends_model_steps_to_the_pool(
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     ]
     assert names.ROUTE in queued
+
+
+async def test_reads_the_question_names_start_beside_a_local_model_step(
+    make_stack: StackFactory,
+) -> None:
+    """With the policy's steps on the CPU worker (here a scripted confident route that takes
+    200 ms) and the reads there too, the read the question names starts at the run's first
+    moment as a local activity beside the route (`local-speculation-v1`): it is done before
+    the route is, and its result serves the plan's step. The whole run is one workflow
+    task: no task-queue activity at all."""
+    from tests.support.speculation import STEPS, confident
+
+    stack = await make_stack(policy=confident(STEPS[:1], delay_s=0.2), policy_here=True)
+    handle = await stack.start("where is order 1001?")
+    result = await handle.result()
+    history = await handle.fetch_history()
+
+    assert [(s.tool, s.status, s.speculative) for s in result.steps] == [
+        ("get_order", StepStatus.SUCCEEDED, True)
+    ]
+    assert result.speculation is not None
+    assert [c.outcome.value for c in result.speculation.calls] == ["used"]
+    assert not [
+        e for e in history.events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+    # Local activities are recorded as they finish: the read before the route's step.
+    assert scheduled_activities(history)[:2] == ["get_order", names.ROUTE]
+    completed = EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
+    assert sum(e.event_type == completed for e in history.events) == 1

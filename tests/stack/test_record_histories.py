@@ -9,8 +9,8 @@ re-recording never overwrites the histories of earlier code: the top-level files
 recorded before `release-2026-12` (one marker per change), its folder's after it, each
 other change's folder under `release-2026-12` with that change's own marker,
 `release-2026-12-06`'s under the release that gathers them all (one marker a run),
-`release-2026-12-07`'s under the third release (one marker a run, its own), and
-`release-2026-12-07b`'s under the fourth.
+`release-2026-12-07`'s under the third release (one marker a run, its own),
+`release-2026-12-07b`'s under the fourth and `release-2026-12-08`'s under the fifth.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from agentkeel.schemas.approvals import ApprovalDecision
 from agentkeel.schemas.progress import RunProgress
 from agentkeel.workflows.dag.fan_out import child_workflow_id
 from agentkeel.workflows.release import (
-    FOURTH_RELEASE_PATCH,
+    FIFTH_RELEASE_PATCH,
 )
 from tests.support.agent_stack import AgentStack, StackFactory
 from tests.support.fakes import FakeScriptedPolicy
@@ -181,11 +181,15 @@ async def test_record_early_speculation_histories(make_stack: StackFactory) -> N
     first moment and taken by a confident route's plan, and one no plan made, cancelled."""
     from tests.support.speculation import KB_ONLY, STEPS, confident
 
-    for name, steps in (
-        ("early_speculation_used", STEPS[:1]),
-        ("early_speculation_unused", KB_ONLY),
+    for name, steps, here in (
+        ("early_speculation_used", STEPS[:1], False),
+        ("early_speculation_unused", KB_ONLY, False),
+        # `local-speculation-v1`: the policy's steps served by the CPU worker, the read
+        # started beside the route as a local activity.
+        ("local_speculation_used", STEPS[:1], True),
+        ("local_speculation_unused", KB_ONLY, True),
     ):
-        stack = await make_stack(policy=confident(steps, delay_s=0.2))
+        stack = await make_stack(policy=confident(steps, delay_s=0.2), policy_here=here)
         handle = await stack.start(f"where is order 1001 ({name})")
         await handle.result()
         await _save(name, await handle.fetch_history())
@@ -255,7 +259,7 @@ async def test_record_amended_history(make_stack: StackFactory, db: asyncpg.Pool
     await _save("corrected_amount_refused", history)
 
 
-async def _save(name: str, history: WorkflowHistory, folder: str = FOURTH_RELEASE_PATCH) -> None:
+async def _save(name: str, history: WorkflowHistory, folder: str = FIFTH_RELEASE_PATCH) -> None:
     into = HISTORIES / folder
     into.mkdir(parents=True, exist_ok=True)
     (into / f"{name}.json").write_text(history.to_json())

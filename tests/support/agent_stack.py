@@ -135,11 +135,14 @@ async def _start_stack(
     semantic: bool = False,
     inference_concurrency: int = 8,
     on: Client | None = None,
+    policy_here: bool = False,
     **settings_overrides: Any,
 ) -> AgentStack:
-    """`on`: another Temporal client (the time-skipping server's) than the session's."""
+    """`on`: another Temporal client (the time-skipping server's) than the session's.
+    `policy_here`: the CPU worker serves `policy`'s steps itself, as local activities (as
+    it serves the rules, or a model tier with `AGENTKEEL_LOCAL_POLICY=on`)."""
     temporal = on or session.client
-    if policy is not None and type(policy) is not RulesPolicy:
+    if policy is not None and type(policy) is not RulesPolicy and not policy_here:
         # The test's policy is the inference worker's: the CPU worker must not
         # answer policy steps itself with the rules.
         settings_overrides.setdefault("local_policy", "off")
@@ -159,7 +162,11 @@ async def _start_stack(
         **settings_overrides,
     )
     activities = await exits.enter_async_context(
-        cpu_activities(settings, domain_environ={"AGENTKEEL_SHOP_CARRIER_URL": carrier})
+        cpu_activities(
+            settings,
+            local=policy if policy_here else None,
+            domain_environ={"AGENTKEEL_SHOP_CARRIER_URL": carrier},
+        )
     )
     activities = with_stand_ins(activities, replace_activities or [])
     # The inference worker's own clients: token streams and conversations.

@@ -23,6 +23,8 @@ from agentkeel.workflows.nodes.cache_lookup import POLICY_OFFER_PATCH
 from agentkeel.workflows.overflow_gate import OVERFLOW_GATE_PATCH
 from agentkeel.workflows.plan_stream import PLAN_STREAM_PATCH
 from agentkeel.workflows.release import (
+    FIFTH_RELEASE_CHANGES,
+    FIFTH_RELEASE_PATCH,
     FOURTH_RELEASE_CHANGES,
     FOURTH_RELEASE_PATCH,
     RELEASE_PATCH,
@@ -57,10 +59,13 @@ def test_histories_are_committed() -> None:
     assert len(third) >= 28, f"histories recorded under {THIRD_RELEASE_PATCH} are missing"
     fourth = sorted((HISTORIES / FOURTH_RELEASE_PATCH).glob("*.json"))
     assert len(fourth) >= 28, f"histories recorded under {FOURTH_RELEASE_PATCH} are missing"
+    fifth = sorted((HISTORIES / FIFTH_RELEASE_PATCH).glob("*.json"))
+    assert len(fifth) >= 28, f"histories recorded under {FIFTH_RELEASE_PATCH} are missing"
 
 
 @pytest.mark.parametrize(
-    "release", [SECOND_RELEASE_PATCH, THIRD_RELEASE_PATCH, FOURTH_RELEASE_PATCH]
+    "release",
+    [SECOND_RELEASE_PATCH, THIRD_RELEASE_PATCH, FOURTH_RELEASE_PATCH, FIFTH_RELEASE_PATCH],
 )
 def test_runs_of_the_later_releases_ask_one_id_before_any_activity(release: str) -> None:
     """A run begun on the second release or a later one asks one patch id, in its first
@@ -153,14 +158,19 @@ def test_the_releases_gather_real_patch_ids() -> None:
         for path in (HISTORIES.parent.parent / "workflows").rglob("*.py")
         for match in re.finditer(r'^\w+_PATCH = "([\w.-]+)"', path.read_text(), re.MULTILINE)
     }
-    gathered = SECOND_RELEASE_CHANGES | THIRD_RELEASE_CHANGES | FOURTH_RELEASE_CHANGES
+    gathered = (
+        SECOND_RELEASE_CHANGES | THIRD_RELEASE_CHANGES | FOURTH_RELEASE_CHANGES
+    ) | FIFTH_RELEASE_CHANGES
     assert gathered <= defined, gathered - defined
     assert not SECOND_RELEASE_CHANGES & THIRD_RELEASE_CHANGES
     assert not (SECOND_RELEASE_CHANGES | THIRD_RELEASE_CHANGES) & FOURTH_RELEASE_CHANGES
+    earlier = SECOND_RELEASE_CHANGES | THIRD_RELEASE_CHANGES | FOURTH_RELEASE_CHANGES
+    assert not earlier & FIFTH_RELEASE_CHANGES
     ungathered = {
         SECOND_RELEASE_PATCH,
         THIRD_RELEASE_PATCH,
         FOURTH_RELEASE_PATCH,
+        FIFTH_RELEASE_PATCH,
         "warm-tenant-fairness-v1",
         OVERFLOW_GATE_PATCH,  # asked at the run's start, by overflow runs only
     }

@@ -20,6 +20,7 @@ from agentkeel.workflows.release import since
 from agentkeel.workflows.speculation import (
     EARLY_SPECULATION_PATCH,
     GIVEN_READS_PATCH,
+    LOCAL_SPECULATION_PATCH,
     SPECULATION_PATCH,
     Speculation,
 )
@@ -41,11 +42,14 @@ async def deadline_of(state: AgentState) -> Deadline | None:
     return context.deadline
 
 
-def speculate_at_once(state: AgentState, predicted: list[PredictedCall]) -> None:
+def speculate_at_once(
+    state: AgentState, predicted: list[PredictedCall], *, local: bool = False
+) -> None:
     """Start the reads the question predicts at the run's first moment (in the workflow
     task that also schedules the route), so they overlap the router and the planner; the
     plan adopts the ones it makes and the rest are cancelled. Runs with a deadline keep
-    the later start, where the deadline has chosen a tier first."""
+    the later start, where the deadline has chosen a tier first. `local`: this worker
+    serves the policy steps and runs the reads (`speculation.LOCAL_SPECULATION_PATCH`)."""
     context = state["context"]
     request = state["request"]
     if (
@@ -57,16 +61,20 @@ def speculate_at_once(state: AgentState, predicted: list[PredictedCall]) -> None
         or not since(EARLY_SPECULATION_PATCH)
     ):
         return
-    _start_predicted(state, predicted)
+    _start_predicted(state, predicted, local=local and since(LOCAL_SPECULATION_PATCH))
 
 
-def _start_predicted(state: AgentState, predicted: list[PredictedCall]) -> None:
+def _start_predicted(
+    state: AgentState, predicted: list[PredictedCall], *, local: bool = False
+) -> None:
     """Start the predicted reads as the round's speculation, given to its planners."""
     context = state["context"]
     request = state["request"]
     context.speculation = Speculation()
     actor = request.actor.model_dump(mode="json")
-    started = context.speculation.start(predicted, context.tool_queue, actor, request.tenant)
+    started = context.speculation.start(
+        predicted, context.tool_queue, actor, request.tenant, local=local
+    )
     if since(GIVEN_READS_PATCH):  # asked at the run's start, with the release's id
         context.speculation.give()
     context.calls_used += started  # they count against the run's tool-call limit

@@ -81,7 +81,10 @@ async def lookup_cache(state: AgentState) -> dict[str, Any]:
         publish_route(state, route)
         return {**update, "route": route, "plan": found.plan, "confident": True}
     if found.hit is None:
-        speculate_at_once(state, found.speculate)
+        # Beside a policy step this worker serves (a local activity, holding the workflow
+        # task), reads it runs itself start at once as local activities too.
+        here = bool(found.policy_here) and found.tools_here
+        speculate_at_once(state, found.speculate, local=here)
         return {**update, "cache": CacheStatus.MISS}
     timings = update["timings"]
     timings.total = elapsed_ms(state["started_at"])
