@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -85,19 +85,42 @@ def _settings(
     )
 
 
+FleetOf = Callable[..., AbstractAsyncContextManager[WorkerFleet]]
+"""(inference workers, settings overrides) -> a fleet of two CPU workers and those."""
+
+
 @pytest.fixture
-async def fleet(
+def fleet_of(
     client: Client,
     database_url: str,
     redis_url: str,
     carrier_url: str,
     model_server: tuple[str, TokenTimedServer],
     tmp_path: Path,
-) -> AsyncIterator[WorkerFleet]:
-    # Every policy step on the inference pool.
-    settings = _settings(client, database_url, redis_url, model_server[0], local_policy="off")
-    async with _fleet(client, settings, carrier_url, tmp_path, inference=2) as workers:
+) -> FleetOf:
+    def started(inference: int, **overrides: Any) -> AbstractAsyncContextManager[WorkerFleet]:
+        settings = _settings(client, database_url, redis_url, model_server[0], **overrides)
+        return _fleet(client, settings, carrier_url, tmp_path, inference)
+
+    return started
+
+
+@pytest.fixture
+async def fleet(fleet_of: FleetOf) -> AsyncIterator[WorkerFleet]:
+    async with fleet_of(2, local_policy="off") as workers:  # every policy step on the pool
         yield workers
+
+
+async def _start(
+    client: Client, fleet: WorkerFleet, case: Case, name: str
+) -> WorkflowHandle[AgentWorkflow, AgentResult]:
+    """The run of `case`, from a tenant nobody has seen, on the fleet's queue."""
+    return await client.start_workflow(
+        AgentWorkflow.run,
+        AgentRequest(question=case.question, tenant=f"cold-{uuid.uuid4().hex[:8]}"),
+        id=f"{name}-{uuid.uuid4().hex[:8]}",
+        task_queue=fleet.settings.task_queue,
+    )
 
 
 async def _first_early_read(handle: WorkflowHandle[AgentWorkflow, AgentResult]) -> None:
@@ -190,12 +213,7 @@ async def test_a_worker_killed_while_the_plan_streams_loses_nothing(
     client: Client, fleet: WorkerFleet, kind: WorkerKind, shape: str, named: bool
 ) -> None:
     case = Case(shape, 1, named=named, batch=batch_name(uuid.uuid4().int % 600))
-    handle: WorkflowHandle[AgentWorkflow, AgentResult] = await client.start_workflow(
-        AgentWorkflow.run,
-        AgentRequest(question=case.question, tenant=f"cold-{uuid.uuid4().hex[:8]}"),
-        id=f"stream-kill-{kind}-{uuid.uuid4().hex[:8]}",
-        task_queue=fleet.settings.task_queue,
-    )
+    handle = await _start(client, fleet, case, f"stream-kill-{kind}")
     await _first_early_read(handle)
     # The worker of `kind` that holds the run: for an inference worker, the one running the
     # model call that writes the plan (the route's, where the cascade plans in it); for a
@@ -230,26 +248,15 @@ async def _model_called(server: TokenTimedServer) -> None:
 
 
 async def test_a_cpu_worker_killed_during_its_local_model_call_loses_nothing(
-    client: Client,
-    database_url: str,
-    redis_url: str,
-    carrier_url: str,
-    model_server: tuple[str, TokenTimedServer],
-    tmp_path: Path,
+    client: Client, fleet_of: FleetOf, model_server: tuple[str, TokenTimedServer]
 ) -> None:
     """`AGENTKEEL_LOCAL_POLICY=on`: the CPU worker that took the run makes the route (and
     the plan beside it) itself as a local activity. Killed during it, the other CPU worker
     takes the run on and makes the model call again; the run makes exactly its calls."""
-    url, server = model_server
-    settings = _settings(client, database_url, redis_url, url, local_policy="on")
-    async with _fleet(client, settings, carrier_url, tmp_path, inference=0) as fleet:
+    server = model_server[1]
+    async with fleet_of(0, local_policy="on") as fleet:
         case = Case("4-wide", 1, named=False, batch=batch_name(uuid.uuid4().int % 600))
-        handle: WorkflowHandle[AgentWorkflow, AgentResult] = await client.start_workflow(
-            AgentWorkflow.run,
-            AgentRequest(question=case.question, tenant=f"cold-{uuid.uuid4().hex[:8]}"),
-            id=f"local-model-kill-{uuid.uuid4().hex[:8]}",
-            task_queue=fleet.settings.task_queue,
-        )
+        handle = await _start(client, fleet, case, "local-model-kill")
         await _model_called(server)
         victim = _holder(fleet, await identities(handle), "cpu")
         victim.kill()

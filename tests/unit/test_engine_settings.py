@@ -187,16 +187,15 @@ def test_the_cpu_worker_serves_policy_steps_itself_where_no_model_is_configured(
         local_policy(settings(LOCAL_POLICY="yes"))
 
 
+ROUTER = {"LIGHT_URL": "http://127.0.0.1:9/v1", "LIGHT_MODEL": "router"}
+"""A light tier on an HTTP server (never dialled: nothing here starts an engine)."""
+
+
 def test_local_policy_on_serves_the_model_tiers_from_the_cpu_worker() -> None:
     """`on`: the policy the settings make, its engines not yet started (the worker starts
     them); a rules-only deployment is served as under `auto`."""
-    told = settings(
-        LOCAL_POLICY="on",
-        LIGHT_URL="http://127.0.0.1:9/v1",
-        LIGHT_MODEL="router",
-        HEAVY_URL="http://127.0.0.1:9/v1",
-        HEAVY_MODEL="planner",
-    )
+    heavy = {"HEAVY_URL": ROUTER["LIGHT_URL"], "HEAVY_MODEL": "planner"}
+    told = settings(LOCAL_POLICY="on", **ROUTER, **heavy)
     served = local_policy(told)
     assert served is not None
     assert [engine.name for engine in served.engines] == [
@@ -211,13 +210,7 @@ def test_local_policy_on_serves_the_model_tiers_from_the_cpu_worker() -> None:
 
 
 def test_local_policy_on_refuses_an_in_process_vllm_tier_naming_it() -> None:
-    told = settings(
-        LOCAL_POLICY="on",
-        LIGHT_URL="http://127.0.0.1:9/v1",
-        LIGHT_MODEL="router",
-        HEAVY_ENGINE="vllm",
-        HEAVY_MODEL="/m",
-    )
+    told = settings(LOCAL_POLICY="on", **ROUTER, HEAVY_ENGINE="vllm", HEAVY_MODEL="/m")
     with pytest.raises(StartupError, match="heavy tier is an in-process vLLM engine") as caught:
         local_policy(told)
     assert "AGENTKEEL_HEAVY_URL" in str(caught.value)
