@@ -147,7 +147,7 @@ THIRD_RELEASE_CHANGES = frozenset({"provenance-asked-v4"})
 begun on the third release or a later one takes their branches. A run begun before it
 never does, even where it goes on (rather than replays) on this code, so none of them is
 asked after a local activity's result (`since` asks only the releases' ids for them, at
-the run's start: the fourth's, then, where that is absent or held, the third's)."""
+the run's start: the latest's, then, where that is absent or held, each earlier one's)."""
 
 
 FOURTH_RELEASE_PATCH = "release-2026-12-07b"

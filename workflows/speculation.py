@@ -27,6 +27,7 @@ from temporalio import workflow
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
+    CancelledError,
     RetryState,
     is_cancelled_exception,
 )
@@ -79,12 +80,18 @@ def _finished(running: _Running, _: object) -> None:
     running.finished = workflow.now()
 
 
-def _failed_for_good(failed: ActivityError | LocalToolFailed) -> bool:
-    """A non-retryable failure: the same call, made again, would fail the same way."""
+def _failed_for_good(failed: ActivityError | LocalToolFailed | CancelledError, tool: str) -> bool:
+    """A non-retryable failure: the same call, made again, would fail the same way (a
+    local twin's error says so by its flag or by a type its tool lists as non-retryable,
+    as the retry state of a task-queue twin's does)."""
     if isinstance(failed, LocalToolFailed):
         cause = failed.failure
-        return isinstance(cause, ApplicationError) and cause.non_retryable
-    return failed.retry_state == RetryState.NON_RETRYABLE_FAILURE
+        return isinstance(cause, ApplicationError) and (
+            cause.non_retryable or cause.type in TOOLS[tool].non_retryable_errors
+        )
+    if isinstance(failed, ActivityError):
+        return failed.retry_state == RetryState.NON_RETRYABLE_FAILURE
+    return False
 
 
 def step_signature(call: PredictedCall) -> str:
@@ -163,8 +170,12 @@ class Speculation:
             payload = with_tenant({**args, "actor": actor}, tenant)
             text = ", ".join(f"{k}={v!r}" for k, v in args.items())
             summary = f"speculative: {spec.name}({text})"
+            here = local and spec.local_read
+            # A local twin is tried once: it holds its workflow task while it runs, and a
+            # step whose twin failed makes the call itself, retried as the tool says.
+            attempts = {"max_attempts": 1} if here else {}
             task = asyncio.ensure_future(
-                execute_tool(spec, payload, tool_queue, summary, local=local and spec.local_read)
+                execute_tool(spec, payload, tool_queue, summary, local=here, **attempts)
             )
             running = _Running(spec.name, args, task, workflow.now())
             task.add_done_callback(functools.partial(_finished, running))
@@ -187,10 +198,11 @@ class Speculation:
         asked = workflow.now()
         try:
             result = await running.task
-        except (ActivityError, LocalToolFailed) as failed:
+        except (ActivityError, LocalToolFailed, CancelledError) as failed:
+            # (A local twin cancelled resolves as a bare `CancelledError`.)
             self._report(running, SpeculationOutcome.FAILED, step_id=call.call_id)
             # Failed for good, or cancelled with the step that waited for it.
-            final = _failed_for_good(failed)
+            final = _failed_for_good(failed, running.tool)
             if (final or is_cancelled_exception(failed)) and since(FAILED_TWIN_PATCH):
                 raise
             return False, None

@@ -53,7 +53,11 @@ async def test_independent_steps_overlap_in_time(stack: AgentStack) -> None:
 async def test_dependent_step_waits_and_receives_resolved_value(stack: AgentStack) -> None:
     handle = await stack.start("Where is order 1001?")
     result = await handle.result()
-    scheduled = scheduled_activities(await handle.fetch_history())
+    history = await handle.fetch_history()
+    scheduled = scheduled_activities(history)
+    # Every step here is a local activity, the read the question names included
+    # (`local-speculation-v1`): nothing went through a task queue.
+    assert not [e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
     # The order the question names is read from the run's first moment, beside the route
     # (speculation: here, where the worker serves the rules and the reads, both local
     # activities, recorded as each finishes), and the plan's step takes it. A clean run

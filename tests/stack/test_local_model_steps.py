@@ -9,14 +9,18 @@ step that reached it would answer differently (and be scheduled in history).
 
 from __future__ import annotations
 
+import asyncio
+
 from temporalio.api.enums.v1 import EventType
 
 from agentkeel.schemas import names
 from agentkeel.schemas.result import StepStatus
+from agentkeel.schemas.speculation import SpeculationOutcome
 from bench.token_server import Speed, serving
 from tests.support.agent_stack import StackFactory
 from tests.support.history import scheduled_activities
 from tests.support.shop_model import ORDER_QUESTION, ShopOrderModel
+from tests.support.speculation import KB_ONLY, STEPS, StandInOrders, confident
 
 NO_CACHE = {"use_cache": False}
 
@@ -98,8 +102,6 @@ async def test_reads_the_question_names_start_beside_a_local_model_step(
     moment as a local activity beside the route (`local-speculation-v1`): it is done before
     the route is, and its result serves the plan's step. The whole run is one workflow
     task: no task-queue activity at all."""
-    from tests.support.speculation import STEPS, confident
-
     stack = await make_stack(policy=confident(STEPS[:1], delay_s=0.2), policy_here=True)
     handle = await stack.start("where is order 1001?")
     result = await handle.result()
@@ -117,3 +119,66 @@ async def test_reads_the_question_names_start_beside_a_local_model_step(
     assert scheduled_activities(history)[:2] == ["get_order", names.ROUTE]
     completed = EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
     assert sum(e.event_type == completed for e in history.events) == 1
+
+
+async def test_a_local_twin_that_failed_for_good_is_its_steps_failure(
+    make_stack: StackFactory,
+) -> None:
+    """A local twin's non-retryable failure is the step's, as a task-queue twin's is: the
+    same call would fail again, so the step does not make it."""
+    orders = StandInOrders(failing=1)
+    stack = await make_stack(
+        policy=confident(STEPS[:1], delay_s=0.1),
+        policy_here=True,
+        replace_activities=[orders.get_order],
+    )
+    result = await stack.ask("where is order 1001? (failed for good)")
+
+    assert orders.calls == 1, "the speculative call only"
+    [step] = result.steps
+    assert step.status is StepStatus.FAILED
+    assert step.error is not None and step.error.type == "Unavailable", step.error
+    assert result.speculation is not None
+    assert [c.outcome for c in result.speculation.calls] == [SpeculationOutcome.FAILED]
+
+
+async def test_a_local_twin_is_tried_once_and_a_flaky_failure_left_to_its_step(
+    make_stack: StackFactory,
+) -> None:
+    """A local twin holds its workflow task while it runs, so it is tried once: a failure
+    that a retry may cure leaves the call to its step, retried as the tool says."""
+    orders = StandInOrders(failing=1, final=False)
+    stack = await make_stack(
+        policy=confident(STEPS[:1], delay_s=0.1),
+        policy_here=True,
+        replace_activities=[orders.get_order],
+    )
+    result = await stack.ask("where is order 1001? (flaky)")
+
+    assert orders.calls == 2, "the twin's one attempt, then the step's own call"
+    [step] = result.steps
+    assert step.status is StepStatus.SUCCEEDED and not step.speculative
+    assert result.speculation is not None
+    assert [c.outcome for c in result.speculation.calls] == [SpeculationOutcome.FAILED]
+
+
+async def test_a_slow_local_twin_the_plan_does_not_make_is_cancelled_when_it_arrives(
+    make_stack: StackFactory,
+) -> None:
+    orders = StandInOrders(hold_s=5.0)
+    stack = await make_stack(
+        policy=confident(KB_ONLY, delay_s=0.2),
+        policy_here=True,
+        replace_activities=[orders.get_order],
+    )
+    result = await stack.ask("where is order 1001? (not needed)")
+
+    assert result.speculation is not None
+    [call] = result.speculation.calls
+    assert call.outcome is SpeculationOutcome.UNUSED and call.cancelled
+    assert result.timings_ms.total < 4000, "the run did not wait for the wasted read"
+    for _ in range(50):
+        if orders.cancelled:
+            break
+        await asyncio.sleep(0.1)
+    assert orders.cancelled == 1

@@ -58,14 +58,16 @@ async def execute_tool(
     summary: str,
     *,
     local: bool = False,
+    max_attempts: int | None = None,
     **options: Any,
 ) -> Any:
-    """One tool activity, retried as its catalog entry says; its result as JSON.
+    """One tool activity, retried as its catalog entry says (at most `max_attempts` times
+    where given); its result as JSON.
 
     `local`: a local activity of this worker (a fast read, `ToolSpec.local_read`): no
     task-queue round trip, recorded in history as a marker all the same."""
     retry = RetryPolicy(
-        maximum_attempts=spec.max_attempts,
+        maximum_attempts=max_attempts or spec.max_attempts,
         non_retryable_error_types=list(spec.non_retryable_errors),
     )
     if local:
