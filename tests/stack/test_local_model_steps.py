@@ -10,14 +10,16 @@ step that reached it would answer differently (and be scheduled in history).
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 
 from agentkeel.schemas import names
 from agentkeel.schemas.result import StepStatus
 from agentkeel.schemas.speculation import SpeculationOutcome
+from bench.peer_agentkeel import tier
 from bench.token_server import Speed, serving
-from tests.support.agent_stack import StackFactory
+from tests.support.agent_stack import AgentStack, StackFactory
 from tests.support.history import scheduled_activities
 from tests.support.shop_model import ORDER_QUESTION, ShopOrderModel
 from tests.support.speculation import KB_ONLY, STEPS, StandInOrders, confident
@@ -25,8 +27,20 @@ from tests.support.speculation import KB_ONLY, STEPS, StandInOrders, confident
 NO_CACHE = {"use_cache": False}
 
 
-def tier(url: str) -> dict[str, str]:
-    return {"url": url, "model": "ideal", "api": "chat"}
+async def _twins_here(
+    make_stack: StackFactory,
+    orders: StandInOrders,
+    steps: list[dict[str, Any]],
+    *,
+    delay_s: float,
+) -> AgentStack:
+    """A stack whose CPU worker serves a confident route planning `steps` (taking
+    `delay_s`) and runs the reads, `get_order` being `orders`' stand-in."""
+    return await make_stack(
+        policy=confident(steps, delay_s=delay_s),
+        policy_here=True,
+        replace_activities=[orders.get_order],
+    )
 
 
 WRITING = Speed("writing", 0.0, 0.004)
@@ -127,11 +141,7 @@ async def test_a_local_twin_that_failed_for_good_is_its_steps_failure(
     """A local twin's non-retryable failure is the step's, as a task-queue twin's is: the
     same call would fail again, so the step does not make it."""
     orders = StandInOrders(failing=1)
-    stack = await make_stack(
-        policy=confident(STEPS[:1], delay_s=0.1),
-        policy_here=True,
-        replace_activities=[orders.get_order],
-    )
+    stack = await _twins_here(make_stack, orders, STEPS[:1], delay_s=0.1)
     result = await stack.ask("where is order 1001? (failed for good)")
 
     assert orders.calls == 1, "the speculative call only"
@@ -148,11 +158,7 @@ async def test_a_local_twin_is_tried_once_and_a_flaky_failure_left_to_its_step(
     """A local twin holds its workflow task while it runs, so it is tried once: a failure
     that a retry may cure leaves the call to its step, retried as the tool says."""
     orders = StandInOrders(failing=1, final=False)
-    stack = await make_stack(
-        policy=confident(STEPS[:1], delay_s=0.1),
-        policy_here=True,
-        replace_activities=[orders.get_order],
-    )
+    stack = await _twins_here(make_stack, orders, STEPS[:1], delay_s=0.1)
     result = await stack.ask("where is order 1001? (flaky)")
 
     assert orders.calls == 2, "the twin's one attempt, then the step's own call"
@@ -166,11 +172,7 @@ async def test_a_slow_local_twin_the_plan_does_not_make_is_cancelled_when_it_arr
     make_stack: StackFactory,
 ) -> None:
     orders = StandInOrders(hold_s=5.0)
-    stack = await make_stack(
-        policy=confident(KB_ONLY, delay_s=0.2),
-        policy_here=True,
-        replace_activities=[orders.get_order],
-    )
+    stack = await _twins_here(make_stack, orders, KB_ONLY, delay_s=0.2)
     result = await stack.ask("where is order 1001? (not needed)")
 
     assert result.speculation is not None
